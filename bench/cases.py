@@ -1,0 +1,63 @@
+"""The benchmark's model set: tests/real_models.py's REAL_MODELS (the parity-tested models with
+their fixed feeds) plus MiniLM-L6 at sequence lengths 16 and 128.
+
+A case is `name -> () -> (model path, feeds)`; it raises `Skip` (with what to install) when it
+cannot be prepared here.
+"""
+from __future__ import annotations
+
+import fnmatch
+import os
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TESTS_DIR = os.path.join(ROOT, "tests")
+
+
+class Skip(Exception):
+    """The case cannot run here; the message says why and what to install."""
+
+
+def _real_models() -> dict:
+    if TESTS_DIR not in sys.path:
+        sys.path.insert(0, TESTS_DIR)
+    from real_models import REAL_MODELS
+    return REAL_MODELS
+
+
+def _minilm(seq: int):
+    def load():
+        import numpy as np
+
+        from bench.models import export_minilm as ex
+        if not ex.is_cached():
+            missing = ex.missing_tools()
+            if missing:
+                raise Skip(f"{', '.join(missing)} not installed; to export MiniLM: {ex.INSTALL}")
+            # a subprocess keeps torch out of the runner's memory
+            done = subprocess.run([sys.executable, "-m", "bench.models.export_minilm"], cwd=ROOT,
+                                  capture_output=True, text=True)
+            if done.returncode != 0:
+                raise RuntimeError("exporting MiniLM failed: " + done.stderr.strip()[-800:])
+        with np.load(ex.feeds_path(seq)) as data:
+            feeds = {k: data[k] for k in data.files}
+        return ex.MODEL_PATH, feeds
+    return load
+
+
+def all_cases() -> dict:
+    return {**_real_models(), "minilm_l6_seq16": _minilm(16), "minilm_l6_seq128": _minilm(128)}
+
+
+def select(patterns: str | None) -> dict:
+    """Cases whose names match any of the comma-separated fnmatch patterns (all when None)."""
+    cases = all_cases()
+    if not patterns:
+        return cases
+    wanted = [p.strip() for p in patterns.split(",") if p.strip()]
+    for p in wanted:
+        if not any(fnmatch.fnmatchcase(name, p) for name in cases):
+            raise SystemExit(f"bench: no model matches '{p}'; models: {', '.join(cases)}")
+    return {name: load for name, load in cases.items()
+            if any(fnmatch.fnmatchcase(name, p) for p in wanted)}

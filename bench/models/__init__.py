@@ -1,0 +1,1 @@
+"""Models the benchmark makes itself (exports), cached under ~/.cache/edgerun/models/."""

@@ -1,0 +1,115 @@
+"""edgerun in JavaScript against onnxruntime-web: per real model, the median latency of
+
+- edgerun inside Pyodide under Node (the JavaScript API, wasm provider, V8's WebAssembly),
+- edgerun's same numpy-free path natively (wasm provider under wasmtime),
+- onnxruntime-web 1.30.0's wasm backend under Node, one thread,
+
+with each engine's largest deviation from edgerun's native CPU provider.
+
+    python -m bench.web [--models NAMES] [--repeat N] [--out DIR]
+
+onnxruntime-web is installed apart from the edgerun package: `npm install --prefix bench/web`.
+Each engine runs every model in one process (bench/web/run_cases.mjs, run_cases.py); session
+creation, the first run and the median of the repeats are reported separately.
+"""
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+from .cases import ROOT, read_output, read_results, real_models, write_cases
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ENGINES = {   # name -> (label, command prefix)
+    "pyodide": ("edgerun in Pyodide (Node, wasm)",
+                ["node", os.path.join(HERE, "run_cases.mjs")]),
+    "native": ("edgerun native (wasmtime, no numpy)",
+               [sys.executable, os.path.join(HERE, "run_cases.py")]),
+    "ort_web": ("onnxruntime-web 1.30.0 (wasm, 1 thread)",
+                ["node", os.path.join(HERE, "run_cases.mjs"), "--engine", "ort"]),
+}
+
+
+def run_engine(engine: str, cases: str, out: str, repeat: int) -> dict:
+    label, command = ENGINES[engine]
+    if engine == "ort_web" and not os.path.isdir(os.path.join(HERE, "node_modules",
+                                                               "onnxruntime-web")):
+        print(f"{label}: skipped (npm install --prefix bench/web)", file=sys.stderr)
+        return {}
+    print(f"== {label}", file=sys.stderr)
+    args = command[:2] + [cases, out] + command[2:] + ["--repeat", str(repeat)]
+    subprocess.run(args, cwd=ROOT, check=True, stdout=sys.stderr)
+    return read_results(out)
+
+
+def max_diff(result: dict, expected: list):
+    if not result or "error" in result:
+        return None
+    diffs = [float(np.max(np.abs(read_output(o).astype(np.float64) - e.astype(np.float64))))
+             if e.size else 0.0 for o, e in zip(result["outputs"], expected)]
+    return max(diffs, default=0.0)
+
+
+def cpu_outputs(name: str) -> list:
+    import edgerun
+
+    path, feeds = real_models()[name]()
+    return edgerun.InferenceSession(path, providers=["cpu"]).run(None, feeds)
+
+
+def markdown(rows: list, engines: list) -> str:
+    head = "| model | " + " | ".join(f"{ENGINES[e][0]} run ms (first, create)" for e in engines)
+    lines = [head + " | Pyodide / ort-web | max abs diff vs CPU |",
+             "|---" * (len(engines) + 3) + "|"]
+    for row in rows:
+        cells = []
+        for e in engines:
+            r = row[e]
+            cells.append("-" if not r else ("error" if "error" in r else
+                         f"{r['run_ms']:.1f} ({r['first_ms']:.0f}, {r['create_ms']:.0f})"))
+        p, o = row.get("pyodide"), row.get("ort_web")
+        ratio = (f"{p['run_ms'] / o['run_ms']:.1f}x" if p and o and "error" not in p
+                 and "error" not in o else "-")
+        diffs = ", ".join(f"{e}: {row['diff'][e]:.1e}" for e in engines
+                          if row["diff"].get(e) is not None)
+        lines.append(f"| {row['name']} | " + " | ".join(cells) + f" | {ratio} | {diffs} |")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", default="*", help="comma-separated names or globs")
+    parser.add_argument("--engines", default=",".join(ENGINES))
+    parser.add_argument("--repeat", type=int, default=10)
+    parser.add_argument("--out", default=os.path.join(ROOT, "reports", "bench_web"))
+    args = parser.parse_args(argv)
+    patterns = args.models.split(",")
+    names = [n for n in sorted(real_models()) if any(fnmatch.fnmatch(n, p) for p in patterns)]
+    engines = args.engines.split(",")
+    cases = write_cases(names, os.path.join(args.out, "cases"))
+    results = {e: run_engine(e, cases, os.path.join(args.out, e), args.repeat) for e in engines}
+    rows = []
+    for name in names:
+        expected = cpu_outputs(name)
+        row = {"name": name, "diff": {}}
+        for e in engines:
+            row[e] = results[e].get(name)
+            row["diff"][e] = max_diff(row[e], expected)
+        rows.append(row)
+    with open(os.path.join(args.out, "results.json"), "w") as f:
+        json.dump([{k: v for k, v in r.items()} for r in rows], f, indent=1, default=str)
+    table = markdown(rows, engines)
+    with open(os.path.join(args.out, "results.md"), "w") as f:
+        f.write(table + "\n")
+    print(table)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

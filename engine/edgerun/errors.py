@@ -1,0 +1,26 @@
+"""The errors edgerun raises. Each names the problem: which model part, input or node,
+what was expected and what was got. Names mirror onnxruntime's exception classes."""
+
+
+class EdgerunError(Exception):
+    """Base class of every error edgerun raises on purpose."""
+
+
+class InvalidProtobuf(EdgerunError):
+    """The model bytes are not a valid ONNX ModelProto (truncated, corrupt, wrong file)."""
+
+
+class InvalidGraph(EdgerunError):
+    """The model decodes but is not a valid graph (dangling names, cycles, bad external data)."""
+
+
+class NotImplementedOp(EdgerunError):
+    """An operator (or domain, or opset) no available provider implements."""
+
+
+class InvalidArgument(EdgerunError):
+    """A run-time argument is wrong: unknown or missing input, wrong dtype, rank or shape."""
+
+
+class Fail(EdgerunError):
+    """A node failed while running; the message names the node and operator."""

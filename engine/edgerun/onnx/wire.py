@@ -1,0 +1,148 @@
+"""Protocol-buffers wire format, the small subset ONNX needs: varints, fixed32/64 and
+length-delimited fields. Pure Python so it runs inside Pyodide.
+
+Reading walks a `memoryview` and yields `(field_number, wire_type, value)`; a truncated or
+corrupt buffer raises `WireError`, which the ONNX reader turns into `InvalidProtobuf`.
+"""
+from __future__ import annotations
+
+import struct
+
+VARINT, FIXED64, LENGTH, FIXED32 = 0, 1, 2, 5
+
+_UNPACK_F32 = struct.Struct("<f").unpack_from
+_UNPACK_F64 = struct.Struct("<d").unpack_from
+
+
+class WireError(ValueError):
+    pass
+
+
+def read_varint(buf: memoryview, pos: int, end: int) -> tuple:
+    result = 0
+    shift = 0
+    while True:
+        if pos >= end:
+            raise WireError("truncated varint")
+        b = buf[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if b < 0x80:
+            return result, pos
+        shift += 7
+        if shift > 63:
+            raise WireError("varint longer than 10 bytes")
+
+
+def fields(buf: memoryview, start: int = 0, end: int = None):
+    """Yield (field_number, wire_type, value) for each field of one message.
+
+    value: int for VARINT, a memoryview slice for LENGTH, FIXED32 and FIXED64.
+    """
+    if end is None:
+        end = len(buf)
+    pos = start
+    while pos < end:
+        key, pos = read_varint(buf, pos, end)
+        number, wire_type = key >> 3, key & 7
+        if number == 0:
+            raise WireError("field number 0")
+        if wire_type == VARINT:
+            value, pos = read_varint(buf, pos, end)
+        elif wire_type == LENGTH:
+            size, pos = read_varint(buf, pos, end)
+            if pos + size > end:
+                raise WireError(f"field {number}: length {size} runs past the end of its message")
+            value = buf[pos:pos + size]
+            pos += size
+        elif wire_type == FIXED32:
+            if pos + 4 > end:
+                raise WireError("truncated fixed32")
+            value = buf[pos:pos + 4]
+            pos += 4
+        elif wire_type == FIXED64:
+            if pos + 8 > end:
+                raise WireError("truncated fixed64")
+            value = buf[pos:pos + 8]
+            pos += 8
+        else:
+            raise WireError(f"field {number}: unsupported wire type {wire_type}")
+        yield number, wire_type, value
+
+
+def to_signed64(v: int) -> int:
+    return v - (1 << 64) if v >= 1 << 63 else v
+
+
+def to_signed32(v: int) -> int:
+    v &= 0xFFFFFFFF
+    return v - (1 << 32) if v >= 1 << 31 else v
+
+
+def packed_varints(wire_type: int, value) -> list:
+    """A repeated varint field element: packed (LENGTH) or one unpacked value."""
+    if wire_type == VARINT:
+        return [value]
+    out = []
+    pos, end = 0, len(value)
+    while pos < end:
+        v, pos = read_varint(value, pos, end)
+        out.append(v)
+    return out
+
+
+def packed_fixed(wire_type: int, value, fmt: str) -> list:
+    """A repeated float/double field element (fmt 'f' or 'd'): packed or one value."""
+    size = struct.calcsize(fmt)
+    if len(value) % size:
+        raise WireError(f"packed {fmt} field of {len(value)} bytes")
+    return list(struct.unpack(f"<{len(value) // size}{fmt}", value))
+
+
+def unpack_f32(value) -> float:
+    return _UNPACK_F32(value)[0]
+
+
+def unpack_f64(value) -> float:
+    return _UNPACK_F64(value)[0]
+
+
+# ---- writing -----------------------------------------------------------------------------
+
+def varint(v: int) -> bytes:
+    if v < 0:
+        v += 1 << 64
+    out = bytearray()
+    while v >= 0x80:
+        out.append((v & 0x7F) | 0x80)
+        v >>= 7
+    out.append(v)
+    return bytes(out)
+
+
+def key(number: int, wire_type: int) -> bytes:
+    return varint((number << 3) | wire_type)
+
+
+def field_varint(number: int, v: int) -> bytes:
+    return key(number, VARINT) + varint(v)
+
+
+def field_bytes(number: int, data) -> bytes:
+    return key(number, LENGTH) + varint(len(data)) + bytes(data)
+
+
+def field_str(number: int, s: str) -> bytes:
+    return field_bytes(number, s.encode("utf-8"))
+
+
+def field_f32(number: int, v: float) -> bytes:
+    return key(number, FIXED32) + struct.pack("<f", v)
+
+
+def field_packed_varints(number: int, values) -> bytes:
+    return field_bytes(number, b"".join(varint(int(v)) for v in values))
+
+
+def field_packed_fixed(number: int, values, fmt: str) -> bytes:
+    return field_bytes(number, struct.pack(f"<{len(values)}{fmt}", *values))

@@ -1,0 +1,78 @@
+"""Nodes whose inputs are all constants are run once, now, with the CPU kernels; their
+outputs become initializers.
+
+Skipped: random operators (each run must draw anew), nodes with subgraphs, operators of
+domains other than ONNX's, outputs that are not plain tensors, and results so large that
+folding would grow the model by more than MAX_GROWTH_BYTES beyond what the inputs hold
+(e.g. an Expand to a huge shape). Below that, folding pays: the runtime would otherwise
+rebuild the same tensor on every run (models that store weights as ConstantOfShape), and
+onnxruntime folds them too.
+"""
+from __future__ import annotations
+
+from .graph_edit import GraphView, PassContext, subgraphs
+
+MAX_GROWTH_BYTES = 64 << 20
+RANDOM_OPS = {"Bernoulli", "RandomNormal", "RandomNormalLike", "RandomUniform",
+              "RandomUniformLike", "Multinomial", "Dropout"}
+FOLDABLE_DOMAINS = ("", "ai.onnx", "ai.onnx.ml")
+
+
+def constant_folding(view: GraphView, ctx: PassContext) -> int:
+    count = 0
+    for node in view.live_nodes():
+        if view.is_dead(node) or not _foldable(view, node):
+            continue
+        outputs = _evaluate(view, ctx, node)
+        if outputs is None:
+            continue
+        view.remove(node)
+        for name, value in zip(node.outputs, outputs):
+            if name:
+                view.set_constant(name, value)
+        count += 1
+    return count
+
+
+def _foldable(view: GraphView, node) -> bool:
+    if node.domain not in FOLDABLE_DOMAINS or node.op_type in RANDOM_OPS:
+        return False
+    if node.op_type == "Constant" or any(True for _ in subgraphs(node)):
+        return False
+    inputs = [n for n in node.inputs if n]
+    if not inputs:
+        return False   # EyeLike-free sources like RandomX; Constant is handled elsewhere
+    return all(view.constant(n) is not None for n in inputs)
+
+
+def _evaluate(view: GraphView, ctx: PassContext, node):
+    import numpy as np
+
+    from ..providers.cpu import registry
+    from ..runtime.attributes import kernel_attributes
+    from ..runtime.kernel_context import KernelContext
+
+    opset = ctx.opset(node.domain)
+    fn = registry.lookup(node.op_type, node.domain, opset)
+    if fn is None:
+        return None
+    args = [view.constant(n) if n else None for n in node.inputs]
+    try:
+        result = fn(KernelContext(node, opset), *args, **kernel_attributes(node.attributes))
+    except Exception:   # noqa: BLE001 - a node that fails now fails the same way at run time
+        return None
+    if isinstance(result, tuple) or (isinstance(result, list) and len(node.outputs) > 1):
+        values = list(result)
+    else:
+        values = [result]
+    if len(values) < len([o for o in node.outputs if o]):
+        return None
+    values = [v if isinstance(v, np.ndarray) else (None if isinstance(v, (list, dict)) or v is None
+                                                   else np.asarray(v)) for v in values]
+    if any(v is None for v, name in zip(values, node.outputs) if name):
+        return None
+    in_bytes = sum(a.nbytes for a in args if a is not None)
+    out_bytes = sum(v.nbytes for v, name in zip(values, node.outputs) if name)
+    if out_bytes > in_bytes + MAX_GROWTH_BYTES:
+        return None
+    return values

@@ -1,0 +1,59 @@
+"""Values computed from tensor shapes (Shape, Size, Gather/Concat/Slice of dimensions ...)
+become constants when edgerun.shape_inference proves every element static.
+
+Runs on the main graph only (input shapes come from the model's declared inputs), and
+leaves the inferred types in `ctx.inferred_types`, which later passes use for ranks.
+Values that involve symbolic dimensions stay computed at run time. Needs the
+edgerun.shape_inference package; without it the pass does nothing.
+"""
+from __future__ import annotations
+
+from .graph_edit import GraphView, PassContext
+
+MAX_FOLDED_ELEMENTS = 4096
+
+
+def fold_shapes(view: GraphView, ctx: PassContext) -> int:
+    if view.graph is not ctx.model.graph:
+        return 0
+    try:
+        from ..shape_inference import infer_shapes
+    except ImportError:
+        return 0
+    try:
+        result = infer_shapes(ctx.model)
+    except Exception:   # noqa: BLE001 - an inference failure only means nothing is folded
+        return 0
+    ctx.inferred_types = dict(result)
+    count = 0
+    for node in view.live_nodes():
+        values = [_static_value(result, name) for name in node.outputs if name]
+        if not values or any(v is None for v in values) or not node.inputs:
+            continue
+        if all(view.constant(n) is not None for n in node.inputs if n):
+            continue    # plain constant folding handles these
+        view.remove(node)
+        for name, value in zip([n for n in node.outputs if n], values):
+            view.set_constant(name, value)
+        count += 1
+    return count
+
+
+def _static_value(result, name: str):
+    import numpy as np
+
+    from ..ir.dtypes import numpy_dtype
+
+    items, info = result.values.get(name), result.get(name)
+    if items is None or info is None or info.kind != "tensor" or info.shape is None:
+        return None
+    if not all(isinstance(d, int) for d in info.shape) or len(items) > MAX_FOLDED_ELEMENTS:
+        return None
+    if not all(isinstance(v, (int, bool)) for v in items):
+        return None
+    size = 1
+    for d in info.shape:
+        size *= d
+    if size != len(items):
+        return None
+    return np.array(items, dtype=numpy_dtype(info.elem_type)).reshape(info.shape)

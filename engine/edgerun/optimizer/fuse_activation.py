@@ -1,0 +1,75 @@
+"""Conv, Gemm or MatMul followed by an activation becomes com.edgerun FusedConv, FusedGemm or
+FusedMatMul (see providers/cpu/ops/fused.py): one node, the activation applied in place.
+
+Activations: Relu, LeakyRelu, Sigmoid, Tanh, HardSigmoid, and Clip with constant bounds.
+Only when the base operator's output feeds nothing but the activation, and for float32
+(onnxruntime's FusedConv and FusedGemm, which saved files use, are float only).
+"""
+from __future__ import annotations
+
+from .. import ir
+from .graph_edit import EDGERUN_DOMAIN, GraphView, PassContext, attr_floats, attr_string
+
+FUSABLE = {"Conv": "FusedConv", "Gemm": "FusedGemm", "MatMul": "FusedMatMul"}
+FLOAT = 1
+
+
+def fuse_activation(view: GraphView, ctx: PassContext) -> int:
+    count = 0
+    for act in view.live_nodes():
+        if view.is_dead(act) or act.domain not in ("", "ai.onnx") or not act.inputs:
+            continue
+        params = activation_params(view, act)
+        if params is None:
+            continue
+        base = view.produced_by(act.inputs[0], *FUSABLE)
+        if base is None or view.only_reader(base.outputs[0]) is not act:
+            continue
+        if len(base.outputs) != 1 or not _is_float32(view, base):
+            continue
+        attributes = dict(base.attributes)
+        attributes["activation"] = attr_string("activation", act.op_type)
+        attributes["activation_params"] = attr_floats("activation_params", params)
+        fused = ir.Node(op_type=FUSABLE[base.op_type], domain=EDGERUN_DOMAIN,
+                        inputs=list(base.inputs), outputs=[act.outputs[0]],
+                        attributes=attributes, name=base.name)
+        view.replace([base, act], fused)
+        ctx.use_edgerun_domain()
+        count += 1
+    return count
+
+
+def activation_params(view: GraphView, act):
+    """The activation's parameters as a list of floats, or None if it cannot be fused."""
+    op = act.op_type
+    if op in ("Relu", "Sigmoid", "Tanh") and len(act.outputs) == 1:
+        return []
+    if op == "LeakyRelu":
+        return [act.attr("alpha", 0.01)]
+    if op == "HardSigmoid":
+        return [act.attr("alpha", 0.2), act.attr("beta", 0.5)]
+    if op == "Clip":
+        if "min" in act.attributes or "max" in act.attributes:      # opset < 11
+            return [act.attr("min", -3.4028234663852886e38), act.attr("max", 3.4028234663852886e38)]
+        bounds = []
+        for i, default in ((1, -3.4028234663852886e38), (2, 3.4028234663852886e38)):
+            if len(act.inputs) > i and act.inputs[i]:
+                value = view.scalar(act.inputs[i])
+                if value is None:
+                    return None
+                bounds.append(value)
+            else:
+                bounds.append(default)
+        return bounds
+    return None
+
+
+def _is_float32(view: GraphView, base) -> bool:
+    """Judged by the weight, which is a constant in every model worth fusing."""
+    weight = base.inputs[1] if len(base.inputs) > 1 else ""
+    if weight in view.graph.initializers:
+        return view.elem_type_of_constant(weight) == FLOAT
+    for v in list(view.graph.inputs) + list(view.graph.value_info):
+        if v.name in base.inputs and v.type is not None:
+            return v.type.elem_type == FLOAT
+    return False

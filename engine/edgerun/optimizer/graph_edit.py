@@ -1,0 +1,274 @@
+"""What every pass needs to read and rewrite one graph: who produces and who reads each value,
+which values are constants, and edits that keep those maps current.
+
+A pass builds a `GraphView`, walks `view.live_nodes()` and edits through the view; `commit()`
+writes the node list back (new nodes go where their anchor node was, so the order stays
+topological). numpy is imported only when a constant is asked for: the core must import
+without it.
+"""
+from __future__ import annotations
+
+from .. import ir
+
+ONNX_DOMAINS = ("", "ai.onnx")
+EDGERUN_DOMAIN = "com.edgerun"
+
+
+class PassContext:
+    """Model-wide facts a pass reads: opset versions, unique names, the IR version rule for
+    overridable initializers."""
+
+    def __init__(self, model: ir.Model):
+        self.model = model
+        self.opsets = model.opset_imports
+        # ONNX IR < 4 lists every initializer as a graph input too; onnxruntime treats them as
+        # constants there, and as overridable (not constant) from IR 4 on.
+        self.inputs_override_initializers = model.ir_version >= 4
+        self.inferred_types: dict = {}    # name -> ir.TypeInfo, filled by fold_shapes
+        self._names = set()
+        _collect_names(model.graph, self._names)
+
+    def opset(self, domain: str = "") -> int:
+        return self.opsets.get("" if domain in ONNX_DOMAINS else domain, 0)
+
+    def fresh_name(self, base: str) -> str:
+        """A value or node name no graph of the model uses yet."""
+        name, n = base, 0
+        while name in self._names:
+            n += 1
+            name = f"{base}_{n}"
+        self._names.add(name)
+        return name
+
+    def use_edgerun_domain(self) -> None:
+        self.opsets.setdefault(EDGERUN_DOMAIN, 1)
+
+
+def _collect_names(graph: ir.Graph, names: set) -> None:
+    names.update(v.name for v in graph.inputs)
+    names.update(v.name for v in graph.outputs)
+    names.update(graph.initializers)
+    for node in graph.nodes:
+        names.update(node.inputs)
+        names.update(node.outputs)
+        if node.name:
+            names.add(node.name)
+        for sub in subgraphs(node):
+            _collect_names(sub, names)
+
+
+def subgraphs(node: ir.Node):
+    for a in node.attributes.values():
+        if isinstance(a.value, ir.Graph):
+            yield a.value
+        elif isinstance(a.value, list):
+            yield from (g for g in a.value if isinstance(g, ir.Graph))
+
+
+def outer_reads(graph: ir.Graph) -> set:
+    """Names a (sub)graph reads from enclosing scopes."""
+    defined = {v.name for v in graph.inputs} | set(graph.initializers)
+    defined |= {s.name for s in graph.sparse_initializers}
+    reads = set()
+    for node in graph.nodes:
+        reads |= {n for n in node.inputs if n and n not in defined}
+        for sub in subgraphs(node):
+            reads |= {n for n in outer_reads(sub) if n not in defined}
+        defined |= {n for n in node.outputs if n}
+    reads |= {v.name for v in graph.outputs if v.name not in defined}
+    return reads
+
+
+def node_reads(node: ir.Node) -> set:
+    """Every name `node` needs: its inputs and what its subgraphs read from outside."""
+    names = {n for n in node.inputs if n}
+    for sub in subgraphs(node):
+        names |= outer_reads(sub)
+    return names
+
+
+def is_onnx(node: ir.Node, *op_types: str) -> bool:
+    return node.domain in ONNX_DOMAINS and node.op_type in op_types
+
+
+def attr_int(name: str, value: int) -> ir.Attribute:
+    return ir.Attribute(name=name, type=ir.AttrType.INT, value=int(value))
+
+
+def attr_float(name: str, value: float) -> ir.Attribute:
+    return ir.Attribute(name=name, type=ir.AttrType.FLOAT, value=float(value))
+
+
+def attr_floats(name: str, values) -> ir.Attribute:
+    return ir.Attribute(name=name, type=ir.AttrType.FLOATS, value=[float(v) for v in values])
+
+
+def attr_ints(name: str, values) -> ir.Attribute:
+    return ir.Attribute(name=name, type=ir.AttrType.INTS, value=[int(v) for v in values])
+
+
+def attr_string(name: str, value: str) -> ir.Attribute:
+    return ir.Attribute(name=name, type=ir.AttrType.STRING, value=value.encode("utf-8"))
+
+
+def attr_text(node: ir.Node, name: str, default: str = "") -> str:
+    value = node.attr(name, default)
+    return value.decode("utf-8") if isinstance(value, bytes) else value
+
+
+class GraphView:
+    """Producer and consumer maps of one graph, kept current by the edit methods."""
+
+    def __init__(self, graph: ir.Graph, ctx: PassContext):
+        self.graph = graph
+        self.ctx = ctx
+        self.output_names = {v.name for v in graph.outputs}
+        input_names = {v.name for v in graph.inputs}
+        self.overridable = input_names if ctx.inputs_override_initializers else set()
+        self.input_names = input_names
+        self.producer: dict = {}
+        self.consumers: dict = {}
+        self._dead: set = set()
+        self._before: dict = {}        # id(anchor) -> nodes to insert before it
+        self._constants: dict = {}
+        for node in graph.nodes:
+            self._index(node)
+
+    # ---- reading ---------------------------------------------------------------------------
+
+    def live_nodes(self) -> list:
+        """A snapshot of the graph's nodes; skip those `is_dead` says a rewrite removed."""
+        return list(self.graph.nodes)
+
+    def is_dead(self, node: ir.Node) -> bool:
+        return id(node) in self._dead
+
+    def readers(self, name: str) -> list:
+        return self.consumers.get(name, [])
+
+    def only_reader(self, name: str):
+        """The single node reading `name`, or None when more read it or it is a graph output."""
+        readers = self.readers(name)
+        if len(readers) != 1 or name in self.output_names:
+            return None
+        return readers[0]
+
+    def is_used(self, name: str) -> bool:
+        return bool(self.readers(name)) or name in self.output_names
+
+    def produced_by(self, name: str, *op_types: str):
+        """The ONNX-domain node of one of `op_types` producing `name`, else None."""
+        node = self.producer.get(name)
+        if node is not None and is_onnx(node, *op_types):
+            return node
+        return None
+
+    def constant(self, name: str):
+        """The value of `name` as a numpy array if it is a constant initializer, else None."""
+        if not name or name not in self.graph.initializers or name in self.overridable:
+            return None
+        if name not in self._constants:
+            self._constants[name] = self.graph.initializers[name].numpy()
+        return self._constants[name]
+
+    def scalar(self, name: str):
+        """A constant holding exactly one number, as a Python float; else None."""
+        value = self.constant(name)
+        if value is None or value.size != 1 or value.dtype.kind not in "fiu":
+            return None
+        return float(value.reshape(-1)[0])
+
+    def elem_type_of_constant(self, name: str) -> int:
+        t = self.graph.initializers.get(name)
+        return t.elem_type if t is not None else 0
+
+    # ---- editing ---------------------------------------------------------------------------
+
+    def add_constant(self, base: str, array) -> str:
+        from ..ir.tensor_numpy import numpy_to_tensor
+
+        name = self.ctx.fresh_name(base)
+        self.graph.initializers[name] = numpy_to_tensor(array, name)
+        self._constants[name] = array
+        return name
+
+    def set_constant(self, name: str, array) -> None:
+        """Make `name` (a value no live node produces any more) a constant initializer."""
+        from ..ir.tensor_numpy import numpy_to_tensor
+
+        self.graph.initializers[name] = numpy_to_tensor(array, name)
+        self._constants[name] = array
+
+    def remove(self, *nodes: ir.Node) -> None:
+        for node in nodes:
+            if id(node) in self._dead:
+                continue
+            self._dead.add(id(node))
+            for name in node.outputs:
+                if name and self.producer.get(name) is node:
+                    del self.producer[name]
+            for name in node_reads(node):
+                readers = self.consumers.get(name, [])
+                self.consumers[name] = [n for n in readers if n is not node]
+
+    def insert(self, node: ir.Node, before: ir.Node) -> ir.Node:
+        """Add `node` where `before` stands in the order (before may be removed meanwhile)."""
+        if not node.name:
+            node.name = self.ctx.fresh_name(f"{node.op_type}_fused")
+        self._before.setdefault(id(before), []).append(node)
+        self._index(node)
+        return node
+
+    def replace(self, old_nodes: list, new_node: ir.Node) -> ir.Node:
+        """Remove `old_nodes` and put `new_node` where the last of them stood."""
+        anchor = old_nodes[-1]
+        self.remove(*old_nodes)
+        return self.insert(new_node, anchor)
+
+    def rename_reads(self, old: str, new: str) -> None:
+        """Every reader of `old` (in this graph and its subgraphs) reads `new` instead."""
+        for node in list(self.readers(old)):
+            node.inputs = [new if n == old else n for n in node.inputs]
+            for sub in subgraphs(node):
+                _rename_outer_reads(sub, old, new)
+            self.consumers.setdefault(new, []).append(node)
+        self.consumers.pop(old, None)
+
+    def commit(self) -> None:
+        """Write the node list back: removed nodes out, inserted nodes at their anchors."""
+        nodes = []
+        for node in self.graph.nodes:
+            nodes += [n for n in self._flatten_before(node) if id(n) not in self._dead]
+            if id(node) not in self._dead:
+                nodes.append(node)
+        self.graph.nodes = nodes
+        self._before = {}
+
+    def _flatten_before(self, anchor: ir.Node) -> list:
+        out = []
+        for node in self._before.get(id(anchor), []):
+            out += self._flatten_before(node)
+            out.append(node)
+        return out
+
+    def _index(self, node: ir.Node) -> None:
+        for name in node.outputs:
+            if name:
+                self.producer[name] = node
+        for name in node_reads(node):
+            self.consumers.setdefault(name, []).append(node)
+
+
+def _rename_outer_reads(graph: ir.Graph, old: str, new: str) -> None:
+    local = {v.name for v in graph.inputs} | set(graph.initializers)
+    if old in local:
+        return
+    for node in graph.nodes:
+        node.inputs = [new if n == old else n for n in node.inputs]
+        for sub in subgraphs(node):
+            _rename_outer_reads(sub, old, new)
+        if old in node.outputs:      # shadowed from here on
+            return
+    for v in graph.outputs:
+        if v.name == old:
+            v.name = new

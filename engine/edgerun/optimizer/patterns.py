@@ -1,0 +1,50 @@
+"""Small matching helpers the fusion passes share."""
+from __future__ import annotations
+
+from .graph_edit import GraphView
+
+
+def other_input(node, name: str):
+    """For a two-input node reading `name`, its other input (None if it does not read it)."""
+    if len(node.inputs) != 2:
+        return None
+    a, b = node.inputs
+    if a == name:
+        return b
+    if b == name:
+        return a
+    return None
+
+
+def close_to(value, target: float, rel: float = 1e-4) -> bool:
+    return value is not None and abs(value - target) <= rel * abs(target)
+
+
+def const_side(view: GraphView, node, target: float = None):
+    """(constant value, other input) of a two-input node with one scalar constant input;
+    with `target`, only when the constant is close to it."""
+    if len(node.inputs) != 2:
+        return None, None
+    for i in (1, 0):
+        value = view.scalar(node.inputs[i])
+        if value is not None and (target is None or close_to(value, target)):
+            return value, node.inputs[1 - i]
+    return None, None
+
+
+def single_reader_of(view: GraphView, node, *op_types: str):
+    """The one ONNX node of `op_types` reading `node`'s only output, else None."""
+    if len(node.outputs) != 1:
+        return None
+    reader = view.only_reader(node.outputs[0])
+    if reader is None or reader.domain not in ("", "ai.onnx") or reader.op_type not in op_types:
+        return None
+    return reader
+
+
+def intermediate(view: GraphView, name: str, *op_types: str):
+    """The producer of `name` if it is one of `op_types` and `name` has no other reader."""
+    node = view.produced_by(name, *op_types)
+    if node is None or len(view.readers(name)) != 1 or name in view.output_names:
+        return None
+    return node

@@ -1,0 +1,185 @@
+"""Write an optimized model as an ONNX file onnxruntime loads (`optimized_model_filepath`).
+
+The com.edgerun operators the fusions introduce exist only in edgerun, so a copy of the model
+is rewritten first (`portable_model`), one table entry per operator:
+
+| com.edgerun          | written as                                                       |
+| -------------------- | ---------------------------------------------------------------- |
+| FusedConv            | com.microsoft FusedConv (same activation, activation_params)     |
+| FusedGemm            | com.microsoft FusedGemm (activation_alpha/beta); Clip: Gemm+Clip |
+| FusedMatMul          | MatMul + the activation                                          |
+| LayerNormalization   | LayerNormalization in the ONNX domain (onnxruntime registers it  |
+|                      | for every opset, and writes it so itself before opset 17)        |
+| Gelu                 | com.microsoft Gelu, or FastGelu for approximate="tanh"           |
+| Attention            | Transpose, MatMul, Mul, [Add], Softmax, MatMul                   |
+
+Models of IR version < 4 must list every initializer as a graph input: initializers the
+passes created are added to the inputs.
+"""
+from __future__ import annotations
+
+import copy
+
+from .. import ir
+from ..onnx.writer import save_model
+from .graph_edit import EDGERUN_DOMAIN, attr_float, attr_int, attr_ints, attr_text, subgraphs
+
+MICROSOFT = "com.microsoft"
+FLOAT = 1
+
+
+def save_optimized(model: ir.Model, path: str) -> None:
+    save_model(portable_model(model), path)
+
+
+def portable_model(model: ir.Model) -> ir.Model:
+    """A copy of `model` with only operators onnxruntime knows."""
+    out = copy.deepcopy(model)
+    state = {"microsoft": False, "counter": 0, "opset": out.opset_imports.get("", 0)}
+    _rewrite_graph(out.graph, state)
+    out.opset_imports.pop(EDGERUN_DOMAIN, None)
+    if state["microsoft"]:
+        out.opset_imports.setdefault(MICROSOFT, 1)
+    if out.ir_version < 4:
+        _list_initializers_as_inputs(out.graph)
+    return out
+
+
+def _rewrite_graph(graph: ir.Graph, state: dict) -> None:
+    nodes = []
+    for node in graph.nodes:
+        for sub in subgraphs(node):
+            _rewrite_graph(sub, state)
+        if node.domain == EDGERUN_DOMAIN:
+            rewrite = REWRITES.get(node.op_type)
+            if rewrite is None:
+                raise ValueError(f"node '{node.name}': no portable form for "
+                                 f"com.edgerun::{node.op_type}")
+            nodes += rewrite(node, graph, state)
+        else:
+            nodes.append(node)
+    graph.nodes = nodes
+
+
+def _fresh(graph: ir.Graph, state: dict, base: str) -> str:
+    state["counter"] += 1
+    return f"{base}__portable{state['counter']}"
+
+
+def _activation_node(node: ir.Node, x: str, y: str, graph: ir.Graph, state: dict) -> ir.Node:
+    name = attr_text(node, "activation")
+    params = list(node.attr("activation_params") or [])
+    act = ir.Node(op_type=name, inputs=[x], outputs=[y], name=_fresh(graph, state, node.name))
+    if name == "LeakyRelu":
+        act.attributes["alpha"] = attr_float("alpha", params[0])
+    elif name == "HardSigmoid":
+        act.attributes["alpha"] = attr_float("alpha", params[0])
+        act.attributes["beta"] = attr_float("beta", params[1])
+    elif name == "Clip":
+        if state["opset"] < 11:
+            act.attributes["min"] = attr_float("min", params[0])
+            act.attributes["max"] = attr_float("max", params[1])
+        else:
+            for i, value in enumerate(params[:2]):
+                bound = _fresh(graph, state, f"{node.name}_clip{i}")
+                graph.initializers[bound] = _f32_scalar(bound, value)
+                act.inputs.append(bound)
+    return act
+
+
+def _base_attributes(node: ir.Node) -> dict:
+    return {k: v for k, v in node.attributes.items()
+            if k not in ("activation", "activation_params")}
+
+
+def _unfused(op_type: str):
+    def rewrite(node, graph, state):
+        mid = _fresh(graph, state, node.outputs[0])
+        base = ir.Node(op_type=op_type, inputs=list(node.inputs), outputs=[mid],
+                       attributes=_base_attributes(node), name=node.name)
+        return [base, _activation_node(node, mid, node.outputs[0], graph, state)]
+    return rewrite
+
+
+def _fused_conv(node, graph, state):
+    state["microsoft"] = True
+    return [ir.Node(op_type="FusedConv", domain=MICROSOFT, inputs=list(node.inputs),
+                    outputs=list(node.outputs), attributes=dict(node.attributes),
+                    name=node.name)]
+
+
+def _fused_gemm(node, graph, state):
+    activation = attr_text(node, "activation")
+    if activation == "Clip":
+        return _unfused("Gemm")(node, graph, state)
+    state["microsoft"] = True
+    attributes = _base_attributes(node)
+    attributes["activation"] = node.attributes["activation"]
+    params = list(node.attr("activation_params") or [])
+    for key, value in zip(("activation_alpha", "activation_beta"), params):
+        attributes[key] = attr_float(key, value)
+    return [ir.Node(op_type="FusedGemm", domain=MICROSOFT, inputs=list(node.inputs),
+                    outputs=list(node.outputs), attributes=attributes, name=node.name)]
+
+
+def _layer_norm(node, graph, state):
+    return [ir.Node(op_type="LayerNormalization", inputs=list(node.inputs),
+                    outputs=list(node.outputs), attributes=dict(node.attributes),
+                    name=node.name)]
+
+
+def _gelu(node, graph, state):
+    state["microsoft"] = True
+    op = "FastGelu" if attr_text(node, "approximate", "none") == "tanh" else "Gelu"
+    return [ir.Node(op_type=op, domain=MICROSOFT, inputs=list(node.inputs),
+                    outputs=list(node.outputs), name=node.name)]
+
+
+def _attention(node, graph, state):
+    q, k, v = node.inputs[:3]
+    mask = node.inputs[3] if len(node.inputs) > 3 else ""
+    name = node.name or "attention"
+    kt, scores, scaled, logits, probs = (_fresh(graph, state, f"{name}_{s}")
+                                         for s in ("kt", "scores", "scaled", "logits", "probs"))
+    scale = _fresh(graph, state, f"{name}_scale")
+    graph.initializers[scale] = _f32_scalar(scale, node.attr("scale"))
+    nodes = [
+        ir.Node(op_type="Transpose", inputs=[k], outputs=[kt],
+                attributes={"perm": attr_ints("perm", [0, 1, 3, 2])}),
+        ir.Node(op_type="MatMul", inputs=[q, kt], outputs=[scores]),
+        ir.Node(op_type="Mul", inputs=[scores, scale], outputs=[scaled]),
+    ]
+    if mask:
+        nodes.append(ir.Node(op_type="Add", inputs=[scaled, mask], outputs=[logits]))
+    else:
+        logits = scaled
+    nodes += [ir.Node(op_type="Softmax", inputs=[logits], outputs=[probs],
+                      attributes={"axis": attr_int("axis", -1)}),
+              ir.Node(op_type="MatMul", inputs=[probs, v], outputs=list(node.outputs))]
+    for n in nodes:
+        n.name = _fresh(graph, state, name)
+    return nodes
+
+
+def _f32_scalar(name: str, value: float) -> ir.Tensor:
+    import struct
+
+    return ir.Tensor(name=name, elem_type=FLOAT, dims=(), raw=struct.pack("<f", float(value)))
+
+
+def _list_initializers_as_inputs(graph: ir.Graph) -> None:
+    listed = {v.name for v in graph.inputs}
+    for name, t in graph.initializers.items():
+        if name not in listed:
+            graph.inputs.append(ir.ValueInfo(name=name, type=ir.TypeInfo(
+                elem_type=t.elem_type, shape=tuple(t.dims))))
+
+
+REWRITES = {
+    "FusedConv": _fused_conv,
+    "FusedGemm": _fused_gemm,
+    "FusedMatMul": _unfused("MatMul"),
+    "LayerNormalization": _layer_norm,
+    "Gelu": _gelu,
+    "Attention": _attention,
+}

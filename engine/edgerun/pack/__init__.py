@@ -1,0 +1,278 @@
+"""`edgerun pack MODEL --target android|ios --out DIR`: a ready-to-build app folder.
+
+Steps (each printed as it runs):
+1. load the model and optimize it (edgerun.optimizer), saved in edgerun's own ONNX spelling;
+2. run it once with the CPU provider on sample inputs (the pack must work before it ships);
+3. copy the app template from mobile/<target>/ and the shared Python entry point from
+   mobile/common/, filling the {{...}} placeholders;
+4. write the edgerun wheel (pure Python, requires numpy only) where the app installs it;
+5. iOS: pre-lower the model's CoreML partitions to ML Program .mlpackages (coremltools);
+6. write edgerun-pack.json (model, inputs with fixed shapes, providers, artifacts).
+
+Symbolic input dimensions become 1 unless `input_shapes` (--input-shape name=1,3,224,224)
+fixes them: phone runtimes want static shapes.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import tempfile
+
+from ..errors import EdgerunError
+
+TARGETS = {
+    # target -> (folder of the app's Python sources, folder of the wheel, providers)
+    "android": ("app/src/main/python", "app/wheels", ["nnapi", "cpu"]),
+    "ios": ("src", "wheels", ["coreml", "cpu"]),
+}
+TEXT_SUFFIXES = (".kts", ".gradle", ".properties", ".xml", ".kt", ".java", ".md", ".toml",
+                 ".py", ".swift", ".txt", ".json")
+MODEL_FILE = "model.onnx"
+
+
+class PackError(EdgerunError):
+    """`edgerun pack` cannot make the folder asked for (the message says why)."""
+
+
+def templates_dir() -> str:
+    """mobile/ of the edgerun checkout this package runs from."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    path = os.path.normpath(os.path.join(here, "..", "..", "..", "mobile"))
+    if not os.path.isdir(os.path.join(path, "common")):
+        raise PackError(f"the app templates (mobile/) are not next to this edgerun "
+                        f"(looked in {path}); run edgerun pack from a source checkout")
+    return path
+
+
+def pack(model_path: str, target: str, out: str, force: bool = False,
+         input_shapes: dict = None, log=None) -> dict:
+    """Write the app folder `out` for `target`; returns the manifest written."""
+    log = log or (lambda text: print(text, file=sys.stderr, flush=True))
+    _check_target(target)
+    _prepare_out(out, force)
+    python_dir, wheel_dir, providers = TARGETS[target]
+    steps = 6 if target == "ios" else 5
+    step = _Progress(log, steps)
+    try:
+        step(f"loading and optimizing {model_path}")
+        model, optimized = _load_optimized(model_path)
+        step("checking the model runs with edgerun (CPU provider, sample inputs)")
+        inputs, outputs = _check_runs(model, input_shapes or {})
+        step(f"copying the {target} app template")
+        _copy_template(target, out, python_dir, os.path.basename(model_path))
+        model_dir = os.path.join(out, python_dir, "edgerun_app", "model")
+        os.makedirs(model_dir, exist_ok=True)
+        _save_model(model, os.path.join(model_dir, MODEL_FILE))
+        step("writing the edgerun wheel")
+        wheel = _write_wheel(os.path.join(out, wheel_dir))
+        _fill_placeholders(out, {"EDGERUN_WHEEL": os.path.basename(wheel)})
+        coreml = []
+        if target == "ios":
+            step("pre-lowering CoreML partitions to ML Programs")
+            coreml = _prelower_coreml(model, inputs, os.path.join(model_dir, "coreml"), log)
+        step("writing edgerun-pack.json")
+        manifest = {"target": target, "model": MODEL_FILE, "source_model":
+                    os.path.basename(model_path), "optimized": optimized,
+                    "providers": providers, "inputs": inputs, "outputs": outputs,
+                    "edgerun_wheel": os.path.relpath(wheel, out), "coreml": coreml,
+                    "edgerun_version": _version()}
+        with open(os.path.join(model_dir, "edgerun-pack.json"), "w", encoding="utf-8") as f:
+            json.dump(manifest, f, indent=2)
+    except BaseException:
+        shutil.rmtree(out, ignore_errors=True)      # never leave half a pack behind
+        raise
+    log(f"packed {model_path} for {target} into {out}")
+    return manifest
+
+
+class _Progress:
+    def __init__(self, log, total: int):
+        self.log, self.total, self.done = log, total, 0
+
+    def __call__(self, text: str) -> None:
+        self.done += 1
+        self.log(f"[{self.done}/{self.total}] {text}")
+
+
+def _check_target(target: str) -> None:
+    if target == "web":
+        raise PackError("--target web is not supported by edgerun pack yet (a web app "
+                        "template over the web package is not written); use --target android "
+                        "or ios")
+    if target not in TARGETS:
+        raise PackError(f"unknown target '{target}'; expected android or ios")
+
+
+def _prepare_out(out: str, force: bool) -> None:
+    if os.path.exists(out) and (not os.path.isdir(out) or os.listdir(out)):
+        if not force:
+            raise PackError(f"output folder '{out}' already exists and is not empty; "
+                            f"pass --force to replace it")
+        if os.path.isdir(out):
+            shutil.rmtree(out)
+        else:
+            os.remove(out)
+    os.makedirs(out, exist_ok=True)
+
+
+def _version() -> str:
+    from .. import __version__
+    return __version__
+
+
+# ---- the model ----------------------------------------------------------------------------
+
+def _load_optimized(model_path: str):
+    from ..onnx import load_model
+
+    if not os.path.isfile(model_path):
+        raise PackError(f"model '{model_path}' does not exist")
+    model = load_model(model_path)
+    try:
+        from ..optimizer import optimize
+    except ImportError:
+        return model, False
+    from ..optimizer.inline_functions import inline_functions
+    inline_functions(model)
+    optimize(model)
+    return model, True
+
+
+def _save_model(model, path: str) -> None:
+    """edgerun's own spelling: fused com.edgerun operators stay as they are (the app runs
+    edgerun, so it needs no onnxruntime rewrite)."""
+    from ..onnx.writer import save_model
+    save_model(model, path)
+
+
+def _input_specs(model, input_shapes: dict) -> list:
+    from ..ir import dtypes
+
+    init = set(model.graph.initializers)
+    declared = [v for v in model.graph.inputs if v.name not in init]
+    unknown = set(input_shapes) - {v.name for v in declared}
+    if unknown:
+        raise PackError(f"--input-shape names {sorted(unknown)}, which are not model inputs "
+                        f"({[v.name for v in declared]})")
+    specs = []
+    for v in declared:
+        t = v.type
+        if t is None or t.kind != "tensor" or not t.elem_type:
+            raise PackError(f"input '{v.name}' is not a typed tensor; packs take tensor inputs")
+        shape = input_shapes.get(v.name)
+        if shape is None:
+            shape = [d if isinstance(d, int) and d > 0 else 1 for d in (t.shape or ())]
+        if t.shape is not None and len(shape) != len(t.shape):
+            raise PackError(f"--input-shape {v.name} has rank {len(shape)}, the model "
+                            f"declares rank {len(t.shape)}")
+        specs.append({"name": v.name, "dtype": str(dtypes.numpy_dtype(t.elem_type)),
+                      "shape": [int(d) for d in shape]})
+    return specs
+
+
+def _check_runs(model, input_shapes: dict):
+    from .. import InferenceSession
+    from ..onnx.writer import model_to_bytes
+
+    inputs = _input_specs(model, input_shapes)
+    feeds = _sample_feeds(inputs)
+    sess = InferenceSession(model_to_bytes(model), providers=["cpu"])
+    values = sess.run(None, feeds)
+    outputs = [{"name": arg.name, "dtype": str(v.dtype), "shape": list(v.shape)}
+               for arg, v in zip(sess.get_outputs(), values)]
+    return inputs, outputs
+
+
+def _sample_feeds(inputs: list) -> dict:
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    feeds = {}
+    for spec in inputs:
+        dtype = np.dtype(spec["dtype"])
+        if dtype.kind == "f":
+            feeds[spec["name"]] = rng.standard_normal(spec["shape"]).astype(dtype)
+        elif dtype.kind == "b":
+            feeds[spec["name"]] = rng.random(spec["shape"]) < 0.5
+        else:
+            feeds[spec["name"]] = rng.integers(0, 10, spec["shape"]).astype(dtype)
+    return feeds
+
+
+# ---- template, wheel, CoreML ----------------------------------------------------------------
+
+def _copy_template(target: str, out: str, python_dir: str, model_name: str) -> None:
+    source = templates_dir()
+    shutil.copytree(os.path.join(source, target), out, dirs_exist_ok=True,
+                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    shutil.copytree(os.path.join(source, "common", "edgerun_app"),
+                    os.path.join(out, python_dir, "edgerun_app"), dirs_exist_ok=True,
+                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    app_name = "".join(c for c in os.path.splitext(model_name)[0].title() if c.isalnum())
+    _fill_placeholders(out, {"APP_NAME": f"{app_name or 'Model'}Edgerun",
+                             "MODEL_NAME": model_name, "EDGERUN_VERSION": _version()})
+
+
+def _fill_placeholders(out: str, values: dict) -> None:
+    for folder, _, names in os.walk(out):
+        for name in names:
+            if not name.endswith(TEXT_SUFFIXES):
+                continue
+            path = os.path.join(folder, name)
+            with open(path, encoding="utf-8") as f:
+                text = f.read()
+            filled = text
+            for key, value in values.items():
+                filled = filled.replace("{{" + key + "}}", value)
+            if filled != text:
+                with open(path, "w", encoding="utf-8") as f:
+                    f.write(filled)
+
+
+def _write_wheel(wheel_dir: str) -> str:
+    from .wheel import build_wheel
+
+    os.makedirs(wheel_dir, exist_ok=True)
+    package_dir = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    return build_wheel(package_dir, wheel_dir, "edgerun", _version())
+
+
+def _prelower_coreml(model, inputs: list, folder: str, log) -> list:
+    """Lower, convert, save and validate each CoreML partition for the packed input shapes.
+    Without coremltools the pack still works (CPU on device) and says what is missing."""
+    try:
+        import coremltools  # noqa: F401
+    except ImportError:
+        log("      coremltools is not installed: no .mlpackage written "
+            "(pip install coremltools==9.0)")
+        return []
+    import warnings
+
+    from .. import InferenceSession
+    from ..onnx.writer import model_to_bytes
+    from ..providers.coreml.provider import CoreMLProvider
+
+    with tempfile.TemporaryDirectory() as staging:
+        provider = CoreMLProvider({"runner": "export", "cache_dir": staging})
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", RuntimeWarning)
+            sess = InferenceSession(model_to_bytes(model), providers=[provider, "cpu"])
+            sess.run(None, _sample_feeds(inputs))
+        for w in caught:
+            log(f"      {w.message}")
+        os.makedirs(folder, exist_ok=True)
+        artifacts = []
+        for record in provider.partitions:
+            if "mlpackage" not in record:
+                continue
+            name = os.path.basename(record["mlpackage"])
+            shutil.copytree(record["mlpackage"], os.path.join(folder, name))
+            artifacts.append({"partition": record["partition"], "mlpackage": f"coreml/{name}",
+                              "nodes": record["nodes"],
+                              "inputs": {k: {"shape": list(s), "dtype": str(d)}
+                                         for k, (s, d) in record["inputs"].items()},
+                              "specification_version": record["specification_version"]})
+            log(f"      {name}: {record['nodes']} nodes")
+    return artifacts

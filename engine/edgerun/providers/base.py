@@ -1,0 +1,68 @@
+"""The execution-provider contract (onnxruntime's IExecutionProvider, reduced to its core).
+
+A provider says which nodes it can run (`capability`, onnxruntime's GetCapability). It then
+runs them in one of two ways:
+
+- **per-node kernels** (`kernel`): the executor calls `fn(ctx, *inputs, **attributes)` with
+  the CPU calling convention (providers/cpu/ops/README.md), except that inputs and outputs
+  are this provider's device values (`device` names where they live). The executor inserts
+  `to_device` / `to_host` copies where a value crosses between devices, and uploads
+  initializers once, at session creation.
+- **compiled partitions** (`compiles = True`, the NNAPI/CoreML/QNN style): the partitioner
+  hands each largest contiguous run of claimed nodes to `compile(graph, opsets)`, which returns
+  one function `fn(*host_inputs) -> tuple of host outputs` for the whole subgraph.
+
+`begin_run()` / `end_run()` bracket every top-level run (e.g. open and submit one GPU command
+encoder); `to_host` is where a device provider flushes pending work before reading back.
+"""
+from __future__ import annotations
+
+from ..ir import Graph, Node
+
+
+class ExecutionProvider:
+    name = ""          # short name: cpu, wasm, webgpu, coreml, nnapi, qnn
+    ort_name = ""      # onnxruntime's spelling: CPUExecutionProvider, ...
+    device = "cpu"     # where this provider's tensors live; "cpu" means host numpy arrays
+    compiles = False   # True: claims subgraphs and compiles each into one function
+
+    @classmethod
+    def available(cls) -> tuple:
+        """(True, "") when this provider can run here, else (False, why not)."""
+        return True, ""
+
+    def __init__(self, options: dict = None):
+        self.options = dict(options or {})
+
+    def configure(self, sess_options) -> None:
+        """Take what applies from the session's SessionOptions (threads, ...)."""
+
+    def prepare_model(self, model) -> None:
+        """Called once with the (optimized) ir.Model before partitioning: the place to learn
+        value types and constants that `capability` decisions depend on."""
+
+    def capability(self, node: Node, opset: int) -> tuple:
+        """(True, "") if this provider runs `node`, else (False, the reason)."""
+        raise NotImplementedError
+
+    def kernel(self, node: Node, opset: int):
+        """The function that runs `node`: fn(ctx, *inputs, **attributes)."""
+        raise NotImplementedError
+
+    def compile(self, graph: Graph, opsets: dict):
+        """For compiling providers: one function running the whole partition `graph`."""
+        raise NotImplementedError
+
+    def to_device(self, value):
+        """A host value (numpy array, list, None) as this provider's device value."""
+        return value
+
+    def to_host(self, value):
+        """This provider's device value as a host value."""
+        return value
+
+    def begin_run(self) -> None:
+        pass
+
+    def end_run(self) -> None:
+        pass

@@ -1,0 +1,130 @@
+"""Activation functions.
+
+Formulas are computed in at least float32 (float16 and bfloat16 inputs round once, at the
+end) and written to avoid overflow: sigmoid and softplus never exponentiate a large positive
+number. Relu (opset 14+), PRelu (16+) and Shrink also accept integer tensors and keep their
+dtype.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..registry import kernel
+from .elementwise import erf, float_math, is_float
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    e = np.exp(-np.abs(x))                       # in (0, 1]: no overflow for any x
+    r = 1 / (1 + e)
+    return np.where(x >= 0, r, e * r)
+
+
+def _softplus(x: np.ndarray) -> np.ndarray:
+    """log(1 + exp(x)) = max(x, 0) + log1p(exp(-|x|))."""
+    return np.maximum(x, 0) + np.log1p(np.exp(-np.abs(x)))
+
+
+def _activation(fn, x: np.ndarray) -> np.ndarray:
+    """fn(x) in x's dtype: floats through float_math, integers through float64."""
+    if is_float(x.dtype):
+        return float_math(fn, x)
+    with np.errstate(all="ignore"):
+        return fn(x.astype(np.float64)).astype(x.dtype)
+
+
+@kernel("Relu")
+def relu(ctx, x, **_legacy):
+    return np.maximum(x, np.zeros((), dtype=x.dtype))
+
+
+@kernel("LeakyRelu")
+def leaky_relu(ctx, x, alpha=0.01, **_legacy):
+    return _activation(lambda v: np.where(v >= 0, v, v * alpha), x)
+
+
+@kernel("PRelu")
+def prelu(ctx, x, slope, **_legacy):
+    """slope broadcasts to x (unidirectionally from opset 7)."""
+    if is_float(x.dtype):
+        return float_math(lambda v: np.where(v >= 0, v, v * slope.astype(v.dtype)), x)
+    return np.where(x >= 0, x, x * slope).astype(x.dtype)
+
+
+@kernel("ThresholdedRelu")
+def thresholded_relu(ctx, x, alpha=1.0):
+    return _activation(lambda v: np.where(v > alpha, v, 0), x)
+
+
+@kernel("Elu")
+def elu(ctx, x, alpha=1.0, **_legacy):
+    return _activation(lambda v: np.where(v > 0, v, alpha * np.expm1(v)), x)
+
+
+@kernel("Selu")
+def selu(ctx, x, alpha=1.67326319217681884765625, gamma=1.05070102214813232421875, **_legacy):
+    return _activation(lambda v: gamma * np.where(v > 0, v, alpha * np.expm1(v)), x)
+
+
+@kernel("Celu")
+def celu(ctx, x, alpha=1.0):
+    return _activation(lambda v: np.maximum(v, 0) + np.minimum(0, alpha * np.expm1(v / alpha)), x)
+
+
+@kernel("Sigmoid")
+def sigmoid(ctx, x, **_legacy):
+    return _activation(_sigmoid, x)
+
+
+@kernel("HardSigmoid")
+def hard_sigmoid(ctx, x, alpha=0.2, beta=0.5, **_legacy):
+    return _activation(lambda v: np.clip(alpha * v + beta, 0, 1), x)
+
+
+@kernel("HardSwish")
+def hard_swish(ctx, x):
+    return _activation(lambda v: v * np.clip(v / 6 + 0.5, 0, 1), x)
+
+
+@kernel("Softplus")
+def softplus(ctx, x):
+    return _activation(_softplus, x)
+
+
+@kernel("Softsign")
+def softsign(ctx, x):
+    return _activation(lambda v: v / (1 + np.abs(v)), x)
+
+
+@kernel("Mish")
+def mish(ctx, x):
+    return _activation(lambda v: v * np.tanh(_softplus(v)), x)
+
+
+@kernel("Swish")
+def swish(ctx, x, alpha=1.0):
+    return _activation(lambda v: v * _sigmoid(alpha * v), x)
+
+
+_SQRT_2_OVER_PI = (2 / np.pi) ** 0.5      # Python floats: a numpy float64 would promote float32
+_SQRT_HALF = 0.5 ** 0.5
+
+
+@kernel("Gelu")
+def gelu(ctx, x, approximate="none"):
+    if approximate == "none":
+        return _activation(lambda v: 0.5 * v * (1 + erf(v * _SQRT_HALF)), x)
+    if approximate == "tanh":
+        return _activation(
+            lambda v: 0.5 * v * (1 + np.tanh(_SQRT_2_OVER_PI * (v + 0.044715 * v * v * v))), x)
+    raise ValueError(f"Gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+
+
+@kernel("Shrink")
+def shrink(ctx, x, bias=0.0, lambd=0.5):
+    return _activation(lambda v: np.where(v < -lambd, v + bias,
+                                          np.where(v > lambd, v - bias, 0)), x)
+
+
+@kernel("Tanh")
+def tanh(ctx, x, **_legacy):
+    return _activation(np.tanh, x)

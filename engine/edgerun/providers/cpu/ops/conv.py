@@ -1,0 +1,720 @@
+"""Convolution kernels: Conv, ConvTranspose, DeformConv, Col2Im and CausalConvWithState.
+
+Every kernel works on N-D channels-first tensors (N, C, D1, ..., Dk).
+- Conv picks a method per shape signature (`_conv_plan`, cached): 1x1 kernels are one GEMM
+  on the (C, D1 * ... * Dk) view; other kernels are im2col + GEMM. The columns come from a
+  flat tap layout (`TapLayout`: the input split into stride phases, padded and flattened,
+  so every kernel position reads one contiguous slice per row) or, where that layout would
+  waste much GEMM work on wide rows, from a strided view of the padded input. Depthwise
+  convolutions (one input channel per group) use the flat columns with one small product
+  per channel. Taps that read only padding are dropped, weights included.
+- ConvTranspose and Col2Im go the other way: columns are folded back into an image by
+  adding each kernel position's plane into a strided slice of the output.
+- The window geometry (auto_pad, pads, output size) lives in `window_geometry`, which
+  pool.py shares.
+
+Half and exotic float types are computed in float32 and cast back; float64 stays float64.
+"""
+import functools
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+from ..registry import kernel
+
+
+# ---------------------------------------------------------------- shared helpers
+
+
+def _ints(values) -> list:
+    """A 1-D integer tensor (or list) as a list of Python ints."""
+    return [int(v) for v in np.asarray(values).reshape(-1).tolist()]
+
+
+def _as_str(value) -> str:
+    return value.decode("utf-8") if isinstance(value, bytes) else value
+
+
+def compute_dtype(dtype):
+    """The dtype arithmetic runs in: float64 stays, every other float type uses float32."""
+    return np.dtype(np.float64) if np.dtype(dtype) == np.float64 else np.dtype(np.float32)
+
+
+@dataclass
+class WindowGeometry:
+    """Where the sliding windows of one N-D convolution or pooling lie.
+
+    Window `o` along axis `i` covers input positions
+    `o * strides[i] - pads_begin[i] + k * dilations[i]` for k in range(kernel[i]).
+    """
+    out_shape: list
+    pads_begin: list
+    pads_end: list
+    kernel: list
+    strides: list
+    dilations: list
+
+    def padded_extent(self, axis: int) -> int:
+        """Input length (padding included) the last window of `axis` reaches."""
+        span = (self.kernel[axis] - 1) * self.dilations[axis] + 1
+        return (self.out_shape[axis] - 1) * self.strides[axis] + span
+
+
+def window_geometry(in_shape, kernel, strides=None, dilations=None, pads=None,
+                    auto_pad="NOTSET", ceil_mode=0) -> WindowGeometry:
+    """Output size and padding of a sliding window over `in_shape` (spatial axes only).
+
+    auto_pad SAME_UPPER/SAME_LOWER: output = ceil(input / stride), padding split evenly with
+    the odd element at the end (UPPER) or the beginning (LOWER); VALID: no padding;
+    NOTSET: explicit `pads` [x1_begin, x2_begin, ..., x1_end, x2_end, ...]. `ceil_mode`
+    rounds the output size up, dropping a last window that would start in the end padding.
+    """
+    rank = len(in_shape)
+    kernel = [int(k) for k in kernel]
+    strides = _ints(strides) if strides else [1] * rank
+    dilations = _ints(dilations) if dilations else [1] * rank
+    auto_pad = _as_str(auto_pad or "NOTSET")
+    if len(kernel) != rank or len(strides) != rank or len(dilations) != rank:
+        raise ValueError(f"kernel_shape {kernel}, strides {strides} and dilations {dilations} "
+                         f"must each have {rank} entries, one per spatial axis")
+    spans = [(k - 1) * d + 1 for k, d in zip(kernel, dilations)]
+
+    if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+        out_shape = [-(-size // s) for size, s in zip(in_shape, strides)]
+        totals = [max(0, (o - 1) * s + span - size)
+                  for o, s, span, size in zip(out_shape, strides, spans, in_shape)]
+        small = [t // 2 for t in totals]
+        large = [t - t // 2 for t in totals]
+        begin, end = (small, large) if auto_pad == "SAME_UPPER" else (large, small)
+    elif auto_pad in ("VALID", "NOTSET"):
+        if auto_pad == "VALID" or not pads:
+            begin, end = [0] * rank, [0] * rank
+        else:
+            pads = _ints(pads)
+            if len(pads) != 2 * rank:
+                raise ValueError(f"pads {pads} must have {2 * rank} entries")
+            begin, end = pads[:rank], pads[rank:]
+        out_shape = []
+        for i in range(rank):
+            room = in_shape[i] + begin[i] + end[i] - spans[i]
+            if ceil_mode:
+                size = -(-room // strides[i]) + 1
+                if (size - 1) * strides[i] >= in_shape[i] + begin[i]:
+                    size -= 1   # the last window would start inside the end padding
+            else:
+                size = room // strides[i] + 1
+            out_shape.append(max(size, 0))
+    else:
+        raise ValueError(f"auto_pad must be NOTSET, SAME_UPPER, SAME_LOWER or VALID, "
+                         f"got {auto_pad!r}")
+    return WindowGeometry(out_shape, begin, end, kernel, strides, dilations)
+
+
+def pad_spatial(x, begin, end, value=0):
+    """Pad (or, for negative amounts, crop) the spatial axes 2.. of `x` with `value`."""
+    crop = (slice(None), slice(None)) + tuple(
+        slice(max(-b, 0), x.shape[2 + i] - max(-e, 0)) for i, (b, e) in enumerate(zip(begin, end)))
+    x = x[crop]
+    widths = [(max(b, 0), max(e, 0)) for b, e in zip(begin, end)]
+    if not any(b or e for b, e in widths):
+        return x
+    shape = x.shape[:2] + tuple(d + b + e for d, (b, e) in zip(x.shape[2:], widths))
+    padded = np.zeros(shape, x.dtype) if value == 0 else np.full(shape, value, x.dtype)
+    padded[(slice(None), slice(None)) + tuple(slice(b, b + d) for d, (b, _) in
+                                              zip(x.shape[2:], widths))] = x
+    return padded
+
+
+def padded_input(x, geometry: WindowGeometry, value=0):
+    """`x` padded so that every window of `geometry` lies inside it.
+
+    Beyond the declared end padding, ceil_mode windows may need a few more positions;
+    they get `value` too (callers that count positions exclude them).
+    """
+    end = [max(geometry.pads_end[i], geometry.padded_extent(i) - x.shape[2 + i]
+               - geometry.pads_begin[i]) for i in range(x.ndim - 2)]
+    return pad_spatial(x, geometry.pads_begin, end, value)
+
+
+def sliding_windows(xpad, geometry: WindowGeometry):
+    """Read-only view (N, C, *kernel, *out_shape) of the windows of a padded input:
+    element [n, c, k..., o...] is xpad[n, c, o * stride + k * dilation]."""
+    spatial_strides = xpad.strides[2:]
+    shape = xpad.shape[:2] + tuple(geometry.kernel) + tuple(geometry.out_shape)
+    strides = (xpad.strides[:2]
+               + tuple(s * d for s, d in zip(spatial_strides, geometry.dilations))
+               + tuple(s * t for s, t in zip(spatial_strides, geometry.strides)))
+    if not xpad.flags.c_contiguous:
+        return as_strided(xpad, shape=shape, strides=strides, writeable=False)
+    view = np.ndarray(shape, xpad.dtype, buffer=xpad, strides=strides)   # as_strided, faster
+    view.flags.writeable = False
+    return view
+
+
+def kernel_positions(kernel):
+    """Every position inside a kernel, as index tuples in row-major order."""
+    return list(np.ndindex(*kernel))
+
+
+def fold(columns, out_shape, pads_begin, strides, dilations):
+    """Sum sliding-window columns (N, C, *kernel, *blocks) back into (N, C, *out_shape).
+
+    Column [k..., b...] lands on output position b * stride + k * dilation - pads_begin;
+    positions outside the output are dropped. Inverse of `sliding_windows` (with adds).
+    """
+    rank = len(out_shape)
+    kernel = columns.shape[2:2 + rank]
+    blocks = columns.shape[2 + rank:]
+    # The canvas holds every position a column reaches and the whole output window.
+    shift = [max(0, -p) for p in pads_begin]
+    extent = [max((b - 1) * s + (k - 1) * d + 1 + sh, p + sh + o)
+              for b, s, k, d, sh, p, o in zip(blocks, strides, kernel, dilations, shift,
+                                              pads_begin, out_shape)]
+    canvas = np.zeros(columns.shape[:2] + tuple(extent), dtype=columns.dtype)
+    for k in kernel_positions(kernel):
+        target = tuple(slice(ki * d + sh, ki * d + sh + (b - 1) * s + 1, s)
+                       for ki, d, sh, b, s in zip(k, dilations, shift, blocks, strides))
+        canvas[(slice(None), slice(None)) + target] += columns[(slice(None), slice(None)) + k]
+    window = tuple(slice(p + sh, p + sh + o) for p, sh, o in zip(pads_begin, shift, out_shape))
+    return canvas[(slice(None), slice(None)) + window]
+
+
+# ---------------------------------------------------------------- flat tap layout
+
+
+@dataclass(frozen=True)
+class TapLayout:
+    """The windows of one geometry as contiguous slices of flattened input copies: the way
+    numpy sweeps a kernel fastest (every operation runs over long contiguous rows).
+
+    Along an axis with stride s, padded position o * s + k * d lies in phase (k * d) % s of
+    that axis, at index o + (k * d) // s. Each phase combination some tap uses gets one
+    buffer (rows, length) holding the input's elements of that phase, padded with a fill
+    value to `extent` per axis and flattened (plus room for the last tap's reach). Kernel
+    position k then reads every output position at once as buffer[:, offset:offset + span],
+    on an (out[0], extent[1], ..., extent[-1]) grid whose positions past out[i] are dropped
+    (`cropped`). Taps that read nothing but padding are left out.
+    """
+    copies: tuple        # per used phase: (destination slices, source slices), or None
+    extent: tuple        # buffer extent per spatial axis
+    length: int          # buffer length per row
+    span: int            # output grid size per row
+    taps: tuple          # (kernel position number, phase number, offset) of each live tap
+    cropped: bool        # whether the grid is wider than the output
+    in_place: bool       # the input itself, flattened, is the only buffer: nothing to copy
+    kernel: tuple        # kernel shape
+    tap_steps: tuple     # offset step per kernel axis when the taps form a full grid over
+                         # one buffer (stride 1, none dropped), else None
+
+
+def _ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+@functools.lru_cache(maxsize=1024)
+def tap_layout(in_shape: tuple, kernel: tuple, strides: tuple, dilations: tuple,
+               pads_begin: tuple, out_shape: tuple) -> TapLayout:
+    """The TapLayout of windows over spatial shape `in_shape` (every argument a tuple)."""
+    rank = len(in_shape)
+    reach = [[k * d for k in range(size)] for size, d in zip(kernel, dilations)]
+    extent = tuple(o + max(r) // s for o, r, s in zip(out_shape, reach, strides))
+    axis_step = [math.prod(extent[i + 1:]) for i in range(rank)]
+
+    def valid_range(axis, phase):
+        """Indices of `phase` along `axis` that hold input elements (not padding)."""
+        s, begin = strides[axis], pads_begin[axis]
+        low = max(0, _ceil_div(begin - phase, s))
+        high = min(extent[axis], _ceil_div(in_shape[axis] + begin - phase, s))
+        return low, high
+
+    phases, taps = {}, []
+    for number, position in enumerate(np.ndindex(*kernel)):
+        phase = tuple(reach[i][k] % strides[i] for i, k in enumerate(position))
+        shift = [reach[i][k] // strides[i] for i, k in enumerate(position)]
+        ranges = [valid_range(i, p) for i, p in enumerate(phase)]
+        if any(q + o <= low or q >= high
+               for q, o, (low, high) in zip(shift, out_shape, ranges)):
+            continue                                     # this tap reads only padding
+        index = phases.setdefault(phase, len(phases))
+        taps.append((number, index, sum(q * st for q, st in zip(shift, axis_step))))
+
+    copies = []
+    for phase in phases:
+        destination, source = [], []
+        for axis, p in enumerate(phase):
+            low, high = valid_range(axis, p)
+            if high <= low:
+                break
+            s = strides[axis]
+            first = low * s + p - pads_begin[axis]
+            destination.append(slice(low, high))
+            source.append(slice(first, first + (high - low - 1) * s + 1, s))
+        else:
+            copies.append((tuple(destination), tuple(source)))
+            continue
+        copies.append(None)
+
+    grid = math.prod(extent)
+    length = grid + sum((max(r) // s) * st
+                        for r, s, st in list(zip(reach, strides, axis_step))[1:])
+    in_place = (extent == tuple(in_shape) and length == grid and not any(pads_begin)
+                and all(s == 1 for s in strides) and len(phases) == 1)
+    full_grid = len(phases) == 1 and all(s == 1 for s in strides) and \
+        len(taps) == math.prod(kernel)
+    tap_steps = tuple(d * st for d, st in zip(dilations, axis_step)) if full_grid else None
+    return TapLayout(tuple(copies), extent, length, out_shape[0] * axis_step[0] if rank else 1,
+                     tuple(taps), extent[1:] != tuple(out_shape[1:]), in_place,
+                     tuple(kernel), tap_steps)
+
+
+def layout_of(in_shape, geometry: WindowGeometry) -> TapLayout:
+    return tap_layout(tuple(in_shape), tuple(geometry.kernel), tuple(geometry.strides),
+                      tuple(geometry.dilations), tuple(geometry.pads_begin),
+                      tuple(geometry.out_shape))
+
+
+def phase_buffers(x, layout: TapLayout, fill=0) -> list:
+    """One (N * C, layout.length) buffer per phase of `layout`, from x (N, C, *S)."""
+    rows = x.shape[0] * x.shape[1]
+    if layout.in_place:
+        return [x.reshape(rows, -1)]
+    grid = math.prod(layout.extent)
+    source = x.reshape((rows,) + x.shape[2:])
+    everything = (slice(None),)
+    buffers = []
+    for copy in layout.copies:
+        if fill == 0:
+            buffer = np.zeros((rows, layout.length), dtype=x.dtype)
+        else:
+            buffer = np.full((rows, layout.length), fill, dtype=x.dtype)
+        if copy is not None:
+            destination, src = copy
+            view = buffer[:, :grid].reshape((rows,) + layout.extent)
+            view[everything + destination] = source[everything + src]
+        buffers.append(buffer)
+    return buffers
+
+
+def tap_columns(buffers: list, layout: TapLayout):
+    """(rows, live taps, span) columns: row r, tap j holds what tap j reads for row r at
+    every grid position. One strided copy when the taps form a grid, else one per tap."""
+    rows = buffers[0].shape[0]
+    span = layout.span
+    if layout.tap_steps is not None:
+        buffer = buffers[0]
+        item = buffer.itemsize
+        shape = (rows,) + layout.kernel + (span,)
+        strides = (buffer.strides[0],) + tuple(s * item for s in layout.tap_steps) + (item,)
+        if buffer.flags.c_contiguous:
+            view = np.ndarray(shape, buffer.dtype, buffer=buffer, strides=strides)
+        else:
+            view = as_strided(buffer, shape=shape, strides=strides, writeable=False)
+        return view.reshape(rows, len(layout.taps), span)
+    columns = np.empty((rows, len(layout.taps), span), dtype=buffers[0].dtype)
+    for j, (_, phase, offset) in enumerate(layout.taps):
+        columns[:, j, :] = buffers[phase][:, offset:offset + span]
+    return columns
+
+
+def grid_to_output(grid, batch: int, channels: int, geometry: WindowGeometry,
+                   layout: TapLayout, bias=None):
+    """Rows of output grids (N * C, span) as a fresh (N, C, *out_shape) array, bias added."""
+    shaped = grid.reshape((batch, channels, geometry.out_shape[0]) + layout.extent[1:])
+    if layout.cropped:
+        shaped = shaped[(slice(None),) * 3 + tuple(slice(0, o) for o in geometry.out_shape[1:])]
+        if bias is None:
+            return np.ascontiguousarray(shaped)
+        return np.add(shaped, _bias_column(bias, shaped.ndim))
+    return _add_bias(shaped, bias)
+
+
+# ---------------------------------------------------------------- convolution
+
+
+def _check_conv_shapes(x, w, group: int, transposed: bool = False):
+    if x.ndim < 3:
+        raise ValueError(f"X must be (N, C, D1, ...), got shape {x.shape}")
+    if w.ndim != x.ndim:
+        raise ValueError(f"W must have rank {x.ndim} like X, got shape {w.shape}")
+    channels = x.shape[1]
+    if transposed:
+        if w.shape[0] != channels:
+            raise ValueError(f"W shape {w.shape} expects {w.shape[0]} input channels, X has "
+                             f"{channels}")
+    elif channels != w.shape[1] * group or w.shape[0] % group:
+        raise ValueError(f"X has {channels} channels, W shape {w.shape} with group={group} "
+                         f"expects {w.shape[1] * group} (and output channels divisible by group)")
+    if group < 1 or channels % group:
+        raise ValueError(f"group={group} must divide the {channels} input channels")
+
+
+def _bias_column(b, ndim: int):
+    return b.reshape((1, -1) + (1,) * (ndim - 2))
+
+
+def _add_bias(y, b):
+    """y (fresh) with b added per channel, in place."""
+    if b is not None:
+        y += _bias_column(b.astype(y.dtype, copy=False), y.ndim)
+    return y
+
+
+def _grouped_matmul(columns, w, group: int):
+    """Convolution of im2col columns (N, C, *kernel, *out) with W (M, C/group, *kernel)."""
+    n = columns.shape[0]
+    m = w.shape[0]
+    rank = w.ndim - 2
+    out_shape = columns.shape[2 + rank:]
+    per_window = w.shape[1] * math.prod(w.shape[2:])
+    cols = columns.reshape(n, group, per_window, math.prod(out_shape))
+    weights = w.reshape(group, m // group, per_window)
+    return np.matmul(weights, cols).reshape((n, m) + tuple(out_shape))
+
+
+def _group_gemm(w2, columns, batch: int, group: int):
+    """W (group, M/group, K) times columns (N * group * K, P) viewed per group: (N, M, P)."""
+    per_group, k = w2.shape[1], w2.shape[2]
+    if batch == 1 and group == 1:
+        y = w2[0] @ columns.reshape(k, -1)
+    else:
+        y = np.matmul(w2, columns.reshape(batch, group, k, -1))
+    return y.reshape(batch, group * per_group, -1)
+
+
+def _pointwise(x, w, b, geometry: WindowGeometry, group: int):
+    """1x1 kernel, no padding: one GEMM over the (C, D1 * ... * Dk) view."""
+    if any(s != 1 for s in geometry.strides):
+        x = x[(slice(None), slice(None)) + tuple(slice(None, None, s) for s in geometry.strides)]
+    n, c = x.shape[:2]
+    m = w.shape[0]
+    y = _group_gemm(w.reshape(group, m // group, c // group), x, n, group)
+    return _add_bias(y.reshape((n, m) + tuple(geometry.out_shape)), b)
+
+
+def _depthwise(x, w, b, geometry: WindowGeometry, layout: TapLayout):
+    """One input channel per group: per channel, a (1, taps) x (taps, positions) product.
+
+    The columns come from the flat tap layout as contiguous row copies; a stacked matmul
+    beats summing one scaled copy per tap, whose per-channel scaling numpy runs row by row.
+    """
+    n, channels = x.shape[:2]
+    m = w.shape[0]
+    if m != channels:    # each input channel feeds m / channels consecutive output channels
+        x = np.repeat(x, m // channels, axis=1)
+    span = layout.span
+    if not layout.taps:
+        return grid_to_output(np.zeros((n * m, span), x.dtype), n, m, geometry, layout, b)
+    columns = tap_columns(phase_buffers(x, layout), layout)
+    weights = w.reshape(m, 1, -1)
+    live = [number for number, _, _ in layout.taps]
+    if len(live) != weights.shape[2]:
+        weights = weights[:, :, live]
+    if n > 1:
+        weights = np.tile(weights, (n, 1, 1))
+    grid = np.matmul(weights, columns).reshape(n * m, span)
+    return grid_to_output(grid, n, m, geometry, layout, b)
+
+
+def _flat_im2col(x, w, b, geometry: WindowGeometry, layout: TapLayout, group: int):
+    """im2col from the flat tap layout (contiguous row copies), then one GEMM per group.
+    Taps that read only padding drop out of both the columns and the weights."""
+    n, c = x.shape[:2]
+    m = w.shape[0]
+    live = [number for number, _, _ in layout.taps]
+    weights = w.reshape(m, w.shape[1], -1)
+    if len(live) != weights.shape[2]:
+        weights = weights[:, :, live]
+    if not live:
+        return grid_to_output(np.zeros((n * m, layout.span), x.dtype), n, m, geometry,
+                              layout, b)
+    columns = tap_columns(phase_buffers(x, layout), layout)      # (N * C, taps, span)
+    w2 = weights.reshape(group, m // group, -1)
+    y = _group_gemm(w2, columns, n, group)
+    return grid_to_output(y, n, m, geometry, layout, b)
+
+
+def _window_im2col(x, w, b, geometry: WindowGeometry, group: int):
+    """im2col through the strided window view of the padded input, then one GEMM per group."""
+    windows = sliding_windows(padded_input(x, geometry), geometry)
+    return _add_bias(_grouped_matmul(windows, w, group), b)
+
+
+def _spatial_kernel(kernel_shape, w):
+    kernel = list(w.shape[2:])
+    if kernel_shape and _ints(kernel_shape) != kernel:
+        raise ValueError(f"kernel_shape {list(kernel_shape)} does not match W's spatial shape "
+                         f"{kernel}")
+    return kernel
+
+
+# A flat layout computes `extent` columns where the output has out_shape ones; it pays
+# unless that waste is large and the GEMM (not the copying) is the cost.
+_FLAT_WASTE = 1.05
+_SMALL_GRID = 1 << 15
+_MAX_PHASES = 4      # strides past 2x2 copy the input into too many small phase buffers
+
+
+@dataclass(frozen=True)
+class ConvPlan:
+    """What one Conv shape signature needs: its geometry and the method that runs it."""
+    geometry: WindowGeometry
+    method: str                 # "pointwise", "depthwise", "flat" or "windows"
+    layout: TapLayout = None
+
+
+def _frozen(value):
+    """An attribute value as a hashable key part."""
+    if type(value) is list:
+        return tuple(value)
+    if value is None or isinstance(value, (int, float, str, bytes)):
+        return value
+    return tuple(_ints(value))
+
+
+@functools.lru_cache(maxsize=1024)
+def _conv_plan(x_shape, w_shape, group, kernel_shape, strides, dilations, pads,
+               auto_pad) -> ConvPlan:
+    channels = x_shape[1]
+    kernel = list(w_shape[2:])
+    if kernel_shape and list(kernel_shape) != kernel:
+        raise ValueError(f"kernel_shape {list(kernel_shape)} does not match W's spatial "
+                         f"shape {kernel}")
+    geometry = window_geometry(x_shape[2:], kernel, strides, dilations, pads, auto_pad)
+    if not all(geometry.out_shape):
+        return ConvPlan(geometry, "windows")
+    unpadded = not any(geometry.pads_begin) and not any(geometry.pads_end)
+    if all(k == 1 for k in kernel) and unpadded:
+        return ConvPlan(geometry, "pointwise")
+    layout = layout_of(x_shape[2:], geometry)
+    if len(layout.copies) > _MAX_PHASES:
+        return ConvPlan(geometry, "windows")
+    if group > 1 and group == channels and w_shape[1] == 1:
+        return ConvPlan(geometry, "depthwise", layout)
+    waste = math.prod(layout.extent[1:]) / math.prod(geometry.out_shape[1:])
+    columns = x_shape[0] * x_shape[1] * layout.span * math.prod(kernel)
+    if waste <= _FLAT_WASTE or columns <= _SMALL_GRID:
+        return ConvPlan(geometry, "flat", layout)
+    return ConvPlan(geometry, "windows")
+
+
+def convolve(x, w, b=None, auto_pad="NOTSET", dilations=None, group=1, kernel_shape=None,
+             pads=None, strides=None):
+    """Conv's result as a fresh array in the compute dtype (callers may modify it in place)."""
+    if x.ndim < 3 or w.ndim != x.ndim or x.shape[1] != w.shape[1] * group or \
+            w.shape[0] % group or group < 1:
+        _check_conv_shapes(x, w, group)
+    plan = _conv_plan(x.shape, w.shape, group, _frozen(kernel_shape), _frozen(strides),
+                      _frozen(dilations), _frozen(pads), _frozen(auto_pad))
+    acc = compute_dtype(x.dtype)
+    x = x.astype(acc, copy=False)
+    w = w.astype(acc, copy=False)
+    if b is not None:
+        b = b.astype(acc, copy=False)
+    method = plan.method
+    if method == "pointwise":
+        return _pointwise(x, w, b, plan.geometry, group)
+    if method == "depthwise":
+        return _depthwise(x, w, b, plan.geometry, plan.layout)
+    if method == "flat":
+        return _flat_im2col(x, w, b, plan.geometry, plan.layout, group)
+    return _window_im2col(x, w, b, plan.geometry, group)
+
+
+# ---------------------------------------------------------------- Conv
+
+
+@kernel("Conv")
+def conv(ctx, x, w, b=None, auto_pad="NOTSET", dilations=None, group=1, kernel_shape=None,
+         pads=None, strides=None):
+    y = convolve(x, w, b, auto_pad, dilations, group, kernel_shape, pads, strides)
+    return y.astype(x.dtype, copy=False)
+
+
+# ---------------------------------------------------------------- ConvTranspose
+
+
+def _transpose_output_geometry(in_shape, kernel, strides, dilations, pads, auto_pad,
+                               output_padding, output_shape):
+    """(output spatial shape, pads_begin, strides, dilations) of a transposed convolution,
+    per the ONNX spec: an explicit or SAME output_shape fixes the padding, else pads do."""
+    rank = len(in_shape)
+    strides = _ints(strides) if strides else [1] * rank
+    dilations = _ints(dilations) if dilations else [1] * rank
+    output_padding = _ints(output_padding) if output_padding else [0] * rank
+    auto_pad = _as_str(auto_pad or "NOTSET")
+    natural = [s * (size - 1) + op + (k - 1) * d + 1
+               for s, size, op, k, d in zip(strides, in_shape, output_padding, kernel, dilations)]
+    if output_shape:
+        output_shape = _ints(output_shape)[-rank:]   # some exporters give (N, C, *spatial)
+    elif auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+        output_shape = [size * s for size, s in zip(in_shape, strides)]
+
+    if output_shape and (auto_pad in ("SAME_UPPER", "SAME_LOWER") or not pads):
+        totals = [n - o for n, o in zip(natural, output_shape)]
+        if auto_pad == "SAME_UPPER":
+            begin = [t // 2 for t in totals]
+        else:
+            begin = [t - t // 2 for t in totals]
+        return output_shape, begin, strides, dilations
+
+    if auto_pad == "VALID" or not pads:
+        pads = [0] * (2 * rank)
+    pads = _ints(pads)
+    if len(pads) != 2 * rank:
+        raise ValueError(f"pads {pads} must have {2 * rank} entries")
+    if not output_shape:
+        output_shape = [n - pads[i] - pads[rank + i] for i, n in enumerate(natural)]
+    return output_shape, pads[:rank], strides, dilations
+
+
+@kernel("ConvTranspose")
+def conv_transpose(ctx, x, w, b=None, auto_pad="NOTSET", dilations=None, group=1,
+                   kernel_shape=None, output_padding=None, output_shape=None, pads=None,
+                   strides=None):
+    _check_conv_shapes(x, w, group, transposed=True)
+    kernel = _spatial_kernel(kernel_shape, w)
+    out_shape, pads_begin, strides, dilations = _transpose_output_geometry(
+        x.shape[2:], kernel, strides, dilations, pads, auto_pad, output_padding, output_shape)
+    acc = compute_dtype(x.dtype)
+    n, channels = x.shape[:2]
+    in_per_group = channels // group
+    out_per_group = w.shape[1]
+    blocks = x.shape[2:]
+    xg = x.astype(acc, copy=False).reshape(n, group, in_per_group, math.prod(blocks))
+    wg = w.astype(acc, copy=False).reshape(group, in_per_group, out_per_group * math.prod(kernel))
+    columns = np.matmul(wg.transpose(0, 2, 1), xg)     # (N, group, M/group * K, blocks)
+    columns = columns.reshape((n, group * out_per_group) + tuple(kernel) + tuple(blocks))
+    y = fold(columns, out_shape, pads_begin, strides, dilations)
+    y = _add_bias(np.ascontiguousarray(y), None if b is None else b.astype(acc, copy=False))
+    return y.astype(x.dtype, copy=False)
+
+
+# ---------------------------------------------------------------- Col2Im
+
+
+@kernel("Col2Im", since=18)
+def col2im(ctx, x, image_shape, block_shape, dilations=None, pads=None, strides=None):
+    image_shape = _ints(image_shape)
+    block_shape = _ints(block_shape)
+    rank = len(image_shape)
+    if len(block_shape) != rank:
+        raise ValueError(f"block_shape {block_shape} and image_shape {image_shape} must have "
+                         f"the same length")
+    if x.ndim != 3:
+        raise ValueError(f"input must be (N, C * prod(block_shape), L), got shape {x.shape}")
+    block_size = math.prod(block_shape)
+    if x.shape[1] % block_size:
+        raise ValueError(f"input dimension 1 ({x.shape[1]}) is not a multiple of "
+                         f"prod(block_shape) = {block_size}")
+    geometry = window_geometry(image_shape, block_shape, strides, dilations, pads)
+    if math.prod(geometry.out_shape) != x.shape[2]:
+        raise ValueError(f"input has {x.shape[2]} blocks, image_shape {image_shape} with these "
+                         f"pads/strides/dilations gives {geometry.out_shape}")
+    acc = compute_dtype(x.dtype) if x.dtype.kind not in "iu" else x.dtype
+    n, channels = x.shape[0], x.shape[1] // block_size
+    columns = x.astype(acc, copy=False).reshape(
+        (n, channels) + tuple(block_shape) + tuple(geometry.out_shape))
+    y = fold(columns, image_shape, geometry.pads_begin, geometry.strides, geometry.dilations)
+    return np.ascontiguousarray(y).astype(x.dtype, copy=False)
+
+
+# ---------------------------------------------------------------- DeformConv
+
+
+def _sample_multilinear(x, positions):
+    """Values of x (N, G, Cg, *S) at fractional positions (N, G, P, rank), zero outside.
+
+    Returns (N, G, Cg, P): multilinear interpolation over the 2**rank surrounding points,
+    as GridSample with align_corners=1 and zero padding.
+    """
+    spatial = x.shape[3:]
+    rank = len(spatial)
+    flat = x.reshape(x.shape[:3] + (-1,))
+    lower = np.floor(positions)
+    result = None
+    for corner in np.ndindex(*([2] * rank)):
+        weight = np.ones(positions.shape[:-1], dtype=x.dtype)
+        index = np.zeros(positions.shape[:-1], dtype=np.int64)
+        for axis, bit in enumerate(corner):
+            coord = lower[..., axis] + bit
+            weight = weight * (1 - np.abs(positions[..., axis] - coord)).astype(x.dtype)
+            inside = (coord >= 0) & (coord < spatial[axis])
+            weight = np.where(inside, weight, 0)
+            index = index * spatial[axis] + np.clip(coord, 0, spatial[axis] - 1).astype(np.int64)
+        values = np.take_along_axis(flat, index[:, :, None, :], axis=3) * weight[:, :, None, :]
+        result = values if result is None else result + values
+    return result
+
+
+@kernel("DeformConv", since=19)
+def deform_conv(ctx, x, w, offset, b=None, mask=None, dilations=None, group=1,
+                kernel_shape=None, offset_group=1, pads=None, strides=None):
+    _check_conv_shapes(x, w, group)
+    kernel = _spatial_kernel(kernel_shape, w)
+    rank = len(kernel)
+    geometry = window_geometry(x.shape[2:], kernel, strides, dilations, pads)
+    out_shape = list(offset.shape[2:])
+    if out_shape != geometry.out_shape:
+        raise ValueError(f"offset spatial shape {out_shape} does not match the output shape "
+                         f"{geometry.out_shape} given by pads/strides/dilations")
+    n, channels = x.shape[:2]
+    kernel_size = math.prod(kernel)
+    if channels % offset_group or offset.shape[1] != offset_group * kernel_size * rank:
+        raise ValueError(f"offset shape {offset.shape} does not fit offset_group={offset_group}, "
+                         f"kernel {kernel} and {channels} input channels")
+    acc = compute_dtype(x.dtype)
+
+    # Base sampling position of each (kernel position, output position), per spatial axis.
+    base = np.meshgrid(*[np.arange(k) * d for k, d in zip(kernel, geometry.dilations)],
+                       *[np.arange(o) * s - p for o, s, p in
+                         zip(out_shape, geometry.strides, geometry.pads_begin)], indexing="ij")
+    base = np.stack([base[i] + base[rank + i] for i in range(rank)], axis=-1)   # (*K, *O, rank)
+    shifts = offset.astype(acc, copy=False).reshape(
+        (n, offset_group) + tuple(kernel) + (rank,) + tuple(out_shape))
+    shifts = np.moveaxis(shifts, 2 + rank, -1)                                   # (N, G, *K, *O, rank)
+    positions = (base.astype(acc) + shifts).reshape(n, offset_group, -1, rank)
+
+    grouped = x.astype(acc, copy=False).reshape(
+        (n, offset_group, channels // offset_group) + tuple(x.shape[2:]))
+    columns = _sample_multilinear(grouped, positions)             # (N, G, Cg, K * O)
+    if mask is not None:
+        columns = columns * mask.astype(acc, copy=False).reshape(n, offset_group, 1, -1)
+    columns = columns.reshape((n, channels) + tuple(kernel) + tuple(out_shape))
+    y = _grouped_matmul(columns, w.astype(acc, copy=False), group)
+    y = _add_bias(y, None if b is None else b.astype(acc, copy=False))
+    return y.astype(x.dtype, copy=False)
+
+
+# ---------------------------------------------------------------- CausalConvWithState
+
+
+@kernel("CausalConvWithState", since=26)
+def causal_conv_with_state(ctx, x, w, bias=None, past_state=None, activation="none"):
+    activation = _as_str(activation or "none")
+    if activation not in ("none", "silu", "swish"):
+        raise ValueError(f"activation must be 'none', 'silu' or 'swish', got {activation!r}")
+    if x.ndim != 3 or w.ndim != 3 or w.shape[1] != 1 or w.shape[0] != x.shape[1]:
+        raise ValueError(f"expected input (B, C, L) and weight (C, 1, k), got {x.shape} and "
+                         f"{w.shape}")
+    batch, channels, length = x.shape
+    k = w.shape[2]
+    if past_state is None:
+        past_state = np.zeros((batch, channels, k - 1), dtype=x.dtype)
+    elif past_state.shape != (batch, channels, k - 1):
+        raise ValueError(f"past_state must have shape {(batch, channels, k - 1)}, got "
+                         f"{past_state.shape}")
+    history = np.concatenate([past_state.astype(x.dtype, copy=False), x], axis=2)
+    acc = compute_dtype(x.dtype)
+    wide = history.astype(acc, copy=False)
+    weights = w.astype(acc, copy=False)
+    y = np.zeros((batch, channels, length), dtype=acc)
+    for j in range(k):
+        y += wide[:, :, j:j + length] * weights[None, :, 0, j:j + 1]
+    if bias is not None:
+        y += bias.astype(acc, copy=False)[None, :, None]
+    if activation != "none":
+        y = y / (1 + np.exp(-y))
+    present_state = history[:, :, history.shape[2] - (k - 1):]
+    return y.astype(x.dtype, copy=False), np.ascontiguousarray(present_state)

@@ -1,0 +1,188 @@
+"""Fused operators the graph optimizer introduces (domain com.edgerun).
+
+- FusedConv, FusedGemm, FusedMatMul: the standard operator, then an activation applied to
+  its result in place. Attributes: the base operator's own, plus `activation` (Relu,
+  LeakyRelu, Sigmoid, Tanh, Clip, HardSigmoid) and `activation_params` (floats: LeakyRelu
+  [alpha], Clip [min, max], HardSigmoid [alpha, beta]).
+- LayerNormalization and Gelu: the standard operators (opset 17 and 20) for models that
+  import an older opset, same attributes.
+- Attention: softmax(Q·Kᵀ·scale + mask)·V on 4-D [batch, heads, seq, head_size] tensors,
+  the subset of ONNX Attention (opset 23) that BERT-style exports spell out in primitives;
+  inputs (Q, K, V, mask?), attribute `scale`.
+
+optimizer/save.py rewrites these into onnxruntime's com.microsoft spellings or standard
+operators when an optimized model is written to a file.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..registry import kernel
+from .activations import gelu, hard_sigmoid, leaky_relu, relu, sigmoid, tanh
+from .conv import convolve
+from .matmul import gemm, matmul
+from .normalization import layer_normalization
+from .softmax import softmax_13
+
+DOMAIN = "com.edgerun"
+
+
+def _clip(ctx, y, params):
+    low = params[0] if len(params) > 0 else -np.inf
+    high = params[1] if len(params) > 1 else np.inf
+    return np.clip(y, np.asarray(low, y.dtype), np.asarray(high, y.dtype))
+
+
+# activation name -> fn(ctx, y, params)
+ACTIVATIONS = {
+    "Relu": lambda ctx, y, p: relu(ctx, y),
+    "LeakyRelu": lambda ctx, y, p: leaky_relu(ctx, y, *p[:1]),
+    "Sigmoid": lambda ctx, y, p: sigmoid(ctx, y),
+    "Tanh": lambda ctx, y, p: tanh(ctx, y),
+    "HardSigmoid": lambda ctx, y, p: hard_sigmoid(ctx, y, *p[:2]),
+    "Clip": _clip,
+}
+
+
+def _activate(ctx, y, activation, params):
+    fn = ACTIVATIONS.get(activation)
+    if fn is None:
+        raise ValueError(f"unsupported fused activation {activation!r}; "
+                         f"expected one of {sorted(ACTIVATIONS)}")
+    return fn(ctx, y, list(params or []))
+
+
+# ---- the same activations overwriting a fresh float32/float64 result (no new buffers) ----
+
+def _relu_in_place(y, p):
+    return np.maximum(y, 0, out=y)
+
+
+def _leaky_relu_in_place(y, p):
+    alpha = p[0] if p else 0.01
+    return np.multiply(y, y.dtype.type(alpha), out=y, where=y < 0)
+
+
+def _sigmoid_in_place(y, p):
+    """The stable form activations.sigmoid uses: e = exp(-|y|), 1/(1+e) or e/(1+e)."""
+    negative = y < 0
+    np.abs(y, out=y)
+    np.negative(y, out=y)
+    with np.errstate(under="ignore"):
+        np.exp(y, out=y)                    # e, in (0, 1]
+    ratio = y + 1
+    np.reciprocal(ratio, out=ratio)         # 1 / (1 + e)
+    np.multiply(y, ratio, out=y)            # e / (1 + e)
+    np.copyto(y, ratio, where=~negative)
+    return y
+
+
+def _tanh_in_place(y, p):
+    return np.tanh(y, out=y)
+
+
+def _hard_sigmoid_in_place(y, p):
+    alpha = p[0] if len(p) > 0 else 0.2
+    beta = p[1] if len(p) > 1 else 0.5
+    with np.errstate(over="ignore"):
+        y *= y.dtype.type(alpha)
+        y += y.dtype.type(beta)
+    return np.clip(y, 0, 1, out=y)
+
+
+def _clip_in_place(y, p):
+    low = p[0] if len(p) > 0 else -np.inf
+    high = p[1] if len(p) > 1 else np.inf
+    return np.clip(y, y.dtype.type(low), y.dtype.type(high), out=y)
+
+
+_IN_PLACE_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+
+IN_PLACE = {
+    "Relu": _relu_in_place,
+    "LeakyRelu": _leaky_relu_in_place,
+    "Sigmoid": _sigmoid_in_place,
+    "Tanh": _tanh_in_place,
+    "HardSigmoid": _hard_sigmoid_in_place,
+    "Clip": _clip_in_place,
+}
+
+
+def _activate_fresh(ctx, y, out_dtype, activation, params):
+    """The activation of `y`, a fresh result in the compute dtype, returned in out_dtype."""
+    fn = IN_PLACE.get(activation)
+    if fn is None or y.dtype != out_dtype or y.dtype not in _IN_PLACE_DTYPES:
+        return _activate(ctx, y.astype(out_dtype, copy=False), activation, params)
+    return fn(y, params or ())
+
+
+@kernel("FusedConv", domain=DOMAIN)
+def fused_conv(ctx, x, w, b=None, activation="Relu", activation_params=None, **conv_attrs):
+    return _activate_fresh(ctx, convolve(x, w, b, **conv_attrs), x.dtype, activation,
+                           activation_params)
+
+
+@kernel("FusedGemm", domain=DOMAIN)
+def fused_gemm(ctx, a, b, c=None, activation="Relu", activation_params=None, **gemm_attrs):
+    # gemm and matmul return fresh arrays, so the activation may overwrite them
+    return _activate_fresh(ctx, gemm(ctx, a, b, c, **gemm_attrs), a.dtype, activation,
+                           activation_params)
+
+
+@kernel("FusedMatMul", domain=DOMAIN)
+def fused_matmul(ctx, a, b, activation="Relu", activation_params=None):
+    return _activate_fresh(ctx, matmul(ctx, a, b), a.dtype, activation, activation_params)
+
+
+@kernel("LayerNormalization", domain=DOMAIN)
+def fused_layer_normalization(ctx, x, scale, bias=None, axis=-1, epsilon=1e-5, stash_type=1):
+    return layer_normalization(ctx, x, scale, bias, axis=axis, epsilon=epsilon,
+                               stash_type=stash_type)
+
+
+@kernel("Gelu", domain=DOMAIN)
+def fused_gelu(ctx, x, approximate="none"):
+    return gelu(ctx, x, approximate=approximate)
+
+
+@kernel("Attention", domain=DOMAIN)
+def fused_attention(ctx, q, k, v, mask=None, scale=None):
+    if q.ndim != 4 or k.ndim != 4 or v.ndim != 4:
+        raise ValueError(f"Attention expects 4-D Q, K, V [batch, heads, seq, head_size], "
+                         f"got {q.shape}, {k.shape}, {v.shape}")
+    if scale is None:
+        scale = 1.0 / np.sqrt(q.shape[-1])
+    scores = matmul(ctx, q, np.swapaxes(k, -1, -2))
+    scores = scores * np.asarray(scale, scores.dtype)
+    if mask is not None:
+        scores = scores + mask.astype(scores.dtype, copy=False)
+    return matmul(ctx, softmax_13(ctx, scores, axis=-1), v)
+
+
+# ---- onnxruntime's com.microsoft spellings: optimized files edgerun writes use them ----------
+MICROSOFT = "com.microsoft"
+
+
+@kernel("FusedConv", domain=MICROSOFT)
+def microsoft_fused_conv(ctx, x, w, b=None, z=None, activation="Relu", activation_params=None,
+                         **conv_attrs):
+    if z is not None:
+        raise ValueError("com.microsoft FusedConv with a Z (sum) input is not supported")
+    return fused_conv(ctx, x, w, b, activation, activation_params, **conv_attrs)
+
+
+@kernel("FusedGemm", domain=MICROSOFT)
+def microsoft_fused_gemm(ctx, a, b, c=None, activation="Relu", activation_alpha=None,
+                         activation_beta=None, activation_gamma=None, **gemm_attrs):
+    params = [p for p in (activation_alpha, activation_beta) if p is not None]
+    return fused_gemm(ctx, a, b, c, activation, params, **gemm_attrs)
+
+
+@kernel("Gelu", domain=MICROSOFT)
+def microsoft_gelu(ctx, x):
+    return fused_gelu(ctx, x, "none")
+
+
+@kernel("FastGelu", domain=MICROSOFT)
+def microsoft_fast_gelu(ctx, x, bias=None):
+    return fused_gelu(ctx, x if bias is None else x + bias, "tanh")

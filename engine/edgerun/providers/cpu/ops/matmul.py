@@ -1,0 +1,81 @@
+"""Linear algebra: MatMul, Gemm, Einsum, Det.
+
+Low-precision floats (float16, bfloat16, float8 ...) are computed in float32 and cast back:
+numpy has no fast kernels for them and accumulating in 16 bits loses accuracy. Every output
+keeps the input's dtype.
+"""
+import numpy as np
+
+from ..registry import kernel
+
+
+def _compute_dtype(dtype: np.dtype) -> np.dtype:
+    """The dtype to do the arithmetic in for inputs of `dtype`."""
+    dtype = np.dtype(dtype)
+    if dtype in (np.float32, np.float64, np.complex64, np.complex128):
+        return dtype
+    if dtype.kind in "iub":
+        return dtype
+    return np.dtype(np.float32)   # float16 and every ml_dtypes float
+
+
+def _as_compute(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    return x if x.dtype == dtype else x.astype(dtype)
+
+
+@kernel("MatMul")
+def matmul(ctx, a, b):
+    work = _compute_dtype(a.dtype)
+    result = np.matmul(_as_compute(a, work), _as_compute(b, work))
+    return np.asarray(result).astype(a.dtype, copy=False)
+
+
+@kernel("Gemm")
+def gemm(ctx, a, b, c=None, alpha=1.0, beta=1.0, transA=0, transB=0, broadcast=0, **_):
+    # `broadcast` (opset <= 6) only allowed what unidirectional broadcasting always allows.
+    if a.ndim != 2 or b.ndim != 2:
+        raise ValueError(f"Gemm expects 2-D A and B, got shapes {a.shape} and {b.shape}")
+    work = _compute_dtype(a.dtype)
+    left = _as_compute(a.T if transA else a, work)
+    right = _as_compute(b.T if transB else b, work)
+    if left.shape[1] != right.shape[0]:
+        raise ValueError(f"Gemm inner dimensions differ: A' is {left.shape}, B' is {right.shape}")
+    result = left @ right
+    if alpha != 1.0:
+        result = result * _scalar(alpha, work)
+    if c is not None and beta != 0.0:
+        bias = _as_compute(c, work)
+        if beta != 1.0:
+            bias = bias * _scalar(beta, work)
+        result = result + bias
+    return np.asarray(result).astype(a.dtype, copy=False)
+
+
+def _scalar(value: float, dtype: np.dtype):
+    """`value` in the compute dtype (integer Gemm keeps integer arithmetic where it can)."""
+    if dtype.kind in "iu" and float(value).is_integer():
+        return dtype.type(int(value))
+    if dtype.kind in "iub":
+        return np.float64(value)
+    return dtype.type(value)
+
+
+@kernel("Einsum", since=12)
+def einsum(ctx, *inputs, equation):
+    equation = equation.replace(" ", "")
+    if not inputs:
+        raise ValueError("Einsum needs at least one input")
+    out_dtype = inputs[0].dtype
+    work = _compute_dtype(out_dtype)
+    operands = [_as_compute(x, work) for x in inputs]
+    result = np.einsum(equation, *operands, optimize=len(operands) > 1)
+    return np.asarray(result).astype(out_dtype, copy=False)
+
+
+@kernel("Det", since=11)
+def det(ctx, x):
+    if x.ndim < 2 or x.shape[-1] != x.shape[-2]:
+        raise ValueError(f"Det expects a tensor of shape [*, M, M], got {x.shape}")
+    work = x.dtype if x.dtype in (np.float32, np.float64) else np.dtype(np.float32)
+    result = np.linalg.det(_as_compute(x, work))
+    return np.asarray(result).astype(x.dtype, copy=False)

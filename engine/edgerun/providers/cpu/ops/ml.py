@@ -1,0 +1,1257 @@
+"""Kernels of the `ai.onnx.ml` domain: the classic machine-learning operators.
+
+Linear models, SVMs, tree ensembles and the small preprocessing operators that converters such
+as skl2onnx emit. Where the ONNX text leaves a case open (binary classifiers with one score
+column, label choice, score post-processing), these kernels follow onnxruntime, the runtime
+such models are validated against. Scores are float32 like onnxruntime's; intermediate sums
+use float64 and are rounded once at the end.
+
+Tree ensembles of every format (TreeEnsembleRegressor/Classifier with (tree id, node id)
+addressing, TreeEnsemble 5 with positional nodes and separate leaves) are turned into one flat
+node table (`_Forest`) and evaluated for all rows and all trees at once, one tree level per
+step.
+"""
+from __future__ import annotations
+
+import weakref
+
+import numpy as np
+
+from ..registry import kernel
+
+ML = "ai.onnx.ml"
+
+# ---------------------------------------------------------------------------------------------
+# shared helpers
+# ---------------------------------------------------------------------------------------------
+
+
+def _rows(x: np.ndarray) -> np.ndarray:
+    """The input as a [N, F] matrix: a vector is one row (onnxruntime's convention)."""
+    if x.ndim == 0:
+        raise ValueError("expected a tensor of rank 1 or 2, got a scalar")
+    if x.ndim == 1:
+        return x.reshape(1, -1)
+    if x.ndim > 2:
+        return x.reshape(x.shape[0], -1)
+    return x
+
+
+def _rows_f32(x: np.ndarray) -> np.ndarray:
+    return _rows(np.asarray(x)).astype(np.float32, copy=False)
+
+
+def _label_array(labels, indices) -> np.ndarray:
+    """labels[indices] as an int64 or string (object) array."""
+    if labels and isinstance(labels[0], str):
+        return np.array(labels, dtype=object)[indices]
+    return np.asarray(labels, dtype=np.int64)[indices]
+
+
+class _Cache:
+    """Prepared per-node state (parsed trees), reused across runs.
+
+    Keyed by the node object and a variant (e.g. the comparison dtype): attributes never
+    change for a node, and a weak reference makes sure a recycled `id()` is not mistaken for
+    the old node.
+    """
+
+    def __init__(self, limit: int = 64):
+        self._entries = {}
+        self._limit = limit
+
+    def get(self, ctx, variant, build):
+        node = getattr(ctx, "node", None)
+        if node is None:
+            return build()
+        key = (id(node), variant)
+        entry = self._entries.get(key)
+        if entry is not None and entry[0]() is node:
+            return entry[1]
+        value = build()
+        if len(self._entries) >= self._limit:
+            self._entries.pop(next(iter(self._entries)))
+        try:
+            self._entries[key] = (weakref.ref(node), value)
+        except TypeError:   # a node type without weak references: do not cache
+            pass
+        return value
+
+
+_cache = _Cache()
+
+# ---- score post-processing (onnxruntime's ml_common.h semantics) ------------------------------
+
+# TreeEnsemble (opset 5) numbering, as the ONNX spec defines it (onnxruntime 1.2x reads 1 as
+# LOGISTIC and 2 as SOFTMAX, its own enum order; the spec wins here)
+_TRANSFORMS_V5 = {0: "NONE", 1: "SOFTMAX", 2: "LOGISTIC", 3: "SOFTMAX_ZERO", 4: "PROBIT"}
+_TRANSFORM_NAMES = set(_TRANSFORMS_V5.values())
+
+
+def _check_transform(name: str) -> str:
+    if name not in _TRANSFORM_NAMES:
+        raise ValueError(f"post_transform must be one of {sorted(_TRANSFORM_NAMES)}, got {name!r}")
+    return name
+
+
+def _logistic(v: np.ndarray) -> np.ndarray:
+    e = 1.0 / (1.0 + np.exp(-np.abs(v)))
+    return np.where(v < 0, 1.0 - e, e).astype(v.dtype, copy=False)
+
+
+def _erf_inv(x: np.ndarray) -> np.ndarray:
+    # Winitzki's closed-form approximation (a = 0.147), the one onnxruntime uses, so PROBIT
+    # scores agree with it rather than with an exact inverse.
+    a = np.float32(0.147)
+    sign = np.where(x < 0, np.float32(-1), np.float32(1))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ln = np.log((1 - x) * (1 + x))
+        t = np.float32(2 / (np.pi * 0.147)) + np.float32(0.5) * ln
+        inner = -t + np.sqrt(t * t - ln / a)
+        return (sign * np.sqrt(inner)).astype(x.dtype, copy=False)
+
+
+def _probit(v: np.ndarray) -> np.ndarray:
+    # float32 arithmetic even for double scores: the approximation is evaluated in float by
+    # onnxruntime and its cancellation makes the precision visible
+    v32 = v.astype(np.float32)
+    return (np.float32(np.sqrt(2)) * _erf_inv(2 * v32 - 1)).astype(v.dtype, copy=False)
+
+
+def _softmax_rows(s: np.ndarray) -> np.ndarray:
+    e = np.exp(s - s.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def _softmax_zero_rows(s: np.ndarray) -> np.ndarray:
+    """Softmax over the non-zero scores only; zero scores stay (about) zero."""
+    vmax = s.max(axis=1, keepdims=True)
+    nonzero = np.abs(s) > 1e-7
+    e = np.where(nonzero, np.exp(s - vmax), s * np.exp(-vmax))
+    total = np.where(nonzero, e, 0).sum(axis=1, keepdims=True)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return e / total
+
+
+def _post_transform(scores: np.ndarray, transform: str) -> np.ndarray:
+    """Apply `transform` to [N, C] scores. With a single column only PROBIT applies."""
+    if transform == "NONE" or scores.shape[1] == 0:
+        return scores
+    if transform == "PROBIT":
+        return _probit(scores)
+    if scores.shape[1] == 1:
+        return scores
+    if transform == "LOGISTIC":
+        return _logistic(scores)
+    if transform == "SOFTMAX":
+        return _softmax_rows(scores)
+    return _softmax_zero_rows(scores)
+
+
+def _two_columns(score: np.ndarray, mode, transform: str) -> np.ndarray:
+    """Expand a single binary score per row into [negative class, positive class] columns.
+
+    Under LOGISTIC: [logistic(-s), logistic(s)]. Otherwise by `mode` per row: 0/1 ->
+    [1 - s, s] (probability-like weights), 2/3 -> [-s, s] (signed weights), -1 -> [s, 0].
+    PROBIT gives [probit(s), 0].
+    """
+    out = np.zeros((score.shape[0], 2), dtype=score.dtype)
+    if transform == "PROBIT":
+        out[:, 0] = _probit(score)
+        return out
+    if transform == "LOGISTIC":
+        out[:, 0], out[:, 1] = _logistic(-score), _logistic(score)
+        return out
+    mode = np.broadcast_to(mode, score.shape)
+    prob = (mode == 0) | (mode == 1)
+    signed = (mode == 2) | (mode == 3)
+    out[:, 0] = np.where(prob, 1 - score, np.where(signed, -score, score))
+    out[:, 1] = np.where(prob | signed, score, 0)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# simple transforms
+# ---------------------------------------------------------------------------------------------
+
+
+@kernel("ArrayFeatureExtractor", domain=ML)
+def array_feature_extractor(ctx, x, y):
+    """Select entries of the last axis; a vector input gives a [1, K] result."""
+    if x.ndim == 0:
+        raise ValueError("ArrayFeatureExtractor: X must have rank >= 1")
+    indices = np.asarray(y, dtype=np.int64).reshape(-1)
+    if indices.size == 0:
+        raise ValueError("ArrayFeatureExtractor: Y holds no index")
+    size = x.shape[-1]
+    bad = (indices < 0) | (indices >= size)
+    if bad.any():
+        raise ValueError(f"ArrayFeatureExtractor: index {int(indices[bad][0])} is out of range "
+                         f"for a last axis of size {size}")
+    out = np.take(x, indices, axis=-1)
+    return out.reshape(1, -1) if x.ndim == 1 else out
+
+
+@kernel("Binarizer", domain=ML)
+def binarizer(ctx, x, threshold=0.0):
+    return (x > threshold).astype(x.dtype)
+
+
+@kernel("Normalizer", domain=ML)
+def normalizer(ctx, x, norm="MAX"):
+    if x.ndim > 2:
+        raise ValueError(f"Normalizer: expected rank 1 or 2, got rank {x.ndim}")
+    v = _rows_f32(x)
+    if norm == "MAX":
+        scale = v.max(axis=1, keepdims=True)
+    elif norm == "L1":
+        scale = np.abs(v).sum(axis=1, keepdims=True)
+    elif norm == "L2":
+        scale = np.sqrt((v * v).sum(axis=1, keepdims=True))
+    else:
+        raise ValueError(f"Normalizer: norm must be MAX, L1 or L2, got {norm!r}")
+    safe = np.where(scale == 0, np.float32(1), scale)
+    return (v / safe).astype(np.float32).reshape(x.shape)
+
+
+@kernel("Scaler", domain=ML)
+def scaler(ctx, x, offset=None, scale=None):
+    v = np.asarray(x).astype(np.float32, copy=False)
+    features = v.shape[-1] if v.ndim else 1
+    shift = _per_feature(offset, features, "offset", 0.0)
+    factor = _per_feature(scale, features, "scale", 1.0)
+    return ((v - shift) * factor).astype(np.float32, copy=False)
+
+
+def _per_feature(values, features: int, name: str, default: float) -> np.ndarray:
+    if not values:
+        return np.float32(default)
+    arr = np.asarray(values, dtype=np.float32)
+    if arr.size not in (1, features):
+        raise ValueError(f"Scaler: {name} has {arr.size} values; expected 1 or {features}")
+    return arr if arr.size > 1 else arr[0]
+
+
+@kernel("Imputer", domain=ML)
+def imputer(ctx, x, imputed_value_floats=None, imputed_value_int64s=None,
+            replaced_value_float=0.0, replaced_value_int64=0):
+    if np.issubdtype(x.dtype, np.floating):
+        values, replaced = imputed_value_floats, replaced_value_float
+    else:
+        values, replaced = imputed_value_int64s, replaced_value_int64
+    if not values:
+        raise ValueError("Imputer: the imputed_value_* attribute matching the input type is empty")
+    values = np.asarray(values).astype(x.dtype)
+    features = x.shape[-1] if x.ndim else 1
+    if values.size != 1 and values.size != features:
+        values = values[:1]   # onnxruntime: any other length falls back to the first value
+    if values.size == features and x.ndim >= 2:
+        fill = np.broadcast_to(values, x.shape)
+    else:
+        fill = values.reshape(-1)[0] if values.size == 1 else values
+    if isinstance(replaced, float) and np.isnan(replaced):
+        hit = np.isnan(x) if np.issubdtype(x.dtype, np.floating) else np.zeros(x.shape, bool)
+    else:
+        hit = x == np.asarray(replaced).astype(x.dtype)
+    return np.where(hit, fill, x).astype(x.dtype, copy=False)
+
+
+@kernel("OneHotEncoder", domain=ML)
+def one_hot_encoder(ctx, x, cats_int64s=None, cats_strings=None, zeros=1):
+    if x.dtype == object:
+        categories = cats_strings or []
+        flat = x.reshape(-1)
+    else:
+        categories = cats_int64s or []
+        flat = x.reshape(-1).astype(np.int64)
+    if not categories:
+        raise ValueError("OneHotEncoder: the cats_* attribute matching the input type is empty")
+    position = _index_of(flat, categories)
+    if not zeros and (position < 0).any():
+        raise ValueError("OneHotEncoder: unknown category and zeros=0")
+    out = np.zeros((flat.size, len(categories)), dtype=np.float32)
+    found = np.flatnonzero(position >= 0)
+    out[found, position[found]] = 1.0
+    return out.reshape(x.shape + (len(categories),))
+
+
+def _index_of(flat: np.ndarray, categories: list) -> np.ndarray:
+    """Position of each element in `categories` (the last one on repeats), -1 if absent."""
+    table = {c: i for i, c in enumerate(categories)}
+    return _lookup(flat, table, np.int64, -1)
+
+
+def _lookup(x: np.ndarray, table: dict, out_dtype, default, nan_keys: bool = False) -> np.ndarray:
+    """Map every element of `x` through `table` (a dict), `default` where absent.
+
+    Each distinct input value is looked up once. With `nan_keys` a NaN key matches NaN
+    inputs; otherwise NaN matches nothing.
+    """
+    flat = x.reshape(-1)
+    try:
+        uniques, inverse = np.unique(flat, return_inverse=True)
+    except TypeError:   # values numpy cannot order (mixed objects): map one by one
+        uniques, inverse = flat, np.arange(flat.size)
+    nan_value = default
+    if nan_keys:
+        for k, v in table.items():
+            if isinstance(k, float) and k != k:
+                nan_value = v
+    mapped = []
+    for u in uniques.tolist():
+        if isinstance(u, float) and u != u:
+            mapped.append(nan_value)
+        else:
+            mapped.append(table.get(u, default))
+    values = np.array(mapped, dtype=out_dtype) if mapped else np.zeros(0, dtype=out_dtype)
+    return values[inverse.reshape(-1)].reshape(x.shape)
+
+
+# ---------------------------------------------------------------------------------------------
+# label / category / map conversions
+# ---------------------------------------------------------------------------------------------
+
+
+@kernel("LabelEncoder", domain=ML)
+def label_encoder_1(ctx, x, classes_strings=None, default_int64=-1, default_string="_Unused"):
+    """Opset 1: strings -> their index in classes_strings, or int64 indices -> strings."""
+    classes = classes_strings or []
+    if x.dtype == object:
+        return _lookup(x, {c: i for i, c in enumerate(classes)}, np.int64, default_int64)
+    return _lookup(x.astype(np.int64), dict(enumerate(classes)), object, default_string)
+
+
+@kernel("LabelEncoder", domain=ML, since=2)
+def label_encoder_2(ctx, x, keys_floats=None, keys_int64s=None, keys_strings=None,
+                    keys_tensor=None, values_floats=None, values_int64s=None,
+                    values_strings=None, values_tensor=None, default_float=-0.0,
+                    default_int64=-1, default_string="_Unused", default_tensor=None):
+    """Opsets 2 and 4: keys_* -> values_*; opset 4 adds the *_tensor forms."""
+    keys = _first_given(keys_tensor, keys_floats, keys_int64s, keys_strings)
+    if keys is None:
+        raise ValueError("LabelEncoder: one of keys_floats, keys_int64s, keys_strings, "
+                         "keys_tensor is required")
+    if values_tensor is not None:
+        out_dtype = object if values_tensor.dtype.kind in "OUS" else values_tensor.dtype
+        values = values_tensor.reshape(-1).tolist()
+        default = _tensor_default(default_tensor, out_dtype, default_float, default_int64,
+                                  default_string)
+    elif values_floats is not None:
+        out_dtype, values = np.float32, values_floats
+        default = _scalar_default(default_tensor, default_float)
+    elif values_int64s is not None:
+        out_dtype, values = np.int64, values_int64s
+        default = _scalar_default(default_tensor, default_int64)
+    elif values_strings is not None:
+        out_dtype, values = object, values_strings
+        default = _scalar_default(default_tensor, default_string)
+    else:
+        raise ValueError("LabelEncoder: one of values_floats, values_int64s, values_strings, "
+                         "values_tensor is required")
+    keys = keys.reshape(-1).tolist() if isinstance(keys, np.ndarray) else list(keys)
+    if len(keys) != len(values):
+        raise ValueError(f"LabelEncoder: {len(keys)} keys but {len(values)} values")
+    keys = [_text(k) for k in keys]
+    values = [_text(v) for v in values]
+    if x.dtype != object and keys and isinstance(keys[0], float):
+        keys = [float(np.asarray(k, dtype=x.dtype)) for k in keys]   # compare at input precision
+    table = dict(zip(keys, values))
+    # NaN keys match NaN inputs from opset 4 on (onnxruntime's opset-2 kernel never matches)
+    return _lookup(x, table, out_dtype, _text(default), nan_keys=ctx.opset >= 4)
+
+
+def _first_given(*candidates):
+    for c in candidates:
+        if c is not None:
+            return c
+    return None
+
+
+def _text(v):
+    return v.decode("utf-8") if isinstance(v, bytes) else v
+
+
+def _scalar_default(default_tensor, fallback):
+    if default_tensor is not None and np.asarray(default_tensor).size:
+        return _first_item(default_tensor)
+    return fallback
+
+
+def _first_item(tensor):
+    first = np.asarray(tensor).reshape(-1)[0]
+    return first.item() if isinstance(first, np.generic) else first
+
+
+def _tensor_default(default_tensor, out_dtype, default_float, default_int64, default_string):
+    if default_tensor is not None and np.asarray(default_tensor).size:
+        return _first_item(default_tensor)
+    if out_dtype is object:
+        return default_string
+    if np.issubdtype(out_dtype, np.integer):
+        return default_int64
+    return default_float
+
+
+@kernel("CategoryMapper", domain=ML)
+def category_mapper(ctx, x, cats_int64s=None, cats_strings=None, default_int64=-1,
+                    default_string="_Unused"):
+    ints, strings = cats_int64s or [], cats_strings or []
+    if len(ints) != len(strings):
+        raise ValueError(f"CategoryMapper: {len(strings)} cats_strings but {len(ints)} cats_int64s")
+    if x.dtype == object:
+        return _lookup(x, dict(zip(strings, ints)), np.int64, default_int64)
+    return _lookup(x.astype(np.int64), dict(zip(ints, strings)), object, default_string)
+
+
+@kernel("CastMap", domain=ML)
+def cast_map(ctx, x, cast_to="TO_FLOAT", map_form="DENSE", max_map=1):
+    """map(int64 -> string|float) to a [1, K] tensor ordered by key."""
+    if not isinstance(x, dict):
+        raise TypeError(f"CastMap: expected a map, got {type(x).__name__}")
+    keys = sorted(x)
+    if cast_to == "TO_FLOAT":
+        convert, dtype, pad = _to_float, np.float32, 0.0
+    elif cast_to == "TO_INT64":
+        convert, dtype, pad = _to_int64, np.int64, 0
+    elif cast_to == "TO_STRING":
+        convert, dtype, pad = _to_string, object, "0.f"
+    else:
+        raise ValueError(f"CastMap: cast_to must be TO_FLOAT, TO_STRING or TO_INT64, "
+                         f"got {cast_to!r}")
+    if map_form == "DENSE":
+        return np.array([convert(x[k]) for k in keys], dtype=dtype).reshape(1, -1)
+    if map_form != "SPARSE":
+        raise ValueError(f"CastMap: map_form must be DENSE or SPARSE, got {map_form!r}")
+    if keys and int(keys[0]) < 0:
+        raise ValueError(f"CastMap: negative key {keys[0]} with map_form SPARSE")
+    out = np.full((1, max_map), pad, dtype=dtype)
+    for k in keys:
+        if int(k) < max_map:
+            out[0, int(k)] = convert(x[k])
+    return out
+
+
+def _to_float(v) -> float:
+    return float(_text(v)) if isinstance(v, (str, bytes)) else float(v)
+
+
+def _to_int64(v) -> int:
+    return int(_text(v)) if isinstance(v, (str, bytes)) else int(float(v))
+
+
+def _to_string(v) -> str:
+    return _text(v) if isinstance(v, (str, bytes)) else f"{float(v):f}"
+
+
+@kernel("DictVectorizer", domain=ML)
+def dict_vectorizer(ctx, x, int64_vocabulary=None, string_vocabulary=None):
+    """map(key -> value) to a [1, V] tensor in vocabulary order (zero where absent).
+
+    A sequence of maps gives one row per map.
+    """
+    vocabulary = string_vocabulary if string_vocabulary else (int64_vocabulary or [])
+    maps = x if isinstance(x, list) else [x]
+    values = [v for m in maps for v in m.values()]
+    dtype = _map_value_dtype(values)
+    fill = "" if dtype is object else 0
+    out = np.full((len(maps), len(vocabulary)), fill, dtype=dtype)
+    position = {_map_key(k): i for i, k in enumerate(vocabulary)}
+    for row, m in enumerate(maps):
+        for k, v in m.items():
+            i = position.get(_map_key(k))
+            if i is not None:
+                out[row, i] = v
+    return out
+
+
+def _map_key(k):
+    if isinstance(k, np.generic):
+        k = k.item()
+    return _text(k)
+
+
+def _map_value_dtype(values: list):
+    if not values:
+        return np.float32
+    v = values[0]
+    if isinstance(v, np.ndarray) or isinstance(v, np.generic):
+        return object if np.asarray(v).dtype.kind in "OUS" else np.asarray(v).dtype
+    if isinstance(v, (str, bytes)):
+        return object
+    if isinstance(v, (bool, int)):
+        return np.int64
+    return np.float32
+
+
+@kernel("FeatureVectorizer", domain=ML)
+def feature_vectorizer(ctx, *xs, inputdimensions=None):
+    """Concatenate the inputs' features; each input is cut or zero-padded to its declared width."""
+    widths = list(inputdimensions or [])
+    if len(widths) != len(xs):
+        raise ValueError(f"FeatureVectorizer: {len(xs)} inputs but {len(widths)} inputdimensions")
+    if not xs:
+        return np.zeros((1, 0), dtype=np.float32)
+    n = xs[0].shape[0] if xs[0].ndim > 1 else 1
+    out = np.zeros((n, int(sum(widths))), dtype=np.float32)
+    start = 0
+    for x, width in zip(xs, widths):
+        rows = np.asarray(x).reshape(n, -1).astype(np.float32)
+        take = min(width, rows.shape[1])
+        out[:, start:start + take] = rows[:, :take]
+        start += width
+    return out
+
+
+@kernel("ZipMap", domain=ML)
+def zipmap(ctx, x, classlabels_int64s=None, classlabels_strings=None):
+    """One {label: score} dict per row."""
+    labels = classlabels_strings if classlabels_strings else (classlabels_int64s or [])
+    if x.ndim == 0 or x.ndim > 2:
+        raise ValueError(f"ZipMap: expected rank 1 or 2, got rank {x.ndim}")
+    scores = _rows(x)
+    if scores.shape[1] != len(labels):
+        raise ValueError(f"ZipMap: {scores.shape[1]} scores per row but {len(labels)} class labels")
+    keys = [_text(k) if isinstance(k, (str, bytes)) else int(k) for k in labels]
+    return [dict(zip(keys, row)) for row in scores.astype(np.float32).tolist()]
+
+
+# ---------------------------------------------------------------------------------------------
+# linear models
+# ---------------------------------------------------------------------------------------------
+
+
+def _linear_scores(x, coefficients, intercepts, targets: int) -> np.ndarray:
+    v = _rows_f32(x)
+    coef = np.asarray(coefficients, dtype=np.float32)
+    if targets <= 0 or coef.size % targets:
+        raise ValueError(f"{coef.size} coefficients do not split into {targets} targets")
+    coef = coef.reshape(targets, -1)
+    if coef.shape[1] != v.shape[1]:
+        raise ValueError(f"the input has {v.shape[1]} features; the coefficients expect "
+                         f"{coef.shape[1]}")
+    scores = v.astype(np.float64) @ coef.T.astype(np.float64)
+    if intercepts:
+        scores = scores + np.asarray(intercepts, dtype=np.float64)
+    return scores.astype(np.float32)
+
+
+@kernel("LinearRegressor", domain=ML)
+def linear_regressor(ctx, x, coefficients=None, intercepts=None, targets=1,
+                     post_transform="NONE"):
+    scores = _linear_scores(x, coefficients or [], intercepts or [], targets)
+    return _post_transform(scores, _check_transform(post_transform))
+
+
+@kernel("LinearClassifier", domain=ML)
+def linear_classifier(ctx, x, coefficients=None, intercepts=None, classlabels_ints=None,
+                      classlabels_strings=None, multi_class=0, post_transform="NONE"):
+    _check_transform(post_transform)
+    labels = classlabels_strings if classlabels_strings else (classlabels_ints or [])
+    coefficients = coefficients or []
+    features = _rows(x).shape[1]
+    targets = len(intercepts) if intercepts else (len(coefficients) // max(features, 1))
+    scores = _linear_scores(x, coefficients, intercepts or [], targets)
+    strings = bool(classlabels_strings)
+    if targets == 1:
+        if len(labels) == 2:
+            positive, negative = labels[1], labels[0]
+        else:
+            positive, negative = ("1", "0") if strings else (1, 0)
+        pick = scores[:, 0] > 0
+        label = np.where(pick, positive, negative).astype(object if strings else np.int64)
+        if len(labels) == 2:
+            return label, _two_columns(scores[:, 0], np.int64(0), post_transform)
+        return label, _post_transform(scores, post_transform)
+    label = _label_array(labels, np.argmax(scores, axis=1))
+    return label, _post_transform(scores, post_transform)
+
+
+# ---------------------------------------------------------------------------------------------
+# support vector machines
+# ---------------------------------------------------------------------------------------------
+
+
+def _kernel_params(kernel_params) -> tuple:
+    if kernel_params:
+        gamma, coef0, degree = (list(kernel_params) + [0.0, 0.0, 0.0])[:3]
+        return float(np.float32(gamma)), float(np.float32(coef0)), float(np.float32(degree))
+    return 0.0, 0.0, 0.0
+
+
+def _svm_kernel(x: np.ndarray, vectors: np.ndarray, kind: str, params: tuple) -> np.ndarray:
+    """[N, V] kernel values between the rows of x and the support vectors (float64)."""
+    gamma, coef0, degree = params
+    if kind == "RBF":
+        sq = ((x * x).sum(axis=1)[:, None] + (vectors * vectors).sum(axis=1)[None, :]
+              - 2.0 * (x @ vectors.T))
+        return np.exp(-gamma * np.maximum(sq, 0.0))
+    dot = x @ vectors.T
+    if kind == "LINEAR":
+        return dot
+    if kind == "POLY":
+        return (gamma * dot + coef0) ** degree
+    if kind == "SIGMOID":
+        return np.tanh(gamma * dot + coef0)
+    raise ValueError(f"kernel_type must be LINEAR, POLY, RBF or SIGMOID, got {kind!r}")
+
+
+@kernel("SVMRegressor", domain=ML)
+def svm_regressor(ctx, x, coefficients=None, kernel_params=None, kernel_type="LINEAR",
+                  n_supports=0, one_class=0, post_transform="NONE", rho=None,
+                  support_vectors=None):
+    v = _rows_f32(x).astype(np.float64)
+    coef = np.asarray(coefficients or [], dtype=np.float32).astype(np.float64)
+    bias = float(np.float32((rho or [0.0])[0]))
+    if n_supports > 0:
+        vectors = np.asarray(support_vectors, dtype=np.float32).astype(np.float64)
+        vectors = vectors.reshape(n_supports, -1)
+        _check_features(v, vectors.shape[1])
+        scores = _svm_kernel(v, vectors, kernel_type, _kernel_params(kernel_params)) @ coef
+    else:
+        _check_features(v, coef.size)
+        scores = v @ coef
+    scores = (scores + bias).astype(np.float32).reshape(-1, 1)
+    if one_class:
+        scores = np.where(scores > 0, np.float32(1), np.float32(-1))
+    return scores
+
+
+def _check_features(v: np.ndarray, expected: int) -> None:
+    if v.shape[1] != expected:
+        raise ValueError(f"the input has {v.shape[1]} features; the model expects {expected}")
+
+
+@kernel("SVMClassifier", domain=ML)
+def svm_classifier(ctx, x, classlabels_ints=None, classlabels_strings=None, coefficients=None,
+                   kernel_params=None, kernel_type="LINEAR", post_transform="NONE",
+                   prob_a=None, prob_b=None, rho=None, support_vectors=None,
+                   vectors_per_class=None):
+    _check_transform(post_transform)
+    labels = classlabels_strings if classlabels_strings else (classlabels_ints or [])
+    classes = len(labels)
+    if classes == 0:
+        raise ValueError("SVMClassifier: one of classlabels_ints, classlabels_strings is required")
+    coef = np.asarray(coefficients or [], dtype=np.float32).astype(np.float64)
+    rho = np.asarray(rho or [0.0], dtype=np.float32).astype(np.float64)
+    prob_a, prob_b = list(prob_a or []), list(prob_b or [])
+    if len(prob_a) != len(prob_b):
+        raise ValueError(f"SVMClassifier: {len(prob_a)} prob_a but {len(prob_b)} prob_b values")
+    have_proba = bool(prob_a)
+    counts = [int(c) for c in (vectors_per_class or [])]
+    all_positive = bool((coef >= 0).all())
+    v = _rows_f32(x).astype(np.float64)
+    pairs = classes * (classes - 1) // 2
+
+    if sum(counts) > 0:
+        if len(counts) != classes:
+            raise ValueError(f"SVMClassifier: {len(counts)} vectors_per_class for {classes} "
+                             f"classes")
+        votes, pair_scores = _svc_pairwise(v, coef, rho, counts, support_vectors, kernel_type,
+                                           _kernel_params(kernel_params))
+        maxclass = np.argmax(votes, axis=1)
+        max_weight = np.zeros(v.shape[0], dtype=np.float32)
+        if have_proba:
+            scores = _svc_probabilities(pair_scores, prob_a, prob_b, classes)
+            final = _post_transform(scores, post_transform)
+        elif classes > 2:
+            final = _post_transform(pair_scores, post_transform)
+        else:
+            mode = np.int64(2 if post_transform == "NONE" else 0)
+            final = _two_columns(pair_scores[:, 0], mode, post_transform)
+    else:
+        scores = _linear_scores(v, coef, [], classes) + np.float32(rho[0])
+        maxclass = np.argmax(scores, axis=1)
+        max_weight = scores[np.arange(scores.shape[0]), maxclass]
+        final = _post_transform(scores, post_transform)
+
+    label = _label_array(labels, maxclass)
+    if pairs == 1:
+        # binary: onnxruntime's choice between the positive label and the top class
+        if have_proba:
+            positive = np.zeros(label.shape, dtype=bool)
+        elif all_positive:
+            positive = max_weight >= 0.5
+        else:
+            positive = max_weight > 0
+        label = np.where(positive, _label_array(labels, np.ones_like(maxclass)), label)
+        label = label.astype(object if classlabels_strings else np.int64)
+    return label, final
+
+
+def _svc_pairwise(v, coef, rho, counts, support_vectors, kernel_type, params):
+    """libsvm one-vs-one decision values [N, pairs] and the votes [N, classes]."""
+    total = sum(counts)
+    vectors = np.asarray(support_vectors, dtype=np.float32).astype(np.float64).reshape(total, -1)
+    _check_features(v, vectors.shape[1])
+    kernels = _svm_kernel(v, vectors, kernel_type, params)          # [N, total]
+    classes = len(counts)
+    coef = coef.reshape(-1, total)
+    starts = np.concatenate([[0], np.cumsum(counts)])
+    n = v.shape[0]
+    scores = np.zeros((n, classes * (classes - 1) // 2), dtype=np.float64)
+    votes = np.zeros((n, classes), dtype=np.int64)
+    k = 0
+    for i in range(classes):
+        si = slice(starts[i], starts[i + 1])
+        for j in range(i + 1, classes):
+            sj = slice(starts[j], starts[j + 1])
+            s = kernels[:, si] @ coef[j - 1, si] + kernels[:, sj] @ coef[i, sj] + rho[k]
+            scores[:, k] = s
+            votes[:, i] += s > 0
+            votes[:, j] += s <= 0
+            k += 1
+    return votes, scores.astype(np.float32)
+
+
+def _svc_probabilities(pair_scores, prob_a, prob_b, classes: int) -> np.ndarray:
+    """Platt-scaled pairwise probabilities coupled into class probabilities (libsvm)."""
+    n = pair_scores.shape[0]
+    a = np.asarray(prob_a, dtype=np.float32)[:pair_scores.shape[1]]
+    b = np.asarray(prob_b, dtype=np.float32)[:pair_scores.shape[1]]
+    p = 1 - _logistic(pair_scores * a + b)
+    p = np.clip(p, np.float32(1e-7), np.float32(1 - 1e-7))
+    r = np.zeros((n, classes, classes), dtype=np.float32)
+    iu, ju = np.triu_indices(classes, 1)
+    r[:, iu, ju] = p
+    r[:, ju, iu] = 1 - p
+    return _couple_probabilities(r)
+
+
+def _couple_probabilities(r: np.ndarray) -> np.ndarray:
+    """Wu, Lin & Weng's pairwise coupling (libsvm's multiclass_probability), all rows at once.
+
+    Each row iterates until its own stopping test passes, as the per-row algorithm does.
+    """
+    n, k, _ = r.shape
+    rt = np.swapaxes(r, 1, 2)
+    q = -(rt * r)                                       # Q[t, j] = -r[j, t] * r[t, j]
+    diag = (rt * rt).sum(axis=2) - (np.diagonal(r, axis1=1, axis2=2) ** 2)
+    q[:, np.arange(k), np.arange(k)] = diag
+    q = q.astype(np.float32)
+    p = np.full((n, k), 1.0 / k, dtype=np.float32)
+    eps = np.float32(0.005 / k)
+    active = np.arange(n)
+    for _ in range(max(100, k)):
+        if active.size == 0:
+            break
+        qa, pa = q[active], p[active]
+        qp = np.einsum("nij,nj->ni", qa, pa)
+        pqp = (pa * qp).sum(axis=1)
+        done = np.abs(qp - pqp[:, None]).max(axis=1) < eps
+        keep = ~done
+        active, qa, pa, qp, pqp = active[keep], qa[keep], pa[keep], qp[keep], pqp[keep]
+        for t in range(k):
+            qtt = qa[:, t, t]
+            diff = (-qp[:, t] + pqp) / qtt
+            pa[:, t] += diff
+            scale = 1 + diff
+            pqp = (pqp + diff * (diff * qtt + 2 * qp[:, t])) / scale / scale
+            qp = (qp + diff[:, None] * qa[:, t, :]) / scale[:, None]
+            pa = pa / scale[:, None]
+        p[active] = pa
+    return p
+
+
+# ---------------------------------------------------------------------------------------------
+# tree ensembles
+# ---------------------------------------------------------------------------------------------
+
+_MODE_CODES = {"BRANCH_LEQ": 0, "BRANCH_LT": 1, "BRANCH_GTE": 2, "BRANCH_GT": 3,
+               "BRANCH_EQ": 4, "BRANCH_NEQ": 5, "BRANCH_MEMBER": 6, "LEAF": 7}
+_LEAF = 7
+_COMPARE = {0: np.less_equal, 1: np.less, 2: np.greater_equal, 3: np.greater,
+            4: np.equal, 5: np.not_equal}
+_AGGREGATES_V5 = {0: "AVERAGE", 1: "SUM", 2: "MIN", 3: "MAX"}
+
+
+class _Forest:
+    """All trees as one flat node table.
+
+    Node i compares x[:, feature[i]] with threshold[i] by mode[i] (a _COMPARE code) and goes to
+    true_next[i] or false_next[i]; NaN goes to the true side where missing_true[i]. Leaves
+    (mode _LEAF) own weights w_target/w_value[leaf_start[i] : leaf_start[i] + leaf_count[i]].
+    """
+
+    def __init__(self, feature, threshold, mode, missing_true, true_next, false_next, roots,
+                 leaf_of_weight, w_target, w_value):
+        self.feature = np.asarray(feature, dtype=np.int64)
+        self.threshold = threshold
+        self.mode = np.asarray(mode, dtype=np.int8)
+        self.missing_true = np.asarray(missing_true, dtype=bool)
+        self.true_next = np.asarray(true_next, dtype=np.int64)
+        self.false_next = np.asarray(false_next, dtype=np.int64)
+        self.roots = np.asarray(roots, dtype=np.int64)
+        self.is_leaf = self.mode == _LEAF
+        # leaves may be visited again while other pairs finish their path: read feature 0 there
+        self.feature = np.where(self.is_leaf, 0, self.feature)
+        if (self.feature < 0).any():
+            raise ValueError(f"negative feature id {int(self.feature.min())} in a tree node")
+        # children[2 * i] is the false branch of node i, children[2 * i + 1] the true one
+        self.children = np.stack([self.false_next, self.true_next], axis=1).reshape(-1)
+        self.has_missing = bool(self.missing_true[~self.is_leaf].any())
+        self.modes_used = sorted(set(np.unique(self.mode[~self.is_leaf]).tolist()))
+        interior = ~self.is_leaf
+        self.max_feature = int(self.feature[interior].max()) if interior.any() else -1
+        # weights grouped by leaf (CSR)
+        order = np.argsort(leaf_of_weight, kind="stable")
+        leaf_of_weight = np.asarray(leaf_of_weight, dtype=np.int64)[order]
+        self.w_target = np.asarray(w_target, dtype=np.int64)[order]
+        self.w_value = np.asarray(w_value, dtype=np.float64)[order]
+        n = self.mode.size
+        self.leaf_count = np.bincount(leaf_of_weight, minlength=n).astype(np.int64)
+        self.leaf_start = np.concatenate([[0], np.cumsum(self.leaf_count)[:-1]]).astype(np.int64)
+        self.one_weight_per_leaf = bool((self.leaf_count[self.is_leaf] == 1).all())
+        if self.one_weight_per_leaf:   # the weight of each leaf, indexed by node
+            first = np.minimum(self.leaf_start, max(self.w_target.size - 1, 0))
+            self.node_target = self.w_target[first] if self.w_target.size else self.leaf_count
+            self.node_value = self.w_value[first] if self.w_value.size else self.leaf_count * 0.0
+
+    @property
+    def n_trees(self) -> int:
+        return self.roots.size
+
+    def leaves(self, x: np.ndarray) -> np.ndarray:
+        """[N, T] index of the leaf each row reaches in each tree.
+
+        One step per tree level over the (row, tree) pairs still on an interior node, kept in
+        compact arrays: their current node and the offset of their row in the flat input.
+        Leaves point to themselves, so pairs that reached one may stay in the arrays; they are
+        dropped once they make up a good part of them.
+        """
+        n, t = x.shape[0], self.roots.size
+        f = x.shape[1]
+        if f <= self.max_feature:
+            raise ValueError(f"a tree node reads feature {self.max_feature} but the input has "
+                             f"{f} features")
+        flat_x = np.ascontiguousarray(x, dtype=self.threshold.dtype).reshape(-1)
+        index = np.int32 if max(n * f, n * t, 2 * self.mode.size) < 2**31 else np.int64
+        leaf = np.tile(self.roots.astype(index), n)
+        active = np.flatnonzero(~self.is_leaf[leaf]).astype(index)
+        current = leaf[active]
+        offset = (active // t) * f
+        children = self.children.astype(index, copy=False)
+        for _ in range(self.mode.size + 1):
+            values = flat_x[offset + self.feature[current]]
+            go_true = self._compare(values, current)
+            current = children[2 * current + go_true]
+            done = self.is_leaf[current]
+            finished = np.count_nonzero(done)
+            if finished == done.size:
+                leaf[active] = current
+                return leaf.reshape(n, t)
+            if finished * 4 >= done.size:
+                leaf[active[done]] = current[done]
+                keep = ~done
+                active, current, offset = active[keep], current[keep], offset[keep]
+        raise ValueError("tree ensemble: a tree has a cycle (a node is reached twice on a path)")
+
+    def _compare(self, values: np.ndarray, nd: np.ndarray) -> np.ndarray:
+        thresholds = self.threshold[nd]
+        if len(self.modes_used) == 1:
+            result = _COMPARE[self.modes_used[0]](values, thresholds)
+        else:
+            modes = self.mode[nd]
+            result = np.zeros(values.shape, dtype=bool)
+            for code in self.modes_used:
+                sel = modes == code
+                result[sel] = _COMPARE[code](values[sel], thresholds[sel])
+        if self.has_missing:
+            result |= self.missing_true[nd] & np.isnan(values)
+        return result
+
+    def aggregate(self, x: np.ndarray, n_targets: int, function: str):
+        """Per-row, per-target aggregated leaf weights [N, C] (float64) and which were hit."""
+        n = x.shape[0]
+        scores = np.zeros((n, n_targets), dtype=np.float64)
+        hit = np.zeros((n, n_targets), dtype=bool)
+        chunk = max(1, 2_000_000 // max(self.n_trees, 1))
+        for start in range(0, n, chunk):
+            stop = min(n, start + chunk)
+            leaves = self.leaves(x[start:stop])
+            rows, targets, values = self._weights_of(leaves)
+            if targets.size and (targets.min() < 0 or targets.max() >= n_targets):
+                raise ValueError(f"a leaf weight targets index {int(targets.max())}, outside "
+                                 f"[0, {n_targets})")
+            flat = rows * n_targets + targets
+            size = (stop - start) * n_targets
+            block_hit = np.bincount(flat, minlength=size) > 0
+            if function in ("SUM", "AVERAGE"):
+                block = np.bincount(flat, weights=values, minlength=size)
+            elif function == "MIN":
+                block = np.full(size, np.inf)
+                np.minimum.at(block, flat, values)
+            elif function == "MAX":
+                block = np.full(size, -np.inf)
+                np.maximum.at(block, flat, values)
+            else:
+                raise ValueError(f"aggregate_function must be AVERAGE, SUM, MIN or MAX, "
+                                 f"got {function!r}")
+            block_hit = block_hit.reshape(-1, n_targets)
+            scores[start:stop] = np.where(block_hit, block.reshape(-1, n_targets), 0.0)
+            hit[start:stop] = block_hit
+        if function == "AVERAGE" and self.n_trees:
+            scores /= self.n_trees
+        return scores, hit
+
+    def _weights_of(self, leaves: np.ndarray):
+        """(row, target, value) for every weight of every reached leaf."""
+        t = leaves.shape[1]
+        flat = leaves.reshape(-1)
+        if self.one_weight_per_leaf:
+            rows = np.repeat(np.arange(leaves.shape[0], dtype=np.int64), t)
+            return rows, self.node_target[flat], self.node_value[flat]
+        counts = self.leaf_count[flat]
+        owner = np.repeat(np.arange(flat.size, dtype=np.int64), counts)
+        offsets = np.arange(owner.size, dtype=np.int64) - np.repeat(np.cumsum(counts) - counts,
+                                                                    counts)
+        entry = self.leaf_start[flat][owner] + offsets
+        return owner // t, self.w_target[entry], self.w_value[entry]
+
+
+def _threshold_dtype(x: np.ndarray, *tensors):
+    """float64 comparisons for double inputs or double-precision thresholds, else float32."""
+    if x.dtype == np.float64 or any(t is not None and t.dtype == np.float64 for t in tensors):
+        return np.float64
+    return np.float32
+
+
+def _forest_from_ids(nodes_treeids, nodes_nodeids, nodes_featureids, nodes_modes,
+                     nodes_truenodeids, nodes_falsenodeids, nodes_missing_value_tracks_true,
+                     thresholds, weight_treeids, weight_nodeids, weight_ids, weights,
+                     threshold_dtype) -> _Forest:
+    """The (tree id, node id) format of TreeEnsembleRegressor/Classifier."""
+    tree = np.asarray(nodes_treeids, dtype=np.int64)
+    node = np.asarray(nodes_nodeids, dtype=np.int64)
+    n = tree.size
+    for name, seq in (("nodes_nodeids", node), ("nodes_featureids", nodes_featureids),
+                      ("nodes_modes", nodes_modes), ("nodes_truenodeids", nodes_truenodeids),
+                      ("nodes_falsenodeids", nodes_falsenodeids), ("nodes_values", thresholds)):
+        if len(seq) != n:
+            raise ValueError(f"{name} has {len(seq)} entries; nodes_treeids has {n}")
+    try:
+        mode = np.array([_MODE_CODES[m] for m in nodes_modes], dtype=np.int8)
+    except KeyError as e:
+        raise ValueError(f"unknown node mode {e.args[0]!r}") from None
+    if (mode == 6).any():
+        raise ValueError("BRANCH_MEMBER is only valid in TreeEnsemble (ai.onnx.ml opset 5)")
+    locate = _id_locator(tree, node)
+    leaf = mode == _LEAF
+    true_next = np.where(leaf, np.arange(n), locate(tree, np.asarray(nodes_truenodeids)))
+    false_next = np.where(leaf, np.arange(n), locate(tree, np.asarray(nodes_falsenodeids)))
+    if ((true_next < 0) | (false_next < 0)).any():
+        bad = np.flatnonzero((true_next < 0) | (false_next < 0))[0]
+        raise ValueError(f"node {int(node[bad])} of tree {int(tree[bad])} points to a node that "
+                         f"does not exist")
+    roots = np.flatnonzero(np.concatenate([[True], tree[1:] != tree[:-1]])) if n else []
+    missing = np.zeros(n, dtype=bool)
+    if nodes_missing_value_tracks_true:
+        m = np.asarray(nodes_missing_value_tracks_true, dtype=np.int64)[:n]
+        missing[:m.size] = m == 1
+    owner = locate(np.asarray(weight_treeids, dtype=np.int64),
+                   np.asarray(weight_nodeids, dtype=np.int64))
+    if (owner < 0).any():
+        raise ValueError("a weight refers to a node that does not exist")
+    on_leaf = leaf[owner]   # weights on interior nodes are ignored (old converters wrote them)
+    return _Forest(np.asarray(nodes_featureids, dtype=np.int64),
+                   np.asarray(thresholds).astype(threshold_dtype), mode, missing,
+                   true_next, false_next, roots, owner[on_leaf],
+                   np.asarray(weight_ids, dtype=np.int64)[on_leaf],
+                   np.asarray(weights, dtype=np.float64)[on_leaf])
+
+
+def _id_locator(tree: np.ndarray, node: np.ndarray):
+    """A function (tree ids, node ids) -> position in the node list, -1 where absent."""
+    span = int(node.max()) + 1 if node.size else 1
+    if node.size and node.min() < 0:
+        raise ValueError("node ids must be >= 0")
+    keys = tree * span + node
+    order = np.argsort(keys, kind="stable")
+    sorted_keys = keys[order]
+    if sorted_keys.size > 1 and (sorted_keys[1:] == sorted_keys[:-1]).any():
+        dup = sorted_keys[1:][sorted_keys[1:] == sorted_keys[:-1]][0]
+        raise ValueError(f"node {int(dup % span)} of tree {int(dup // span)} is defined twice")
+
+    def locate(trees: np.ndarray, nodes: np.ndarray) -> np.ndarray:
+        trees, nodes = np.asarray(trees, dtype=np.int64), np.asarray(nodes, dtype=np.int64)
+        wanted = trees * span + nodes
+        pos = np.searchsorted(sorted_keys, wanted)
+        pos = np.minimum(pos, max(sorted_keys.size - 1, 0))
+        ok = (nodes >= 0) & (nodes < span)
+        if sorted_keys.size:
+            ok &= sorted_keys[pos] == wanted
+        return np.where(ok, order[pos] if sorted_keys.size else -1, -1)
+
+    return locate
+
+
+def _forest_v5(nodes_featureids, nodes_modes, nodes_splits, nodes_truenodeids,
+               nodes_falsenodeids, nodes_trueleafs, nodes_falseleafs,
+               nodes_missing_value_tracks_true, membership_values, leaf_targetids, leaf_weights,
+               tree_roots, threshold_dtype) -> _Forest:
+    """TreeEnsemble (opset 5): interior nodes and leaves in separate lists.
+
+    Interior nodes keep their positions 0 .. n-1, leaves become n .. n + leaves - 1. A
+    BRANCH_MEMBER node becomes a chain of BRANCH_EQ tests, one per member, each false side
+    leading to the next test and the last one to the node's false branch.
+    """
+    mode = np.asarray(nodes_modes, dtype=np.int64).reshape(-1).tolist()
+    n = len(mode)
+    n_leaves = len(leaf_targetids)
+    splits = [] if nodes_splits is None else np.asarray(nodes_splits).reshape(-1).tolist()
+    for name, seq in (("nodes_featureids", nodes_featureids), ("nodes_splits", splits),
+                      ("nodes_truenodeids", nodes_truenodeids),
+                      ("nodes_falsenodeids", nodes_falsenodeids),
+                      ("nodes_trueleafs", nodes_trueleafs), ("nodes_falseleafs", nodes_falseleafs)):
+        if len(seq) != n:
+            raise ValueError(f"{name} has {len(seq)} entries; nodes_modes has {n}")
+    if np.asarray(leaf_weights).size != n_leaves:
+        raise ValueError(f"leaf_weights has {np.asarray(leaf_weights).size} entries; "
+                         f"leaf_targetids has {n_leaves}")
+    feature = [int(f) for f in nodes_featureids]
+    threshold = [float(s) for s in splits]
+    true_next = [int(t) + (n if tl else 0) for t, tl in zip(nodes_truenodeids, nodes_trueleafs)]
+    false_next = [int(f) + (n if fl else 0)
+                  for f, fl in zip(nodes_falsenodeids, nodes_falseleafs)]
+    missing = [False] * n
+    for i, m in enumerate((nodes_missing_value_tracks_true or [])[:n]):
+        missing[i] = m == 1
+    # placeholders for the leaves so chained tests get positions after them
+    feature += [0] * n_leaves
+    threshold += [0.0] * n_leaves
+    mode += [_LEAF] * n_leaves
+    missing += [False] * n_leaves
+    true_next += list(range(n, n + n_leaves))
+    false_next += list(range(n, n + n_leaves))
+    member_nodes = [i for i in range(n) if mode[i] == 6]
+    members = _split_members(membership_values, len(member_nodes))
+    for i, values in zip(member_nodes, members):
+        mode[i] = 4
+        if not values:
+            threshold[i] = float("nan")   # an empty set matches nothing: NaN equals nothing
+            continue
+        chain = [i]
+        for _ in values[1:]:
+            chain.append(len(mode))
+            feature.append(feature[i])
+            threshold.append(0.0)
+            mode.append(4)
+            missing.append(missing[i])
+            true_next.append(true_next[i])
+            false_next.append(0)
+        last_false = false_next[i]
+        for k, (node, value) in enumerate(zip(chain, values)):
+            threshold[node] = value
+            false_next[node] = chain[k + 1] if k + 1 < len(chain) else last_false
+    total = len(mode)
+    roots = []
+    for r in tree_roots:
+        r = int(r)
+        if nodes_trueleafs[r] and nodes_falseleafs[r] and \
+                nodes_truenodeids[r] == nodes_falsenodeids[r]:
+            roots.append(true_next[r])   # a tree that is a single leaf
+        else:
+            roots.append(r)
+    true_arr, false_arr = np.asarray(true_next), np.asarray(false_next)
+    bad = (true_arr < 0) | (true_arr >= total) | (false_arr < 0) | (false_arr >= total)
+    if bad.any():
+        raise ValueError(f"node {int(np.flatnonzero(bad)[0])} points outside the node/leaf lists")
+    return _Forest(feature, np.asarray(threshold).astype(threshold_dtype), mode, missing,
+                   true_arr, false_arr, roots, n + np.arange(n_leaves),
+                   np.asarray(leaf_targetids, dtype=np.int64),
+                   np.asarray(leaf_weights, dtype=np.float64).reshape(-1))
+
+
+def _split_members(membership_values, count: int) -> list:
+    """The NaN-separated member lists, one per BRANCH_MEMBER node in node order."""
+    if count == 0:
+        return []
+    if membership_values is None:
+        raise ValueError("BRANCH_MEMBER nodes need the membership_values attribute")
+    groups, current = [], []
+    for v in np.asarray(membership_values, dtype=np.float64).reshape(-1).tolist():
+        if v != v:
+            groups.append(current)
+            current = []
+        else:
+            current.append(v)
+    if current:
+        groups.append(current)
+    if len(groups) < count:
+        raise ValueError(f"membership_values holds {len(groups)} sets for {count} BRANCH_MEMBER "
+                         f"nodes")
+    return groups[:count]
+
+
+def _tree_input(x: np.ndarray) -> np.ndarray:
+    """Rows to route through the trees: doubles stay double, everything else is float32."""
+    v = _rows(np.asarray(x))
+    return v if v.dtype == np.float64 else v.astype(np.float32)
+
+
+def _weights_list(plain, as_tensor):
+    if as_tensor is not None:
+        return np.asarray(as_tensor).reshape(-1)
+    return np.asarray(plain if plain is not None else [], dtype=np.float32)
+
+
+def _base_values(plain, as_tensor) -> np.ndarray:
+    if as_tensor is not None:
+        return np.asarray(as_tensor, dtype=np.float64).reshape(-1)
+    return np.asarray(plain or [], dtype=np.float32).astype(np.float64)
+
+
+def _thresholds(nodes_values, nodes_values_as_tensor):
+    if nodes_values_as_tensor is not None:
+        return np.asarray(nodes_values_as_tensor).reshape(-1)
+    return np.asarray(nodes_values if nodes_values is not None else [], dtype=np.float32)
+
+
+@kernel("TreeEnsembleRegressor", domain=ML)
+def tree_ensemble_regressor(ctx, x, aggregate_function="SUM", base_values=None,
+                            base_values_as_tensor=None, n_targets=None,
+                            nodes_falsenodeids=None, nodes_featureids=None, nodes_hitrates=None,
+                            nodes_hitrates_as_tensor=None, nodes_missing_value_tracks_true=None,
+                            nodes_modes=None, nodes_nodeids=None, nodes_treeids=None,
+                            nodes_truenodeids=None, nodes_values=None,
+                            nodes_values_as_tensor=None, post_transform="NONE", target_ids=None,
+                            target_nodeids=None, target_treeids=None, target_weights=None,
+                            target_weights_as_tensor=None):
+    _check_transform(post_transform)
+    v = _tree_input(x)
+    dtype = _threshold_dtype(v, nodes_values_as_tensor)
+    forest = _cache.get(ctx, np.dtype(dtype).name, lambda: _forest_from_ids(
+        nodes_treeids or [], nodes_nodeids or [], nodes_featureids or [], nodes_modes or [],
+        nodes_truenodeids or [], nodes_falsenodeids or [], nodes_missing_value_tracks_true,
+        _thresholds(nodes_values, nodes_values_as_tensor), target_treeids or [],
+        target_nodeids or [], target_ids or [],
+        _weights_list(target_weights, target_weights_as_tensor), dtype))
+    if n_targets is None:
+        n_targets = int(max(target_ids or [0])) + 1
+    scores, hit = forest.aggregate(v, n_targets, aggregate_function)
+    base = _base_values(base_values, base_values_as_tensor)
+    if base.size == n_targets:
+        # onnxruntime leaves targets no leaf contributed to at 0, without their base value
+        scores = np.where(hit, scores + base, 0.0)
+    return _post_transform(scores.astype(np.float32), post_transform)
+
+
+@kernel("TreeEnsembleClassifier", domain=ML)
+def tree_ensemble_classifier(ctx, x, base_values=None, base_values_as_tensor=None,
+                             class_ids=None, class_nodeids=None, class_treeids=None,
+                             class_weights=None, class_weights_as_tensor=None,
+                             classlabels_int64s=None, classlabels_strings=None,
+                             nodes_falsenodeids=None, nodes_featureids=None, nodes_hitrates=None,
+                             nodes_hitrates_as_tensor=None, nodes_missing_value_tracks_true=None,
+                             nodes_modes=None, nodes_nodeids=None, nodes_treeids=None,
+                             nodes_truenodeids=None, nodes_values=None,
+                             nodes_values_as_tensor=None, post_transform="NONE"):
+    _check_transform(post_transform)
+    labels = classlabels_strings if classlabels_strings else (classlabels_int64s or [])
+    classes = len(labels)
+    if classes == 0:
+        raise ValueError("TreeEnsembleClassifier: one of classlabels_int64s, "
+                         "classlabels_strings is required")
+    v = _tree_input(x)
+    dtype = _threshold_dtype(v, nodes_values_as_tensor)
+    weights = _weights_list(class_weights, class_weights_as_tensor)
+    forest = _cache.get(ctx, np.dtype(dtype).name, lambda: _forest_from_ids(
+        nodes_treeids or [], nodes_nodeids or [], nodes_featureids or [], nodes_modes or [],
+        nodes_truenodeids or [], nodes_falsenodeids or [], nodes_missing_value_tracks_true,
+        _thresholds(nodes_values, nodes_values_as_tensor), class_treeids or [],
+        class_nodeids or [], class_ids or [], weights, dtype))
+    scores, hit = forest.aggregate(v, classes, "SUM")
+    base = _base_values(base_values, base_values_as_tensor)
+    if classes > 2 or classes == 1:
+        label, z = _multiclass_tree_scores(scores, hit, base, post_transform)
+        return _label_array(labels, label), z
+    binary_case = len(set(class_ids or [])) == 1
+    all_positive = bool((weights >= 0).all())
+    label, z = _binary_tree_scores(scores, hit, base, post_transform, binary_case, all_positive)
+    if binary_case or classlabels_strings:
+        return _label_array(labels, label), z
+    # onnxruntime answers 1/0 rather than a class label when both classes carry weights
+    return label.astype(np.int64), z
+
+
+def _multiclass_tree_scores(scores, hit, base, transform):
+    """Label index (top scored class) and scores for more than two classes."""
+    if base.size:
+        k = min(base.size, scores.shape[1])
+        scores = scores.copy()
+        scores[:, :k] += base[:k]
+        hit = hit.copy()
+        hit[:, :k] = True
+    ranked = np.where(hit, scores, -np.inf)
+    label = np.argmax(ranked, axis=1)
+    return label, _post_transform(scores.astype(np.float32), transform)
+
+
+def _binary_tree_scores(scores, hit, base, transform, binary_case: bool, all_positive: bool):
+    """onnxruntime's reading of two-class ensembles: label index and [N, 2] scores.
+
+    Base values only apply to classes some leaf scored. When only class 1 is scored and there
+    are two base values, class 1 gets base[1] + score[0] and class 0 its negation (0 if class 0
+    was not scored either). When class 1 is not scored and there are fewer than two base
+    values, the single class-0 score is expanded to two columns (see `_two_columns`); the
+    positive class then needs a score above 0.5 (all weights positive) or above 0.
+    """
+    s0, s1 = scores[:, 0], scores[:, 1]
+    h0, h1 = hit[:, 0], hit[:, 1]
+    n = s0.shape[0]
+    mode = np.full(n, -1, dtype=np.int64)
+    two = np.ones(n, dtype=bool)
+    if base.size == 2:
+        new_s1 = np.where(h1, base[1] + s0, s1)
+        s0 = np.where(h1, np.where(h0, -new_s1, 0.0), np.where(h0, s0 + base[0], 0.0))
+        s1 = new_s1
+    elif base.size == 1:
+        s0 = np.where(h0, s0 + base[0], s0)
+        two = h1.copy()
+    elif base.size == 0:
+        mode[:] = 3
+        two = h1.copy()
+    positive_weight = np.where(two & h1, s1, np.where(h0, s0, 0.0))
+    if binary_case:
+        if all_positive:
+            positive = positive_weight > 0.5
+            mode = np.where(positive, 0, 1)
+        else:
+            positive = positive_weight > 0
+            mode = np.where(positive, 2, 3)
+    else:
+        positive = positive_weight > 0
+    z = np.empty((n, 2), dtype=np.float32)
+    both = np.stack([s0, s1], axis=1).astype(np.float32)
+    z[two] = _post_transform(both[two], transform)
+    one = ~two
+    if one.any():
+        z[one] = _two_columns(s0[one].astype(np.float32), mode[one], transform)
+    return positive.astype(np.int64), z
+
+
+@kernel("TreeEnsemble", domain=ML, since=5)
+def tree_ensemble(ctx, x, aggregate_function=1, leaf_targetids=None, leaf_weights=None,
+                  membership_values=None, n_targets=None, nodes_falseleafs=None,
+                  nodes_falsenodeids=None, nodes_featureids=None, nodes_hitrates=None,
+                  nodes_missing_value_tracks_true=None, nodes_modes=None, nodes_splits=None,
+                  nodes_trueleafs=None, nodes_truenodeids=None, post_transform=0,
+                  tree_roots=None):
+    if aggregate_function not in _AGGREGATES_V5:
+        raise ValueError(f"aggregate_function must be 0..3, got {aggregate_function}")
+    if post_transform not in _TRANSFORMS_V5:
+        raise ValueError(f"post_transform must be 0..4, got {post_transform}")
+    out_dtype = x.dtype if np.issubdtype(x.dtype, np.floating) else np.float32
+    v = _tree_input(x)
+    dtype = _threshold_dtype(v, None if nodes_splits is None else np.asarray(nodes_splits))
+    forest = _cache.get(ctx, np.dtype(dtype).name, lambda: _forest_v5(
+        nodes_featureids or [], nodes_modes if nodes_modes is not None else [], nodes_splits,
+        nodes_truenodeids or [], nodes_falsenodeids or [], nodes_trueleafs or [],
+        nodes_falseleafs or [], nodes_missing_value_tracks_true, membership_values,
+        leaf_targetids or [], leaf_weights if leaf_weights is not None else [],
+        tree_roots or [], dtype))
+    if n_targets is None:
+        n_targets = int(max(leaf_targetids or [0])) + 1
+    scores, _ = forest.aggregate(v, n_targets, _AGGREGATES_V5[aggregate_function])
+    work = np.float64 if out_dtype == np.float64 else np.float32
+    scores = _post_transform(scores.astype(work), _TRANSFORMS_V5[post_transform])
+    return scores.astype(out_dtype, copy=False)

@@ -1,0 +1,287 @@
+"""Pooling and normalisation kernels: AveragePool, MaxPool, LpPool, their Global forms,
+MaxUnpool and LRN.
+
+Windowed pools share conv.py's geometry (`window_geometry`), flat tap layout and strided
+window view; they reduce by looping over the (few) kernel positions, each step one
+vectorised operation over contiguous rows (global-like pools reduce each window's view). Padding never contributes: MaxPool pads with the lowest value, the sums
+pad with zero and AveragePool divides by a per-window count built axis by axis.
+Outputs keep the input dtype; float16 and exotic floats are computed in float32.
+"""
+import math
+
+import numpy as np
+
+from ..registry import kernel
+from .conv import (_ints, compute_dtype, grid_to_output, kernel_positions, layout_of,
+                   padded_input, phase_buffers, sliding_windows, window_geometry)
+
+
+# ---------------------------------------------------------------- shared helpers
+
+
+def _check_pool_input(x, kernel_shape):
+    if x.ndim < 3:
+        raise ValueError(f"X must be (N, C, D1, ...), got shape {x.shape}")
+    if kernel_shape is None:
+        raise ValueError("the kernel_shape attribute is required")
+    if len(kernel_shape) != x.ndim - 2:
+        raise ValueError(f"kernel_shape {list(kernel_shape)} needs one entry per spatial axis "
+                         f"of X {x.shape}")
+
+
+def _geometry(x, kernel_shape, strides, dilations, pads, auto_pad, ceil_mode):
+    _check_pool_input(x, kernel_shape)
+    return window_geometry(x.shape[2:], _ints(kernel_shape), strides, dilations, pads,
+                           auto_pad, ceil_mode)
+
+
+def _window_planes(x, geometry, fill):
+    """For each kernel position, its (N, C, *out_shape) strided plane of the padded input."""
+    windows = sliding_windows(padded_input(x, geometry, fill), geometry)
+    everything = (slice(None), slice(None))
+    return [(k, windows[everything + k]) for k in kernel_positions(geometry.kernel)]
+
+
+# Beyond this many phase buffers (strides past 3x3) the strided-plane loop is cheaper.
+_MAX_PHASES = 9
+
+
+def _flat_reduce(x, geometry, fill, combine):
+    """`combine` (np.maximum, np.add) over every window, through the flat tap layout:
+    each kernel position is one operation on contiguous rows. A fresh (N, C, *out_shape)
+    array, or None where the layout does not pay (or no window reads the input)."""
+    if math.prod(geometry.out_shape) < math.prod(geometry.kernel):
+        # Few, large windows (global-like pools): reduce each window's view directly.
+        windows = sliding_windows(padded_input(x, geometry, fill), geometry)
+        kernel_axes = tuple(range(2, 2 + len(geometry.kernel)))
+        return combine.reduce(windows, axis=kernel_axes)
+    layout = layout_of(x.shape[2:], geometry)
+    if len(layout.copies) > _MAX_PHASES or not layout.taps:
+        return None
+    buffers = phase_buffers(x, layout, fill)
+    span = layout.span
+    _, phase, offset = layout.taps[0]
+    grid = buffers[phase][:, offset:offset + span].copy()
+    for _, phase, offset in layout.taps[1:]:
+        combine(grid, buffers[phase][:, offset:offset + span], out=grid)
+    return grid_to_output(grid, x.shape[0], x.shape[1], geometry, layout)
+
+
+def _window_sum(x, geometry):
+    flat = _flat_reduce(x, geometry, 0, np.add)
+    if flat is not None:
+        return flat
+    planes = _window_planes(x, geometry, 0)
+    total = planes[0][1].copy()
+    for _, plane in planes[1:]:
+        total += plane
+    return total
+
+
+def _window_counts(in_shape, geometry, include_pad: bool):
+    """(1, 1, *out_shape) count of the positions each window averages over: those inside
+    the input, or with `include_pad` inside the declared padding too (never the extra
+    positions a ceil_mode window reaches beyond it). Windows are boxes, so the count is
+    the outer product of per-axis counts."""
+    counts = np.ones((), dtype=np.int64)
+    for i, size in enumerate(in_shape):
+        low = -geometry.pads_begin[i] if include_pad else 0
+        high = size + geometry.pads_end[i] if include_pad else size
+        starts = np.arange(geometry.out_shape[i])[:, None] * geometry.strides[i]
+        positions = (starts - geometry.pads_begin[i]
+                     + np.arange(geometry.kernel[i])[None, :] * geometry.dilations[i])
+        axis_counts = ((positions >= low) & (positions < high)).sum(axis=1)
+        counts = np.multiply.outer(counts, axis_counts)
+    return counts.reshape((1, 1) + counts.shape)
+
+
+def _lowest(dtype):
+    if dtype.kind == "f":
+        return -np.inf
+    if dtype.kind in "iu":
+        return np.iinfo(dtype).min
+    raise TypeError(f"unsupported element type {dtype}")
+
+
+def _native(x):
+    """x in a dtype numpy computes with natively (ml_dtypes floats become float32)."""
+    if x.dtype.kind in "iub" or x.dtype in (np.float16, np.float32, np.float64):
+        return x
+    return x.astype(np.float32)
+
+
+# ---------------------------------------------------------------- AveragePool
+
+
+@kernel("AveragePool")
+def average_pool(ctx, x, auto_pad="NOTSET", ceil_mode=0, count_include_pad=0, dilations=None,
+                 kernel_shape=None, pads=None, strides=None):
+    geometry = _geometry(x, kernel_shape, strides, dilations, pads, auto_pad, ceil_mode)
+    acc = compute_dtype(x.dtype)
+    total = _window_sum(x.astype(acc, copy=False), geometry)
+    counts = _window_counts(x.shape[2:], geometry, bool(count_include_pad))
+    total /= np.maximum(counts, 1).astype(acc)        # total is fresh: divide in place
+    return total.astype(x.dtype, copy=False)
+
+
+# ---------------------------------------------------------------- LpPool
+
+
+def _abs_power(x, p):
+    if p == 1:
+        return np.abs(x)
+    if p == 2:
+        return x * x
+    return np.abs(x) ** p
+
+
+def _root(total, p):
+    if p == 1:
+        return total
+    if p == 2:
+        return np.sqrt(total)
+    return total ** (1.0 / p)
+
+
+@kernel("LpPool")
+def lp_pool(ctx, x, auto_pad="NOTSET", ceil_mode=0, dilations=None, kernel_shape=None, p=2,
+            pads=None, strides=None):
+    geometry = _geometry(x, kernel_shape, strides, dilations, pads, auto_pad, ceil_mode)
+    acc = compute_dtype(x.dtype)
+    total = _window_sum(_abs_power(x.astype(acc, copy=False), p), geometry)
+    return _root(total, p).astype(x.dtype, copy=False)
+
+
+# ---------------------------------------------------------------- MaxPool
+
+
+def _flat_indices(arg, x_shape, geometry, storage_order: int):
+    """Indices into the flattened input of the maxima chosen at kernel position `arg`."""
+    batch, channels = x_shape[:2]
+    spatial = x_shape[2:]
+    rank = len(spatial)
+    offsets = np.unravel_index(arg, geometry.kernel)
+    if storage_order == 0:   # row-major spatial strides
+        axis_strides = [math.prod(spatial[i + 1:]) for i in range(rank)]
+    else:                    # column-major: the first spatial axis varies fastest
+        axis_strides = [math.prod(spatial[:i]) for i in range(rank)]
+    flat = (np.arange(batch * channels, dtype=np.int64).reshape(
+        (batch, channels) + (1,) * rank) * math.prod(spatial))
+    for i in range(rank):
+        out_index = np.arange(geometry.out_shape[i], dtype=np.int64).reshape(
+            (geometry.out_shape[i],) + (1,) * (rank - 1 - i))
+        coord = (out_index * geometry.strides[i] - geometry.pads_begin[i]
+                 + offsets[i].astype(np.int64) * geometry.dilations[i])
+        flat = flat + coord * axis_strides[i]
+    return flat
+
+
+@kernel("MaxPool")
+def max_pool(ctx, x, auto_pad="NOTSET", ceil_mode=0, dilations=None, kernel_shape=None,
+             pads=None, storage_order=0, strides=None):
+    geometry = _geometry(x, kernel_shape, strides, dilations, pads, auto_pad, ceil_mode)
+    values = _native(x)
+    want_indices = ctx.num_outputs > 1
+    if not want_indices:
+        best = _flat_reduce(values, geometry, _lowest(values.dtype), np.maximum)
+        if best is not None:
+            return best.astype(x.dtype, copy=False)
+    planes = _window_planes(values, geometry, _lowest(values.dtype))
+    best = planes[0][1].copy()
+    arg = np.zeros(best.shape, dtype=np.int64) if want_indices else None
+    for position, (_, plane) in enumerate(planes[1:], start=1):
+        if want_indices:
+            better = plane > best   # strict: ties keep the first position, as ORT does
+            np.copyto(arg, position, where=better)
+            np.copyto(best, plane, where=better)
+        else:
+            np.maximum(best, plane, out=best)
+    y = best.astype(x.dtype, copy=False)
+    if not want_indices:
+        return y
+    return y, _flat_indices(arg, x.shape, geometry, storage_order)
+
+
+# ---------------------------------------------------------------- MaxUnpool
+
+
+@kernel("MaxUnpool", since=9)
+def max_unpool(ctx, x, indices, output_shape=None, kernel_shape=None, pads=None,
+               strides=None):
+    _check_pool_input(x, kernel_shape)
+    rank = x.ndim - 2
+    kernel = _ints(kernel_shape)
+    strides = _ints(strides) if strides else [1] * rank
+    pads = _ints(pads) if pads else [0] * (2 * rank)
+    inferred = list(x.shape[:2]) + [
+        (x.shape[2 + i] - 1) * strides[i] - pads[i] - pads[rank + i] + kernel[i]
+        for i in range(rank)]
+    if indices.shape != x.shape:
+        raise ValueError(f"indices shape {indices.shape} must equal X shape {x.shape}")
+    flat = np.zeros(math.prod(inferred), dtype=x.dtype)
+    flat[indices.reshape(-1).astype(np.int64)] = x.reshape(-1)
+    y = flat.reshape(inferred)
+    if output_shape is None:
+        return y
+    # Indices address the inferred shape (as ONNX's own cases do); the values then sit in
+    # the leading corner of the requested, possibly larger, output.
+    shape = _ints(output_shape)
+    if len(shape) != x.ndim:
+        raise ValueError(f"output_shape {shape} must have rank {x.ndim}")
+    out = np.zeros(shape, dtype=x.dtype)
+    corner = tuple(slice(0, min(a, b)) for a, b in zip(inferred, shape))
+    out[corner] = y[corner]
+    return out
+
+
+# ---------------------------------------------------------------- global pools
+
+
+def _spatial_axes(x):
+    if x.ndim < 2:
+        raise ValueError(f"X must be (N, C, D1, ...), got shape {x.shape}")
+    return tuple(range(2, x.ndim))
+
+
+@kernel("GlobalAveragePool")
+def global_average_pool(ctx, x):
+    acc = compute_dtype(x.dtype)
+    _spatial_axes(x)
+    rows = x.astype(acc, copy=False).reshape(x.shape[0], x.shape[1], math.prod(x.shape[2:]))
+    return rows.mean(axis=2).reshape(x.shape[:2] + (1,) * (x.ndim - 2)).astype(x.dtype)
+
+
+@kernel("GlobalMaxPool")
+def global_max_pool(ctx, x):
+    return _native(x).max(axis=_spatial_axes(x), keepdims=True).astype(x.dtype, copy=False)
+
+
+@kernel("GlobalLpPool")
+def global_lp_pool(ctx, x, p=2):
+    acc = compute_dtype(x.dtype)
+    total = _abs_power(x.astype(acc, copy=False), p).sum(axis=_spatial_axes(x), keepdims=True)
+    return _root(total, p).astype(x.dtype, copy=False)
+
+
+# ---------------------------------------------------------------- LRN
+
+
+@kernel("LRN")
+def lrn(ctx, x, alpha=0.0001, beta=0.75, bias=1.0, size=None):
+    if size is None:
+        raise ValueError("the size attribute is required")
+    if x.ndim < 3:
+        raise ValueError(f"X must be (N, C, D1, ...), got shape {x.shape}")
+    acc = compute_dtype(x.dtype)
+    values = x.astype(acc, copy=False)
+    squares = values * values
+    before = (size - 1) // 2          # channels c - before .. c + after enter channel c's sum
+    after = size - 1 - before
+    widths = [(0, 0), (before, after)] + [(0, 0)] * (x.ndim - 2)
+    padded = np.pad(squares, widths)
+    channels = x.shape[1]
+    window = padded[:, 0:channels].copy()
+    for j in range(1, size):
+        window += padded[:, j:j + channels]
+    y = values / (bias + (alpha / size) * window) ** beta
+    return y.astype(x.dtype, copy=False)

@@ -1,0 +1,297 @@
+"""Linear quantization: QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear, and the
+quantized products QLinearMatMul, QLinearConv, MatMulInteger, ConvInteger.
+
+Conventions shared by every kernel here:
+- rounding is half-to-even (`np.rint`), then saturation to the target type's range;
+- scale and zero point are per tensor (scalar), per axis (1-D) or blocked (same rank as the
+  input, one entry per `block_size` elements along `axis`): `_expand_param` makes them
+  broadcast against the input;
+- integer products run as float64 BLAS matmuls: every product and partial sum of 8/16-bit
+  operands is an integer well below 2**53, so the result is exact, then it wraps to int32 as
+  the spec allows ("accumulation may overflow if and only if in 32 bits").
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ....ir import dtypes
+from ..registry import kernel
+from .cast import FLOAT8_CODES, cast_array
+
+INTEGER_RANGES = {
+    dtypes.UINT8: (0, 255),
+    dtypes.INT8: (-128, 127),
+    dtypes.UINT16: (0, 65535),
+    dtypes.INT16: (-32768, 32767),
+    dtypes.UINT4: (0, 15),
+    dtypes.INT4: (-8, 7),
+    dtypes.UINT2: (0, 3),
+    dtypes.INT2: (-2, 1),
+}
+# Quantized float formats: float8 saturates per `saturate`; float4/float6 have no inf to
+# overflow into, so their conversion always saturates.
+FLOAT_QUANT_CODES = FLOAT8_CODES | {dtypes.FLOAT4E2M1, 27, 28}   # 27, 28: FLOAT6E2M3, FLOAT6E3M2
+
+
+def _code_of(array: np.ndarray) -> int:
+    return dtypes.code_of_numpy(np.asarray(array).dtype)
+
+
+def _normalize_axis(axis: int, rank: int) -> int:
+    if rank == 0:
+        return 0
+    if rank == 1:   # a 1-D input has only one axis to quantize along
+        return 0
+    if not -rank <= axis < rank:
+        raise ValueError(f"axis {axis} is out of range for a rank-{rank} input")
+    return axis % rank
+
+
+def _expand_param(param: np.ndarray, shape: tuple, axis: int, block_size: int) -> np.ndarray:
+    """Reshape a scale or zero point so it broadcasts element-wise against `shape`."""
+    param = np.asarray(param)
+    if param.ndim == 0 or (param.size == 1 and not block_size):
+        return param.reshape(())
+    axis = _normalize_axis(axis, len(shape))
+    if block_size and block_size > 0:
+        if param.ndim != len(shape):
+            raise ValueError(
+                f"blocked quantization needs a scale of rank {len(shape)}, got shape {param.shape}")
+        full = np.repeat(param, block_size, axis=axis)
+        full = np.take(full, np.arange(shape[axis]), axis=axis)
+        if full.shape != tuple(shape):
+            raise ValueError(
+                f"scale shape {param.shape} with block_size {block_size} along axis {axis} "
+                f"does not tile input shape {tuple(shape)}")
+        return full
+    if block_size < 0:
+        raise ValueError(f"block_size must be positive, got {block_size}")
+    if param.ndim != 1 or param.size != shape[axis]:
+        raise ValueError(
+            f"per-axis scale must be 1-D of length {shape[axis]} (axis {axis} of "
+            f"{tuple(shape)}), got shape {param.shape}")
+    dims = [1] * len(shape)
+    dims[axis] = param.size
+    return param.reshape(dims)
+
+
+def _float_view(array: np.ndarray, compute=np.float32) -> np.ndarray:
+    """Any numeric array (ml_dtypes included) as a plain float array."""
+    if array.dtype == compute:
+        return array
+    return cast_array(array, dtypes.code_of_numpy(compute))
+
+
+def quantize_values(values: np.ndarray, zero_point, code: int, saturate: bool = True):
+    """Real-valued `values` (already divided by the scale) to element type `code`."""
+    if code in INTEGER_RANGES:
+        low, high = INTEGER_RANGES[code]
+        q = np.rint(values.astype(np.float64))
+        if zero_point is not None:
+            q = q + zero_point.astype(np.float64)
+        return np.clip(q, low, high).astype(dtypes.numpy_dtype(code))
+    if code in FLOAT_QUANT_CODES:
+        if zero_point is not None:
+            values = values.astype(np.float32) + _float_view(zero_point)
+        return cast_array(values, code, saturate=saturate)
+    raise TypeError(f"{dtypes.elem_type(code).name} is not a quantized type")
+
+
+def _quantized_code(zero_point, output_dtype: int) -> int:
+    if zero_point is None:
+        return output_dtype or dtypes.UINT8
+    code = _code_of(zero_point)
+    if output_dtype and output_dtype != code:
+        raise TypeError(
+            f"output_dtype {dtypes.elem_type(output_dtype).name} differs from the zero point's "
+            f"type {dtypes.elem_type(code).name}")
+    return code
+
+
+@kernel("QuantizeLinear", since=10)
+def quantize_linear(ctx, x, y_scale, y_zero_point=None, axis=1, saturate=1, block_size=0,
+                    output_dtype=0, precision=0):
+    code = _quantized_code(y_zero_point, output_dtype)
+    # The scale's type (or `precision`) sets the precision of the division.
+    compute = dtypes.numpy_dtype(precision) if precision else np.asarray(y_scale).dtype
+    scale = _expand_param(y_scale, x.shape, axis, block_size)
+    scaled = _float_view(x, compute) / _float_view(scale, compute)
+    zero_point = None
+    if y_zero_point is not None:
+        zero_point = _expand_param(y_zero_point, x.shape, axis, block_size)
+    return quantize_values(scaled, zero_point, code, bool(saturate))
+
+
+@kernel("DequantizeLinear", since=10)
+def dequantize_linear(ctx, x, x_scale, x_zero_point=None, axis=1, block_size=0, output_dtype=0):
+    out_dtype = dtypes.numpy_dtype(output_dtype) if output_dtype else np.asarray(x_scale).dtype
+    compute = np.float64 if out_dtype == np.float64 else np.float32
+    code = _code_of(x)
+    if code in INTEGER_RANGES or code == dtypes.INT32:
+        centered = x.astype(np.int64)
+        if x_zero_point is not None:
+            centered = centered - _expand_param(x_zero_point, x.shape, axis, block_size).astype(np.int64)
+        centered = centered.astype(compute)
+    else:   # float8/float4/float6: the zero point is zero in practice, kept for the formula
+        centered = _float_view(x, compute)
+        if x_zero_point is not None:
+            centered = centered - _float_view(_expand_param(x_zero_point, x.shape, axis, block_size),
+                                              compute)
+    scale = _float_view(_expand_param(x_scale, x.shape, axis, block_size), compute)
+    return cast_array(centered * scale, dtypes.code_of_numpy(out_dtype))
+
+
+@kernel("DynamicQuantizeLinear", since=11)
+def dynamic_quantize_linear(ctx, x):
+    """uint8 quantization with a scale and zero point chosen from x's range (widened to 0)."""
+    x = x.astype(np.float32, copy=False)
+    high = np.float32(max(0.0, float(x.max()))) if x.size else np.float32(0)
+    low = np.float32(min(0.0, float(x.min()))) if x.size else np.float32(0)
+    # onnxruntime uses scale 1 for a constant-zero input, where the formula would divide by 0.
+    scale = np.float32((high - low) / np.float32(255)) if high != low else np.float32(1)
+    zero_point = np.rint(np.clip(np.float32(0) - low / scale, 0, 255))
+    y = np.clip(np.rint(x / scale) + zero_point, 0, 255).astype(np.uint8)
+    return y, np.array(scale, np.float32), np.array(zero_point, np.uint8)
+
+
+# ---- integer products ----------------------------------------------------------------------
+
+def _centered(x: np.ndarray, zero_point) -> np.ndarray:
+    """x - zero_point as exact float64 values (broadcasting the zero point as given)."""
+    values = _float_view(x, np.float64)
+    if zero_point is not None:
+        values = values - _float_view(np.asarray(zero_point), np.float64)
+    return values
+
+
+def _per_row(param, a: np.ndarray):
+    """A 1-D per-row parameter of `a` ([M] for an [..., M, K] input) as an [M, 1] column."""
+    if param is None:
+        return None
+    param = np.asarray(param)
+    if param.ndim == 1 and param.size > 1 and a.ndim >= 2:
+        return param.reshape(-1, 1)
+    return param
+
+
+def _wrap_int32(exact: np.ndarray) -> np.ndarray:
+    return np.rint(exact).astype(np.int64).astype(np.int32)
+
+
+def _is_integer(array: np.ndarray) -> bool:
+    return _code_of(array) in INTEGER_RANGES
+
+
+@kernel("MatMulInteger", since=10)
+def matmul_integer(ctx, A, B, a_zero_point=None, b_zero_point=None):
+    product = np.matmul(_centered(A, _per_row(a_zero_point, A)), _centered(B, b_zero_point))
+    return _wrap_int32(product)
+
+
+@kernel("QLinearMatMul", since=10)
+def qlinear_matmul(ctx, a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale,
+                   y_zero_point=None):
+    product = np.matmul(_centered(a, _per_row(a_zero_point, a)), _centered(b, b_zero_point))
+    if _is_integer(a) and _is_integer(b):
+        product = _wrap_int32(product).astype(np.float64)
+    # The requantization multiplier is formed in the scales' own type, as the spec's TS.
+    multiplier = (_per_row(a_scale, a) * np.asarray(b_scale)) / np.asarray(y_scale)
+    values = product * _float_view(np.asarray(multiplier), np.float64)
+    code = _code_of(y_zero_point) if y_zero_point is not None else _code_of(a)
+    return quantize_values(values, y_zero_point, code)
+
+
+# ---- integer convolution -------------------------------------------------------------------
+
+def _conv_pads(in_sizes, kernel_sizes, strides, dilations, pads, auto_pad):
+    """(begin, end) padding per spatial axis, resolving auto_pad."""
+    rank = len(in_sizes)
+    if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+        begins, ends = [], []
+        for size, k, s, d in zip(in_sizes, kernel_sizes, strides, dilations):
+            out = -(-size // s)
+            total = max(0, (out - 1) * s + (k - 1) * d + 1 - size)
+            small, large = total // 2, total - total // 2
+            begins.append(small if auto_pad == "SAME_UPPER" else large)
+            ends.append(large if auto_pad == "SAME_UPPER" else small)
+        return begins, ends
+    if auto_pad == "VALID" or not pads:
+        return [0] * rank, [0] * rank
+    if auto_pad not in ("NOTSET", ""):
+        raise ValueError(f"unknown auto_pad {auto_pad!r}")
+    return list(pads[:rank]), list(pads[rank:])
+
+
+def _conv_exact(x, w, group, strides, pads, dilations, auto_pad):
+    """N-D grouped convolution of float64 arrays holding integers, by im2col + matmul.
+
+    x: (N, C, *spatial), w: (M, C/group, *kernel) -> (N, M, *out).
+    """
+    n, channels = x.shape[:2]
+    spatial = x.shape[2:]
+    rank = len(spatial)
+    out_channels = w.shape[0]
+    kernel_sizes = w.shape[2:]
+    strides = list(strides or [1] * rank)
+    dilations = list(dilations or [1] * rank)
+    if channels != w.shape[1] * group or out_channels % group:
+        raise ValueError(
+            f"input has {channels} channels, weight {tuple(w.shape)} with group {group} expects "
+            f"{w.shape[1] * group}")
+    begins, ends = _conv_pads(spatial, kernel_sizes, strides, dilations, pads, auto_pad)
+    padded = np.pad(x, [(0, 0), (0, 0)] + list(zip(begins, ends)))
+    extents = [(k - 1) * d + 1 for k, d in zip(kernel_sizes, dilations)]
+    windows = np.lib.stride_tricks.sliding_window_view(padded, extents, axis=tuple(range(2, 2 + rank)))
+    # windows: (N, C, *positions, *extents); keep every stride-th position, dilation-th tap.
+    windows = windows[(slice(None), slice(None))
+                      + tuple(slice(None, None, s) for s in strides)
+                      + tuple(slice(None, None, d) for d in dilations)]
+    out_sizes = windows.shape[2:2 + rank]
+    per_group_in, per_group_out = channels // group, out_channels // group
+    outputs = []
+    for g in range(group):
+        cols = windows[:, g * per_group_in:(g + 1) * per_group_in]
+        # (N, Cg, *out, *k) -> (N, *out, Cg, *k) -> (N * prod(out), Cg * prod(k))
+        cols = np.moveaxis(cols, 1, 1 + rank).reshape(n * math.prod(out_sizes), -1)
+        weights = w[g * per_group_out:(g + 1) * per_group_out].reshape(per_group_out, -1)
+        outputs.append(cols @ weights.T)
+    result = np.concatenate(outputs, axis=1).reshape((n,) + tuple(out_sizes) + (out_channels,))
+    return np.moveaxis(result, -1, 1)
+
+
+def _per_channel(param, rank: int):
+    """A scalar or per-output-channel 1-D parameter, shaped to broadcast over (N, M, *spatial)."""
+    param = np.asarray(param)
+    if param.ndim == 1 and param.size > 1:
+        return param.reshape((-1,) + (1,) * (rank - 2))
+    return param.reshape(()) if param.size == 1 else param
+
+
+def _weight_zero_point(w_zero_point, w):
+    """Per-output-channel weight zero points broadcast over (M, C/group, *kernel)."""
+    return None if w_zero_point is None else _per_channel(w_zero_point, w.ndim + 1)
+
+
+@kernel("ConvInteger", since=10)
+def conv_integer(ctx, x, w, x_zero_point=None, w_zero_point=None, auto_pad="NOTSET",
+                 dilations=None, group=1, kernel_shape=None, pads=None, strides=None):
+    acc = _conv_exact(_centered(x, x_zero_point), _centered(w, _weight_zero_point(w_zero_point, w)),
+                      group, strides, pads, dilations, auto_pad)
+    return _wrap_int32(acc)
+
+
+@kernel("QLinearConv", since=10)
+def qlinear_conv(ctx, x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale,
+                 y_zero_point=None, B=None, auto_pad="NOTSET", dilations=None, group=1,
+                 kernel_shape=None, pads=None, strides=None):
+    acc = _conv_exact(_centered(x, x_zero_point), _centered(w, _weight_zero_point(w_zero_point, w)),
+                      group, strides, pads, dilations, auto_pad)
+    if B is not None:
+        acc = acc + B.astype(np.float64).reshape((-1,) + (1,) * (x.ndim - 2))
+    acc = _wrap_int32(acc).astype(np.float64)
+    multiplier = (np.asarray(x_scale) * _per_channel(w_scale, x.ndim)) / np.asarray(y_scale)
+    values = acc * _float_view(np.asarray(multiplier), np.float64)
+    code = _code_of(y_zero_point) if y_zero_point is not None else _code_of(x)
+    return quantize_values(values, y_zero_point, code)

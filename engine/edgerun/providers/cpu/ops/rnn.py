@@ -1,0 +1,361 @@
+"""Recurrent layers: RNN, GRU and LSTM (every opset; layout arrived in 14).
+
+All three share one driver: the input projection X·Wᵀ + biases is computed for every time step
+with a single matmul, then a per-step cell adds H·Rᵀ and applies the gates. `sequence_lens`
+is honoured the way onnxruntime does: a reverse pass reads each batch row backwards from its
+own last valid step, steps past a row's length leave its state unchanged and write zeros to Y.
+float16/bfloat16 inputs are computed in float32 and cast back.
+"""
+import numpy as np
+
+from ..registry import kernel
+
+
+# --- activations ------------------------------------------------------------------------------
+
+def _sigmoid(x, alpha, beta):
+    with np.errstate(over="ignore"):
+        return 1.0 / (1.0 + np.exp(-x))
+
+
+# name -> (function(x, alpha, beta), default alpha, default beta); a default of None means the
+# function takes no such parameter and consumes no entry of activation_alpha/activation_beta.
+_ACTIVATIONS = {
+    "sigmoid": (_sigmoid, None, None),
+    "tanh": (lambda x, a, b: np.tanh(x), None, None),
+    "relu": (lambda x, a, b: np.maximum(x, 0), None, None),
+    "affine": (lambda x, a, b: a * x + b, 1.0, 0.0),
+    "leakyrelu": (lambda x, a, b: np.where(x >= 0, x, a * x), 0.01, None),
+    "thresholdedrelu": (lambda x, a, b: np.where(x > a, x, 0), 1.0, None),
+    "scaledtanh": (lambda x, a, b: a * np.tanh(b * x), 1.0, 1.0),
+    "hardsigmoid": (lambda x, a, b: np.clip(a * x + b, 0, 1), 0.2, 0.5),
+    "elu": (lambda x, a, b: np.where(x >= 0, x, a * np.expm1(np.minimum(x, 0))), 1.0, None),
+    "softsign": (lambda x, a, b: x / (1 + np.abs(x)), None, None),
+    "softplus": (lambda x, a, b: np.logaddexp(0, x), None, None),
+}
+
+
+def _make_activation(name: str, alphas, betas):
+    """One activation as a one-argument function; takes its alpha/beta from the iterators."""
+    try:
+        fn, default_alpha, default_beta = _ACTIVATIONS[name.lower()]
+    except KeyError:
+        raise ValueError(f"unsupported activation {name!r}; expected one of "
+                         f"{sorted(_ACTIVATIONS)}") from None
+    alpha = next(alphas, default_alpha) if default_alpha is not None else None
+    beta = next(betas, default_beta) if default_beta is not None else None
+    return lambda x: fn(x, alpha, beta)
+
+
+def _activations_per_direction(names, alphas, betas, defaults: list, num_directions: int):
+    """The activation functions of each direction (activation_alpha/beta consumed in order)."""
+    names = list(names) if names else list(defaults) * num_directions
+    alpha_iter, beta_iter = iter(alphas or []), iter(betas or [])
+    funcs = [_make_activation(n, alpha_iter, beta_iter) for n in names]
+    per_direction = len(defaults)
+    if len(funcs) == per_direction and num_directions == 2:
+        funcs = funcs * 2
+    if len(funcs) != per_direction * num_directions:
+        raise ValueError(f"expected {per_direction * num_directions} activations, "
+                         f"got {len(names)}: {names}")
+    return [funcs[d * per_direction:(d + 1) * per_direction] for d in range(num_directions)]
+
+
+def _clipper(clip):
+    if clip is None:
+        return lambda x: x
+    return lambda x: np.clip(x, -clip, clip)
+
+
+# --- shared driver ----------------------------------------------------------------------------
+
+def _compute_dtype(dtype):
+    dtype = np.dtype(dtype)
+    return dtype if dtype in (np.float32, np.float64) else np.dtype(np.float32)
+
+
+def _num_directions(direction: str) -> int:
+    if direction not in ("forward", "reverse", "bidirectional"):
+        raise ValueError(f"direction must be forward, reverse or bidirectional, got {direction!r}")
+    return 2 if direction == "bidirectional" else 1
+
+
+def _reverse_within_lengths(x, lengths):
+    """Reverse axis 0 of a [T, B, ...] array, each batch row only within its own length."""
+    if lengths is None:
+        return x[::-1]
+    steps = np.arange(x.shape[0])[:, None]
+    source = np.where(steps < lengths[None, :], lengths[None, :] - 1 - steps, steps)
+    return x[source, np.arange(x.shape[1])[None, :]]
+
+
+def _run_direction(projected, states: tuple, step, lengths, reverse: bool):
+    """Run `step` over the time axis of `projected` ([T, B, gates]).
+
+    Returns Y ([T, B, H]) in input time order and the final states.
+    """
+    if reverse:
+        projected = _reverse_within_lengths(projected, lengths)
+    num_steps = projected.shape[0]
+    hidden = states[0]
+    ys = np.empty((num_steps,) + hidden.shape, dtype=hidden.dtype)
+    for t in range(num_steps):
+        new_states = step(projected[t], states)
+        if lengths is not None:
+            valid = (t < lengths)[:, None]
+            new_states = tuple(np.where(valid, new, old) for new, old in zip(new_states, states))
+            ys[t] = np.where(valid, new_states[0], 0)
+        else:
+            ys[t] = new_states[0]
+        states = new_states
+    if reverse:
+        ys = _reverse_within_lengths(ys, lengths)
+    return ys, states
+
+
+def _recurrent_layer(x, initial_states: list, sequence_lens, layout: int, direction: str,
+                     make_direction):
+    """Shape handling common to RNN, GRU and LSTM.
+
+    `make_direction(d, x, states)` runs direction d over time-major x ([T, B, I], compute dtype)
+    with initial states ([B, H] each) and returns (Y [T, B, H], final states).
+    Returns (Y, final state 0, final state 1, ...) in the node's layout and input dtype.
+    """
+    out_dtype = x.dtype
+    work = _compute_dtype(out_dtype)
+    x = np.asarray(x, dtype=work)
+    if layout:
+        x = np.swapaxes(x, 0, 1)
+        initial_states = [None if s is None else np.swapaxes(s, 0, 1) for s in initial_states]
+    num_steps, batch = x.shape[0], x.shape[1]
+    num_directions = _num_directions(direction)
+
+    lengths = None
+    if sequence_lens is not None:
+        lengths = np.asarray(sequence_lens, dtype=np.int64).reshape(-1)
+        if lengths.shape[0] != batch:
+            raise ValueError(f"sequence_lens has {lengths.shape[0]} entries, batch is {batch}")
+        if np.any(lengths > num_steps) or np.any(lengths < 0):
+            raise ValueError(f"sequence_lens {lengths.tolist()} must lie in [0, {num_steps}]")
+        if np.all(lengths == num_steps):
+            lengths = None
+
+    ys, finals = [], []
+    for d in range(num_directions):
+        states = tuple(np.asarray(s[d], dtype=work) for s in initial_states)
+        reverse = direction == "reverse" or d == 1
+        y, final = make_direction(d, x, states, lengths, reverse)
+        ys.append(y)
+        finals.append(final)
+
+    if num_directions == 1:
+        y = ys[0][:, None]                                           # [T, 1, B, H]
+        final_states = [s[None] for s in finals[0]]                  # [1, B, H]
+    else:
+        y = np.stack(ys, axis=1)                                     # [T, D, B, H]
+        final_states = [np.stack([f[i] for f in finals]) for i in range(len(finals[0]))]
+    if layout:
+        y = y.transpose(2, 0, 1, 3)
+        final_states = [s.transpose(1, 0, 2) for s in final_states]
+    return tuple(v.astype(out_dtype, copy=False) for v in [y] + final_states)
+
+
+def _step_operand(matrix, xs):
+    """A transposed weight as the right operand of every step's matmul: copied contiguous
+    once, unless there is a single step of batch 1 (OpenBLAS multiplies a few rows by a
+    transposed view much slower than by a contiguous matrix, a copy costs about one step)."""
+    if xs.shape[0] * xs.shape[1] == 1:
+        return matrix
+    return np.ascontiguousarray(matrix)
+
+
+def _zeros_if_none(value, shape, dtype):
+    return np.zeros(shape, dtype=dtype) if value is None else value
+
+
+def _project(x, w, bias):
+    """X·Wᵀ + bias for every time step at once: [T, B, I] -> [T, B, gates]."""
+    num_steps, batch = x.shape[0], x.shape[1]
+    projected = x.reshape(num_steps * batch, -1) @ w.T + bias
+    return projected.reshape(num_steps, batch, -1)
+
+
+def _state_shape(x, layout: int, num_directions: int, hidden: int) -> tuple:
+    batch = x.shape[0] if layout else x.shape[1]
+    return (batch, num_directions, hidden) if layout else (num_directions, batch, hidden)
+
+
+# --- RNN --------------------------------------------------------------------------------------
+
+@kernel("RNN")
+def rnn(ctx, x, w, r, b=None, sequence_lens=None, initial_h=None, activation_alpha=None,
+        activation_beta=None, activations=None, clip=None, direction="forward",
+        hidden_size=None, layout=0, output_sequence=0):
+    num_directions = _num_directions(direction)
+    hidden = r.shape[-1]
+    work = _compute_dtype(x.dtype)
+    b = _zeros_if_none(b, (num_directions, 2 * hidden), work)
+    initial_h = _zeros_if_none(initial_h, _state_shape(x, layout, num_directions, hidden), work)
+    funcs = _activations_per_direction(activations, activation_alpha, activation_beta,
+                                       ["Tanh"], num_directions)
+    clipped = _clipper(clip)
+
+    def run(d, xs, states, lengths, reverse):
+        (f,) = funcs[d]
+        r_t = _step_operand(np.asarray(r[d], dtype=work).T, xs)
+        bias = np.asarray(b[d][:hidden], dtype=work) + np.asarray(b[d][hidden:], dtype=work)
+        projected = _project(xs, np.asarray(w[d], dtype=work), bias)
+
+        def step(xw, states):
+            return (f(clipped(xw + states[0] @ r_t)),)
+
+        return _run_direction(projected, states, step, lengths, reverse)
+
+    return _recurrent_layer(x, [initial_h], sequence_lens, layout, direction, run)
+
+
+# --- GRU --------------------------------------------------------------------------------------
+
+@kernel("GRU")
+def gru(ctx, x, w, r, b=None, sequence_lens=None, initial_h=None, activation_alpha=None,
+        activation_beta=None, activations=None, clip=None, direction="forward",
+        hidden_size=None, layout=0, linear_before_reset=0, output_sequence=0):
+    """Gates z (update), r (reset), h (hidden), in that order in W, R and B."""
+    num_directions = _num_directions(direction)
+    hidden = r.shape[-1]
+    work = _compute_dtype(x.dtype)
+    b = _zeros_if_none(b, (num_directions, 6 * hidden), work)
+    initial_h = _zeros_if_none(initial_h, _state_shape(x, layout, num_directions, hidden), work)
+    funcs = _activations_per_direction(activations, activation_alpha, activation_beta,
+                                       ["Sigmoid", "Tanh"], num_directions)
+    clipped = _clipper(clip)
+    h2 = 2 * hidden
+
+    def run(d, xs, states, lengths, reverse):
+        f, g = funcs[d]
+        r_t = np.asarray(r[d], dtype=work).T                           # [H, 3H]
+        w_bias = np.asarray(b[d][:3 * hidden], dtype=work)
+        r_bias = np.asarray(b[d][3 * hidden:], dtype=work)
+        r_bias_h = r_bias[h2:]
+        # The reset gate multiplies R_h's bias when linear_before_reset, so only then it
+        # stays out of the projection.
+        bias = w_bias + (np.concatenate([r_bias[:h2], np.zeros_like(r_bias_h)])
+                         if linear_before_reset else r_bias)
+        projected = _project(xs, np.asarray(w[d], dtype=work), bias)
+        if linear_before_reset:
+            r_t = _step_operand(r_t, xs)
+        else:
+            r_t_zr, r_t_h = _step_operand(r_t[:, :h2], xs), _step_operand(r_t[:, h2:], xs)
+
+        def step_linear_before_reset(xw, states):
+            (h,) = states
+            hr = h @ r_t
+            zr = f(clipped(xw[:, :h2] + hr[:, :h2]))
+            z, reset = zr[:, :hidden], zr[:, hidden:]
+            candidate = g(clipped(xw[:, h2:] + reset * (hr[:, h2:] + r_bias_h)))
+            return ((1 - z) * candidate + z * h,)
+
+        def step_default(xw, states):
+            (h,) = states
+            zr = f(clipped(xw[:, :h2] + h @ r_t_zr))
+            z, reset = zr[:, :hidden], zr[:, hidden:]
+            candidate = g(clipped(xw[:, h2:] + (reset * h) @ r_t_h))
+            return ((1 - z) * candidate + z * h,)
+
+        step = step_linear_before_reset if linear_before_reset else step_default
+        return _run_direction(projected, states, step, lengths, reverse)
+
+    return _recurrent_layer(x, [initial_h], sequence_lens, layout, direction, run)
+
+
+# --- LSTM -------------------------------------------------------------------------------------
+
+def _are_default(names, defaults: list, num_directions: int) -> bool:
+    """Whether `activations` names the operator's default functions (or is absent)."""
+    if not names:
+        return True
+    names = [n.lower() for n in names]
+    wanted = [n.lower() for n in defaults]
+    return names == wanted * num_directions or (num_directions == 2 and names == wanted)
+
+
+def _sigmoid_in_place(v):
+    """1 / (1 + exp(-v)) over v, overwriting it (exp overflow gives the right 0)."""
+    np.negative(v, out=v)
+    np.exp(v, out=v)
+    v += 1
+    return np.reciprocal(v, out=v)
+
+
+def _default_lstm_step(r_t, h3: int):
+    """The LSTM cell with sigmoid/tanh/tanh, no clip or peepholes: gates are activated in
+    place, i, o and f in one sigmoid pass."""
+
+    def step(xw, states):
+        h, c = states
+        gates = h @ r_t
+        gates += xw
+        with np.errstate(over="ignore"):
+            _sigmoid_in_place(gates[:, :h3])
+        cell = np.tanh(gates[:, h3:], out=gates[:, h3:])
+        hidden = h3 // 3
+        c_new = gates[:, 2 * hidden:h3] * c
+        cell *= gates[:, :hidden]
+        c_new += cell
+        h_new = np.tanh(c_new)
+        h_new *= gates[:, hidden:2 * hidden]
+        return h_new, c_new
+
+    return step
+
+
+@kernel("LSTM")
+def lstm(ctx, x, w, r, b=None, sequence_lens=None, initial_h=None, initial_c=None, p=None,
+         activation_alpha=None, activation_beta=None, activations=None, clip=None,
+         direction="forward", hidden_size=None, input_forget=0, layout=0, output_sequence=0):
+    """Gates i (input), o (output), f (forget), c (cell), in that order in W, R and B;
+    peepholes P in the order i, o, f."""
+    num_directions = _num_directions(direction)
+    hidden = r.shape[-1]
+    work = _compute_dtype(x.dtype)
+    b = _zeros_if_none(b, (num_directions, 8 * hidden), work)
+    state_shape = _state_shape(x, layout, num_directions, hidden)
+    initial_h = _zeros_if_none(initial_h, state_shape, work)
+    initial_c = _zeros_if_none(initial_c, state_shape, work)
+    funcs = _activations_per_direction(activations, activation_alpha, activation_beta,
+                                       ["Sigmoid", "Tanh", "Tanh"], num_directions)
+    clipped = _clipper(clip)
+    h1, h2, h3 = hidden, 2 * hidden, 3 * hidden
+    default_cell = (clip is None and not input_forget
+                    and _are_default(activations, ["Sigmoid", "Tanh", "Tanh"], num_directions))
+
+    def run(d, xs, states, lengths, reverse):
+        f, g, h_act = funcs[d]
+        r_t = _step_operand(np.asarray(r[d], dtype=work).T, xs)        # [H, 4H]
+        bias = np.asarray(b[d][:4 * hidden], dtype=work) + np.asarray(b[d][4 * hidden:],
+                                                                       dtype=work)
+        projected = _project(xs, np.asarray(w[d], dtype=work), bias)
+        peep = None if p is None else np.asarray(p[d], dtype=work)
+
+        if default_cell and peep is None:
+            return _run_direction(projected, states, _default_lstm_step(r_t, h3), lengths,
+                                  reverse)
+
+        def step(xw, states):
+            h, c = states
+            gates = xw + h @ r_t
+            i_pre, o_pre, f_pre = gates[:, :h1], gates[:, h1:h2], gates[:, h2:h3]
+            if peep is not None:
+                i_pre = i_pre + peep[:h1] * c
+                f_pre = f_pre + peep[h2:h3] * c
+            i = f(clipped(i_pre))
+            forget = 1 - i if input_forget else f(clipped(f_pre))
+            c_new = forget * c + i * g(clipped(gates[:, h3:]))
+            if peep is not None:
+                o_pre = o_pre + peep[h1:h2] * c_new
+            h_new = f(clipped(o_pre)) * h_act(c_new)
+            return h_new, c_new
+
+        return _run_direction(projected, states, step, lengths, reverse)
+
+    return _recurrent_layer(x, [initial_h, initial_c], sequence_lens, layout, direction, run)

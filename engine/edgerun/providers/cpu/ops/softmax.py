@@ -1,0 +1,96 @@
+"""Softmax, LogSoftmax and Hardmax.
+
+Before opset 13 the input is coerced to 2-D at `axis` (default 1): the result is computed over
+all of dims[axis:] at once. From opset 13 it is computed along the single `axis` (default -1).
+Softmax and LogSoftmax subtract the maximum first, so large inputs do not overflow; float16
+and bfloat16 are computed in float32.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..registry import kernel
+from .elementwise import float_math, widened
+
+
+def _axis(x: np.ndarray, axis: int) -> int:
+    ndim = max(x.ndim, 1)
+    if not -ndim <= axis < ndim:
+        raise ValueError(f"axis {axis} is out of range for a tensor of rank {x.ndim}")
+    return axis + ndim if axis < 0 else axis
+
+
+def _along_axis(fn, x: np.ndarray, axis: int) -> np.ndarray:
+    """fn(v, axis) along one axis (opset 13+)."""
+    if x.size == 0:
+        return x.copy()
+    if x.ndim == 0:
+        return fn(x.reshape(1), 0).reshape(())
+    return fn(x, _axis(x, axis))
+
+
+def _coerced_2d(fn, x: np.ndarray, axis: int) -> np.ndarray:
+    """fn over the flattened dims[axis:] of each of the flattened dims[:axis] (opset < 13)."""
+    if x.size == 0:
+        return x.copy()
+    axis = _axis(x, axis) if x.ndim else 0
+    rows = int(np.prod(x.shape[:axis], dtype=np.int64))
+    return fn(x.reshape(rows, -1), 1).reshape(x.shape)
+
+
+def _shifted(v: np.ndarray, axis: int) -> np.ndarray:
+    """v minus its maximum along axis (a row of -inf stays -inf rather than becoming NaN)."""
+    peak = np.max(v, axis=axis, keepdims=True)
+    if not np.isfinite(peak).all():
+        peak = np.where(np.isfinite(peak), peak, 0)
+    return np.subtract(v, peak)
+
+
+def _softmax(v: np.ndarray, axis: int) -> np.ndarray:
+    e = _shifted(v, axis)                      # fresh: the rest works in place
+    np.exp(e, out=e)
+    e /= np.sum(e, axis=axis, keepdims=True)
+    return e
+
+
+def _log_softmax(v: np.ndarray, axis: int) -> np.ndarray:
+    s = _shifted(v, axis)
+    s -= np.log(np.sum(np.exp(s), axis=axis, keepdims=True))
+    return s
+
+
+def _hardmax(v: np.ndarray, axis: int) -> np.ndarray:
+    """1 at the first maximum along axis, 0 elsewhere, in v's dtype."""
+    first_max = np.expand_dims(np.argmax(widened(v), axis=axis), axis)
+    positions = np.arange(v.shape[axis]).reshape((-1,) + (1,) * (v.ndim - axis - 1))
+    return (positions == first_max).astype(v.dtype)
+
+
+@kernel("Softmax")
+def softmax_1(ctx, x, axis=1):
+    return float_math(lambda v: _coerced_2d(_softmax, v, axis), x)
+
+
+@kernel("Softmax", since=13)
+def softmax_13(ctx, x, axis=-1):
+    return float_math(lambda v: _along_axis(_softmax, v, axis), x)
+
+
+@kernel("LogSoftmax")
+def log_softmax_1(ctx, x, axis=1):
+    return float_math(lambda v: _coerced_2d(_log_softmax, v, axis), x)
+
+
+@kernel("LogSoftmax", since=13)
+def log_softmax_13(ctx, x, axis=-1):
+    return float_math(lambda v: _along_axis(_log_softmax, v, axis), x)
+
+
+@kernel("Hardmax")
+def hardmax_1(ctx, x, axis=1):
+    return _coerced_2d(_hardmax, x, axis)
+
+
+@kernel("Hardmax", since=13)
+def hardmax_13(ctx, x, axis=-1):
+    return _along_axis(_hardmax, x, axis)

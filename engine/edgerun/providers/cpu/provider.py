@@ -1,0 +1,75 @@
+"""The CPU provider: numpy kernels from `ops/`, and the fallback for every other provider.
+
+Threads: numpy's BLAS (OpenBLAS) sizes its own thread pool. With
+`SessionOptions.intra_op_num_threads = n > 0` each run limits BLAS to n threads (through
+threadpoolctl), the counterpart of onnxruntime's intra-op pool; 0 leaves BLAS's default.
+Oversubscribed BLAS threads are slow on a busy machine, so benchmarks and servers running
+many sessions set it.
+"""
+from __future__ import annotations
+
+import threading
+import warnings
+
+from ..base import ExecutionProvider
+from . import registry
+
+
+class CPUProvider(ExecutionProvider):
+    name = "cpu"
+    ort_name = "CPUExecutionProvider"
+
+    @classmethod
+    def available(cls) -> tuple:
+        try:
+            import numpy  # noqa: F401
+        except ImportError:
+            return False, "numpy is not installed"
+        return True, ""
+
+    def __init__(self, options: dict = None):
+        super().__init__(options)
+        self._blas = None
+        self._threads = 0
+        self._active = threading.local()
+
+    def configure(self, sess_options) -> None:
+        self._threads = int(getattr(sess_options, "intra_op_num_threads", 0) or 0)
+        if self._threads > 0:
+            self._blas = _blas_controller()
+
+    def begin_run(self) -> None:
+        if self._blas is not None:
+            self._active.limit = self._blas.limit(limits=self._threads)
+
+    def end_run(self) -> None:
+        limit = getattr(self._active, "limit", None)
+        if limit is not None:
+            limit.restore_original_limits()
+            self._active.limit = None
+
+    def capability(self, node, opset):
+        if registry.lookup(node.op_type, node.domain, opset) is None:
+            domain = node.domain or "ai.onnx"
+            return False, f"no CPU kernel for {domain}::{node.op_type}"
+        return True, ""
+
+    def kernel(self, node, opset):
+        return registry.lookup(node.op_type, node.domain, opset)
+
+
+_CONTROLLER = None
+
+
+def _blas_controller():
+    """threadpoolctl's handle on numpy's BLAS, created once per process (it scans libraries)."""
+    global _CONTROLLER
+    if _CONTROLLER is None:
+        try:
+            from threadpoolctl import ThreadpoolController
+        except ImportError:
+            warnings.warn("intra_op_num_threads needs threadpoolctl to limit BLAS threads: "
+                          "pip install threadpoolctl", RuntimeWarning, stacklevel=3)
+            return None
+        _CONTROLLER = ThreadpoolController().select(user_api="blas")
+    return _CONTROLLER

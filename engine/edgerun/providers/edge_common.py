@@ -1,0 +1,461 @@
+"""What the compiling edge adapters (NNAPI, QNN) share.
+
+- `GraphFacts`: what a platform compiler needs to know about the model before claiming a
+  node and that `capability(node, opset)` alone cannot see: the type of every value and
+  which values are constants (initializers, Constant nodes, and nodes whose inputs are all
+  constant, folded the way onnxruntime folds them before partitioning). A provider learns
+  them in `prepare_model(model)`.
+- `EdgeProvider`: the provider skeleton. `capability` looks the node up in the adapter's
+  table of lowering rules; `compile` returns a `LoweredPartition`, which lowers the
+  partition to the platform's model form once per input-shape signature (NNAPI and QNN
+  models have static shapes) and executes it on the device, or with the adapter's
+  reference interpreter when the provider option {"execute": "reference"} asks for it.
+- `Layouts`: ONNX is NCHW, the platforms' convolutions and pools are NHWC. Each ONNX value
+  maps to a platform tensor in one layout; asking for the other inserts one transpose,
+  cached, so a chain of NHWC operations pays for one transpose at each end only.
+"""
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..ir import Graph, Model, Node, TypeInfo, dtypes
+from ..runtime.attributes import initializer_value, kernel_attributes
+from ..runtime.kernel_context import KernelContext
+from .base import ExecutionProvider
+
+NCHW_TO_NHWC = (0, 2, 3, 1)
+NHWC_TO_NCHW = (0, 3, 1, 2)
+_NOT_FOLDABLE = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike",
+                 "Multinomial", "Bernoulli", "If", "Loop", "Scan", "SequenceMap"}
+
+
+# ---------------------------------------------------------------- facts about the model
+
+
+@dataclass
+class GraphFacts:
+    types: dict = field(default_factory=dict)          # value name -> ir.TypeInfo
+    recipes: dict = field(default_factory=dict)        # constant name -> how to compute it
+    _values: dict = field(default_factory=dict)        # constant name -> numpy array, cache
+
+    def is_constant(self, name: str) -> bool:
+        return bool(name) and name in self.recipes
+
+    def constant(self, name: str):
+        """The value of a constant (computed on first use: light models build 100s of MB of
+        weights with ConstantOfShape)."""
+        if name not in self._values:
+            kind, what = self.recipes[name]
+            if kind == "tensor":
+                self._values[name] = initializer_value(what)
+            elif kind == "value":
+                self._values[name] = what
+            else:
+                self._fold(*what)
+        return self._values[name]
+
+    def _fold(self, node, opset: int) -> None:
+        from .cpu import registry
+
+        fn = registry.lookup(node.op_type, node.domain, opset)
+        args = [self.constant(n) if n else None for n in node.inputs]
+        result = fn(KernelContext(node, opset), *args, **kernel_attributes(node.attributes))
+        outs = result if isinstance(result, (tuple, list)) and len(node.outputs) > 1 else (result,)
+        import numpy as np
+
+        for name, value in zip(node.outputs, outs):
+            if name:
+                self._values[name] = np.asarray(value)
+
+    def is_folded(self, node) -> bool:
+        """Every output of `node` is a constant known before running."""
+        outs = [o for o in node.outputs if o]
+        return bool(outs) and all(o in self.recipes for o in outs)
+
+    def type_of(self, name: str):
+        return self.types.get(name)
+
+
+def graph_facts(model: Model) -> GraphFacts:
+    from ..shape_inference import infer_shapes
+
+    facts = GraphFacts()
+    result = infer_shapes(model)
+    facts.types.update(result)
+    for sub in result.subgraph_types.values():
+        for name, t in sub.items():
+            facts.types.setdefault(name, t)
+    opsets = dict(model.opset_imports)
+    _collect_constants(model.graph, opsets, facts)
+    for name, items in result.values.items():
+        t = result.get(name)
+        if name not in facts.recipes and t is not None and t.shape is not None:
+            import numpy as np
+
+            dtype = dtypes.numpy_dtype(t.elem_type)
+            facts.recipes[name] = ("value", np.array(items, dtype).reshape(t.shape))
+    return facts
+
+
+def _collect_constants(graph: Graph, opsets: dict, facts: GraphFacts) -> None:
+    from .cpu import registry
+
+    for name, t in graph.initializers.items():
+        facts.recipes[name] = ("tensor", t)
+    for node in graph.nodes:
+        for a in node.attributes.values():
+            subs = a.value if isinstance(a.value, list) else [a.value]
+            for g in subs:
+                if isinstance(g, Graph):
+                    _collect_constants(g, opsets, facts)
+        if node.op_type in _NOT_FOLDABLE or node.domain not in ("", "ai.onnx"):
+            continue
+        if not all(facts.is_constant(n) for n in node.inputs if n):
+            continue
+        opset = opsets.get("", opsets.get("ai.onnx", 1))
+        if registry.lookup(node.op_type, node.domain, opset) is None:
+            continue
+        for o in node.outputs:
+            if o:
+                facts.recipes[o] = ("node", (node, opset))
+
+
+# ---------------------------------------------------------------- the provider skeleton
+
+
+def rule_key(node) -> str:
+    """The RULES key of a node: its op_type, domain-qualified outside ai.onnx."""
+    if node.domain in ("", "ai.onnx"):
+        return node.op_type
+    return f"{node.domain}:{node.op_type}"
+
+
+def find_library(names: list) -> str:
+    """The first of `names` the dynamic loader can open, or ""."""
+    for name in names:
+        path = ctypes.util.find_library(name.replace("lib", "", 1).split(".so")[0]) or name
+        try:
+            ctypes.CDLL(path)
+            return path
+        except OSError:
+            continue
+    return ""
+
+
+@dataclass
+class Rule:
+    """How one ONNX operator lowers: `check(view, node, opset)` returns "" or why not;
+    `lower(builder, node)` emits the platform operations. Inputs at the `params` positions
+    must be constants: they become the platform's static parameters, not tensors."""
+    check: object
+    lower: object
+    params: tuple = ()
+
+
+class NodeView:
+    """What a capability check sees of a node: its values' types and constants."""
+
+    def __init__(self, facts: GraphFacts, provider):
+        self.facts = facts
+        self.provider = provider
+
+    def type(self, name: str):
+        return self.facts.type_of(name)
+
+    def shape(self, name: str):
+        t = self.facts.type_of(name)
+        return None if t is None or t.kind != "tensor" else t.shape
+
+    def rank(self, name: str):
+        s = self.shape(name)
+        return None if s is None else len(s)
+
+    def is_constant(self, name: str) -> bool:
+        return self.facts.is_constant(name)
+
+    def constant(self, name: str):
+        return self.facts.constant(name)
+
+
+class EdgeProvider(ExecutionProvider):
+    """A compiling provider whose partitions lower to a platform model (see module doc)."""
+    compiles = True
+    platform = ""          # "NNAPI", "QNN": in messages
+    RULES: dict = {}       # ONNX op_type -> Rule
+
+    def __init__(self, options: dict = None):
+        super().__init__(options)
+        execute = self.options.get("execute", "device")
+        if execute not in ("device", "reference"):
+            raise ValueError(f"{self.name} provider option 'execute' must be 'device' or "
+                             f"'reference', got {execute!r}")
+        self.execute = execute
+        if execute == "device":
+            ok, why = self.device_available()
+            if not ok:
+                raise RuntimeError(f"{self.name}: {why}; pass provider option "
+                                   f"{{'execute': 'reference'}} to run the lowered model with "
+                                   f"the reference interpreter")
+        self.facts = None
+        self.partitions: list = []       # every LoweredPartition compiled, in order
+
+    def device_available(self) -> tuple:
+        """available() for this instance's options (a QNN backend, say)."""
+        return self.available()
+
+    def prepare_model(self, model: Model) -> None:
+        """Learn the types and constants of `model` (called before partitioning)."""
+        self.facts = graph_facts(model)
+
+    # ---- capability -------------------------------------------------------------------
+
+    def capability(self, node, opset):
+        if self.facts is None:
+            return False, (f"{self.platform} needs the model's value types and constants: "
+                           f"call prepare_model(model) before partitioning")
+        view = NodeView(self.facts, self)
+        if self.facts.is_folded(node):
+            why = self.check_constant_outputs(view, node)
+            return (not why), (why or "")
+        rule = self.RULES.get(rule_key(node))
+        if rule is None:
+            return False, f"{self.platform} has no lowering for {rule_key(node)}"
+        why = self.check_common(view, node, rule) or rule.check(view, node, opset)
+        return (not why), (why or "")
+
+    def check_common(self, view: NodeView, node, rule: Rule) -> str:
+        """Constant parameters are constants; every tensor input and output has a type the
+        target supports."""
+        for i, name in enumerate(node.inputs):
+            if not name:
+                continue
+            if i in rule.params:
+                if not view.is_constant(name):
+                    return (f"{node.op_type} input {i} ('{name}') must be a constant: "
+                            f"{self.platform} takes it as a static parameter")
+                continue
+            why = self.tensor_type_problem(view.type(name), name)
+            if why:
+                return why
+        for name in node.outputs:
+            why = name and self.tensor_type_problem(view.type(name), name)
+            if why:
+                return why
+        return ""
+
+    def check_constant_outputs(self, view: NodeView, node) -> str:
+        """A node folded to constants lowers to constant tensors of a supported type."""
+        for o in node.outputs:
+            t = view.type(o)
+            why = self.tensor_type_problem(t, o) if t is not None else f"type of '{o}' unknown"
+            if why:
+                return f"constant {why}"
+        return ""
+
+    def tensor_type_problem(self, t: TypeInfo, name: str) -> str:
+        raise NotImplementedError
+
+    # ---- compile / execute -------------------------------------------------------------
+
+    def compile(self, graph: Graph, opsets: dict):
+        part = LoweredPartition(self, graph, opsets)
+        self.partitions.append(part)
+        return part
+
+    def lower(self, graph: Graph, input_types: dict, constants) -> object:
+        """The platform program for `graph` with these input types (overridden)."""
+        raise NotImplementedError
+
+    def run_program(self, program, inputs: list) -> list:
+        if self.execute == "reference":
+            return self.interpret(program, inputs)
+        return self.run_on_device(program, inputs)
+
+    def interpret(self, program, inputs: list) -> list:
+        raise NotImplementedError
+
+    def run_on_device(self, program, inputs: list) -> list:
+        raise NotImplementedError
+
+
+class LoweredPartition:
+    """One claimed partition: lowered per input-shape signature, then executed."""
+
+    def __init__(self, provider: EdgeProvider, graph: Graph, opsets: dict):
+        self.provider = provider
+        self.graph = graph
+        self.opsets = opsets
+        self.input_names = [v.name for v in graph.inputs]
+        self.programs: dict = {}      # ((shape, dtype), ...) -> platform program
+
+    def __call__(self, *inputs):
+        import numpy as np
+
+        arrays = [np.asarray(a) for a in inputs]
+        key = tuple((a.shape, a.dtype.str) for a in arrays)
+        program = self.programs.get(key)
+        if program is None:
+            program = self.programs[key] = self.lower(arrays)
+        return tuple(self.provider.run_program(program, arrays))
+
+    def lower(self, arrays: list):
+        types = {}
+        for name, a in zip(self.input_names, arrays):
+            code = dtypes.BY_NUMPY[a.dtype.name].code
+            types[name] = TypeInfo(kind="tensor", elem_type=code, shape=tuple(a.shape))
+        return self.provider.lower(self.graph, types, self.opsets)
+
+    @property
+    def node_count(self) -> int:
+        return len(self.graph.nodes)
+
+
+def partition_types(graph: Graph, input_types: dict, opsets: dict, constants=None) -> dict:
+    """Concrete types of every value of a partition given its inputs' types. Inputs that
+    are constants (`constants(name)` not None) are given as values, so shape arithmetic
+    over them (Reshape's shape, Slice's ends) is known."""
+    from ..ir.tensor_numpy import numpy_to_tensor
+    from ..shape_inference import infer_shapes
+
+    initializers = dict(graph.initializers)
+    inputs = []
+    for v in graph.inputs:
+        value = constants(v.name) if constants else None
+        if value is None:
+            inputs.append(v)
+        else:
+            initializers[v.name] = numpy_to_tensor(value, v.name)
+    view = Graph(name=graph.name, nodes=graph.nodes, inputs=inputs, outputs=graph.outputs,
+                 initializers=initializers)
+    return dict(infer_shapes(view, {v.name: input_types[v.name] for v in inputs}, opsets))
+
+
+# ---------------------------------------------------------------- shared lowering helpers
+
+
+def conv_pads(in_hw, kernel, strides, dilations, pads, auto_pad, ceil_mode=0):
+    """(top, bottom, left, right) explicit padding and output size of a 2-D window, with
+    ceil_mode folded into extra bottom/right padding (platforms have floor rounding only)."""
+    from .cpu.ops.conv import window_geometry
+
+    g = window_geometry(in_hw, kernel, strides, dilations, pads, auto_pad, ceil_mode)
+    ends = []
+    for i in range(2):
+        span = (g.kernel[i] - 1) * g.dilations[i] + 1
+        needed = (g.out_shape[i] - 1) * g.strides[i] + span - in_hw[i] - g.pads_begin[i]
+        ends.append(max(needed, 0))
+    return (g.pads_begin[0], ends[0], g.pads_begin[1], ends[1]), tuple(g.out_shape)
+
+
+def ints(values, default=None) -> list:
+    return [int(v) for v in values] if values else list(default or [])
+
+
+def attr_str(node, name: str, default: str) -> str:
+    v = node.attr(name, default)
+    return v.decode() if isinstance(v, bytes) else v
+
+
+def type_problem_common(platform: str, t, name: str, supported: dict, max_rank: int) -> str:
+    """Why a value cannot be a platform tensor: unknown type, element type, rank."""
+    if t is None or t.kind != "tensor":
+        return f"type of '{name}' is unknown (needed to build a static {platform} model)"
+    if t.elem_type not in supported:
+        kind = dtypes.BY_CODE[t.elem_type].name if t.elem_type in dtypes.BY_CODE else "?"
+        have = ", ".join(dtypes.BY_CODE[c].name.lower() for c in supported)
+        return f"'{name}' is {kind.lower()}; {platform} tensors here are {have}"
+    if t.shape is None:
+        return f"rank of '{name}' is unknown"
+    if len(t.shape) > max_rank:
+        return f"'{name}' has rank {len(t.shape)}; {platform} supports rank <= {max_rank}"
+    return ""
+
+
+class Layouts:
+    """ONNX value name -> {layout: platform tensor}, adding transposes on demand.
+
+    `transpose(src, perm, shape) -> tensor` is the adapter's way to emit one."""
+
+    def __init__(self, transpose):
+        self.transpose = transpose
+        self.tensors: dict = {}      # name -> {"nchw": t, "nhwc": t}
+        self.shapes: dict = {}       # name -> ONNX (NCHW) shape
+
+    def set(self, name: str, tensor, layout: str, shape) -> None:
+        self.tensors[name] = {layout: tensor}
+        self.shapes[name] = tuple(shape)
+
+    def alias(self, name: str, source: str) -> None:
+        self.tensors[name] = self.tensors[source]
+        self.shapes[name] = self.shapes[source]
+
+    def has(self, name: str, layout: str) -> bool:
+        return layout in self.tensors.get(name, {})
+
+    def get(self, name: str, layout: str = "nchw"):
+        forms = self.tensors[name]
+        if layout in forms:
+            return forms[layout]
+        shape = self.shapes[name]
+        if layout == "nhwc":
+            nhwc = tuple(shape[i] for i in NCHW_TO_NHWC)
+            forms["nhwc"] = self.transpose(forms["nchw"], NCHW_TO_NHWC, nhwc)
+        else:
+            forms["nchw"] = self.transpose(forms["nhwc"], NHWC_TO_NCHW, shape)
+        return forms[layout]
+
+    def preferred(self, name: str) -> str:
+        """The layout `name` already exists in, NHWC first."""
+        return "nhwc" if "nhwc" in self.tensors[name] else "nchw"
+
+
+def clip_bounds(view_or_b, node, opset):
+    """Clip's (min, max), None where absent: attributes before opset 11, constant inputs
+    after. `view_or_b` is a NodeView (capability) or a lowering builder."""
+    if opset < 11:
+        return node.attr("min", None), node.attr("max", None)
+    bounds = []
+    for i in (1, 2):
+        name = node.inputs[i] if len(node.inputs) > i else ""
+        if not name:
+            bounds.append(None)
+            continue
+        const = view_or_b.constant(name) if hasattr(view_or_b, "constant") else \
+            view_or_b.const(name)
+        bounds.append(None if const is None else float(np.asarray(const).reshape(-1)[0]))
+    return tuple(bounds)
+
+
+def reduce_axes(node, opset, view_or_b, rank: int):
+    """A Reduce*'s axes, sorted and non-negative (attribute, or constant input from 13/18)."""
+    if len(node.inputs) > 1 and node.inputs[1]:
+        get = view_or_b.constant if hasattr(view_or_b, "constant") else view_or_b.const
+        axes = [int(a) for a in np.asarray(get(node.inputs[1])).reshape(-1)]
+    else:
+        axes = ints(node.attr("axes"), [])
+    if not axes:
+        axes = list(range(rank))
+    return sorted(a + rank if a < 0 else a for a in axes)
+
+
+def softmax_axis(node, opset: int, rank: int) -> int:
+    axis = node.attr("axis", -1 if opset >= 13 else 1)
+    return axis + rank if axis < 0 else axis
+
+
+def split_fused(node):
+    """A com.edgerun Fused* node as (base node writing `tmp`, activation name, activation
+    params, tmp): the adapter lowers the base, then the activation from tmp."""
+    base_type = node.op_type[len("Fused"):]
+    attrs = {k: a for k, a in node.attributes.items()
+             if k not in ("activation", "activation_params")}
+    tmp = node.outputs[0] + "/before_activation"
+    base = Node(op_type=base_type, inputs=list(node.inputs), outputs=[tmp], attributes=attrs,
+                name=node.name)
+    act = attr_str(node, "activation", "Relu")
+    params = [float(p) for p in node.attr("activation_params", None) or []]
+    return base, act, params, tmp

@@ -1,0 +1,1 @@
+"""NNAPI (Android Neural Networks API) adapter."""

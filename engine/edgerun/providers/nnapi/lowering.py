@@ -1,0 +1,841 @@
+"""ONNX nodes -> NNAPI operations: one capability check and one lowering per ONNX operator.
+
+Conventions (NeuralNetworks.h, feature level 8 documentation):
+- 4-D activations of CONV_2D, DEPTHWISE_CONV_2D, GROUPED_CONV_2D, *_POOL_2D and
+  LOCAL_RESPONSE_NORMALIZATION are NHWC; filters are [depth_out, h, w, depth_in]
+  (depthwise: [1, h, w, depth_out]); bias is required ([depth_out]); padding is given
+  explicitly (left, right, top, bottom) followed by strides (width, height).
+- ADD/MUL/SUB/DIV, convolutions, pools and FULLY_CONNECTED end with a FuseCode operand;
+  a following Relu/Clip(0,6)/Clip(-1,1) folds into it.
+- Parameters (shapes, axes, paddings, weights) are constant operands: the ONNX inputs
+  carrying them must be constants.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ...ir import Node
+from ..edge_common import (NCHW_TO_NHWC, Layouts, Rule, attr_str, clip_bounds, conv_pads,
+                           ints, partition_types, reduce_axes, rule_key, softmax_axis,
+                           split_fused)
+from . import spec
+from .model import NnapiModel, Operand, Operation
+
+_TENSOR_TYPES = {np.dtype(np.float32): "TENSOR_FLOAT32", np.dtype(np.int32): "TENSOR_INT32",
+                 np.dtype(np.bool_): "TENSOR_BOOL8", np.dtype(np.float16): "TENSOR_FLOAT16"}
+_FUSE_OF = {"Relu": spec.FUSE_RELU}
+
+
+class Builder:
+    """Builds one NnapiModel for one partition with concrete input shapes."""
+
+    def __init__(self, graph, types: dict, constants, level: int):
+        self.graph = graph
+        self.types = types                       # value name -> TypeInfo (concrete)
+        self.constants = constants               # callable name -> array or None
+        self.model = NnapiModel(feature_level=level)
+        self.layouts = Layouts(self._transpose)
+        self.fusable: dict = {}                  # value name -> fuse operand index
+        outputs = {v.name for v in graph.outputs}
+        self.readers: dict = {}
+        for node in graph.nodes:
+            for name in node.inputs:
+                self.readers[name] = self.readers.get(name, 0) + 1
+        for name in outputs:
+            self.readers[name] = self.readers.get(name, 0) + 1
+
+    # ---- operands --------------------------------------------------------------------
+
+    def add_operand(self, type_: str, dims=(), value=None, name="", lifetime=None) -> int:
+        lifetime = lifetime or ("CONSTANT_COPY" if value is not None else "TEMPORARY_VARIABLE")
+        self.model.operands.append(Operand(type_, tuple(int(d) for d in dims), lifetime,
+                                           value, name))
+        return len(self.model.operands) - 1
+
+    def tensor(self, dtype, dims, name="") -> int:
+        return self.add_operand(_TENSOR_TYPES[np.dtype(dtype)], dims, name=name)
+
+    def const_tensor(self, array, name="") -> int:
+        array = np.ascontiguousarray(array)
+        if array.dtype == np.int64:
+            array = array.astype(np.int32)
+        if array.dtype == np.float64:
+            array = array.astype(np.float32)
+        return self.add_operand(_TENSOR_TYPES[array.dtype], array.shape, array, name)
+
+    def i32(self, v) -> int:
+        return self.add_operand("INT32", (), int(v))
+
+    def f32(self, v) -> int:
+        return self.add_operand("FLOAT32", (), float(v))
+
+    def flag(self, v) -> int:
+        return self.add_operand("BOOL", (), bool(v))
+
+    def emit(self, op: str, inputs: list, out_dims, out_dtype, name="") -> int:
+        out = self.tensor(out_dtype, out_dims, name)
+        self.model.operations.append(Operation(op, list(inputs), [out]))
+        return out
+
+    def _transpose(self, src: int, perm, out_dims) -> int:
+        operand = self.model.operands[src]
+        if operand.value is not None and operand.dims:     # constants are permuted here
+            return self.const_tensor(np.transpose(operand.value, perm), operand.name)
+        dtype = _dtype_of(operand.type)
+        return self.emit("TRANSPOSE", [src, self.const_tensor(np.array(perm, np.int32))],
+                         out_dims, dtype, operand.name)
+
+    # ---- ONNX values -----------------------------------------------------------------
+
+    def shape(self, name: str) -> tuple:
+        return tuple(self.types[name].shape)
+
+    def dtype(self, name: str):
+        from ...ir import dtypes
+
+        return dtypes.numpy_dtype(self.types[name].elem_type)
+
+    def const(self, name: str):
+        return self.constants(name) if name else None
+
+    def get(self, name: str, layout: str = "nchw") -> int:
+        """The operand carrying ONNX value `name` in `layout` (NHWC only for rank 4)."""
+        if name not in self.layouts.tensors:
+            value = self.const(name)
+            if value is None:
+                raise KeyError(f"value '{name}' reaches the NNAPI partition from nowhere")
+            self.layouts.set(name, self.const_tensor(value, name), "nchw", value.shape)
+        return self.layouts.get(name, layout)
+
+    def define(self, name: str, operand: int, layout: str, onnx_shape=None) -> None:
+        self.model.operands[operand].name = name
+        if name not in self.types:          # a value the lowering made up (1-D conv as 2-D)
+            from ...ir import TypeInfo, dtypes
+
+            code = dtypes.code_of_numpy(_dtype_of(self.model.operands[operand].type))
+            self.types[name] = TypeInfo(kind="tensor", elem_type=code, shape=tuple(onnx_shape))
+        self.layouts.set(name, operand, layout, onnx_shape or self.shape(name))
+
+    def fuse_slot(self, name: str, operand: int) -> None:
+        """`name` came from an operation whose FuseCode operand is `operand`."""
+        self.fusable[name] = operand
+
+
+def _dtype_of(operand_type: str):
+    return {v: k for k, v in _TENSOR_TYPES.items()}[operand_type]
+
+
+def build(graph, input_types: dict, opsets: dict, constants, level: int,
+          rules: dict, opset: int) -> NnapiModel:
+    types = partition_types(graph, input_types, opsets, constants)
+    b = Builder(graph, types, constants, level)
+    b.opset = opset
+    for position, v in enumerate(graph.inputs):
+        if b.const(v.name) is not None:
+            continue               # a constant computed outside: baked in as CONSTANT_COPY
+        t = input_types[v.name]
+        operand = b.add_operand(_TENSOR_TYPES[b.dtype(v.name)], t.shape, name=v.name,
+                                lifetime="MODEL_INPUT")
+        b.layouts.set(v.name, operand, "nchw", t.shape)
+        b.model.inputs.append(operand)
+        b.model.input_names.append(v.name)
+        b.model.input_positions.append(position)
+    for node in graph.nodes:
+        if all(b.const(o) is not None for o in node.outputs if o):
+            continue               # folded: its outputs are constant operands where used
+        rules[rule_key(node)].lower(b, node)
+    for v in graph.outputs:
+        operand = b.get(v.name, "nchw")
+        if b.model.operands[operand].lifetime == "TEMPORARY_VARIABLE":
+            b.model.operands[operand].lifetime = "MODEL_OUTPUT"
+        b.model.outputs.append(operand)
+        b.model.output_names.append(v.name)
+    return b.model
+
+
+# ---------------------------------------------------------------- capability helpers
+
+
+def needs(level_needed: int, what: str, view) -> str:
+    target = view.provider.feature_level
+    if target < level_needed:
+        return f"{what} needs NNAPI feature level {level_needed}, target is {target}"
+    return ""
+
+
+def op_level(operation: str, view, what: str = "") -> str:
+    return needs(spec.level_of(operation), what or operation, view)
+
+
+def _fuse_into_producer(b: Builder, src: str, dst: str, code: int) -> bool:
+    """Relu after an operation with a FuseCode: set the code instead of adding RELU."""
+    slot = b.fusable.get(src)
+    if slot is None or b.readers.get(src, 0) != 1:
+        return False
+    operand = b.model.operands[slot]
+    if operand.value != spec.FUSE_NONE:
+        return False
+    operand.value = code
+    del b.fusable[src]
+    b.layouts.alias(dst, src)
+    return True
+
+
+def _fuse(b: Builder) -> int:
+    return b.i32(spec.FUSE_NONE)
+
+
+# ---------------------------------------------------------------- convolution and pooling
+
+
+def _conv_check(view, node, opset) -> str:
+    x, w = node.inputs[0], node.inputs[1]
+    rank = view.rank(x)
+    if rank not in (3, 4):
+        return f"Conv on rank-{rank} input: NNAPI has 2-D convolutions (1-D via reshape) only"
+    group = node.attr("group", 1)
+    wshape = view.shape(w)
+    c_in = wshape[1] * group
+    dil = ints(node.attr("dilations"), [1] * (rank - 2))
+    why = op_level("TRANSPOSE", view, "Conv (TRANSPOSE to NNAPI's NHWC)")
+    if why:
+        return why
+    if any(d != 1 for d in dil):
+        if group not in (1, c_in):
+            return f"Conv with group {group} and dilations {dil}: GROUPED_CONV_2D has no dilation"
+        why = needs(3, f"Conv with dilations {dil}", view)
+    elif group != 1 and group != c_in:
+        why = needs(3, f"Conv with group {group} (GROUPED_CONV_2D)", view)
+    return why
+
+
+def _conv_lower(b: Builder, node) -> None:
+    x_name, w_name = node.inputs[0], node.inputs[1]
+    one_d = len(b.shape(x_name)) == 3
+    w = b.const(w_name)
+    bias = b.const(node.inputs[2]) if len(node.inputs) > 2 and node.inputs[2] else None
+    kernel = list(w.shape[2:])
+    strides = ints(node.attr("strides"), [1] * len(kernel))
+    dil = ints(node.attr("dilations"), [1] * len(kernel))
+    pads = ints(node.attr("pads"), [])
+    if one_d:      # [N, C, W] -> [N, C, 1, W] with a (1, k) kernel
+        n, c, width = b.shape(x_name)
+        tmp = x_name + "/as_2d"
+        b.define(tmp, b.emit("RESHAPE", [b.get(x_name), b.const_tensor(np.array(
+            [n, c, 1, width], np.int32))], (n, c, 1, width), b.dtype(x_name)), "nchw",
+            (n, c, 1, width))
+        x_name, w = tmp, w.reshape(w.shape[0], w.shape[1], 1, w.shape[2])
+        kernel, strides, dil = [1] + kernel, [1] + strides, [1] + dil
+        pads = [0, pads[0], 0, pads[1]] if pads else []
+    n, c, h, width = b.shape(x_name)
+    group = node.attr("group", 1)
+    m = w.shape[0]
+    (top, bottom, left, right), (oh, ow) = conv_pads(
+        (h, width), kernel, strides, dil, pads, attr_str(node, "auto_pad", "NOTSET"))
+    bias = np.zeros(m, np.float32) if bias is None else bias.astype(np.float32)
+    x = b.get(x_name, "nhwc")
+    padding = [b.i32(left), b.i32(right), b.i32(top), b.i32(bottom),
+               b.i32(strides[1]), b.i32(strides[0])]
+    dilated = any(d != 1 for d in dil)
+    tail = [b.flag(False), b.i32(dil[1]), b.i32(dil[0])] if dilated else []
+    fuse = _fuse(b)
+    if group == 1:
+        op, filt, extra = "CONV_2D", w.transpose(0, 2, 3, 1), []
+    elif group == c:
+        op, filt, extra = "DEPTHWISE_CONV_2D", w.transpose(1, 2, 3, 0), [b.i32(m // c)]
+    else:
+        op, filt, extra = "GROUPED_CONV_2D", w.transpose(0, 2, 3, 1), [b.i32(group)]
+        tail = [b.flag(False)]
+    inputs = [x, b.const_tensor(filt), b.const_tensor(bias)] + padding + extra + [fuse] + tail
+    out = b.emit(op, inputs, (n, oh, ow, m), b.dtype(x_name))
+    y = node.outputs[0]
+    if one_d:
+        tmp = y + "/as_2d"
+        b.define(tmp, out, "nhwc", (n, m, 1, ow))
+        b.define(y, b.emit("RESHAPE", [b.get(tmp, "nchw"), b.const_tensor(np.array(
+            [n, m, ow], np.int32))], (n, m, ow), b.dtype(x_name)), "nchw")
+        return
+    b.define(y, out, "nhwc", (n, m, oh, ow))
+    b.fuse_slot(y, fuse)
+
+
+def _pool_check(view, node, opset) -> str:
+    if view.rank(node.inputs[0]) != 4:
+        return f"{node.op_type} on rank-{view.rank(node.inputs[0])} input: NNAPI pools are 2-D"
+    if len([o for o in node.outputs if o]) > 1:
+        return "MaxPool's Indices output has no NNAPI equivalent"
+    if any(d != 1 for d in ints(node.attr("dilations"), [1, 1])):
+        return f"{node.op_type} with dilations: NNAPI pools have no dilation"
+    if node.attr("storage_order", 0):
+        return "MaxPool storage_order=1 has no NNAPI equivalent"
+    if node.op_type == "AveragePool" and node.attr("count_include_pad", 0):
+        if any(ints(node.attr("pads"), [])) or attr_str(node, "auto_pad", "NOTSET") != "NOTSET" \
+                or node.attr("ceil_mode", 0):
+            return ("AveragePool count_include_pad=1 with padding: NNAPI's AVERAGE_POOL_2D "
+                    "excludes padding from the average")
+    return op_level("TRANSPOSE", view, f"{node.op_type} (TRANSPOSE to NNAPI's NHWC)")
+
+
+def _pool_lower(b: Builder, node) -> None:
+    x_name = node.inputs[0]
+    n, c, h, w = b.shape(x_name)
+    if node.op_type.startswith("Global"):
+        kernel, strides, pads, auto_pad, ceil = [h, w], [1, 1], [], "NOTSET", 0
+    else:
+        kernel = ints(node.attr("kernel_shape"))
+        strides = ints(node.attr("strides"), [1, 1])
+        pads, auto_pad = ints(node.attr("pads"), []), attr_str(node, "auto_pad", "NOTSET")
+        ceil = node.attr("ceil_mode", 0)
+    (top, bottom, left, right), (oh, ow) = conv_pads((h, w), kernel, strides, [1, 1], pads,
+                                                     auto_pad, ceil)
+    op = "MAX_POOL_2D" if "Max" in node.op_type else "AVERAGE_POOL_2D"
+    fuse = _fuse(b)
+    inputs = [b.get(x_name, "nhwc"), b.i32(left), b.i32(right), b.i32(top), b.i32(bottom),
+              b.i32(strides[1]), b.i32(strides[0]), b.i32(kernel[1]), b.i32(kernel[0]), fuse]
+    out = b.emit(op, inputs, (n, oh, ow, c), b.dtype(x_name))
+    b.define(node.outputs[0], out, "nhwc", (n, c, oh, ow))
+    b.fuse_slot(node.outputs[0], fuse)
+
+
+def _lrn_check(view, node, opset) -> str:
+    if view.rank(node.inputs[0]) != 4:
+        return "LRN on a non-4-D input: LOCAL_RESPONSE_NORMALIZATION here works on NHWC"
+    size = node.attr("size")
+    if size % 2 == 0:
+        return f"LRN size {size} is even: NNAPI's window is 2*radius+1 channels"
+    return op_level("TRANSPOSE", view, "LRN (TRANSPOSE to NNAPI's NHWC)")
+
+
+def _lrn_lower(b: Builder, node) -> None:
+    size = node.attr("size")
+    x = node.inputs[0]
+    inputs = [b.get(x, "nhwc"), b.i32((size - 1) // 2), b.f32(node.attr("bias", 1.0)),
+              b.f32(node.attr("alpha", 1e-4) / size), b.f32(node.attr("beta", 0.75))]
+    n, c, h, w = b.shape(x)
+    b.define(node.outputs[0], b.emit("LOCAL_RESPONSE_NORMALIZATION", inputs, (n, h, w, c),
+                                     b.dtype(x)), "nhwc")
+
+
+# ---------------------------------------------------------------- elementwise
+
+
+_BINARY = {"Add": "ADD", "Sub": "SUB", "Mul": "MUL", "Div": "DIV", "Max": "MAXIMUM",
+           "Min": "MINIMUM", "Sum": "ADD", "Pow": "POW"}
+_UNARY = {"Relu": "RELU", "Sigmoid": "LOGISTIC", "Tanh": "TANH", "Exp": "EXP", "Log": "LOG",
+          "Sqrt": "SQRT", "Abs": "ABS", "Neg": "NEG", "Floor": "FLOOR"}
+
+
+def _binary_check(view, node, opset) -> str:
+    op = _BINARY[node.op_type]
+    if node.op_type == "Pow" and view.is_constant(node.inputs[1]):
+        exponent = np.asarray(view.constant(node.inputs[1]))
+        if exponent.size == 1 and float(exponent.reshape(-1)[0]) in (1.0, 2.0):
+            return ""                      # x*x: MUL
+    if node.op_type in ("Max", "Min", "Sum") and len(node.inputs) < 2:
+        return ""
+    return op_level(op, view, f"{node.op_type} ({op})")
+
+
+def _layout_for(b: Builder, names: list, out_shape) -> str:
+    """NHWC when every non-constant input is a rank-4 tensor of the output's shape and one
+    already exists in NHWC (so no transpose is added); else NCHW."""
+    live = [n for n in names if b.const(n) is None]
+    if len(out_shape) != 4 or not live:
+        return "nchw"
+    if any(b.shape(n) != tuple(out_shape) for n in live):
+        return "nchw"
+    return "nhwc" if any(b.layouts.has(n, "nhwc") for n in live) else "nchw"
+
+
+def _operand_in(b: Builder, name: str, layout: str, rank: int) -> int:
+    value = b.const(name)
+    if layout == "nhwc" and value is not None and name not in b.layouts.tensors:
+        value = np.asarray(value).reshape((1,) * (rank - np.ndim(value)) + np.shape(value))
+        return b.const_tensor(np.transpose(value, NCHW_TO_NHWC), name)
+    return b.get(name, layout)
+
+
+def _emit_binary(b: Builder, op: str, a: int, c: int, out_dims, dtype) -> tuple:
+    fuse = None
+    inputs = [a, c]
+    if op in spec.FUSABLE:
+        fuse = _fuse(b)
+        inputs.append(fuse)
+    return b.emit(op, inputs, out_dims, dtype), fuse
+
+
+def _binary_lower(b: Builder, node) -> None:
+    y = node.outputs[0]
+    out_shape = b.shape(y)
+    names = list(node.inputs)
+    if len(names) == 1:
+        b.layouts.alias(y, names[0]) if names[0] in b.layouts.tensors else b.define(
+            y, b.get(names[0]), "nchw")
+        return
+    layout = _layout_for(b, names, out_shape)
+    dims = tuple(out_shape[i] for i in NCHW_TO_NHWC) if layout == "nhwc" else out_shape
+    op = _BINARY[node.op_type]
+    if node.op_type == "Pow":
+        exponent = float(np.asarray(b.const(names[1])).reshape(-1)[0]) \
+            if b.const(names[1]) is not None and np.size(b.const(names[1])) == 1 else None
+        if exponent in (1.0, 2.0):
+            x = _operand_in(b, names[0], layout, len(out_shape))
+            if exponent == 1.0:
+                b.layouts.set(y, x, layout, out_shape)
+                return
+            out, _ = _emit_binary(b, "MUL", x, x, dims, b.dtype(y))
+            b.define(y, out, layout, out_shape)
+            return
+    acc = _operand_in(b, names[0], layout, len(out_shape))
+    fuse = None
+    for other in names[1:]:
+        acc, fuse = _emit_binary(b, op, acc, _operand_in(b, other, layout, len(out_shape)),
+                                 dims, b.dtype(y))
+    b.define(y, acc, layout, out_shape)
+    if fuse is not None:
+        b.fuse_slot(y, fuse)
+
+
+def _unary_check(view, node, opset) -> str:
+    op = _UNARY[node.op_type]
+    return op_level(op, view, f"{node.op_type} ({op})")
+
+
+def _unary_lower(b: Builder, node) -> None:
+    x, y = node.inputs[0], node.outputs[0]
+    if node.op_type in _FUSE_OF and _fuse_into_producer(b, x, y, _FUSE_OF[node.op_type]):
+        return
+    layout = b.layouts.preferred(x) if x in b.layouts.tensors else "nchw"
+    src = b.get(x, layout)
+    dims = b.model.operands[src].dims
+    b.define(y, b.emit(_UNARY[node.op_type], [src], dims, b.dtype(y)), layout, b.shape(x))
+
+
+_RELU_FORMS = {(0.0, 6.0): ("RELU6", spec.FUSE_RELU6), (-1.0, 1.0): ("RELU1", spec.FUSE_RELU1),
+               (0.0, None): ("RELU", spec.FUSE_RELU)}
+
+
+def _clip_check(view, node, opset) -> str:
+    lo, hi = clip_bounds(view, node, opset)
+    key = (None if lo is None else float(lo), None if hi is None else float(hi))
+    if key in _RELU_FORMS:
+        return ""
+    return needs(3, f"Clip({lo}, {hi}) (MAXIMUM/MINIMUM)", view)
+
+
+def _clip_lower(b: Builder, node) -> None:
+    lo, hi = clip_bounds(b, node, b.opset)
+    _clip_apply(b, node, lo, hi)
+
+
+def _clip_apply(b: Builder, node, lo, hi) -> None:
+    key = (None if lo is None else float(lo), None if hi is None else float(hi))
+    x, y = node.inputs[0], node.outputs[0]
+    if key in _RELU_FORMS:
+        op, code = _RELU_FORMS[key]
+        if _fuse_into_producer(b, x, y, code):
+            return
+    layout = b.layouts.preferred(x)
+    src = b.get(x, layout)
+    dims, dtype = b.model.operands[src].dims, b.dtype(y)
+    if key in _RELU_FORMS:
+        b.define(y, b.emit(_RELU_FORMS[key][0], [src], dims, dtype), layout, b.shape(x))
+        return
+    if lo is not None:
+        src = b.emit("MAXIMUM", [src, b.const_tensor(np.array([lo], dtype))], dims, dtype)
+    if hi is not None:
+        src = b.emit("MINIMUM", [src, b.const_tensor(np.array([hi], dtype))], dims, dtype)
+    b.define(y, src, layout, b.shape(x))
+
+
+def _hard_sigmoid_check(view, node, opset) -> str:
+    return needs(3, "HardSigmoid (MUL, ADD, MAXIMUM, MINIMUM)", view)
+
+
+def _hard_sigmoid_lower(b: Builder, node) -> None:
+    x, y = node.inputs[0], node.outputs[0]
+    layout = b.layouts.preferred(x)
+    src = b.get(x, layout)
+    dims, dtype = b.model.operands[src].dims, b.dtype(y)
+    scaled = b.emit("MUL", [src, b.const_tensor(np.array([node.attr("alpha", 0.2)], dtype)),
+                            _fuse(b)], dims, dtype)
+    shifted = b.emit("ADD", [scaled, b.const_tensor(np.array([node.attr("beta", 0.5)], dtype)),
+                             _fuse(b)], dims, dtype)
+    low = b.emit("MAXIMUM", [shifted, b.const_tensor(np.array([0], dtype))], dims, dtype)
+    b.define(y, b.emit("MINIMUM", [low, b.const_tensor(np.array([1], dtype))], dims, dtype),
+             layout, b.shape(x))
+
+
+def _batch_norm_check(view, node, opset) -> str:
+    if len([o for o in node.outputs if o]) > 1:
+        return "BatchNormalization training outputs have no NNAPI equivalent"
+    if node.attr("training_mode", 0):
+        return "BatchNormalization training_mode=1 has no NNAPI equivalent"
+    return ""
+
+
+def _batch_norm_lower(b: Builder, node) -> None:
+    x, y = node.inputs[0], node.outputs[0]
+    scale, bias, mean, var = (b.const(n).astype(np.float64) for n in node.inputs[1:5])
+    eps = node.attr("epsilon", 1e-5)
+    mult = scale / np.sqrt(var + eps)
+    shift = bias - mean * mult
+    shape = b.shape(x)
+    layout = b.layouts.preferred(x) if len(shape) == 4 else "nchw"
+    per_channel = (-1,) if layout == "nhwc" else (-1,) + (1,) * (len(shape) - 2)
+    dtype = b.dtype(x)
+    src = b.get(x, layout)
+    dims = b.model.operands[src].dims
+    scaled = b.emit("MUL", [src, b.const_tensor(mult.astype(dtype).reshape(per_channel)),
+                            _fuse(b)], dims, dtype)
+    fuse = _fuse(b)
+    out = b.emit("ADD", [scaled, b.const_tensor(shift.astype(dtype).reshape(per_channel)),
+                         fuse], dims, dtype)
+    b.define(y, out, layout, shape)
+    b.fuse_slot(y, fuse)
+
+
+# ---------------------------------------------------------------- matrix products
+
+
+def _gemm_check(view, node, opset) -> str:
+    if node.attr("transA", 0):
+        return "Gemm transA=1: FULLY_CONNECTED takes the input untransposed"
+    if view.rank(node.inputs[0]) != 2:
+        return "Gemm input is not 2-D"
+    if len(node.inputs) > 2 and node.inputs[2]:
+        cshape = view.shape(node.inputs[2])
+        n = view.shape(node.inputs[1])[0 if node.attr("transB", 0) else 1]
+        if cshape is None or tuple(cshape) not in ((), (1,), (n,), (1, n)):
+            return f"Gemm C of shape {cshape}: FULLY_CONNECTED's bias is one value per unit"
+    return ""
+
+
+def _gemm_lower(b: Builder, node) -> None:
+    w = b.const(node.inputs[1]).astype(np.float32)
+    weights = (w if node.attr("transB", 0) else w.T) * np.float32(node.attr("alpha", 1.0))
+    units = weights.shape[0]
+    if len(node.inputs) > 2 and node.inputs[2]:
+        c = b.const(node.inputs[2]).astype(np.float32) * np.float32(node.attr("beta", 1.0))
+        bias = np.broadcast_to(c.reshape(-1), (units,))
+    else:
+        bias = np.zeros(units, np.float32)
+    _fully_connected(b, node.inputs[0], weights, bias, node.outputs[0])
+
+
+def _fully_connected(b: Builder, x: str, weights, bias, y: str) -> None:
+    fuse = _fuse(b)
+    out_shape = b.shape(y)
+    batch = int(np.prod(out_shape[:-1])) if len(out_shape) > 1 else 1
+    inputs = [b.get(x), b.const_tensor(weights), b.const_tensor(np.ascontiguousarray(bias)), fuse]
+    out = b.emit("FULLY_CONNECTED", inputs, (batch, weights.shape[0]), b.dtype(y))
+    if len(out_shape) != 2:
+        out = b.emit("RESHAPE", [out, b.const_tensor(np.array(out_shape, np.int32))],
+                     out_shape, b.dtype(y))
+        fuse = None
+    b.define(y, out, "nchw")
+    if fuse is not None:
+        b.fuse_slot(y, fuse)
+
+
+def _matmul_check(view, node, opset) -> str:
+    a, w = node.inputs
+    if view.is_constant(w) and view.rank(w) == 2 and view.rank(a) >= 2:
+        return ""
+    ra, rw = view.rank(a), view.rank(w)
+    if ra < 2 or ra != rw:
+        return f"MatMul of rank {ra} by rank {rw}: BATCH_MATMUL needs equal ranks >= 2"
+    return op_level("BATCH_MATMUL", view, "MatMul with a non-constant B (BATCH_MATMUL)")
+
+
+def _matmul_lower(b: Builder, node) -> None:
+    a, w, y = node.inputs[0], node.inputs[1], node.outputs[0]
+    if b.const(w) is not None and len(b.shape(w)) == 2:
+        weights = np.ascontiguousarray(b.const(w).T.astype(np.float32))
+        _fully_connected(b, a, weights, np.zeros(weights.shape[0], np.float32), y)
+        return
+    out = b.emit("BATCH_MATMUL", [b.get(a), b.get(w), b.flag(False), b.flag(False)],
+                 b.shape(y), b.dtype(y))
+    b.define(y, out, "nchw")
+
+
+def _softmax_check(view, node, opset) -> str:
+    rank = view.rank(node.inputs[0])
+    axis = softmax_axis(node, opset, rank)
+    if opset < 13 and axis != rank - 1:
+        return op_level("RESHAPE", view)      # coerced to 2-D by RESHAPE, always available
+    if axis != rank - 1 or rank not in (2, 4):
+        return needs(3, f"Softmax on axis {axis} of a rank-{rank} tensor", view)
+    return ""
+
+
+def _softmax_lower(b: Builder, node) -> None:
+    x, y = node.inputs[0], node.outputs[0]
+    shape = b.shape(x)
+    rank = len(shape)
+    axis = softmax_axis(node, b.opset, rank)
+    src, dims = b.get(x), shape
+    if b.opset < 13 and axis != rank - 1:        # Softmax-1/11: over the flattened tail
+        dims = (int(np.prod(shape[:axis])), int(np.prod(shape[axis:])))
+        src = b.emit("RESHAPE", [src, b.const_tensor(np.array(dims, np.int32))], dims,
+                     b.dtype(x))
+        axis, rank = 1, 2
+    inputs = [src, b.f32(1.0)]
+    if axis != rank - 1 or rank not in (2, 4):
+        inputs.append(b.i32(axis))
+    out = b.emit("SOFTMAX", inputs, dims, b.dtype(y))
+    if dims != shape:
+        out = b.emit("RESHAPE", [out, b.const_tensor(np.array(shape, np.int32))], shape,
+                     b.dtype(y))
+    b.define(y, out, "nchw")
+
+
+# ---------------------------------------------------------------- shape operations
+
+
+def _reshape_check(view, node, opset) -> str:
+    return ""
+
+
+def _reshape_lower(b: Builder, node) -> None:
+    x, y = node.inputs[0], node.outputs[0]
+    shape = b.shape(y)
+    out = b.emit("RESHAPE", [b.get(x), b.const_tensor(np.array(shape, np.int32))], shape,
+                 b.dtype(y))
+    b.define(y, out, "nchw")
+
+
+def _identity_check(view, node, opset) -> str:
+    if len([o for o in node.outputs if o]) > 1:
+        return "Dropout's mask output has no NNAPI equivalent"
+    return ""
+
+
+def _identity_lower(b: Builder, node) -> None:
+    x = node.inputs[0]
+    b.get(x)
+    b.layouts.alias(node.outputs[0], x)
+
+
+def _concat_check(view, node, opset) -> str:
+    return ""
+
+
+def _concat_lower(b: Builder, node) -> None:
+    y = node.outputs[0]
+    shape = b.shape(y)
+    axis = node.attr("axis")
+    axis = axis + len(shape) if axis < 0 else axis
+    live = [n for n in node.inputs if b.const(n) is None]
+    nhwc = len(shape) == 4 and live and all(b.layouts.has(n, "nhwc") for n in live)
+    layout = "nhwc" if nhwc else "nchw"
+    inputs = [_operand_in(b, n, layout, len(shape)) for n in node.inputs]
+    dims = tuple(shape[i] for i in NCHW_TO_NHWC) if nhwc else shape
+    axis = NCHW_TO_NHWC.index(axis) if nhwc else axis
+    b.define(y, b.emit("CONCATENATION", inputs + [b.i32(axis)], dims, b.dtype(y)), layout,
+             shape)
+
+
+def _transpose_check(view, node, opset) -> str:
+    return op_level("TRANSPOSE", view)
+
+
+def _transpose_lower(b: Builder, node) -> None:
+    x, y = node.inputs[0], node.outputs[0]
+    perm = ints(node.attr("perm"), list(range(len(b.shape(x))))[::-1])
+    out = b.emit("TRANSPOSE", [b.get(x), b.const_tensor(np.array(perm, np.int32))],
+                 b.shape(y), b.dtype(y))
+    b.define(y, out, "nchw")
+
+
+def _mean_check(view, node, opset) -> str:
+    if len(node.inputs) > 1 and node.inputs[1] and not view.is_constant(node.inputs[1]):
+        return "ReduceMean axes must be a constant for NNAPI MEAN"
+    return op_level("MEAN", view, "ReduceMean (MEAN)")
+
+
+def _mean_lower(b: Builder, node) -> None:
+    x, y = node.inputs[0], node.outputs[0]
+    axes = reduce_axes(node, b.opset, b, len(b.shape(x)))
+    out = b.emit("MEAN", [b.get(x), b.const_tensor(np.array(axes, np.int32)),
+                          b.i32(node.attr("keepdims", 1))], b.shape(y), b.dtype(y))
+    b.define(y, out, "nchw")
+
+
+_REDUCE = {"ReduceSum": "REDUCE_SUM", "ReduceMax": "REDUCE_MAX", "ReduceMin": "REDUCE_MIN",
+           "ReduceProd": "REDUCE_PROD"}
+
+
+def _reduce_check(view, node, opset) -> str:
+    if len(node.inputs) > 1 and node.inputs[1] and not view.is_constant(node.inputs[1]):
+        return f"{node.op_type} axes must be a constant for NNAPI {_REDUCE[node.op_type]}"
+    if node.attr("noop_with_empty_axes", 0):
+        return f"{node.op_type} noop_with_empty_axes=1 is not lowered"
+    return op_level(_REDUCE[node.op_type], view, f"{node.op_type} ({_REDUCE[node.op_type]})")
+
+
+def _reduce_lower(b: Builder, node) -> None:
+    x, y = node.inputs[0], node.outputs[0]
+    axes = reduce_axes(node, b.opset, b, len(b.shape(x)))
+    out = b.emit(_REDUCE[node.op_type], [b.get(x), b.const_tensor(np.array(axes, np.int32)),
+                                         b.flag(node.attr("keepdims", 1))],
+                 b.shape(y), b.dtype(y))
+    b.define(y, out, "nchw")
+
+
+def _reciprocal_check(view, node, opset) -> str:
+    return op_level("DIV", view, "Reciprocal (DIV)")
+
+
+def _reciprocal_lower(b: Builder, node) -> None:
+    x, y = node.inputs[0], node.outputs[0]
+    layout = b.layouts.preferred(x)
+    src = b.get(x, layout)
+    one = b.const_tensor(np.ones(1, b.dtype(x)))
+    out = b.emit("DIV", [one, src, _fuse(b)], b.model.operands[src].dims, b.dtype(y))
+    b.define(y, out, layout, b.shape(x))
+
+
+def _pad_check(view, node, opset) -> str:
+    mode = attr_str(node, "mode", "constant")
+    if mode != "constant":
+        return f"Pad mode '{mode}': NNAPI pads with a constant only (MIRROR_PAD is level 7)"
+    if opset >= 11:
+        if len(node.inputs) > 3 and node.inputs[3]:
+            return "Pad with axes input is not lowered"
+        value = node.inputs[2] if len(node.inputs) > 2 else ""
+        if value and float(np.asarray(view.constant(value)).reshape(-1)[0]) != 0.0:
+            return needs(3, "Pad with a nonzero value (PAD_V2)", view)
+    elif node.attr("value", 0.0) != 0.0:
+        return needs(3, "Pad with a nonzero value (PAD_V2)", view)
+    return op_level("PAD", view, "Pad (PAD)")
+
+
+def _pad_lower(b: Builder, node) -> None:
+    x, y = node.inputs[0], node.outputs[0]
+    rank = len(b.shape(x))
+    if b.opset >= 11:
+        pads = [int(p) for p in np.asarray(b.const(node.inputs[1])).reshape(-1)]
+        value_name = node.inputs[2] if len(node.inputs) > 2 else ""
+        value = float(np.asarray(b.const(value_name)).reshape(-1)[0]) if value_name else 0.0
+    else:
+        pads, value = ints(node.attr("pads")), node.attr("value", 0.0)
+    if any(p < 0 for p in pads):
+        raise ValueError(f"Pad '{node.name}': negative pads {pads} are crops, not lowered")
+    paddings = np.array([[pads[i], pads[i + rank]] for i in range(rank)], np.int32)
+    inputs = [b.get(x), b.const_tensor(paddings)]
+    op = "PAD"
+    if value != 0.0:
+        op = "PAD_V2"
+        inputs.append(b.f32(value))
+    b.define(y, b.emit(op, inputs, b.shape(y), b.dtype(y)), "nchw")
+
+
+def _slice_check(view, node, opset) -> str:
+    if opset < 10:
+        return "Slice-1 (attributes) is not lowered"
+    if len(node.inputs) > 4 and node.inputs[4]:
+        steps = np.asarray(view.constant(node.inputs[4])).reshape(-1)
+        if (steps <= 0).any():
+            return f"Slice with steps {steps.tolist()}: only positive steps are lowered"
+    return op_level("STRIDED_SLICE", view, "Slice (STRIDED_SLICE)")
+
+
+def _slice_lower(b: Builder, node) -> None:
+    x, y = node.inputs[0], node.outputs[0]
+    shape = b.shape(x)
+    rank = len(shape)
+    get = (lambda i: [int(v) for v in np.asarray(b.const(node.inputs[i])).reshape(-1)]
+           if len(node.inputs) > i and node.inputs[i] else None)
+    starts, ends = get(1), get(2)
+    axes = get(3) or list(range(len(starts)))
+    steps = get(4) or [1] * len(starts)
+    begin, end, stride = [0] * rank, list(shape), [1] * rank
+    for s, e, a, st in zip(starts, ends, axes, steps):
+        a = a + rank if a < 0 else a
+        size = shape[a]
+        s = min(max(s + size if s < 0 else s, 0), size)
+        e = min(max(e + size if e < 0 else e, 0), size)
+        begin[a], end[a], stride[a] = s, e, st
+    inputs = [b.get(x)] + [b.const_tensor(np.array(v, np.int32)) for v in (begin, end, stride)]
+    inputs += [b.i32(0), b.i32(0), b.i32(0)]
+    b.define(y, b.emit("STRIDED_SLICE", inputs, b.shape(y), b.dtype(y)), "nchw")
+
+
+# ---------------------------------------------------------------- com.edgerun fused operators
+
+
+def _fused_check(view, node, opset) -> str:
+    base, act, params, _ = split_fused(node)
+    if act == "LeakyRelu":
+        return "fused LeakyRelu activation: NNAPI has no leaky ReLU (PRELU needs a slope tensor)"
+    if act not in ("Relu", "Clip", "Sigmoid", "Tanh", "HardSigmoid"):
+        return f"fused activation {act} is not lowered"
+    view.facts.types.setdefault(base.outputs[0], view.type(node.outputs[0]))
+    why = RULES[base.op_type].check(view, base, opset)
+    if act == "HardSigmoid":
+        why = why or needs(3, "fused HardSigmoid (MAXIMUM/MINIMUM)", view)
+    if act == "Clip":
+        lo, hi = (params + [None, None])[:2]
+        if (lo, hi) not in _RELU_FORMS:
+            why = why or needs(3, f"fused Clip({lo}, {hi}) (MAXIMUM/MINIMUM)", view)
+    return why
+
+
+def _fused_lower(b: Builder, node) -> None:
+    base, act, params, tmp = split_fused(node)
+    y = node.outputs[0]
+    b.types[tmp] = b.types[y]
+    b.readers[tmp] = 1
+    RULES[base.op_type].lower(b, base)
+    if act == "Clip":
+        lo, hi = (params + [None, None])[:2]
+        attrs = {}
+        clip = Node("Clip", [tmp], [y], name=node.name)
+        clip.attributes = attrs
+        _clip_apply(b, clip, lo, hi)
+    elif act == "HardSigmoid":
+        from ...ir import Attribute, AttrType
+
+        hs = Node("HardSigmoid", [tmp], [y], name=node.name, attributes={
+            "alpha": Attribute("alpha", AttrType.FLOAT, params[0] if params else 0.2),
+            "beta": Attribute("beta", AttrType.FLOAT, params[1] if len(params) > 1 else 0.5)})
+        _hard_sigmoid_lower(b, hs)
+    else:
+        _unary_lower(b, Node(act, [tmp], [y], name=node.name))
+
+
+RULES = {
+    "Conv": Rule(_conv_check, _conv_lower, params=(1, 2)),
+    "MaxPool": Rule(_pool_check, _pool_lower),
+    "AveragePool": Rule(_pool_check, _pool_lower),
+    "GlobalAveragePool": Rule(_pool_check, _pool_lower),
+    "GlobalMaxPool": Rule(_pool_check, _pool_lower),
+    "LRN": Rule(_lrn_check, _lrn_lower),
+    **{op: Rule(_binary_check, _binary_lower) for op in ("Add", "Sub", "Mul", "Div", "Max",
+                                                          "Min", "Sum")},
+    "Pow": Rule(_binary_check, _binary_lower),
+    **{op: Rule(_unary_check, _unary_lower) for op in _UNARY},
+    "Clip": Rule(_clip_check, _clip_lower, params=(1, 2)),
+    "HardSigmoid": Rule(_hard_sigmoid_check, _hard_sigmoid_lower),
+    "BatchNormalization": Rule(_batch_norm_check, _batch_norm_lower, params=(1, 2, 3, 4)),
+    "Gemm": Rule(_gemm_check, _gemm_lower, params=(1, 2)),
+    "MatMul": Rule(_matmul_check, _matmul_lower),
+    "Softmax": Rule(_softmax_check, _softmax_lower),
+    "Reshape": Rule(_reshape_check, _reshape_lower, params=(1,)),
+    "Flatten": Rule(_reshape_check, _reshape_lower),
+    "Squeeze": Rule(_reshape_check, _reshape_lower, params=(1,)),
+    "Unsqueeze": Rule(_reshape_check, _reshape_lower, params=(1,)),
+    "Identity": Rule(_identity_check, _identity_lower),
+    "Dropout": Rule(_identity_check, _identity_lower, params=(1, 2)),
+    "Concat": Rule(_concat_check, _concat_lower),
+    "Transpose": Rule(_transpose_check, _transpose_lower),
+    "ReduceMean": Rule(_mean_check, _mean_lower, params=(1,)),
+    "Pad": Rule(_pad_check, _pad_lower, params=(1, 2, 3)),
+    "Slice": Rule(_slice_check, _slice_lower, params=(1, 2, 3, 4)),
+    **{op: Rule(_reduce_check, _reduce_lower, params=(1,)) for op in _REDUCE},
+    "Reciprocal": Rule(_reciprocal_check, _reciprocal_lower),
+    "com.edgerun:FusedConv": Rule(_fused_check, _fused_lower, params=(1, 2)),
+    "com.edgerun:FusedGemm": Rule(_fused_check, _fused_lower, params=(1, 2)),
+    "com.edgerun:FusedMatMul": Rule(_fused_check, _fused_lower),
+}

@@ -1,0 +1,1 @@
+"""QNN (Qualcomm AI Engine Direct) adapter."""

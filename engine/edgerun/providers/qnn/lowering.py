@@ -1,0 +1,649 @@
+"""ONNX nodes -> QNN ops (package qti.aisw): one capability check and one lowering per ONNX
+operator.
+
+Conventions (QnnOpDef.h 1.27 and the op definitions of the QNN SDK documentation):
+- Conv2d / DepthWiseConv2d / PoolMax2d / PoolAvg2d / Lrn take NHWC activations; Conv2d
+  weights are [filter_height, filter_width, in_channels / group, out_channels] (HWIO),
+  DepthWiseConv2d weights [filter_height, filter_width, 1, channels]; bias [out_channels].
+- Spatial params are tensor params of UINT_32: stride [2] (h, w), dilation [2],
+  pad_amount [2, 2] ((top, bottom), (left, right)); filter_size [2] for pools.
+- FullyConnected weights are [units, in]; MatMul has transpose_in0 / transpose_in1.
+- There are no fused activations: Relu / ReluMinMax / Sigmoid ... are their own ops.
+- Static data (weights, shapes) are STATIC tensors: ONNX inputs carrying them must be
+  constants.
+"""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from ...ir import Node, TypeInfo, dtypes
+from ..edge_common import (NCHW_TO_NHWC, Layouts, Rule, attr_str, clip_bounds, conv_pads,
+                           ints, partition_types, reduce_axes, rule_key, softmax_axis,
+                           split_fused)
+from . import spec
+from .graph import QnnGraph, QnnOp, QnnParam, QnnTensor
+
+_QNN_TYPE = {np.dtype(np.float32): "QNN_DATATYPE_FLOAT_32",
+             np.dtype(np.float16): "QNN_DATATYPE_FLOAT_16",
+             np.dtype(np.int32): "QNN_DATATYPE_INT_32", np.dtype(np.bool_): "QNN_DATATYPE_BOOL_8",
+             np.dtype(np.uint32): "QNN_DATATYPE_UINT_32"}
+_NUMPY_OF = {v: k for k, v in _QNN_TYPE.items()}
+
+
+def _u32(values):
+    """A UINT_32 tensor param (stride, pad_amount, perm ...)."""
+    return np.array(values, np.uint32)
+
+
+class Builder:
+    """Builds one QnnGraph for one partition with concrete input shapes."""
+
+    def __init__(self, graph, types: dict, constants, backend: str, opset: int):
+        self.types = types
+        self.constants = constants
+        self.opset = opset
+        self.graph = QnnGraph(name=_sanitize(graph.name), backend=backend)
+        self.layouts = Layouts(self._transpose)
+        self._ids = 0
+
+    # ---- tensors and ops -------------------------------------------------------------
+
+    def tensor(self, base: str, dtype, dims, kind="NATIVE", data=None) -> str:
+        name = _sanitize(base) or "t"
+        while name in self.graph.tensors:
+            name = f"{_sanitize(base)}_{self._ids}"
+            self._ids += 1
+        self.graph.tensors[name] = QnnTensor(name, len(self.graph.tensors), kind,
+                                             _QNN_TYPE[np.dtype(dtype)], tuple(int(d) for d in dims),
+                                             data)
+        return name
+
+    def static(self, array, base="const") -> str:
+        array = np.ascontiguousarray(array)
+        if array.dtype == np.int64:
+            array = array.astype(np.int32)
+        if array.dtype == np.float64:
+            array = array.astype(np.float32)
+        return self.tensor(base, array.dtype, array.shape, "STATIC", array)
+
+    def op(self, type_: str, inputs: list, out_dims, out_dtype, params=None, base="") -> str:
+        out = self.tensor(base or type_.lower(), out_dtype, out_dims)
+        name = f"{type_}_{len(self.graph.ops)}"
+        qparams = []
+        for k, v in (params or {}).items():
+            if isinstance(v, np.ndarray):
+                qparams.append(QnnParam(k, v, _QNN_TYPE[v.dtype]))
+            elif isinstance(v, bool):
+                qparams.append(QnnParam(k, v, "QNN_DATATYPE_BOOL_8"))
+            elif isinstance(v, float):
+                qparams.append(QnnParam(k, v, "QNN_DATATYPE_FLOAT_32"))
+            else:
+                qparams.append(QnnParam(k, int(v), "QNN_DATATYPE_UINT_32"))
+        self.graph.ops.append(QnnOp(name, type_, list(inputs), [out], qparams))
+        return out
+
+    def dims(self, tensor: str) -> tuple:
+        return self.graph.tensors[tensor].dims
+
+    def _transpose(self, src: str, perm, out_dims) -> str:
+        t = self.graph.tensors[src]
+        if t.type == "STATIC":
+            return self.static(np.transpose(t.data, perm), src)
+        return self.op("Transpose", [src], out_dims, _NUMPY_OF[t.data_type],
+                       {"perm": _u32(perm)}, base=src)
+
+    # ---- ONNX values -----------------------------------------------------------------
+
+    def shape(self, name: str) -> tuple:
+        return tuple(self.types[name].shape)
+
+    def dtype(self, name: str):
+        return dtypes.numpy_dtype(self.types[name].elem_type)
+
+    def const(self, name: str):
+        return self.constants(name) if name else None
+
+    def get(self, name: str, layout: str = "nchw") -> str:
+        if name not in self.layouts.tensors:
+            value = self.const(name)
+            if value is None:
+                raise KeyError(f"value '{name}' reaches the QNN partition from nowhere")
+            self.layouts.set(name, self.static(value, name), "nchw", np.shape(value))
+        return self.layouts.get(name, layout)
+
+    def define(self, name: str, tensor: str, layout: str, onnx_shape=None) -> None:
+        if name not in self.types:
+            code = dtypes.code_of_numpy(_NUMPY_OF[self.graph.tensors[tensor].data_type])
+            self.types[name] = TypeInfo(kind="tensor", elem_type=code, shape=tuple(onnx_shape))
+        self.layouts.set(name, tensor, layout, onnx_shape or self.shape(name))
+
+
+def _sanitize(name: str) -> str:
+    """QNN tensor names end up as C identifiers in model.cpp."""
+    clean = re.sub(r"[^A-Za-z0-9_]", "_", name or "")
+    return ("_" + clean) if clean[:1].isdigit() else clean
+
+
+def build(graph, input_types: dict, opsets: dict, constants, backend: str, rules: dict,
+          opset: int) -> QnnGraph:
+    types = partition_types(graph, input_types, opsets, constants)
+    b = Builder(graph, types, constants, backend, opset)
+    for position, v in enumerate(graph.inputs):
+        if b.const(v.name) is not None:
+            continue
+        t = input_types[v.name]
+        name = b.tensor(v.name, b.dtype(v.name), t.shape, "APP_WRITE")
+        b.layouts.set(v.name, name, "nchw", t.shape)
+        b.graph.inputs.append(name)
+        b.graph.input_positions.append(position)
+    for node in graph.nodes:
+        if all(b.const(o) is not None for o in node.outputs if o):
+            continue
+        rules[rule_key(node)].lower(b, node)
+    for v in graph.outputs:
+        name = b.get(v.name, "nchw")
+        t = b.graph.tensors[name]
+        if t.type == "NATIVE":
+            t.type = "APP_READ"
+        b.graph.outputs.append(name)
+    return b.graph
+
+
+# ---------------------------------------------------------------- capability helpers
+
+
+def backend_lacks(view, op_type: str, what: str) -> str:
+    backend = view.provider.backend
+    if op_type in spec.BACKEND_LACKS[backend]:
+        return f"{what} ({op_type}) is not run by the QNN {backend.upper()} backend"
+    return ""
+
+
+def _same_layout_unary(b: Builder, x: str, y: str, type_: str, params=None) -> None:
+    layout = b.layouts.preferred(x) if x in b.layouts.tensors else "nchw"
+    src = b.get(x, layout)
+    b.define(y, b.op(type_, [src], b.dims(src), b.dtype(y), params, base=y), layout,
+             b.shape(x))
+
+
+# ---------------------------------------------------------------- convolution and pooling
+
+
+def _conv_check(view, node, opset) -> str:
+    rank = view.rank(node.inputs[0])
+    if rank not in (3, 4):
+        return f"Conv on rank-{rank} input: lowered for 1-D and 2-D convolutions only"
+    return ""
+
+
+def _conv_lower(b: Builder, node) -> None:
+    x_name, y = node.inputs[0], node.outputs[0]
+    w = b.const(node.inputs[1])
+    bias = b.const(node.inputs[2]) if len(node.inputs) > 2 and node.inputs[2] else None
+    one_d = len(b.shape(x_name)) == 3
+    kernel = list(w.shape[2:])
+    strides = ints(node.attr("strides"), [1] * len(kernel))
+    dil = ints(node.attr("dilations"), [1] * len(kernel))
+    pads = ints(node.attr("pads"), [])
+    if one_d:       # QNN's Conv1d exists too; [N, C, 1, W] keeps one code path
+        n, c, width = b.shape(x_name)
+        tmp = x_name + "/as_2d"
+        b.define(tmp, b.op("Reshape", [b.get(x_name)], (n, c, 1, width), b.dtype(x_name),
+                           base=tmp), "nchw", (n, c, 1, width))
+        x_name, w = tmp, w.reshape(w.shape[0], w.shape[1], 1, w.shape[2])
+        kernel, strides, dil = [1] + kernel, [1] + strides, [1] + dil
+        pads = [0, pads[0], 0, pads[1]] if pads else []
+    n, c, h, width = b.shape(x_name)
+    group = node.attr("group", 1)
+    m = w.shape[0]
+    (top, bottom, left, right), (oh, ow) = conv_pads(
+        (h, width), kernel, strides, dil, pads, attr_str(node, "auto_pad", "NOTSET"))
+    bias = np.zeros(m, np.float32) if bias is None else bias.astype(np.float32)
+    params = {"stride": _u32(strides), "pad_amount": _u32([[top, bottom], [left, right]]),
+              "dilation": _u32(dil)}
+    if group == c and m == c and group > 1:
+        op, weights = "DepthWiseConv2d", w.transpose(2, 3, 1, 0)      # [h, w, 1, C]
+    else:
+        op, weights = "Conv2d", w.transpose(2, 3, 1, 0)               # [h, w, C/g, M]
+        params["group"] = group
+    inputs = [b.get(x_name, "nhwc"), b.static(weights, node.inputs[1]), b.static(bias)]
+    out = b.op(op, inputs, (n, oh, ow, m), b.dtype(x_name), params, base=y)
+    if one_d:
+        tmp = y + "/as_2d"
+        b.define(tmp, out, "nhwc", (n, m, 1, ow))
+        b.define(y, b.op("Reshape", [b.get(tmp, "nchw")], (n, m, ow), b.dtype(y), base=y),
+                 "nchw")
+        return
+    b.define(y, out, "nhwc", (n, m, oh, ow))
+
+
+def _pool_check(view, node, opset) -> str:
+    if view.rank(node.inputs[0]) != 4:
+        return f"{node.op_type} on rank-{view.rank(node.inputs[0])} input: QNN 2-D pools only"
+    if len([o for o in node.outputs if o]) > 1:
+        return "MaxPool's Indices output has no QNN equivalent"
+    if any(d != 1 for d in ints(node.attr("dilations"), [1, 1])):
+        return f"{node.op_type} with dilations: PoolMax2d/PoolAvg2d have no dilation"
+    if node.attr("storage_order", 0):
+        return "MaxPool storage_order=1 has no QNN equivalent"
+    if node.attr("count_include_pad", 0) and node.attr("ceil_mode", 0):
+        return ("AveragePool count_include_pad=1 with ceil_mode=1: the ceil padding would be "
+                "counted too")
+    return ""
+
+
+def _pool_lower(b: Builder, node) -> None:
+    x_name, y = node.inputs[0], node.outputs[0]
+    n, c, h, w = b.shape(x_name)
+    if node.op_type.startswith("Global"):
+        kernel, strides, pads, auto_pad, ceil = [h, w], [1, 1], [], "NOTSET", 0
+    else:
+        kernel = ints(node.attr("kernel_shape"))
+        strides = ints(node.attr("strides"), [1, 1])
+        pads, auto_pad = ints(node.attr("pads"), []), attr_str(node, "auto_pad", "NOTSET")
+        ceil = node.attr("ceil_mode", 0)
+    # ceil_mode becomes extra bottom/right padding, which is excluded from both pools' windows
+    (top, bottom, left, right), (oh, ow) = conv_pads((h, w), kernel, strides, [1, 1], pads,
+                                                     auto_pad, ceil)
+    params = {"filter_size": _u32(kernel), "stride": _u32(strides),
+              "pad_amount": _u32([[top, bottom], [left, right]]),
+              "rounding_mode": spec.POOL_ROUNDING_FLOOR}
+    if "Max" in node.op_type:
+        op = "PoolMax2d"
+    else:
+        op = "PoolAvg2d"
+        params["count_pad_for_edges"] = bool(node.attr("count_include_pad", 0))
+    out = b.op(op, [b.get(x_name, "nhwc")], (n, oh, ow, c), b.dtype(x_name), params, base=y)
+    b.define(y, out, "nhwc", (n, c, oh, ow))
+
+
+def _lrn_check(view, node, opset) -> str:
+    if view.rank(node.inputs[0]) != 4:
+        return "LRN on a non-4-D input is not lowered"
+    if node.attr("size") % 2 == 0:
+        return f"LRN size {node.attr('size')} is even: QNN's window is 2*radius+1 channels"
+    return backend_lacks(view, "Lrn", "LRN")
+
+
+def _lrn_lower(b: Builder, node) -> None:
+    x, y = node.inputs[0], node.outputs[0]
+    size = node.attr("size")
+    n, c, h, w = b.shape(x)
+    params = {"alpha": float(node.attr("alpha", 1e-4)) / size,
+              "beta": float(node.attr("beta", 0.75)), "bias": float(node.attr("bias", 1.0)),
+              "radius": (size - 1) // 2, "region": spec.LRN_ACROSS_CHANNEL}
+    b.define(y, b.op("Lrn", [b.get(x, "nhwc")], (n, h, w, c), b.dtype(x), params, base=y),
+             "nhwc")
+
+
+# ---------------------------------------------------------------- elementwise
+
+
+_BINARY = {"Add": "ElementWiseAdd", "Sub": "ElementWiseSubtract", "Mul": "ElementWiseMultiply",
+           "Div": "ElementWiseDivide", "Max": "ElementWiseMaximum",
+           "Min": "ElementWiseMinimum", "Sum": "ElementWiseAdd", "Pow": "ElementWisePower"}
+_UNARY = {"Relu": "Relu", "Sigmoid": "Sigmoid", "Tanh": "Tanh", "Exp": "ElementWiseExp",
+          "Log": "ElementWiseLog", "Sqrt": "ElementWiseSquareRoot", "Abs": "ElementWiseAbs",
+          "Neg": "ElementWiseNeg", "Floor": "ElementWiseFloor"}
+
+
+def _binary_check(view, node, opset) -> str:
+    return backend_lacks(view, _BINARY[node.op_type], node.op_type)
+
+
+def _layout_for(b: Builder, names: list, out_shape) -> str:
+    live = [n for n in names if b.const(n) is None]
+    if len(out_shape) != 4 or not live or any(b.shape(n) != tuple(out_shape) for n in live):
+        return "nchw"
+    return "nhwc" if any(b.layouts.has(n, "nhwc") for n in live) else "nchw"
+
+
+def _tensor_in(b: Builder, name: str, layout: str, rank: int) -> str:
+    value = b.const(name)
+    if layout == "nhwc" and value is not None and name not in b.layouts.tensors:
+        value = np.asarray(value).reshape((1,) * (rank - np.ndim(value)) + np.shape(value))
+        return b.static(np.transpose(value, NCHW_TO_NHWC), name)
+    return b.get(name, layout)
+
+
+def _binary_lower(b: Builder, node) -> None:
+    y = node.outputs[0]
+    names = list(node.inputs)
+    out_shape = b.shape(y)
+    if len(names) == 1:
+        b.get(names[0])
+        b.layouts.alias(y, names[0])
+        return
+    layout = _layout_for(b, names, out_shape)
+    dims = tuple(out_shape[i] for i in NCHW_TO_NHWC) if layout == "nhwc" else out_shape
+    acc = _tensor_in(b, names[0], layout, len(out_shape))
+    for other in names[1:]:
+        acc = b.op(_BINARY[node.op_type], [acc, _tensor_in(b, other, layout, len(out_shape))],
+                   dims, b.dtype(y), base=y)
+    b.define(y, acc, layout, out_shape)
+
+
+def _unary_check(view, node, opset) -> str:
+    return backend_lacks(view, _UNARY[node.op_type], node.op_type)
+
+
+def _unary_lower(b: Builder, node) -> None:
+    _same_layout_unary(b, node.inputs[0], node.outputs[0], _UNARY[node.op_type])
+
+
+def _clip_check(view, node, opset) -> str:
+    return ""
+
+
+def _clip_lower(b: Builder, node) -> None:
+    lo, hi = clip_bounds(b, node, b.opset)
+    _clip_apply(b, node.inputs[0], node.outputs[0], lo, hi)
+
+
+def _clip_apply(b: Builder, x: str, y: str, lo, hi) -> None:
+    lo = -3.4028234663852886e38 if lo is None else float(lo)
+    hi = 3.4028234663852886e38 if hi is None else float(hi)
+    _same_layout_unary(b, x, y, "ReluMinMax", {"min_value": lo, "max_value": hi})
+
+
+def _hard_sigmoid_check(view, node, opset) -> str:
+    return backend_lacks(view, "ElementWiseNeuron", "HardSigmoid")
+
+
+def _hard_sigmoid_apply(b: Builder, x: str, y: str, alpha: float, beta: float) -> None:
+    _same_layout_unary(b, x, y, "ElementWiseNeuron", {
+        "operation": spec.NEURON_HARD_SIGMOID, "alpha": float(alpha), "beta": float(beta)})
+
+
+def _hard_sigmoid_lower(b: Builder, node) -> None:
+    _hard_sigmoid_apply(b, node.inputs[0], node.outputs[0], node.attr("alpha", 0.2),
+                        node.attr("beta", 0.5))
+
+
+def _reciprocal_lower(b: Builder, node) -> None:
+    x, y = node.inputs[0], node.outputs[0]
+    layout = b.layouts.preferred(x)
+    src = b.get(x, layout)
+    one = b.static(np.ones(1, b.dtype(x)), "one")
+    b.define(y, b.op("ElementWiseDivide", [one, src], b.dims(src), b.dtype(y), base=y),
+             layout, b.shape(x))
+
+
+def _batch_norm_check(view, node, opset) -> str:
+    if len([o for o in node.outputs if o]) > 1 or node.attr("training_mode", 0):
+        return "BatchNormalization in training mode has no QNN equivalent"
+    if view.rank(node.inputs[0]) != 4:
+        return "BatchNormalization on a non-4-D input is not lowered (Batchnorm is NHWC)"
+    return ""
+
+
+def _batch_norm_lower(b: Builder, node) -> None:
+    x, y = node.inputs[0], node.outputs[0]
+    scale, bias, mean, var = (b.const(n).astype(np.float64) for n in node.inputs[1:5])
+    mult = scale / np.sqrt(var + node.attr("epsilon", 1e-5))
+    shift = bias - mean * mult
+    n, c, h, w = b.shape(x)
+    dtype = b.dtype(x)
+    out = b.op("Batchnorm", [b.get(x, "nhwc"), b.static(mult.astype(dtype)),
+                             b.static(shift.astype(dtype))], (n, h, w, c), dtype, base=y)
+    b.define(y, out, "nhwc", (n, c, h, w))
+
+
+# ---------------------------------------------------------------- matrix products
+
+
+def _gemm_check(view, node, opset) -> str:
+    if node.attr("transA", 0):
+        return "Gemm transA=1 is not lowered (FullyConnected takes the input as is)"
+    if view.rank(node.inputs[0]) != 2:
+        return "Gemm input is not 2-D"
+    if len(node.inputs) > 2 and node.inputs[2]:
+        cshape = view.shape(node.inputs[2])
+        n = view.shape(node.inputs[1])[0 if node.attr("transB", 0) else 1]
+        if cshape is None or tuple(cshape) not in ((), (1,), (n,), (1, n)):
+            return f"Gemm C of shape {cshape}: FullyConnected's bias is one value per unit"
+    return ""
+
+
+def _gemm_lower(b: Builder, node) -> None:
+    w = b.const(node.inputs[1]).astype(np.float32)
+    weights = (w if node.attr("transB", 0) else w.T) * np.float32(node.attr("alpha", 1.0))
+    units = weights.shape[0]
+    if len(node.inputs) > 2 and node.inputs[2]:
+        c = b.const(node.inputs[2]).astype(np.float32) * np.float32(node.attr("beta", 1.0))
+        bias = np.broadcast_to(c.reshape(-1), (units,))
+    else:
+        bias = np.zeros(units, np.float32)
+    _fully_connected(b, node.inputs[0], weights, bias, node.outputs[0])
+
+
+def _fully_connected(b: Builder, x: str, weights, bias, y: str) -> None:
+    out_shape = b.shape(y)
+    inputs = [b.get(x), b.static(np.ascontiguousarray(weights)), b.static(np.array(bias))]
+    keep = len(out_shape) != 2
+    out = b.op("FullyConnected", inputs, out_shape if keep else out_shape, b.dtype(y),
+               {"keep_dims": keep}, base=y)
+    b.define(y, out, "nchw")
+
+
+def _matmul_check(view, node, opset) -> str:
+    ra, rw = view.rank(node.inputs[0]), view.rank(node.inputs[1])
+    if ra < 2 or rw < 2:
+        return f"MatMul of rank {ra} by rank {rw}: 1-D operands are not lowered"
+    return ""
+
+
+def _matmul_lower(b: Builder, node) -> None:
+    a, w, y = node.inputs[0], node.inputs[1], node.outputs[0]
+    if b.const(w) is not None and len(b.shape(w)) == 2:
+        weights = b.const(w).T.astype(np.float32)
+        _fully_connected(b, a, weights, np.zeros(weights.shape[0], np.float32), y)
+        return
+    out = b.op("MatMul", [b.get(a), b.get(w)], b.shape(y), b.dtype(y),
+               {"transpose_in0": False, "transpose_in1": False}, base=y)
+    b.define(y, out, "nchw")
+
+
+def _softmax_check(view, node, opset) -> str:
+    return ""
+
+
+def _softmax_lower(b: Builder, node) -> None:
+    x, y = node.inputs[0], node.outputs[0]
+    shape = b.shape(x)
+    axis = softmax_axis(node, b.opset, len(shape))
+    src, dims = b.get(x), shape
+    if b.opset < 13 and axis != len(shape) - 1:      # Softmax-1/11: over the flattened tail
+        dims = (int(np.prod(shape[:axis])), int(np.prod(shape[axis:])))
+        src = b.op("Reshape", [src], dims, b.dtype(x), base=x)
+        axis = 1
+    out = b.op("Softmax", [src], dims, b.dtype(y), {"axis": axis, "beta": 1.0}, base=y)
+    if dims != shape:
+        out = b.op("Reshape", [out], shape, b.dtype(y), base=y)
+    b.define(y, out, "nchw")
+
+
+# ---------------------------------------------------------------- shape operations
+
+
+def _always(view, node, opset) -> str:
+    return ""
+
+
+def _reshape_lower(b: Builder, node) -> None:
+    x, y = node.inputs[0], node.outputs[0]
+    b.define(y, b.op("Reshape", [b.get(x)], b.shape(y), b.dtype(y), base=y), "nchw")
+
+
+def _identity_check(view, node, opset) -> str:
+    if len([o for o in node.outputs if o]) > 1:
+        return "Dropout's mask output has no QNN equivalent"
+    return ""
+
+
+def _identity_lower(b: Builder, node) -> None:
+    b.get(node.inputs[0])
+    b.layouts.alias(node.outputs[0], node.inputs[0])
+
+
+def _concat_lower(b: Builder, node) -> None:
+    y = node.outputs[0]
+    shape = b.shape(y)
+    axis = node.attr("axis")
+    axis = axis + len(shape) if axis < 0 else axis
+    live = [n for n in node.inputs if b.const(n) is None]
+    nhwc = len(shape) == 4 and live and all(b.layouts.has(n, "nhwc") for n in live)
+    layout = "nhwc" if nhwc else "nchw"
+    inputs = [_tensor_in(b, n, layout, len(shape)) for n in node.inputs]
+    dims = tuple(shape[i] for i in NCHW_TO_NHWC) if nhwc else shape
+    axis = NCHW_TO_NHWC.index(axis) if nhwc else axis
+    b.define(y, b.op("Concat", inputs, dims, b.dtype(y), {"axis": axis}, base=y), layout,
+             shape)
+
+
+def _transpose_lower(b: Builder, node) -> None:
+    x, y = node.inputs[0], node.outputs[0]
+    perm = ints(node.attr("perm"), list(range(len(b.shape(x))))[::-1])
+    b.define(y, b.op("Transpose", [b.get(x)], b.shape(y), b.dtype(y), {"perm": _u32(perm)},
+                     base=y), "nchw")
+
+
+_REDUCE = {"ReduceMean": "ReduceMean", "ReduceSum": "ReduceSum", "ReduceMax": "ReduceMax",
+           "ReduceMin": "ReduceMin"}
+
+
+def _reduce_check(view, node, opset) -> str:
+    if node.attr("noop_with_empty_axes", 0):
+        return f"{node.op_type} noop_with_empty_axes=1 is not lowered"
+    return ""
+
+
+def _reduce_lower(b: Builder, node) -> None:
+    x, y = node.inputs[0], node.outputs[0]
+    axes = reduce_axes(node, b.opset, b, len(b.shape(x)))
+    out = b.op(_REDUCE[node.op_type], [b.get(x)], b.shape(y), b.dtype(y),
+               {"axes": _u32(axes), "keep_dims": bool(node.attr("keepdims", 1))}, base=y)
+    b.define(y, out, "nchw")
+
+
+_PAD_SCHEMES = {"constant": spec.PAD_SCHEME_CONSTANT, "reflect": spec.PAD_SCHEME_MIRROR_REFLECT,
+                "edge": spec.PAD_SCHEME_EDGE}
+
+
+def _pad_check(view, node, opset) -> str:
+    mode = attr_str(node, "mode", "constant")
+    if mode not in _PAD_SCHEMES:
+        return f"Pad mode '{mode}' has no QNN scheme"
+    if opset >= 11 and len(node.inputs) > 3 and node.inputs[3]:
+        return "Pad with axes input is not lowered"
+    pads = (np.asarray(view.constant(node.inputs[1])).reshape(-1) if opset >= 11
+            else np.array(ints(node.attr("pads"))))
+    if (pads < 0).any():
+        return f"Pad with negative pads {pads.tolist()} (a crop) is not lowered"
+    return ""
+
+
+def _pad_lower(b: Builder, node) -> None:
+    x, y = node.inputs[0], node.outputs[0]
+    rank = len(b.shape(x))
+    if b.opset >= 11:
+        pads = [int(p) for p in np.asarray(b.const(node.inputs[1])).reshape(-1)]
+        value_name = node.inputs[2] if len(node.inputs) > 2 else ""
+        value = float(np.asarray(b.const(value_name)).reshape(-1)[0]) if value_name else 0.0
+    else:
+        pads, value = ints(node.attr("pads")), float(node.attr("value", 0.0))
+    amount = _u32([[pads[i], pads[i + rank]] for i in range(rank)])
+    params = {"scheme": _PAD_SCHEMES[attr_str(node, "mode", "constant")],
+              "pad_amount": amount, "pad_constant_value": value}
+    b.define(y, b.op("Pad", [b.get(x)], b.shape(y), b.dtype(y), params, base=y), "nchw")
+
+
+def _slice_check(view, node, opset) -> str:
+    if opset < 10:
+        return "Slice-1 (attributes) is not lowered"
+    if len(node.inputs) > 4 and node.inputs[4]:
+        steps = np.asarray(view.constant(node.inputs[4])).reshape(-1)
+        if (steps <= 0).any():
+            return f"Slice with steps {steps.tolist()}: only positive steps are lowered"
+    return ""
+
+
+def _slice_lower(b: Builder, node) -> None:
+    x, y = node.inputs[0], node.outputs[0]
+    shape = b.shape(x)
+    rank = len(shape)
+
+    def get(i):
+        if len(node.inputs) > i and node.inputs[i]:
+            return [int(v) for v in np.asarray(b.const(node.inputs[i])).reshape(-1)]
+        return None
+
+    starts, ends = get(1), get(2)
+    axes = get(3) or list(range(len(starts)))
+    steps = get(4) or [1] * len(starts)
+    ranges = [[0, d, 1] for d in shape]
+    for s, e, a, st in zip(starts, ends, axes, steps):
+        a = a + rank if a < 0 else a
+        size = shape[a]
+        ranges[a] = [min(max(s + size if s < 0 else s, 0), size),
+                     min(max(e + size if e < 0 else e, 0), size), st]
+    b.define(y, b.op("StridedSlice", [b.get(x)], b.shape(y), b.dtype(y),
+                     {"ranges": np.array(ranges, np.int32)}, base=y), "nchw")
+
+
+# ---------------------------------------------------------------- com.edgerun fused operators
+
+
+def _fused_check(view, node, opset) -> str:
+    base, act, params, tmp = split_fused(node)
+    if act not in ("Relu", "Clip", "Sigmoid", "Tanh", "HardSigmoid"):
+        return f"fused activation {act} is not lowered"
+    view.facts.types.setdefault(tmp, view.type(node.outputs[0]))
+    return RULES[base.op_type].check(view, base, opset)
+
+
+def _fused_lower(b: Builder, node) -> None:
+    base, act, params, tmp = split_fused(node)
+    y = node.outputs[0]
+    b.types[tmp] = b.types[y]
+    RULES[base.op_type].lower(b, base)
+    if act == "Clip":
+        lo, hi = (params + [None, None])[:2]
+        _clip_apply(b, tmp, y, lo, hi)
+    elif act == "HardSigmoid":
+        _hard_sigmoid_apply(b, tmp, y, *(params + [0.2, 0.5][len(params):]))
+    else:
+        _unary_lower(b, Node(act, [tmp], [y], name=node.name))
+
+
+RULES = {
+    "Conv": Rule(_conv_check, _conv_lower, params=(1, 2)),
+    **{op: Rule(_pool_check, _pool_lower) for op in ("MaxPool", "AveragePool",
+                                                      "GlobalAveragePool", "GlobalMaxPool")},
+    "LRN": Rule(_lrn_check, _lrn_lower),
+    **{op: Rule(_binary_check, _binary_lower) for op in _BINARY},
+    **{op: Rule(_unary_check, _unary_lower) for op in _UNARY},
+    "Clip": Rule(_clip_check, _clip_lower, params=(1, 2)),
+    "HardSigmoid": Rule(_hard_sigmoid_check, _hard_sigmoid_lower),
+    "Reciprocal": Rule(_always, _reciprocal_lower),
+    "BatchNormalization": Rule(_batch_norm_check, _batch_norm_lower, params=(1, 2, 3, 4)),
+    "Gemm": Rule(_gemm_check, _gemm_lower, params=(1, 2)),
+    "MatMul": Rule(_matmul_check, _matmul_lower),
+    "Softmax": Rule(_softmax_check, _softmax_lower),
+    "Reshape": Rule(_always, _reshape_lower, params=(1,)),
+    "Flatten": Rule(_always, _reshape_lower),
+    "Squeeze": Rule(_always, _reshape_lower, params=(1,)),
+    "Unsqueeze": Rule(_always, _reshape_lower, params=(1,)),
+    "Identity": Rule(_identity_check, _identity_lower),
+    "Dropout": Rule(_identity_check, _identity_lower, params=(1, 2)),
+    "Concat": Rule(_always, _concat_lower),
+    "Transpose": Rule(_always, _transpose_lower),
+    **{op: Rule(_reduce_check, _reduce_lower, params=(1,)) for op in _REDUCE},
+    "Pad": Rule(_pad_check, _pad_lower, params=(1, 2, 3)),
+    "Slice": Rule(_slice_check, _slice_lower, params=(1, 2, 3, 4)),
+    "com.edgerun:FusedConv": Rule(_fused_check, _fused_lower, params=(1, 2)),
+    "com.edgerun:FusedGemm": Rule(_fused_check, _fused_lower, params=(1, 2)),
+    "com.edgerun:FusedMatMul": Rule(_fused_check, _fused_lower),
+}

@@ -1,0 +1,73 @@
+"""The QNN provider: claims what Qualcomm's AI Engine Direct (QNN) runs on the chosen
+backend, lowers each partition to a QNN graph of qti.aisw ops (lowering.py, graph.py) and
+runs it with the reference interpreter (interpreter.py); see binding.py for the device side.
+
+Provider options:
+- "backend_type": "htp" (default, the NPU), "cpu" or "gpu" (onnxruntime's option name).
+- "htp_fp16_precision": bool (default True): HTP runs float32 graphs in FP16; without it
+  HTP takes quantized graphs only and float nodes are refused. The reference interpreter
+  rounds every HTP op result to float16 when it is on.
+- "execute": "device" (default; needs the backend library) or "reference".
+"""
+from __future__ import annotations
+
+from ...ir import dtypes
+from ..edge_common import EdgeProvider, type_problem_common
+from . import binding, interpreter, spec
+from .lowering import RULES, build
+
+
+class QNNProvider(EdgeProvider):
+    name = "qnn"
+    ort_name = "QNNExecutionProvider"
+    platform = "QNN"
+    RULES = RULES
+
+    @classmethod
+    def available(cls, backend: str = "htp") -> tuple:
+        if binding.library_path(backend):
+            return True, ""
+        return False, (f"{spec.BACKENDS[backend]['library']} not found: QNN runs where the "
+                       f"Qualcomm AI Engine Direct SDK libraries are installed (Snapdragon "
+                       f"devices, Windows on Snapdragon)")
+
+    def __init__(self, options: dict = None):
+        options = dict(options or {})
+        backend = options.get("backend_type", "htp")
+        if backend not in spec.BACKENDS:
+            raise ValueError(f"qnn provider option 'backend_type' must be one of "
+                             f"{sorted(spec.BACKENDS)}, got {backend!r}")
+        self.backend = backend
+        self.fp16 = backend == "htp" and bool(options.get("htp_fp16_precision", True))
+        super().__init__(options)
+
+    def device_available(self) -> tuple:
+        return self.available(self.backend)
+
+    def tensor_type_problem(self, t, name: str) -> str:
+        supported = spec.BACKENDS[self.backend]["dtypes"]
+        why = type_problem_common(f"QNN {self.backend.upper()}", t, name, set(supported),
+                                  spec.BACKENDS[self.backend]["max_rank"])
+        if not why and self.backend == "htp" and t.elem_type == dtypes.FLOAT and not self.fp16:
+            return (f"'{name}' is float32: the HTP backend computes float graphs only with "
+                    f"htp_fp16_precision (else quantized uint8/uint16 graphs)")
+        return why
+
+    def lower(self, graph, input_types: dict, opsets: dict):
+        qnn_graph = build(graph, input_types, opsets, self._constant_or_none, self.backend,
+                          self.RULES, opsets.get("", opsets.get("ai.onnx", 1)))
+        qnn_graph.fp16_precision = self.fp16
+        return qnn_graph
+
+    def _constant_or_none(self, name: str):
+        return self.facts.constant(name) if self.facts.is_constant(name) else None
+
+    def interpret(self, program, inputs: list) -> list:
+        return interpreter.run(program, [inputs[i] for i in program.input_positions],
+                               fp16=self.fp16)
+
+    def run_on_device(self, program, inputs: list) -> list:
+        raise NotImplementedError(
+            "executing a QnnGraph through the QNN function table is not written yet; use "
+            "provider option {'execute': 'reference'}, or export program.to_json() for the "
+            "QNN SDK tools")

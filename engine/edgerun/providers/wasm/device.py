@@ -1,0 +1,183 @@
+"""Tensors in the kernels' linear memory, and the copies in and out of it.
+
+A device value is a `WasmTensor`: (block, byte offset, shape, element type). A `Block` owns
+a piece of linear memory and frees it when the last tensor using it goes away (CPython's
+reference counting, so the executor's liveness frees reuse memory at once). Reshape-like
+operators make new tensors over the same block: no copy.
+
+Small integer and boolean tensors (shapes, axes, indices, If conditions) also keep their
+values as a Python tuple (`ints`), so operators that need them on the host (Reshape, Slice,
+Equal, If, ...) never read memory.
+Nothing here needs numpy: host values are numpy arrays where numpy exists, HostTensors
+otherwise.
+"""
+from __future__ import annotations
+
+from array import array
+
+from ...ir import dtypes
+from ...ir.graph import element_count
+from ...runtime.host_tensor import HostTensor, have_numpy
+from .build_info import load_module_bytes
+
+SMALL_INTS = 64          # integer tensors up to this many elements keep a host copy
+# element types with a host copy, and their array module format
+INT_FORMATS = {dtypes.INT64: "q", dtypes.INT32: "i", dtypes.BOOL: "B", dtypes.UINT8: "B",
+               dtypes.INT8: "b", dtypes.INT16: "h", dtypes.UINT16: "H", dtypes.UINT32: "I",
+               dtypes.UINT64: "Q"}
+_COMPILED: dict = {}     # the module, compiled once per process per host kind
+
+
+class Block:
+    """A block of linear memory, freed when garbage."""
+
+    __slots__ = ("device", "ptr", "nbytes")
+
+    def __init__(self, device: "WasmDevice", nbytes: int):
+        self.device = device
+        self.nbytes = nbytes
+        self.ptr = device.host.alloc(nbytes)
+
+    def __del__(self):
+        try:
+            self.device.host.free(self.ptr)
+        except Exception:   # noqa: BLE001 - at interpreter exit the module may be gone
+            pass
+
+
+class WasmTensor:
+    __slots__ = ("block", "offset", "shape", "elem_type", "ints")
+
+    def __init__(self, block: Block, shape: tuple, elem_type: int, offset: int = 0, ints=None):
+        self.block = block
+        self.offset = offset
+        self.shape = tuple(shape)
+        self.elem_type = elem_type
+        self.ints = ints
+
+    @property
+    def ptr(self) -> int:
+        return self.block.ptr + self.offset
+
+    @property
+    def size(self) -> int:
+        return element_count(self.shape)
+
+    @property
+    def itemsize(self) -> int:
+        return dtypes.elem_type(self.elem_type).bits // 8
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * self.itemsize
+
+    def view(self, shape) -> "WasmTensor":
+        """The same memory with another shape (Reshape, Flatten, Squeeze, Unsqueeze)."""
+        return WasmTensor(self.block, tuple(shape), self.elem_type, self.offset, self.ints)
+
+    def part(self, byte_offset: int, shape) -> "WasmTensor":
+        """A contiguous piece of this tensor's memory (a row block, one direction's weights)."""
+        return WasmTensor(self.block, tuple(shape), self.elem_type, self.offset + byte_offset)
+
+    def __repr__(self) -> str:
+        return f"WasmTensor({dtypes.type_string(self.elem_type)}, {list(self.shape)}, @{self.ptr})"
+
+
+class WasmDevice:
+    """One instance of the kernels' module with its memory: allocation, copies, calls."""
+
+    def __init__(self, host_factory):
+        key = host_factory
+        if key not in _COMPILED:
+            _COMPILED[key] = load_module_bytes()
+        self.host = host_factory(_COMPILED[key])
+        self.call = self.host.call
+        self.args_ptr = self.call("er_args_ptr")
+        self.numpy = have_numpy()
+        self.fallbacks: dict = {}     # op_type -> nodes run through the CPU kernel
+
+    # ---- allocation ---------------------------------------------------------------------
+
+    def empty(self, shape, elem_type: int = dtypes.FLOAT) -> WasmTensor:
+        shape = tuple(int(d) for d in shape)
+        nbytes = element_count(shape) * (dtypes.elem_type(elem_type).bits // 8)
+        return WasmTensor(Block(self, nbytes), shape, elem_type)
+
+    def scratch(self, nbytes: int) -> Block:
+        return Block(self, nbytes)
+
+    def set_args(self, values) -> None:
+        """Fill er_args (shapes and strides for the next call)."""
+        self.host.write(self.args_ptr, array("i", values))
+
+    # ---- host <-> device ----------------------------------------------------------------
+
+    def upload(self, value):
+        """`value` as a WasmTensor; what linear memory cannot hold (sequences, strings,
+        sub-byte types) stays a host value, and nodes reading it run on the CPU kernel."""
+        if value is None or isinstance(value, WasmTensor):
+            return value
+        if isinstance(value, HostTensor):
+            elem_type, shape, data = value.elem_type, value.shape, value.data
+        elif hasattr(value, "dtype") and hasattr(value, "shape") and value.dtype.kind not in "OUSV":
+            elem_type = dtypes.BY_NUMPY.get(value.dtype.name)
+            elem_type = elem_type.code if elem_type else None
+            shape = value.shape
+            import numpy as np
+            data = np.ascontiguousarray(value)
+        else:
+            return value
+        if elem_type is None or elem_type == dtypes.STRING or dtypes.elem_type(elem_type).bits % 8:
+            return value
+        t = self.empty(shape, elem_type)
+        self.host.write(t.ptr, data)
+        if elem_type in INT_FORMATS and t.size <= SMALL_INTS:
+            raw = data.tobytes() if hasattr(data, "tobytes") else bytes(data)
+            t.ints = tuple(array(INT_FORMATS[elem_type], raw))
+        return t
+
+    def download(self, t: WasmTensor):
+        if not isinstance(t, WasmTensor):
+            return t
+        data = self.host.read(t.ptr, t.nbytes)
+        if not self.numpy:
+            return HostTensor(t.elem_type, t.shape, data)
+        import numpy as np
+        return np.frombuffer(data, dtypes.numpy_dtype(t.elem_type)).reshape(t.shape)
+
+    def ints(self, t) -> tuple:
+        """The values of a small integer tensor (shape, axes, indices) as Python ints."""
+        if t is None:
+            return None
+        if not isinstance(t, WasmTensor):
+            return tuple(int(v) for v in (t.reshape(-1).tolist() if hasattr(t, "reshape")
+                                         else t))
+        if t.ints is None:
+            fmt = INT_FORMATS.get(t.elem_type)
+            if fmt is None:
+                raise TypeError(f"expected an integer or bool tensor, got "
+                                f"{dtypes.type_string(t.elem_type)}")
+            t.ints = tuple(array(fmt, bytes(self.host.read(t.ptr, t.nbytes))))
+        return t.ints
+
+    def from_ints(self, values, shape, elem_type: int = dtypes.INT64) -> WasmTensor:
+        """A small integer tensor computed on the host (shape arithmetic), uploaded."""
+        values = tuple(int(v) for v in values)
+        t = self.empty(shape, elem_type)
+        self.host.write(t.ptr, array(INT_FORMATS[elem_type], values))
+        t.ints = values
+        return t
+
+    def fill(self, t: WasmTensor, element: bytes) -> WasmTensor:
+        """Fill `t` with copies of one element given as its little-endian bytes."""
+        if t.size:
+            self.host.write(self.args_ptr, element)
+            self.call("er_fill", t.ptr, self.args_ptr, t.itemsize, t.size)
+        return t
+
+    def zeros(self, shape, elem_type: int = dtypes.FLOAT) -> WasmTensor:
+        t = self.empty(shape, elem_type)
+        return self.fill(t, bytes(t.itemsize))
+
+    def bytes_in_use(self) -> int:
+        return self.call("er_bytes_in_use")

@@ -1,0 +1,111 @@
+"""Shape arithmetic shared by the wasm operators (pure Python) and the float-type guard."""
+from __future__ import annotations
+
+from ....ir import dtypes
+from ....runtime.host_tensor import have_numpy
+from ..device import WasmTensor
+
+MAX_RANK = 8
+
+
+def contiguous_strides(shape) -> list:
+    strides, step = [], 1
+    for d in reversed(shape):
+        strides.append(step)
+        step *= d
+    return strides[::-1]
+
+
+def broadcast_shape(*shapes) -> tuple:
+    rank = max(len(s) for s in shapes)
+    out = []
+    for i in range(rank):
+        dims = {s[i - rank + len(s)] for s in shapes if i - rank + len(s) >= 0} - {1}
+        if len(dims) > 1:
+            raise ValueError(f"shapes {[list(s) for s in shapes]} do not broadcast")
+        out.append(dims.pop() if dims else 1)
+    return tuple(out)
+
+
+def broadcast_strides(shape, out_shape) -> list:
+    """Strides (elements) reading a contiguous `shape` as `out_shape`: 0 where broadcast."""
+    pad = len(out_shape) - len(shape)
+    full = (1,) * pad + tuple(shape)
+    strides = contiguous_strides(full)
+    return [0 if full[i] == 1 and out_shape[i] != 1 else strides[i] for i in range(len(full))]
+
+
+def merge_dims(shape, *stride_lists) -> tuple:
+    """Fold adjacent dimensions that every operand walks contiguously; drop size-1 ones."""
+    dims = [(shape[i], [s[i] for s in stride_lists]) for i in range(len(shape)) if shape[i] != 1]
+    if not dims:
+        return [1], [[1] for _ in stride_lists]
+    merged = [dims[0]]
+    for size, strides in dims[1:]:
+        prev_size, prev = merged[-1]
+        if all(p == s * size for p, s in zip(prev, strides)):
+            merged[-1] = (prev_size * size, strides)
+        else:
+            merged.append((size, strides))
+    if len(merged) > MAX_RANK:
+        raise ValueError(f"the wasm kernels handle up to {MAX_RANK} dimensions after merging, "
+                         f"got {len(merged)}")
+    return [m[0] for m in merged], [[m[1][k] for m in merged] for k in range(len(stride_lists))]
+
+
+def normalize_axis(axis: int, rank: int, what: str = "axis") -> int:
+    if not -rank <= axis < max(rank, 1):
+        raise ValueError(f"{what} {axis} is out of range for rank {rank}")
+    return axis + rank if axis < 0 else axis
+
+
+def product(values) -> int:
+    n = 1
+    for v in values:
+        n *= v
+    return n
+
+
+def all_float(values) -> bool:
+    return all(v is None or (isinstance(v, WasmTensor) and v.elem_type == dtypes.FLOAT)
+               for v in values)
+
+
+def host_fallback(dev, node, opset):
+    """A kernel running `node` on host copies through the CPU provider's kernel: for
+    element types the wasm kernels do not compute (they are float32)."""
+    def run(ctx, *inputs, **attrs):
+        if not have_numpy():
+            kinds = [dtypes.type_string(v.elem_type) for v in inputs if isinstance(v, WasmTensor)]
+            raise TypeError(f"the wasm kernel for {node.op_type} takes float32 tensors, got "
+                            f"{kinds}, and without numpy there is no CPU fallback")
+        from ...cpu import registry
+
+        fn = registry.lookup(node.op_type, node.domain, opset)
+        result = fn(ctx, *[dev.download(v) for v in inputs], **attrs)
+        dev.fallbacks[node.op_type] = dev.fallbacks.get(node.op_type, 0) + 1
+        if len(node.outputs) > 1:
+            return tuple(dev.upload(_as_array(r)) for r in result)
+        return dev.upload(_as_array(result))
+    return run
+
+
+def _as_array(value):
+    """Kernels may return numpy scalars or Python numbers; sequences and maps stay as they are."""
+    import numpy as np
+    if value is None or isinstance(value, (np.ndarray, list, dict)):
+        return value
+    return np.asarray(value)
+
+
+def float_or_fallback(dev, node, opset, fast, float_inputs=None):
+    """`fast` when the listed inputs (default: all) are float32 tensors, else the fallback."""
+    slow = host_fallback(dev, node, opset)
+
+    def run(ctx, *inputs, **attrs):
+        checked = inputs if float_inputs is None else [inputs[i] for i in float_inputs
+                                                        if i < len(inputs)]
+        if all_float(checked):
+            return fast(ctx, *inputs)
+        return slow(ctx, *inputs, **attrs)
+    return run

@@ -1,0 +1,101 @@
+"""Values made from attributes and shapes: Constant, ConstantOfShape and Range.
+
+Without numpy the optimizer does not fold these away, so they run every call: Constant
+uploads its value once, when the node is bound; ConstantOfShape keeps its last result for
+the same shape (the light model zoo builds every weight with it), since values are never
+written in place.
+"""
+from __future__ import annotations
+
+import math
+from array import array
+
+from ....ir import Tensor, dtypes
+from ....runtime.host_tensor import HostTensor
+from . import operator
+from .common import product
+from ..device import INT_FORMATS, SMALL_INTS
+
+_VALUE_ATTRS = ("value", "value_float", "value_floats", "value_int", "value_ints")
+
+
+def check_constant(node, opset) -> str:
+    names = set(node.attributes)
+    if not names & set(_VALUE_ATTRS):
+        return f"Constant with {sorted(names)} (string and sparse values stay on the host)"
+    value = node.attr("value")
+    if value is not None and (value.elem_type == dtypes.STRING or
+                              dtypes.elem_type(value.elem_type).bits % 8):
+        return f"Constant of {dtypes.type_string(value.elem_type)}"
+    return ""
+
+
+def constant_value(node) -> HostTensor:
+    a = node.attr
+    if a("value") is not None:
+        return HostTensor.from_ir(a("value"))
+    if a("value_float") is not None:
+        return HostTensor(dtypes.FLOAT, (), array("f", [a("value_float")]).tobytes())
+    if a("value_floats") is not None:
+        v = list(a("value_floats"))
+        return HostTensor(dtypes.FLOAT, (len(v),), array("f", v).tobytes())
+    if a("value_int") is not None:
+        return HostTensor(dtypes.INT64, (), array("q", [a("value_int")]).tobytes())
+    v = list(a("value_ints"))
+    return HostTensor(dtypes.INT64, (len(v),), array("q", v).tobytes())
+
+
+@operator("Constant", check=check_constant)
+def bind_constant(dev, node, opset):
+    value = dev.upload(constant_value(node))
+    return lambda ctx, **_: value
+
+
+@operator("ConstantOfShape")
+def bind_constant_of_shape(dev, node, opset):
+    value: Tensor = node.attr("value")
+    elem_type = value.elem_type if value is not None else dtypes.FLOAT
+    itemsize = dtypes.elem_type(elem_type).bits // 8
+    element = bytes(value.raw[:itemsize]) if value is not None else bytes(4)
+    last = {}
+
+    def run(ctx, shape_t, **_):
+        shape = tuple(dev.ints(shape_t))
+        t = last.get(shape)
+        if t is None:
+            if min(shape, default=0) < 0:
+                raise ValueError(f"ConstantOfShape: negative dimension in {list(shape)}")
+            if elem_type in INT_FORMATS and product(shape) <= SMALL_INTS:
+                v = array(INT_FORMATS[elem_type], element)[0]
+                t = dev.from_ints([v] * product(shape), shape, elem_type)
+            else:
+                t = dev.fill(dev.empty(shape, elem_type), element)
+            last.clear()
+            last[shape] = t
+        return t
+    return run
+
+
+@operator("Range")
+def bind_range(dev, node, opset):
+    from .common import host_fallback
+    fallback = host_fallback(dev, node, opset)
+
+    def run(ctx, start, limit, delta, **attrs):
+        kind = start.elem_type
+        if kind not in INT_FORMATS and kind not in (dtypes.FLOAT, dtypes.DOUBLE):
+            return fallback(ctx, start, limit, delta, **attrs)
+        if kind in INT_FORMATS:
+            s, l, d = dev.ints(start)[0], dev.ints(limit)[0], dev.ints(delta)[0]
+        elif kind in (dtypes.FLOAT, dtypes.DOUBLE):
+            fmt = "f" if kind == dtypes.FLOAT else "d"
+            s, l, d = (array(fmt, bytes(dev.host.read(t.ptr, t.itemsize)))[0]
+                       for t in (start, limit, delta))
+        if d == 0:
+            raise ValueError("Range delta cannot be 0")
+        n = max(int(math.ceil((l - s) / d)), 0)
+        values = [s + i * d for i in range(n)]
+        if kind in INT_FORMATS:
+            return dev.from_ints(values, (n,), kind)
+        return dev.upload(HostTensor(kind, (n,), array(fmt, values).tobytes()))
+    return run

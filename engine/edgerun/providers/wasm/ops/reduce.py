@@ -1,0 +1,72 @@
+"""ReduceSum/Mean/Max/Min/SumSquare over any axes: adjacent axes fold into one (outer, R,
+inner) pass; others are transposed to the end first. ArgMax/ArgMin over one axis."""
+from __future__ import annotations
+
+from . import operator
+from ....ir import dtypes
+from .common import float_or_fallback, normalize_axis, product
+from .tensor import transpose
+
+REDUCE = {"ReduceSum": 0, "ReduceMean": 1, "ReduceMax": 2, "ReduceMin": 3,
+          "ReduceSumSquare": 4}
+AXES_INPUT_SINCE = {"ReduceSum": 13}     # the others take axes as an input from opset 18
+
+
+@operator(*REDUCE)
+def bind_reduce(dev, node, opset):
+    code = REDUCE[node.op_type]
+    keepdims = int(node.attr("keepdims", 1))
+    noop_empty = int(node.attr("noop_with_empty_axes", 0))
+    axes_from_input = opset >= AXES_INPUT_SINCE.get(node.op_type, 18)
+    attr_axes = node.attr("axes")
+
+    def run(ctx, x, axes_t=None, **_):
+        axes = dev.ints(axes_t) if axes_from_input else attr_axes
+        rank = len(x.shape)
+        if not axes:
+            if noop_empty:
+                return x
+            axes = range(rank)
+        axes = sorted({normalize_axis(int(a), rank, "reduce axis") for a in axes})
+        out_full = [1 if i in axes else d for i, d in enumerate(x.shape)]
+        out_shape = out_full if keepdims else [d for i, d in enumerate(x.shape) if i not in axes]
+        y = dev.empty(out_shape)
+        if y.size == 0:
+            return y
+        src = x
+        if axes != list(range(axes[0], axes[-1] + 1)):     # not adjacent: move them last
+            keep = [i for i in range(rank) if i not in axes]
+            src = transpose(dev, x, keep + axes)
+            axes = list(range(len(keep), rank))
+            shape = src.shape
+        else:
+            shape = x.shape
+        outer = product(shape[:axes[0]])
+        r = product(shape[axes[0]:axes[-1] + 1])
+        inner = product(shape[axes[-1] + 1:])
+        dev.call("er_reduce", code, src.ptr, y.ptr, outer, r, inner)
+        return y
+    return float_or_fallback(dev, node, opset, run, float_inputs=[0])
+
+
+
+@operator("ArgMax", "ArgMin")
+def bind_arg_reduce(dev, node, opset):
+    axis_attr = int(node.attr("axis", 0))
+    keepdims = int(node.attr("keepdims", 1))
+    select_last = int(node.attr("select_last_index", 0))
+    is_min = int(node.op_type == "ArgMin")
+
+    def run(ctx, x, **_):
+        rank = len(x.shape)
+        axis = normalize_axis(axis_attr, max(rank, 1))
+        shape = list(x.shape) or [1]
+        if shape[axis] == 0:
+            raise ValueError(f"{node.op_type} over an empty axis {axis}")
+        out = shape[:axis] + ([1] if keepdims else []) + shape[axis + 1:]
+        y = dev.empty(out, dtypes.INT64)
+        if y.size:
+            dev.call("er_argmax", x.ptr, y.ptr, product(shape[:axis]), shape[axis],
+                     product(shape[axis + 1:]), is_min, select_last)
+        return y
+    return float_or_fallback(dev, node, opset, run)

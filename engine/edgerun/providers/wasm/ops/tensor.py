@@ -1,0 +1,362 @@
+"""Data movement for any element type: Transpose, Concat, Slice, Split, Gather, Expand, Cast,
+and the metadata-only Reshape, Flatten, Squeeze, Unsqueeze, Identity, Dropout (inference),
+Shape and Size.
+
+Small integer results (shape arithmetic) are computed on the host from the inputs' `ints`
+when those are known, and uploaded with their values attached, so a chain like
+Shape -> Gather -> Unsqueeze -> Concat -> Reshape never reads linear memory.
+"""
+from __future__ import annotations
+
+from ....ir import dtypes
+from . import operator
+from .common import (broadcast_shape, broadcast_strides, contiguous_strides, merge_dims,
+                     normalize_axis, product)
+from .host_math import has_values, wrap
+from ..device import INT_FORMATS, SMALL_INTS, WasmTensor
+
+# what er_cast converts between: float32/64, 8- to 64-bit integers, bool
+CAST_TYPES = {dtypes.FLOAT, dtypes.DOUBLE, dtypes.BOOL, dtypes.INT8, dtypes.UINT8, dtypes.INT16,
+              dtypes.UINT16, dtypes.INT32, dtypes.UINT32, dtypes.INT64, dtypes.UINT64}
+
+
+def copy_strided(dev, dst_ptr: int, src_ptr: int, itemsize: int, shape, dst_strides,
+                 src_strides) -> None:
+    if product(shape) == 0:
+        return
+    dims, (ds, ss) = merge_dims(list(shape), list(dst_strides), list(src_strides))
+    dev.set_args(dims + ds + ss)
+    dev.call("er_copy_strided", dst_ptr, src_ptr, itemsize, len(dims))
+
+
+def transpose(dev, x: WasmTensor, perm) -> WasmTensor:
+    shape = [x.shape[p] for p in perm]
+    y = dev.empty(shape, x.elem_type)
+    src = contiguous_strides(x.shape)
+    copy_strided(dev, y.ptr, x.ptr, x.itemsize, shape, contiguous_strides(shape),
+                 [src[p] for p in perm])
+    return y
+
+
+def _small(t) -> bool:
+    return t.ints is not None and t.size <= SMALL_INTS
+
+
+@operator("Transpose")
+def bind_transpose(dev, node, opset):
+    perm_attr = node.attr("perm")
+
+    def run(ctx, x, **_):
+        perm = list(perm_attr) if perm_attr else list(range(len(x.shape)))[::-1]
+        if sorted(perm) != list(range(len(x.shape))):
+            raise ValueError(f"perm {perm} is not a permutation of {len(x.shape)} axes")
+        return transpose(dev, x, perm)
+    return run
+
+
+@operator("Concat")
+def bind_concat(dev, node, opset):
+    axis_attr = int(node.attr("axis", 0))
+
+    def run(ctx, *xs, **_):
+        xs = [x for x in xs if x is not None]
+        rank = len(xs[0].shape)
+        axis = normalize_axis(axis_attr, rank)
+        shape = list(xs[0].shape)
+        shape[axis] = sum(x.shape[axis] for x in xs)
+        for x in xs:
+            if len(x.shape) != rank or x.elem_type != xs[0].elem_type or any(
+                    x.shape[i] != shape[i] for i in range(rank) if i != axis):
+                raise ValueError(f"Concat inputs {[list(v.shape) for v in xs]} differ off axis "
+                                 f"{axis} (or in element type)")
+        if all(_small(x) for x in xs) and rank == 1:
+            return dev.from_ints([v for x in xs for v in x.ints], shape, xs[0].elem_type)
+        y = dev.empty(shape, xs[0].elem_type)
+        dst = contiguous_strides(shape)
+        offset = 0
+        for x in xs:
+            copy_strided(dev, y.ptr + offset * dst[axis] * x.itemsize, x.ptr, x.itemsize,
+                         x.shape, dst, contiguous_strides(x.shape))
+            offset += x.shape[axis]
+        return y
+    return run
+
+
+def slice_ranges(shape, starts, ends, axes, steps) -> list:
+    """Per axis (start, length, step) after ONNX's clamping rules."""
+    rank = len(shape)
+    ranges = [(0, d, 1) for d in shape]
+    axes = list(axes) if axes else list(range(len(starts)))
+    steps = list(steps) if steps else [1] * len(starts)
+    for s, e, a, st in zip(starts, ends, axes, steps):
+        a = normalize_axis(a, rank, "Slice axis")
+        d = shape[a]
+        if st == 0:
+            raise ValueError("Slice step cannot be 0")
+        s = s + d if s < 0 else s
+        e = e + d if e < 0 else e
+        if st > 0:
+            s, e = min(max(s, 0), d), min(max(e, 0), d)
+            n = max(0, (e - s + st - 1) // st)
+        else:
+            s, e = min(max(s, 0), d - 1), min(max(e, -1), d - 1)
+            n = max(0, (s - e + (-st) - 1) // (-st))
+        ranges[a] = (s, n, st)
+    return ranges
+
+
+@operator("Slice")
+def bind_slice(dev, node, opset):
+    attrs = (node.attr("starts"), node.attr("ends"), node.attr("axes"))
+
+    def run(ctx, x, starts=None, ends=None, axes=None, steps=None, **_):
+        if opset < 10:
+            s, e, a, st = attrs[0], attrs[1], attrs[2], None
+        else:
+            s, e, a, st = dev.ints(starts), dev.ints(ends), dev.ints(axes), dev.ints(steps)
+        ranges = slice_ranges(x.shape, s, e, a, st)
+        shape = [n for _, n, _ in ranges]
+        if _small(x) and len(x.shape) == 1:
+            start, n, step = ranges[0]
+            return dev.from_ints(x.ints[start::step][:n], shape, x.elem_type)
+        y = dev.empty(shape, x.elem_type)
+        strides = contiguous_strides(x.shape)
+        offset = sum(r[0] * s for r, s in zip(ranges, strides)) * x.itemsize
+        copy_strided(dev, y.ptr, x.ptr + offset, x.itemsize, shape, contiguous_strides(shape),
+                     [r[2] * s for r, s in zip(ranges, strides)])
+        return y
+    return run
+
+
+@operator("Gather")
+def bind_gather(dev, node, opset):
+    axis_attr = int(node.attr("axis", 0))
+
+    def run(ctx, x, indices, **_):
+        axis = normalize_axis(axis_attr, len(x.shape))
+        shape = list(x.shape[:axis]) + list(indices.shape) + list(x.shape[axis + 1:])
+        if indices.elem_type not in (dtypes.INT64, dtypes.INT32):
+            raise TypeError(f"Gather indices must be int64 or int32, got "
+                            f"{dtypes.type_string(indices.elem_type)}")
+        if _small(x) and len(x.shape) == 1 and _small(indices):
+            d = x.shape[0]
+            for i in indices.ints:
+                if not -d <= i < d:
+                    raise IndexError(f"Gather index {i} is out of range for a dimension of {d}")
+            return dev.from_ints([x.ints[i] for i in indices.ints], shape, x.elem_type)
+        y = dev.empty(shape, x.elem_type)
+        if y.size == 0:
+            return y
+        inner = product(x.shape[axis + 1:]) * x.itemsize
+        bad = dev.call("er_gather", y.ptr, x.ptr, indices.ptr,
+                       int(indices.elem_type == dtypes.INT64), indices.size,
+                       product(x.shape[:axis]), x.shape[axis], inner)
+        if bad:
+            i = -1 - bad
+            value = dev.ints(indices)[i] if indices.size <= SMALL_INTS else "?"
+            raise IndexError(f"Gather index {value} (position {i}) is out of range for axis "
+                             f"{axis} of size {x.shape[axis]}")
+        return y
+    return run
+
+
+@operator("Expand")
+def bind_expand(dev, node, opset):
+    def run(ctx, x, shape_t, **_):
+        shape = broadcast_shape(x.shape, dev.ints(shape_t))
+        y = dev.empty(shape, x.elem_type)
+        copy_strided(dev, y.ptr, x.ptr, x.itemsize, shape, contiguous_strides(shape),
+                     broadcast_strides(x.shape, shape))
+        return y
+    return run
+
+
+def check_cast(node, opset) -> str:
+    to = node.attr("to")
+    if to not in CAST_TYPES:
+        return (f"Cast to {dtypes.type_string(to) if to in dtypes.BY_CODE else to}: the wasm "
+                f"kernel casts between float32/64, 8- to 64-bit integers and bool")
+    return ""
+
+
+def cast(dev, x: WasmTensor, to: int) -> WasmTensor:
+    """`x` converted to element type `to` (both in CAST_TYPES)."""
+    if x.elem_type == to:
+        return x
+    if to in INT_FORMATS and has_values(x):          # shape arithmetic stays on the host
+        return dev.from_ints([wrap(v, to) for v in x.ints], x.shape, to)
+    y = dev.empty(x.shape, to)
+    if y.size and dev.call("er_cast", x.ptr, y.ptr, x.size, x.elem_type, to):
+        raise TypeError(f"er_cast cannot convert {dtypes.type_string(x.elem_type)} to "
+                        f"{dtypes.type_string(to)}")
+    return y
+
+
+@operator("Cast", check=check_cast)
+def bind_cast(dev, node, opset):
+    to = int(node.attr("to"))
+    from .common import host_fallback
+    fallback = host_fallback(dev, node, opset)
+
+    def run(ctx, x, **attrs):
+        if x.elem_type not in CAST_TYPES:
+            return fallback(ctx, x, **attrs)
+        return cast(dev, x, to)
+    return run
+
+
+@operator("Split")
+def bind_split(dev, node, opset):
+    axis_attr = int(node.attr("axis", 0))
+    split_attr = node.attr("split")
+    num_outputs = node.attr("num_outputs")
+    count = len(node.outputs)
+
+    def run(ctx, x, split_t=None, **_):
+        axis = normalize_axis(axis_attr, len(x.shape))
+        d = x.shape[axis]
+        sizes = list(dev.ints(split_t) if opset >= 13 and split_t is not None else
+                     (split_attr or []))
+        if not sizes and num_outputs:                # opset 18: the last chunk may be smaller
+            chunk = -(-d // int(num_outputs))
+            sizes = [chunk] * (int(num_outputs) - 1) + [d - chunk * (int(num_outputs) - 1)]
+        elif not sizes:
+            if d % count:
+                raise ValueError(f"Split of a dimension of {d} into {count} equal outputs")
+            sizes = [d // count] * count
+        if sum(sizes) != d or len(sizes) != count or min(sizes) < 0:
+            raise ValueError(f"Split sizes {sizes} must be {count} sizes summing to {d}")
+        return tuple(split_parts(dev, x, axis, sizes))
+    return run
+
+
+def split_parts(dev, x: WasmTensor, axis: int, sizes) -> list:
+    """Pieces of `x` along `axis`: views where the pieces are contiguous, else copies."""
+    strides = contiguous_strides(x.shape)
+    contiguous = product(x.shape[:axis]) == 1
+    parts, offset = [], 0
+    for s in sizes:
+        shape = list(x.shape)
+        shape[axis] = s
+        start = offset * strides[axis] * x.itemsize
+        if contiguous:
+            parts.append(x.part(start, shape))
+        else:
+            y = dev.empty(shape, x.elem_type)
+            copy_strided(dev, y.ptr, x.ptr + start, x.itemsize, shape, contiguous_strides(shape),
+                         strides)
+            parts.append(y)
+        offset += s
+    return parts
+
+
+# ---- metadata only ----------------------------------------------------------------------
+
+def reshape_target(in_shape, target, allowzero: int) -> list:
+    out = [in_shape[i] if (d == 0 and not allowzero) else d for i, d in enumerate(target)]
+    if out.count(-1) > 1:
+        raise ValueError(f"Reshape target {list(target)} has more than one -1")
+    if -1 in out:
+        known = product(d for d in out if d != -1)
+        total = product(in_shape)
+        if known == 0 or total % known:
+            raise ValueError(f"cannot reshape {list(in_shape)} to {list(target)}")
+        out[out.index(-1)] = total // known
+    if product(out) != product(in_shape):
+        raise ValueError(f"cannot reshape {list(in_shape)} ({product(in_shape)} elements) "
+                         f"to {list(target)}")
+    return out
+
+
+@operator("Reshape")
+def bind_reshape(dev, node, opset):
+    allowzero = int(node.attr("allowzero", 0))
+    attr_shape = node.attr("shape")
+
+    def run(ctx, x, shape_t=None, **_):
+        target = dev.ints(shape_t) if opset >= 5 else attr_shape
+        return x.view(reshape_target(x.shape, target, allowzero))
+    return run
+
+
+@operator("Flatten")
+def bind_flatten(dev, node, opset):
+    axis_attr = int(node.attr("axis", 1))
+
+    def run(ctx, x, **_):
+        axis = axis_attr + len(x.shape) if axis_attr < 0 else axis_attr
+        return x.view((product(x.shape[:axis]), product(x.shape[axis:])))
+    return run
+
+
+@operator("Squeeze")
+def bind_squeeze(dev, node, opset):
+    attr_axes = node.attr("axes")
+
+    def run(ctx, x, axes_t=None, **_):
+        axes = dev.ints(axes_t) if opset >= 13 else attr_axes
+        rank = len(x.shape)
+        if axes is None:
+            return x.view([d for d in x.shape if d != 1])
+        axes = {normalize_axis(int(a), rank, "Squeeze axis") for a in axes}
+        for a in axes:
+            if x.shape[a] != 1:
+                raise ValueError(f"Squeeze axis {a} has size {x.shape[a]}, not 1")
+        return x.view([d for i, d in enumerate(x.shape) if i not in axes])
+    return run
+
+
+@operator("Unsqueeze")
+def bind_unsqueeze(dev, node, opset):
+    attr_axes = node.attr("axes")
+
+    def run(ctx, x, axes_t=None, **_):
+        axes = dev.ints(axes_t) if opset >= 13 else attr_axes
+        rank = len(x.shape) + len(axes)
+        axes = sorted(normalize_axis(int(a), rank, "Unsqueeze axis") for a in axes)
+        shape = list(x.shape)
+        for a in axes:
+            shape.insert(a, 1)
+        return x.view(shape)
+    return run
+
+
+@operator("Identity")
+def bind_identity(dev, node, opset):
+    return lambda ctx, x, **_: x
+
+
+@operator("Dropout")
+def bind_dropout(dev, node, opset):
+    """Inference: the input unchanged, and a mask of ones when the mask output is used
+    (training_mode=True goes to the CPU kernel)."""
+    want_mask = len(node.outputs) > 1 and bool(node.outputs[1])
+    from .common import host_fallback
+    training = host_fallback(dev, node, opset)       # random masks: the CPU kernel's
+
+    def run(ctx, x, ratio=None, training_mode=None, **attrs):
+        if training_mode is not None and any(dev.ints(training_mode)):
+            return training(ctx, x, ratio, training_mode, **attrs)
+        if not want_mask:
+            return x
+        return x, dev.fill(dev.empty(x.shape, dtypes.BOOL), b"\x01")
+    return run
+
+
+@operator("Size")
+def bind_size(dev, node, opset):
+    return lambda ctx, x, **_: dev.from_ints([x.size], ())
+
+
+@operator("Shape")
+def bind_shape(dev, node, opset):
+    start_attr, end_attr = node.attr("start", 0), node.attr("end")
+
+    def run(ctx, x, **_):
+        dims = list(x.shape)
+        start = start_attr + len(dims) if start_attr < 0 else start_attr
+        end = len(dims) if end_attr is None else (end_attr + len(dims) if end_attr < 0
+                                                  else end_attr)
+        dims = dims[max(start, 0):max(min(end, len(dims)), 0)]
+        return dev.from_ints(dims, (len(dims),))
+    return run

@@ -1,0 +1,78 @@
+"""The device-facing interface of the WebGPU provider: what a GPU backend must offer.
+
+Two implementations share everything above this interface:
+- `wgpu_device.WgpuDevice`: wgpu-native through wgpu-py (desktop: Vulkan, Metal, D3D12);
+- `browser_device.BrowserDevice`: `navigator.gpu` through Pyodide's FFI. There, reading a
+  buffer back is asynchronous (`mapAsync`); `read_buffer` waits for it through JSPI
+  (`pyodide.ffi.run_sync`), so the executor stays synchronous (`read_buffer_async` serves
+  callers that await instead); everything else maps one to one onto the JavaScript API
+  (createBuffer, queue.writeBuffer, createComputePipeline, one command encoder per
+  `run_batch`).
+
+Handles (buffers, pipelines) are opaque to callers. All work of a batch goes into one command
+encoder with one compute pass; WebGPU orders dispatches within it, so a dispatch sees the
+writes of every earlier one.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+class Unsupported(Exception):
+    """A kernel or the device cannot take these inputs (a layout without a kernel, a tensor
+    larger than the adapter binds): the provider runs the node's CPU kernel instead."""
+
+
+class GpuError(RuntimeError):
+    """A device call failed; the message names the kernel and the node it was running."""
+
+
+@dataclass
+class Binding:
+    buffer: object        # device buffer handle
+    nbytes: int           # bytes bound from offset 0 (a multiple of 4, at least 4)
+
+
+@dataclass
+class Dispatch:
+    """One recorded compute dispatch, submitted later with the rest of its batch."""
+    pipeline: object      # from create_pipeline
+    label: str            # "node 'x' (Op): family/kernel", for error messages
+    bindings: list        # Binding per binding 1.. (output first, then inputs)
+    params_offset: int    # this dispatch's slice of the batch's params bytes (binding 0)
+    params_size: int
+    groups: tuple         # (x, y, z) workgroup counts
+
+
+class GpuDevice:
+    """Interface; see the module docstring. Sizes are in bytes."""
+
+    description = ""              # adapter, for messages and explain()
+    backend = ""                  # "Vulkan", "Metal", "D3D12", "GL", "browser"
+    params_alignment = 256        # alignment of each dispatch's params slice
+
+    def create_buffer(self, nbytes: int):
+        raise NotImplementedError
+
+    def destroy_buffer(self, buffer) -> None:
+        raise NotImplementedError
+
+    def write_buffer(self, buffer, data) -> None:
+        """Copy `data` (bytes-like, length a multiple of 4) to the start of `buffer`. Ordered
+        after all work already submitted and before work submitted later."""
+        raise NotImplementedError
+
+    def read_buffer(self, buffer, nbytes: int) -> bytes:
+        """The first `nbytes` of `buffer`, after all submitted work (blocking; native only)."""
+        raise NotImplementedError
+
+    async def read_buffer_async(self, buffer, nbytes: int) -> bytes:
+        return self.read_buffer(buffer, nbytes)
+
+    def create_pipeline(self, label: str, source: str):
+        """A compute pipeline for WGSL `source` with entry point `main` and layout 'auto'."""
+        raise NotImplementedError
+
+    def run_batch(self, params: bytes, dispatches: list) -> None:
+        """Upload `params`, record `dispatches` into one command encoder and submit it."""
+        raise NotImplementedError

@@ -1,0 +1,163 @@
+"""GpuContext: the scheduling shared by every device implementation.
+
+Kernels call `dispatch(...)`; nothing reaches the device until `flush()`, which hands the
+whole batch (one parameter buffer, one command encoder) to the device. A run flushes when a
+value must be read back (`download`, the provider's `to_host`) and at `end_run`. Pipelines
+are cached by (family, kernel, substitutions); buffers come from the size-class pool.
+"""
+from __future__ import annotations
+
+import struct
+import threading
+
+from ...ir import dtypes
+from . import host_values
+from .device import Binding, Dispatch, GpuDevice, GpuError
+from .memory import SMALL_MIRROR, BufferPool, GpuTensor
+from .shaders import WORKGROUP_SIZE, ShaderLibrary
+
+MAX_GROUPS_X = 65535
+_GPU_TYPES = {dtypes.FLOAT: "float32", dtypes.UINT32: "uint32"}   # element type -> GpuTensor.dtype
+_CODES = {name: code for code, name in _GPU_TYPES.items()}
+
+
+class GpuContext:
+    def __init__(self, device: GpuDevice, shaders: ShaderLibrary = None):
+        self.device = device
+        self.shaders = shaders or ShaderLibrary()
+        self.pool = BufferPool(device)
+        self.lock = threading.RLock()
+        self._pipelines: dict = {}
+        self._pending: list = []
+        self._params = bytearray()
+        self._zeros = None
+        self.label = ""            # the node being run, for error messages
+        self.fallback_log: list = []   # the last nodes that ran on the CPU instead, and why
+        self.stats = {"dispatches": 0, "flushes": 0, "uploads": 0, "downloads": 0,
+                      "pipelines": 0, "fallbacks": 0}
+
+    # ---- tensors ----------------------------------------------------------------------------
+
+    def empty(self, shape, dtype="float32") -> GpuTensor:
+        n = 1
+        for d in shape:
+            n *= int(d)
+        return GpuTensor(self.pool.acquire(max(n, 1) * 4), shape, dtype)
+
+    def upload(self, value) -> GpuTensor:
+        """A host tensor (numpy array or, without numpy, HostTensor) copied to the GPU."""
+        code, shape, data = host_values.raw(value)
+        if code not in _GPU_TYPES:
+            raise TypeError(f"GPU tensors are float32 (or uint32 indices), got "
+                            f"{dtypes.type_string(code)}")
+        with self.lock:
+            alloc = self.pool.acquire(max(len(data), 4), for_upload=True)
+            if data:
+                self.device.write_buffer(alloc.buffer, data)
+            self.stats["uploads"] += 1
+        n = len(data) // 4
+        host = host_values.from_bytes(code, shape, data) if n <= SMALL_MIRROR else None
+        return GpuTensor(alloc, shape, _GPU_TYPES[code], host)
+
+    def download(self, t: GpuTensor):
+        """`t` on the host: a numpy array, or a HostTensor where numpy is absent."""
+        with self.lock:
+            self.flush()
+            data = self.device.read_buffer(t.buffer, max(t.size, 1) * 4) if t.size else b""
+            self.stats["downloads"] += 1
+        return host_values.from_bytes(_CODES[t.dtype], t.shape, data[:t.size * 4])
+
+    async def download_async(self, t: GpuTensor):
+        """For an awaiting caller (mapAsync readback without JSPI)."""
+        with self.lock:
+            self.flush()
+        data = await self.device.read_buffer_async(t.buffer, max(t.size, 1) * 4)
+        self.stats["downloads"] += 1
+        return host_values.from_bytes(_CODES[t.dtype], t.shape, data[:t.size * 4])
+
+    def host_values(self, t):
+        """A small tensor's values on the host (Clip bounds, Resize scales): the mirror kept
+        at upload, else a read back (counted, it stalls the batch)."""
+        if not isinstance(t, GpuTensor):
+            return t
+        if t.host is not None:
+            return t.host
+        self.stats["fallbacks"] += 1
+        return self.download(t)
+
+    def zeros(self, count: int) -> GpuTensor:
+        """A shared read-only tensor of at least `count` zeros (an absent bias)."""
+        count = max(count, 64)
+        if self._zeros is None or self._zeros.size < count:
+            self._zeros = self.upload(host_values.filled(dtypes.FLOAT, (count,), 0.0))
+        return self._zeros
+
+    # ---- kernels ----------------------------------------------------------------------------
+
+    def pipeline(self, family: str, kernel: str, subs: dict):
+        key = (family, kernel, tuple(sorted(subs.items())))
+        found = self._pipelines.get(key)
+        if found is None:
+            label = f"{family}/{kernel}" + "".join(f" {k}={v}" for k, v in sorted(subs.items()))
+            source = self.shaders.source(family, kernel, subs)
+            found = self.device.create_pipeline(label, source)
+            self._pipelines[key] = found
+            self.stats["pipelines"] += 1
+        return found
+
+    def dispatch(self, family: str, kernel: str, out: GpuTensor, inputs: list, params: list,
+                 threads: int, subs: dict = None) -> GpuTensor:
+        """Record kernel `family/kernel` writing `out` from `inputs`, `threads` work items.
+
+        `params` follows the kernel's documented layout: Python floats are stored as f32,
+        ints as u32 (i32 when negative); params[0] is always the work-item count."""
+        if threads <= 0:
+            return out
+        subs = subs or {}
+        with self.lock:
+            try:
+                pipeline = self.pipeline(family, kernel, subs)
+            except GpuError as e:
+                raise GpuError(f"{self.label}: {e}") from e
+            offset = self._append_params([threads] + list(params))
+            groups = -(-threads // WORKGROUP_SIZE)
+            gx = min(groups, MAX_GROUPS_X)
+            bindings = [Binding(t.buffer, max(t.size, 1) * 4) for t in [out] + list(inputs)]
+            self._pending.append(Dispatch(pipeline, f"{self.label}: {family}/{kernel}",
+                                          bindings, offset, len(self._params) - offset,
+                                          (gx, -(-groups // gx), 1)))
+            self.pool.batch_pending = True
+            self.stats["dispatches"] += 1
+        return out
+
+    def _append_params(self, values: list) -> int:
+        align = self.device.params_alignment
+        pad = (-len(self._params)) % align
+        self._params.extend(b"\0" * pad)
+        offset = len(self._params)
+        self._params.extend(pack_params(values))
+        return offset
+
+    def flush(self) -> None:
+        with self.lock:
+            if not self._pending:
+                return
+            pending, params = self._pending, bytes(self._params)
+            self._pending, self._params = [], bytearray()
+            try:
+                self.device.run_batch(params, pending)
+            finally:
+                self.pool.batch_submitted()
+                self.stats["flushes"] += 1
+
+
+def pack_params(values: list) -> bytes:
+    out = bytearray()
+    for v in values:
+        if isinstance(v, float) or type(v).__name__.startswith("float"):   # numpy floats too
+            out += struct.pack("<f", float(v))
+        elif v < 0:
+            out += struct.pack("<i", int(v))
+        else:
+            out += struct.pack("<I", int(v))
+    return bytes(out)

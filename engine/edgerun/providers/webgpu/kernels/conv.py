@@ -1,0 +1,115 @@
+"""Conv (1-D and 2-D, grouped, depthwise, dilated, auto_pad) and FusedConv on conv.wgsl."""
+from __future__ import annotations
+
+from .activation import check_fused, epilogue
+from .common import as_gpu
+from .matmul import matmul_core
+from .registry import Unsupported, gpu_op
+
+
+def _auto_pad(node, opset) -> str:
+    pad = node.attr("auto_pad", b"NOTSET")
+    pad = pad.decode() if isinstance(pad, bytes) else pad
+    return "" if pad in ("NOTSET", "VALID", "SAME_UPPER", "SAME_LOWER") else f"auto_pad={pad}"
+
+
+def check_conv(node, opset) -> str:
+    return _auto_pad(node, opset)
+
+
+def check_fused_conv(node, opset) -> str:
+    return _auto_pad(node, opset) or check_fused(node, opset)
+
+
+def window_pads(in_sizes, kernel, strides, dilations, pads, auto_pad) -> tuple:
+    """(begin pads, end pads, output sizes) for a sliding window, ONNX's rules."""
+    n = len(in_sizes)
+    begin, end, out = [], [], []
+    for i in range(n):
+        span = (kernel[i] - 1) * dilations[i] + 1
+        if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+            o = -(-in_sizes[i] // strides[i])
+            total = max((o - 1) * strides[i] + span - in_sizes[i], 0)
+            b = total // 2 if auto_pad == "SAME_UPPER" else total - total // 2
+            begin.append(b)
+            end.append(total - b)
+        elif auto_pad == "VALID":
+            begin.append(0)
+            end.append(0)
+        else:
+            begin.append(pads[i])
+            end.append(pads[i + n])
+        out.append((in_sizes[i] + begin[i] + end[i] - span) // strides[i] + 1)
+    return begin, end, out
+
+
+def conv(gpu, x, w, b=None, auto_pad="NOTSET", dilations=None, group=1, kernel_shape=None,
+         pads=None, strides=None, activation="", act_params=()):
+    x, w = as_gpu(gpu, x), as_gpu(gpu, w)
+    spatial = x.ndim - 2
+    if spatial not in (1, 2) or w.ndim != x.ndim:
+        raise Unsupported(f"{spatial}-D convolution (the kernel does 1-D and 2-D)")
+    n, c = x.shape[:2]
+    m, cg = w.shape[:2]
+    if cg * group != c or m % group:
+        raise ValueError(f"Conv: input has {c} channels, weight {w.shape} with group={group}")
+    kernel = list(w.shape[2:])
+    if _is_pointwise(kernel, strides, pads, dilations, group, auto_pad):
+        return _pointwise(gpu, x, w, b, activation, act_params)
+    dilations = list(dilations or [1] * spatial)
+    strides = list(strides or [1] * spatial)
+    pads = list(pads or [0] * 2 * spatial)
+    begin, _, out_sizes = window_pads(list(x.shape[2:]), kernel, strides, dilations, pads,
+                                      auto_pad)
+    if spatial == 1:           # 1-D runs as 2-D with H = 1
+        kernel, strides, dilations = [1] + kernel, [1] + strides, [1] + dilations
+        begin, out_sizes, in_hw = [0] + begin, [1] + out_sizes, (1, x.shape[2])
+    else:
+        in_hw = x.shape[2:]
+    out = gpu.empty((n, m) + tuple(out_sizes[-spatial:]))
+    mg = m // group
+    ocb = 4 if mg % 4 == 0 else 1
+    ow_tiles = -(-out_sizes[1] // 4)
+    oc_tiles = m // ocb
+    threads = n * oc_tiles * out_sizes[0] * ow_tiles
+    if b is None:
+        bias, bias_stride = gpu.zeros(1), 0
+    else:
+        bias, bias_stride = as_gpu(gpu, b), 1
+    expr, act_alpha, act_beta = epilogue(activation, act_params)
+    params = [n, c, in_hw[0], in_hw[1], m, out_sizes[0], out_sizes[1], kernel[0], kernel[1],
+              strides[0], strides[1], begin[0], begin[1], dilations[0], dilations[1], cg, mg,
+              ow_tiles, oc_tiles, act_alpha, act_beta, bias_stride]
+    if ocb == 4:
+        return gpu.dispatch("conv", "conv2d_oc4", out, [x, w, bias], params, threads,
+                            {"ACT": expr})
+    return gpu.dispatch("conv", "conv2d", out, [x, w, bias], params, threads,
+                        {"OCB": ocb, "ACT": expr})
+
+
+@gpu_op("Conv", check=check_conv)
+def run_conv(gpu, ctx, x, w, b=None, **attrs):
+    return conv(gpu, x, w, b, **attrs)
+
+
+@gpu_op("FusedConv", domain="com.edgerun", check=check_fused_conv)
+def run_fused_conv(gpu, ctx, x, w, b=None, activation="Relu", activation_params=None, **attrs):
+    return conv(gpu, x, w, b, activation=activation, act_params=activation_params, **attrs)
+
+
+def _is_pointwise(kernel, strides, pads, dilations, group, auto_pad) -> bool:
+    ones = [1] * len(kernel)
+    return (kernel == ones and list(strides or ones) == ones and not any(pads or [])
+            and list(dilations or ones) == ones and group == 1)
+
+
+def _pointwise(gpu, x, w, b, activation, act_params):
+    """A 1x1 convolution is a batched matrix product: out[n] = W[M, C] @ X[n][C, HW]."""
+    n, c = x.shape[:2]
+    m = w.shape[0]
+    hw = x.size // (n * c) if n * c else 0
+    bias, strides = (None, (0, 0)) if b is None else (as_gpu(gpu, b), (1, 0))
+    out = matmul_core(gpu, w, x, m, hw, c, (c, 1), (hw, 1), (n,), [0], [c * hw],
+                      bias=bias, bias_strides=strides, beta=1.0, activation=activation,
+                      act_params=act_params)
+    return out.view((n, m) + x.shape[2:])

@@ -1,0 +1,150 @@
+"""Elementwise operators: unary activations and math, broadcasting binary operators.
+
+Each operator is a row: its WGSL expression (over `x`, `y`, `alpha`, `beta`) and how its
+attributes become alpha/beta. elementwise.wgsl does the rest.
+"""
+from __future__ import annotations
+
+from .. import host_values
+from .common import (as_gpu, broadcast_strides, count, host_floats_or_ints, merge_dims,
+                     padded)
+from .registry import gpu_op
+
+SELU_ALPHA, SELU_GAMMA = 1.67326319217681884765625, 1.05070102214813232421875
+
+# op -> (WGSL expression, fn(attributes) -> (alpha, beta))
+UNARY = {
+    "Relu": ("max(x, 0.0)", None),
+    "Sigmoid": ("1.0 / (1.0 + exp(-x))", None),
+    "Tanh": ("tanh(clamp(x, -20.0, 20.0))", None),
+    "LeakyRelu": ("select(x * alpha, x, x >= 0.0)", lambda a: (a.get("alpha", 0.01), 0.0)),
+    "HardSigmoid": ("clamp(alpha * x + beta, 0.0, 1.0)",
+                    lambda a: (a.get("alpha", 0.2), a.get("beta", 0.5))),
+    "HardSwish": ("x * clamp(x / 6.0 + 0.5, 0.0, 1.0)", None),
+    "Elu": ("select(alpha * (exp(x) - 1.0), x, x >= 0.0)", lambda a: (a.get("alpha", 1.0), 0.0)),
+    "Selu": ("beta * select(alpha * (exp(x) - 1.0), x, x > 0.0)",
+             lambda a: (a.get("alpha", SELU_ALPHA), a.get("gamma", SELU_GAMMA))),
+    "ThresholdedRelu": ("select(0.0, x, x > alpha)", lambda a: (a.get("alpha", 1.0), 0.0)),
+    "Softplus": ("select(log(1.0 + exp(x)), x, x > 20.0)", None),
+    "Softsign": ("x / (1.0 + abs(x))", None),
+    "Erf": ("erf_approx(x)", None),
+    "Exp": ("exp(x)", None),
+    "Log": ("log(x)", None),
+    "Sqrt": ("sqrt(x)", None),
+    "Neg": ("-x", None),
+    "Abs": ("abs(x)", None),
+    "Reciprocal": ("1.0 / x", None),
+    "Floor": ("floor(x)", None),
+    "Ceil": ("ceil(x)", None),
+    "Sin": ("sin(x)", None),
+    "Cos": ("cos(x)", None),
+    "Sign": ("sign(x)", None),
+    "Round": ("round(x)", None),
+}
+GELU = {"none": "0.5 * x * (1.0 + erf_approx(x * 0.7071067811865476))",
+        "tanh": "0.5 * x * (1.0 + tanh(clamp(0.7978845608028654 * (x + 0.044715 * x * x * x),"
+                " -20.0, 20.0)))"}
+CLIP = "min(max(x, alpha), beta)"
+SCALE = "x * alpha"
+FLOAT_MAX = 3.4028234663852886e38
+
+BINARY = {
+    "Add": "x + y", "Sub": "x - y", "Mul": "x * y", "Div": "x / y",
+    "Pow": "pow_any(x, y)", "Max": "max(x, y)", "Min": "min(x, y)",
+    "PRelu": "select(x * y, x, x >= 0.0)",
+}
+
+
+def unary(gpu, x, expr: str, alpha: float = 0.0, beta: float = 0.0):
+    x = as_gpu(gpu, x)
+    out = gpu.empty(x.shape)
+    return gpu.dispatch("elementwise", "unary", out, [x], [float(alpha), float(beta)], x.size,
+                        {"EXPR": expr})
+
+
+def binary(gpu, a, b, expr: str, cast_b: bool = False):
+    a, b = as_gpu(gpu, a), as_gpu(gpu, b, cast=cast_b)
+    shape = host_values.broadcast_shapes(a.shape, b.shape)
+    out = gpu.empty(shape)
+    n = count(shape)
+    if a.shape == shape and b.shape == shape:
+        return gpu.dispatch("elementwise", "binary_same", out, [a, b], [0.0, 0.0], n,
+                            {"EXPR": expr})
+    dims, (sa, sb) = merge_dims(list(shape), broadcast_strides(a.shape, shape),
+                                broadcast_strides(b.shape, shape))
+    params = [len(dims)] + padded(dims, fill=1) + padded(sa) + padded(sb) + [0.0, 0.0]
+    return gpu.dispatch("elementwise", "binary", out, [a, b], params, n, {"EXPR": expr})
+
+
+def _unary_op(op, expr, attr_fn):
+    @gpu_op(op)
+    def run(gpu, ctx, x, **attrs):
+        alpha, beta = attr_fn(attrs) if attr_fn else (0.0, 0.0)
+        return unary(gpu, x, expr, alpha, beta)
+    return run
+
+
+for _op, (_expr, _attrs) in UNARY.items():
+    _unary_op(_op, _expr, _attrs)
+
+
+def _check_gelu(node, opset):
+    approx = node.attr("approximate", b"none")
+    approx = approx.decode() if isinstance(approx, bytes) else approx
+    return "" if approx in GELU else f"approximate={approx!r} (supported: none, tanh)"
+
+
+@gpu_op("Gelu", check=_check_gelu)
+@gpu_op("Gelu", domain="com.edgerun", check=_check_gelu)
+def gelu(gpu, ctx, x, approximate="none"):
+    return unary(gpu, x, GELU[approximate])
+
+
+@gpu_op("Clip")
+def clip(gpu, ctx, x, low=None, high=None, min=None, max=None):   # noqa: A002 - ONNX names
+    if ctx.opset < 11:
+        low, high = min, max
+    lo = -FLOAT_MAX if low is None else float(host_floats_or_ints(gpu, low)[0])
+    hi = FLOAT_MAX if high is None else float(host_floats_or_ints(gpu, high)[0])
+    return unary(gpu, x, CLIP, lo, hi)
+
+
+def _binary_op(op, expr):
+    @gpu_op(op)
+    def run(gpu, ctx, a, b, **_):
+        return binary(gpu, a, b, expr, cast_b=(op == "Pow"))
+    return run
+
+
+for _op, _expr in BINARY.items():
+    if _op not in ("Max", "Min"):
+        _binary_op(_op, _expr)
+
+
+def _variadic(gpu, inputs, expr):
+    acc = as_gpu(gpu, inputs[0])
+    if len(inputs) == 1:
+        return unary(gpu, acc, "x")
+    for v in inputs[1:]:
+        acc = binary(gpu, acc, v, expr)
+    return acc
+
+
+@gpu_op("Sum")
+def sum_(gpu, ctx, *inputs):
+    return _variadic(gpu, inputs, BINARY["Add"])
+
+
+@gpu_op("Max")
+def max_(gpu, ctx, *inputs):
+    return _variadic(gpu, inputs, BINARY["Max"])
+
+
+@gpu_op("Min")
+def min_(gpu, ctx, *inputs):
+    return _variadic(gpu, inputs, BINARY["Min"])
+
+
+@gpu_op("Mean")
+def mean(gpu, ctx, *inputs):
+    return unary(gpu, _variadic(gpu, inputs, BINARY["Add"]), SCALE, 1.0 / len(inputs))

@@ -1,0 +1,255 @@
+"""Layout operators: Transpose, Slice, Split, Concat, Expand, DepthToSpace, SpaceToDepth as
+strided copies; Gather, Pad and Resize with their own index rules (movement.wgsl)."""
+from __future__ import annotations
+
+import math
+
+from ....ir import dtypes
+from .. import host_values
+from .common import (as_gpu, broadcast_strides, count, host_floats_or_ints, host_ints,
+                     normalize_axis, padded, strided_copy, strides_of)
+from .registry import Unsupported, gpu_op
+
+
+def transpose(gpu, x, perm):
+    strides = strides_of(x.shape)
+    dims = [x.shape[p] for p in perm]
+    out = gpu.empty(dims)
+    return strided_copy(gpu, out, x, dims, [strides[p] for p in perm], strides_of(dims))
+
+
+@gpu_op("Transpose")
+def run_transpose(gpu, ctx, x, perm=None):
+    x = as_gpu(gpu, x)
+    return transpose(gpu, x, list(perm) if perm is not None else list(range(x.ndim))[::-1])
+
+
+def _space_depth(gpu, x, shape6, perm, out_shape):
+    """DepthToSpace/SpaceToDepth: a reshape to 6-D, a transpose, a reshape back."""
+    return transpose(gpu, x.view(shape6), perm).view(out_shape)
+
+
+@gpu_op("DepthToSpace")
+def depth_to_space(gpu, ctx, x, blocksize, mode="DCR"):
+    x = as_gpu(gpu, x)
+    n, c, h, w = x.shape
+    b = blocksize
+    out_shape = (n, c // (b * b), h * b, w * b)
+    if mode == "DCR":
+        return _space_depth(gpu, x, (n, b, b, c // (b * b), h, w), [0, 3, 4, 1, 5, 2], out_shape)
+    return _space_depth(gpu, x, (n, c // (b * b), b, b, h, w), [0, 1, 4, 2, 5, 3], out_shape)
+
+
+@gpu_op("SpaceToDepth")
+def space_to_depth(gpu, ctx, x, blocksize, mode="DCR"):
+    x = as_gpu(gpu, x)
+    n, c, h, w = x.shape
+    b = blocksize
+    perm = [0, 3, 5, 1, 2, 4] if mode == "DCR" else [0, 1, 3, 5, 2, 4]
+    return _space_depth(gpu, x, (n, c, h // b, b, w // b, b), perm,
+                        (n, c * b * b, h // b, w // b))
+
+
+def slice_view(gpu, x, starts, ends, axes, steps):
+    """Copy of x[starts:ends:steps] along `axes` (ONNX clamping = Python slice clamping)."""
+    rank = x.ndim
+    axes = list(range(len(starts))) if axes is None else [normalize_axis(a, rank) for a in axes]
+    steps = [1] * len(starts) if steps is None else steps
+    strides = strides_of(x.shape)
+    dims, src, base = list(x.shape), list(strides), 0
+    for a, s, e, st in zip(axes, starts, ends, steps):
+        if st == 0:
+            raise ValueError("Slice: a step of 0")
+        s = max(min(s, 2**62), -2**62)
+        e = max(min(e, 2**62), -2**62)
+        start, _, step = slice(s, e, st).indices(x.shape[a])
+        dims[a] = len(range(*slice(s, e, st).indices(x.shape[a])))
+        base += start * strides[a]
+        src[a] = step * strides[a]
+    out = gpu.empty(dims)
+    return strided_copy(gpu, out, x, dims, src, strides_of(dims), base, 0)
+
+
+@gpu_op("Slice")
+def run_slice(gpu, ctx, x, starts=None, ends=None, axes=None, steps=None, **attrs):
+    x = as_gpu(gpu, x)
+    if ctx.opset < 10:
+        return slice_view(gpu, x, attrs["starts"], attrs["ends"], attrs.get("axes"), None)
+    return slice_view(gpu, x, host_ints(gpu, starts), host_ints(gpu, ends),
+                      host_ints(gpu, axes), host_ints(gpu, steps))
+
+
+@gpu_op("Split")
+def run_split(gpu, ctx, x, split_input=None, axis=0, split=None, num_outputs=None):
+    x = as_gpu(gpu, x)
+    axis = normalize_axis(axis, x.ndim)
+    if ctx.opset >= 13:
+        split = host_ints(gpu, split_input)
+    outputs = ctx.num_outputs
+    length = x.shape[axis]
+    if not split:
+        parts = num_outputs or outputs
+        chunk = -(-length // parts)
+        split = [min(chunk, max(length - i * chunk, 0)) for i in range(parts)]
+    results, start = [], 0
+    for size in split:
+        results.append(slice_view(gpu, x, [start], [start + size], [axis], [1]))
+        start += size
+    return tuple(results)
+
+
+@gpu_op("Concat")
+def run_concat(gpu, ctx, *inputs, axis=0):
+    tensors = [as_gpu(gpu, v) for v in inputs]
+    first = tensors[0].shape
+    axis = normalize_axis(axis, len(first))
+    shape = list(first)
+    shape[axis] = sum(t.shape[axis] for t in tensors)
+    out = gpu.empty(shape)
+    out_strides = strides_of(shape)
+    offset = 0
+    for t in tensors:
+        strided_copy(gpu, out, t, t.shape, strides_of(t.shape), out_strides, 0,
+                     offset * out_strides[axis])
+        offset += t.shape[axis]
+    return out
+
+
+@gpu_op("Expand")
+def run_expand(gpu, ctx, x, shape):
+    x = as_gpu(gpu, x)
+    target = host_values.broadcast_shapes(x.shape, tuple(host_ints(gpu, shape)))
+    out = gpu.empty(target)
+    return strided_copy(gpu, out, x, target, broadcast_strides(x.shape, target),
+                        strides_of(target))
+
+
+@gpu_op("Gather")
+def run_gather(gpu, ctx, data, indices, axis=0):
+    data = as_gpu(gpu, data)
+    axis = normalize_axis(axis, data.ndim)
+    idx = gpu.host_values(indices)
+    if not host_values.is_host_tensor(idx) or \
+            host_values.elem_type(idx) not in host_values.INTEGER_TYPES:
+        raise Unsupported("indices that are not an integer host tensor")
+    n_axis = data.shape[axis]
+    items = host_values.values(idx)
+    if items and (min(items) < -n_axis or max(items) >= n_axis):
+        raise ValueError(f"Gather: indices out of range [-{n_axis}, {n_axis - 1}]")
+    flat = [i + n_axis if i < 0 else i for i in items]
+    shape = data.shape[:axis] + host_values.shape(idx) + data.shape[axis + 1:]
+    out = gpu.empty(shape)
+    if count(shape) == 0:
+        return out
+    inner = count(data.shape[axis + 1:])
+    indices_gpu = gpu.upload(host_values.make(dtypes.UINT32, (len(flat),), flat))
+    return gpu.dispatch("movement", "gather", out, [data, indices_gpu],
+                        [inner, max(len(flat), 1), n_axis], count(shape))
+
+
+PAD_MODES = {"constant": 0, "reflect": 1, "edge": 2, "wrap": 3}
+
+
+def check_pad(node, opset) -> str:
+    mode = node.attr("mode", b"constant")
+    mode = mode.decode() if isinstance(mode, bytes) else mode
+    return "" if mode in PAD_MODES else f"mode={mode}"
+
+
+@gpu_op("Pad", check=check_pad)
+def run_pad(gpu, ctx, x, pads_input=None, value_input=None, axes_input=None, mode="constant",
+            pads=None, value=0.0):
+    x = as_gpu(gpu, x)
+    rank = x.ndim
+    if ctx.opset >= 11:
+        pads = host_ints(gpu, pads_input)
+        value = 0.0 if value_input is None else float(host_floats_or_ints(gpu, value_input)[0])
+        axes = host_ints(gpu, axes_input)
+        if axes is not None:
+            full = [0] * (2 * rank)
+            for i, a in enumerate(axes):
+                a = normalize_axis(a, rank)
+                full[a], full[a + rank] = pads[i], pads[i + len(axes)]
+            pads = full
+    begin, end = pads[:rank], pads[rank:]
+    out_shape = [d + b + e for d, b, e in zip(x.shape, begin, end)]
+    out = gpu.empty(out_shape)
+    if count(out_shape) == 0:
+        return out
+    if x.size == 0 and mode != "constant":
+        raise Unsupported(f"{mode} padding of an empty tensor")
+    params = ([rank] + padded(out_shape, fill=1) + padded(list(x.shape), fill=1)
+              + padded(strides_of(x.shape)) + padded(begin) + [float(value), PAD_MODES[mode]])
+    return gpu.dispatch("movement", "pad", out, [x], params, count(out_shape))
+
+
+COORD_MODES = {"half_pixel": 0, "asymmetric": 1, "align_corners": 2, "pytorch_half_pixel": 3,
+               "tf_half_pixel_for_nn": 4}
+NEAREST_MODES = {"round_prefer_floor": 0, "round_prefer_ceil": 1, "floor": 2, "ceil": 3}
+
+
+def _text(node, name, default):
+    v = node.attr(name, default)
+    return v.decode() if isinstance(v, bytes) else v
+
+
+def check_resize(node, opset) -> str:
+    mode = _text(node, "mode", "nearest")
+    if mode not in ("nearest", "linear", "bilinear"):
+        return f"mode={mode} (supported: nearest, linear)"
+    coord = _text(node, "coordinate_transformation_mode", "half_pixel")
+    if coord not in COORD_MODES:
+        return f"coordinate_transformation_mode={coord}"
+    if _text(node, "nearest_mode", "round_prefer_floor") not in NEAREST_MODES:
+        return f"nearest_mode={_text(node, 'nearest_mode', '')}"
+    if node.attr("antialias", 0):
+        return "antialias=1"
+    if node.attr("exclude_outside", 0):
+        return "exclude_outside=1"
+    if node.attr("axes") is not None:
+        return "the axes attribute"
+    if _text(node, "keep_aspect_ratio_policy", "stretch") != "stretch":
+        return "keep_aspect_ratio_policy other than stretch"
+    return ""
+
+
+def resize(gpu, x, scales, sizes, mode, coord, nearest_mode):
+    x = as_gpu(gpu, x)
+    if x.ndim < 2:
+        raise Unsupported(f"resizing a {x.ndim}-D tensor")
+    if sizes is not None and len(sizes):
+        out_shape = [int(s) for s in sizes]
+        scales = [o / i if i else 1.0 for o, i in zip(out_shape, x.shape)]
+    else:
+        scales = [float(s) for s in scales]
+        out_shape = [int(math.floor(d * s)) for d, s in zip(x.shape, scales)]
+    if any(o != d for o, d in zip(out_shape[:-2], x.shape[:-2])):
+        raise Unsupported("resizing dims other than the last two")
+    out = gpu.empty(out_shape)
+    h, w = x.shape[-2:]
+    oh, ow = out_shape[-2:]
+    if count(out_shape) == 0:
+        return out
+    params = [h, w, oh, ow, float(scales[-2]), float(scales[-1]), COORD_MODES[coord],
+              NEAREST_MODES[nearest_mode]]
+    return gpu.dispatch("movement", "resize", out, [x], params, count(out_shape),
+                        {"LINEAR": int(mode != "nearest")})
+
+
+@gpu_op("Resize", check=check_resize)
+def run_resize(gpu, ctx, x, roi=None, scales=None, sizes=None, mode="nearest",
+               coordinate_transformation_mode="half_pixel", nearest_mode="round_prefer_floor",
+               cubic_coeff_a=-0.75, extrapolation_value=0.0, **_):
+    if ctx.opset < 11:          # Resize-10: (X, scales), asymmetric, floor for nearest
+        scales, coordinate_transformation_mode, nearest_mode = roi, "asymmetric", "floor"
+    scale_values = None if scales is None else host_floats_or_ints(gpu, scales)
+    size_values = host_ints(gpu, sizes)
+    return resize(gpu, x, scale_values, size_values, mode, coordinate_transformation_mode,
+                  nearest_mode)
+
+
+@gpu_op("Upsample", check=check_resize)
+def run_upsample(gpu, ctx, x, scales_input=None, mode="nearest", scales=None):
+    if scales_input is not None:
+        scales = host_floats_or_ints(gpu, scales_input)
+    return resize(gpu, x, scales, None, mode, "asymmetric", "floor")

@@ -1,0 +1,82 @@
+"""Reduce* over any axes, Softmax and LogSoftmax, on reduce.wgsl."""
+from __future__ import annotations
+
+from .common import as_gpu, count, host_ints, merge_dims, normalize_axis, padded, strides_of
+from .registry import Unsupported, gpu_op
+
+# op -> (MAP over v, COMBINE over acc and v, FINAL over acc and count)
+REDUCTIONS = {
+    "ReduceSum": ("v", "acc + v", "acc"),
+    "ReduceMean": ("v", "acc + v", "acc / count"),
+    "ReduceMax": ("v", "max(acc, v)", "acc"),
+    "ReduceMin": ("v", "min(acc, v)", "acc"),
+    "ReduceProd": ("v", "acc * v", "acc"),
+    "ReduceL1": ("abs(v)", "acc + v", "acc"),
+    "ReduceL2": ("v * v", "acc + v", "sqrt(acc)"),
+    "ReduceSumSquare": ("v * v", "acc + v", "acc"),
+    "ReduceLogSum": ("v", "acc + v", "log(acc)"),
+}
+AXES_INPUT_SINCE = {"ReduceSum": 13}          # the others take axes as an input from 18
+
+
+def reduce(gpu, x, op, axes, keepdims=True):
+    x = as_gpu(gpu, x)
+    axes = sorted({normalize_axis(a, x.ndim) for a in axes})
+    strides = strides_of(x.shape)
+    kept = [i for i in range(x.ndim) if i not in axes]
+    out_shape = tuple(1 if i in axes else d for i, d in enumerate(x.shape) if keepdims or i not in axes)
+    r = count([x.shape[i] for i in axes])
+    if r == 0:
+        raise Unsupported("an empty reduction")
+    kdims, (kstrides,) = merge_dims([x.shape[i] for i in kept], [strides[i] for i in kept])
+    rdims, (rstrides,) = merge_dims([x.shape[i] for i in axes], [strides[i] for i in axes])
+    out = gpu.empty(out_shape)
+    mapped, combine, final = REDUCTIONS[op]
+    params = ([r, len(kdims)] + padded(kdims, fill=1) + padded(kstrides)
+              + [len(rdims)] + padded(rdims, fill=1) + padded(rstrides))
+    return gpu.dispatch("reduce", "reduce", out, [x], params, count(out_shape),
+                        {"MAP": mapped, "COMBINE": combine, "FINAL": final})
+
+
+def _reduce_op(op):
+    @gpu_op(op)
+    def run(gpu, ctx, x, axes_input=None, axes=None, keepdims=1, noop_with_empty_axes=0):
+        if ctx.opset >= AXES_INPUT_SINCE.get(op, 18):
+            axes = host_ints(gpu, axes_input)
+        if not axes:
+            if noop_with_empty_axes:
+                return as_gpu(gpu, x)
+            axes = list(range(len(x.shape)))
+        return reduce(gpu, x, op, axes, bool(keepdims))
+    return run
+
+
+for _op in REDUCTIONS:
+    _reduce_op(_op)
+
+
+def softmax(gpu, x, axis, opset, log):
+    x = as_gpu(gpu, x)
+    if x.size == 0:
+        return gpu.empty(x.shape)
+    axis = normalize_axis(axis, x.ndim)
+    if opset < 13:             # the input is seen as 2-D [prod(:axis), prod(axis:)]
+        length, inner = count(x.shape[axis:]), 1
+    else:
+        length, inner = x.shape[axis], count(x.shape[axis + 1:])
+    out = gpu.empty(x.shape)
+    rows = x.size // length
+    return gpu.dispatch("reduce", "softmax", out, [x], [length, inner], rows,
+                        {"LOG": int(log)})
+
+
+@gpu_op("Softmax")
+def run_softmax(gpu, ctx, x, axis=None):
+    return softmax(gpu, x, (1 if ctx.opset < 13 else -1) if axis is None else axis, ctx.opset,
+                   False)
+
+
+@gpu_op("LogSoftmax")
+def run_log_softmax(gpu, ctx, x, axis=None):
+    return softmax(gpu, x, (1 if ctx.opset < 13 else -1) if axis is None else axis, ctx.opset,
+                   True)

@@ -1,0 +1,32 @@
+"""The table of WebGPU operators and the decorator that fills it."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+
+from ..device import Unsupported  # noqa: F401 - kernels raise it for inputs they cannot take
+
+
+@dataclass
+class GpuOp:
+    op_type: str
+    domain: str
+    run: Callable                      # run(gpu, ctx, *inputs, **attributes)
+    check: Optional[Callable] = None   # check(node, opset) -> "" or why not
+    host_only: bool = False            # shape arithmetic: always computed on the host
+
+
+OPS: dict = {}   # (domain, op_type) -> GpuOp
+
+
+def gpu_op(*op_types: str, domain: str = "", check: Callable = None, host_only: bool = False):
+    def register(fn):
+        for op in op_types:
+            OPS[(domain, op)] = GpuOp(op, domain, fn, check, host_only)
+        return fn
+    return register
+
+
+def lookup(op_type: str, domain: str) -> Optional[GpuOp]:
+    return OPS.get(("" if domain == "ai.onnx" else domain, op_type))

@@ -1,0 +1,130 @@
+"""Operators that only change metadata (views sharing the buffer), and shape arithmetic.
+
+Shape and Size read the GPU tensor's shape, never its data. Constant, ConstantOfShape and
+Range are `host_only`: their inputs are host integers and their results stay on the host until a GPU
+kernel needs them (the CPU kernel computes them where numpy exists; without numpy the
+functions here do).
+"""
+from __future__ import annotations
+
+import math
+
+from ....ir import dtypes
+from .. import host_values
+from .common import as_gpu, count, host_floats_or_ints, host_ints, normalize_axis
+from .registry import Unsupported, gpu_op
+
+
+@gpu_op("Reshape")
+def reshape(gpu, ctx, x, shape, allowzero=0):
+    x = as_gpu(gpu, x)
+    dims = host_ints(gpu, shape)
+    out = [x.shape[i] if d == 0 and not allowzero else d for i, d in enumerate(dims)]
+    if -1 in out:
+        known = count(d for d in out if d != -1)
+        out[out.index(-1)] = x.size // known if known else 0
+    if count(out) != x.size:
+        raise ValueError(f"Reshape: cannot reshape {x.shape} ({x.size} elements) to {dims}")
+    return x.view(out)
+
+
+@gpu_op("Flatten")
+def flatten(gpu, ctx, x, axis=1):
+    x = as_gpu(gpu, x)
+    axis = axis + x.ndim if axis < 0 else axis
+    return x.view((count(x.shape[:axis]), count(x.shape[axis:])))
+
+
+@gpu_op("Squeeze")
+def squeeze(gpu, ctx, x, axes_input=None, axes=None):
+    x = as_gpu(gpu, x)
+    if ctx.opset >= 13:
+        axes = host_ints(gpu, axes_input)
+    if axes is None:
+        return x.view(tuple(d for d in x.shape if d != 1))
+    drop = {normalize_axis(a, x.ndim) for a in axes}
+    return x.view(tuple(d for i, d in enumerate(x.shape) if i not in drop))
+
+
+@gpu_op("Unsqueeze")
+def unsqueeze(gpu, ctx, x, axes_input=None, axes=None):
+    x = as_gpu(gpu, x)
+    if ctx.opset >= 13:
+        axes = host_ints(gpu, axes_input)
+    rank = x.ndim + len(axes)
+    where = sorted(normalize_axis(a, rank) for a in axes)
+    shape = list(x.shape)
+    for a in where:
+        shape.insert(a, 1)
+    return x.view(tuple(shape))
+
+
+@gpu_op("Identity")
+def identity(gpu, ctx, x):
+    return x
+
+
+@gpu_op("Dropout")
+def dropout(gpu, ctx, x, ratio=None, training_mode=None, **_):
+    """Inference Dropout passes `x` through; its mask (when asked for) is all ones, on the
+    host: bool from opset 10, x's type before."""
+    if training_mode is not None and bool(host_floats_or_ints(gpu, training_mode)[0]):
+        raise Unsupported("Dropout in training mode")
+    if len(ctx.node.outputs) < 2 or not ctx.node.outputs[1]:
+        return x
+    mask_type = dtypes.BOOL if ctx.opset >= 10 else dtypes.FLOAT
+    return x, host_values.filled(mask_type, x.shape, 1)
+
+
+def check_cast(node, opset) -> str:
+    to = node.attr("to", 0)
+    return "" if to == dtypes.FLOAT else (
+        f"Cast to {dtypes.type_string(to)} (GPU tensors are float32; casting them to another "
+        f"type would read them back)")
+
+
+@gpu_op("Cast", check=check_cast)
+def cast(gpu, ctx, x, to, saturate=1, round_mode="up"):
+    return as_gpu(gpu, x)
+
+
+@gpu_op("Shape")
+def shape_of(gpu, ctx, x, start=0, end=None):
+    dims = list(x.shape)[start:end] if end is not None else list(x.shape)[start:]
+    return host_values.make(dtypes.INT64, (len(dims),), dims)
+
+
+@gpu_op("Size")
+def size_of(gpu, ctx, x):
+    return host_values.make(dtypes.INT64, (), [count(x.shape)])
+
+
+@gpu_op("Constant", host_only=True)
+def constant(gpu, ctx, value=None, value_float=None, value_floats=None, value_int=None,
+             value_ints=None, **other):
+    if value is not None:
+        return value
+    for items, code, scalar in ((value_float, dtypes.FLOAT, True),
+                                (value_floats, dtypes.FLOAT, False),
+                                (value_int, dtypes.INT64, True),
+                                (value_ints, dtypes.INT64, False)):
+        if items is not None:
+            return host_values.make(code, () if scalar else (len(items),),
+                                    [items] if scalar else list(items))
+    raise Unsupported(f"a Constant given as {', '.join(sorted(other))}")
+
+
+@gpu_op("ConstantOfShape", host_only=True)
+def constant_of_shape(gpu, ctx, shape, value=None):
+    if value is None:
+        return host_values.filled(dtypes.FLOAT, host_ints(gpu, shape), 0.0)
+    return host_values.filled(host_values.elem_type(value), host_ints(gpu, shape),
+                              host_values.values(value)[0])
+
+
+@gpu_op("Range", host_only=True)
+def range_of(gpu, ctx, start, limit, delta):
+    first, stop, step = (host_floats_or_ints(gpu, v)[0] for v in (start, limit, delta))
+    n = max(int(math.ceil((stop - first) / step)), 0)
+    return host_values.make(host_values.elem_type(start), (n,),
+                            [first + i * step for i in range(n)])

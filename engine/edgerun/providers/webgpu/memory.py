@@ -1,0 +1,116 @@
+"""GPU tensors and the buffer pool behind them.
+
+A `GpuTensor` is a shape over an `Allocation` (one pooled buffer). Views (Reshape, Squeeze,
+Identity...) share the allocation; when the last tensor over it is dropped (the executor
+frees values after their last use) the buffer returns to the pool, to be reused by any later
+tensor of the same size class: with dynamic shapes, memory is reused, not reallocated.
+
+Reuse is hazard-free because of how WebGPU orders work: dispatches recorded in one command
+encoder run in order, so a buffer freed after its last reader was recorded can be the output
+of a later dispatch of the same batch. A host upload (`queue.writeBuffer`) however runs
+before the not-yet-submitted batch, so uploads only take buffers freed before it (`free`),
+never ones freed during it (`recent`).
+"""
+from __future__ import annotations
+
+import threading
+
+from . import host_values
+
+MIN_BYTES = 256
+SMALL_MIRROR = 64      # uploaded tensors up to this many elements keep a host copy
+
+
+def size_class(nbytes: int) -> int:
+    """Round up to 256 B, then to 4 steps per power of two (at most 25% slack)."""
+    n = max(int(nbytes), MIN_BYTES)
+    top = 1 << (n - 1).bit_length()          # the power of two >= n
+    step = max(top // 8, MIN_BYTES)          # quarters of the octave [top/2, top]
+    return -(-n // step) * step
+
+
+class BufferPool:
+    def __init__(self, device):
+        self.device = device
+        self.lock = threading.RLock()
+        self.free: dict = {}       # size class -> [buffer]: safe for any use
+        self.recent: dict = {}     # freed while a batch is pending: dispatch outputs only
+        self.batch_pending = False
+        self.created = 0           # buffers ever created (tests check reuse)
+        self.bytes_created = 0
+
+    def acquire(self, nbytes: int, for_upload: bool = False) -> "Allocation":
+        cls = size_class(nbytes)
+        with self.lock:
+            buffer = None
+            if not for_upload and self.recent.get(cls):
+                buffer = self.recent[cls].pop()
+            elif self.free.get(cls):
+                buffer = self.free[cls].pop()
+        if buffer is None:
+            buffer = self.device.create_buffer(cls)
+            self.created += 1
+            self.bytes_created += cls
+        return Allocation(self, buffer, cls)
+
+    def release(self, buffer, cls: int) -> None:
+        with self.lock:
+            shelf = self.recent if self.batch_pending else self.free
+            shelf.setdefault(cls, []).append(buffer)
+
+    def batch_submitted(self) -> None:
+        with self.lock:
+            for cls, buffers in self.recent.items():
+                self.free.setdefault(cls, []).extend(buffers)
+            self.recent.clear()
+            self.batch_pending = False
+
+
+class Allocation:
+    __slots__ = ("pool", "buffer", "nbytes")
+
+    def __init__(self, pool: BufferPool, buffer, nbytes: int):
+        self.pool, self.buffer, self.nbytes = pool, buffer, nbytes
+
+    def __del__(self):
+        try:
+            self.pool.release(self.buffer, self.nbytes)
+        except Exception:   # noqa: BLE001 - interpreter shutdown: nothing to give back to
+            pass
+
+
+class GpuTensor:
+    """A float32 (or, for internal index buffers, uint32) tensor living in a GPU buffer.
+    `dtype` is the element type's numpy name, "float32" or "uint32" (numpy is optional)."""
+    __slots__ = ("alloc", "shape", "dtype", "host")
+
+    def __init__(self, alloc: Allocation, shape: tuple, dtype="float32", host=None):
+        self.alloc = alloc
+        self.shape = tuple(int(d) for d in shape)
+        if not isinstance(dtype, str):      # a numpy dtype or scalar type
+            dtype = getattr(dtype, "name", None) or dtype.__name__
+        self.dtype = dtype
+        self.host = host           # a host copy of small uploaded tensors (scalars, scales)
+
+    @property
+    def size(self) -> int:
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def buffer(self):
+        return self.alloc.buffer
+
+    def view(self, shape) -> "GpuTensor":
+        """The same elements under another shape (Reshape and friends: no copy)."""
+        return GpuTensor(self.alloc, shape, self.dtype,
+                         None if self.host is None else host_values.reshaped(self.host, shape))
+
+    def __repr__(self):
+        return f"GpuTensor(shape={self.shape}, dtype={self.dtype})"

@@ -1,0 +1,300 @@
+"""Runs a planned graph: the tight loop behind `InferenceSession.run`.
+
+A `GraphExecutor` is built once per graph (the main graph at session creation, each subgraph
+of If/Loop/Scan when its parent is built): it binds every node to a kernel, converts
+attributes and computes when each value dies. `run()` then only moves values between a
+per-call dict and the kernels, so concurrent runs share nothing mutable.
+"""
+from __future__ import annotations
+
+import functools
+import time
+
+from .host_tensor import HostTensor
+
+try:
+    import numpy as np
+    _ARRAY = np.ndarray
+    _SCALARS = (np.generic, int, float, bool, complex)
+except ImportError:          # Pyodide without numpy: values are HostTensors
+    np = None
+    _ARRAY = HostTensor
+    _SCALARS = ()
+from ..errors import EdgerunError, Fail, InvalidGraph
+from ..ir import Graph, Node
+from .attributes import initializer_value, kernel_attributes
+from .kernel_context import KernelContext
+from .partition import Partitioner
+from .plan import GraphPlan, Step, compute_frees, outer_scope_reads
+
+
+class GraphExecutor:
+    def __init__(self, graph: Graph, opsets: dict, partitioner: Partitioner,
+                 outer_names: frozenset = frozenset()):
+        self.graph = graph
+        self.opsets = opsets
+        self.partitioner = partitioner
+        self.constants = {name: initializer_value(t) for name, t in graph.initializers.items()}
+        for s in graph.sparse_initializers:
+            self.constants[s.name] = initializer_value(s)
+        self.input_names = tuple(v.name for v in graph.inputs)
+        self.output_names = tuple(v.name for v in graph.outputs)
+        self.outer_reads = tuple(sorted(outer_scope_reads(graph)))
+        self.subgraphs: dict = {}     # id(subgraph) -> GraphExecutor
+        self.copy_steps = 0           # device <-> host copies per run (excluding subgraphs)
+        self._value_types = None      # name -> TypeInfo, inferred when a partition needs it
+        self.plan = self._build_plan(outer_names)
+
+    # ---- planning -------------------------------------------------------------------------
+
+    def _opset_of(self, node: Node) -> int:
+        opset = self.opsets.get(_domain_key(node.domain))
+        if opset is None:
+            raise InvalidGraph(f"node '{node.name or node.op_type}' uses domain "
+                               f"'{node.domain}', which the model does not import "
+                               f"(opset_import has {sorted(self.opsets)})")
+        return opset
+
+    def _build_plan(self, outer_names: frozenset) -> GraphPlan:
+        host_names = set(self.constants) | set(self.input_names) | set(outer_names)
+        nodes = topological_order(self.graph, host_names)
+        units = self.partitioner.units(nodes, self._opset_of, set(self.output_names),
+                                       self.graph.initializers)
+        placer = _ValuePlacer(self, host_names)
+        visible = set(host_names)
+        for unit in units:
+            self._plan_unit(unit, placer, visible)
+            visible |= {o for o in unit.node.outputs if o}
+        for name in self.output_names:
+            if name not in visible:
+                raise InvalidGraph(f"graph output '{name}' is not produced by any node, input "
+                                   f"or initializer")
+            placer.key_on(name, "cpu")      # outputs are returned on the host
+        steps = placer.steps
+        self.copy_steps = placer.copies
+        self.device_constants = placer.device_constants
+        local = {o for s in steps for o in s.outputs if o} | set(self.input_names)
+        compute_frees(steps, keep=set(self.output_names), local_names=local)
+        return GraphPlan(graph=self.graph, steps=steps, constants=self.constants,
+                         input_names=self.input_names, output_names=self.output_names)
+
+    def _plan_unit(self, unit, placer, visible: set) -> None:
+        node, provider = unit.node, unit.provider
+        if unit.body is not None:                       # a compiled partition: host in, host out
+            self._annotate_types(unit.body)
+            compiled = provider.compile(unit.body, self.opsets)
+            placer.add_step(node, provider, "cpu", _call_compiled(compiled), None, {})
+            return
+        opset = self._opset_of(node)
+        fn = provider.kernel(node, opset)
+        device = provider.device
+        for sub in _subgraph_attributes(node):
+            self.subgraphs[id(sub)] = GraphExecutor(sub, self.opsets, self.partitioner,
+                                                    frozenset(visible))
+            for name in outer_scope_reads(sub):        # subgraphs read enclosing values on host
+                if name in visible:
+                    placer.key_on(name, "cpu")
+        static_ctx = None if _has_subgraphs(node) else KernelContext(node, opset)
+        placer.add_step(node, provider, device, fn, static_ctx, kernel_attributes(node.attributes))
+
+    def _annotate_types(self, body: Graph) -> None:
+        """Give a partition's inputs and outputs the types shape inference finds, so
+        compiling providers can lower it at session creation."""
+        if self._value_types is None:
+            try:
+                from ..shape_inference import infer_shapes
+                self._value_types = dict(infer_shapes(self.graph, opsets=self.opsets))
+            except Exception:   # noqa: BLE001 - untyped partitions are still valid
+                self._value_types = {}
+        for v in list(body.inputs) + list(body.outputs):
+            if v.type is None:
+                v.type = self._value_types.get(v.name)
+
+    # ---- running --------------------------------------------------------------------------
+
+    def run(self, feeds: dict, outer: dict = None, profile: list = None) -> list:
+        """Run with `feeds` (name -> value); `outer` holds names visible from enclosing graphs.
+
+        With `profile` (a list), each step appends (name, op_type, provider, start, seconds).
+        """
+        env = dict(self.constants)
+        env.update(self.device_constants)
+        if outer:
+            for name in self.outer_reads:
+                if name in outer and name not in env:
+                    env[name] = outer[name]
+        env.update(feeds)
+        for name in self.input_names:
+            if name not in env:
+                env[name] = None          # an omitted optional input
+        for step in self.plan.steps:
+            ctx = step.ctx
+            if ctx is None:
+                ctx = KernelContext(step.node, self.opsets.get(_domain_key(step.node.domain)),
+                                    functools.partial(self._run_subgraph, env, profile))
+            args = [env[n] if n else None for n in step.inputs]
+            started = time.perf_counter() if profile is not None else 0.0
+            try:
+                result = step.fn(ctx, *args, **step.attrs)
+            except EdgerunError:
+                raise
+            except Exception as e:   # noqa: BLE001 - every kernel failure gets the node's name
+                raise Fail(f"node '{step.node.name or '(unnamed)'}' ({step.node.op_type}) "
+                           f"failed: {type(e).__name__}: {e}") from e
+            if profile is not None:
+                profile.append((step.node.name, step.node.op_type, step.provider, started,
+                                time.perf_counter() - started))
+            if step.single_output and type(result) is _ARRAY:
+                env[step.single_output] = result       # the common case, kept cheap
+            else:
+                _store_outputs(env, step, result)
+            for name in step.free_after:
+                del env[name]
+        return [env[name] for name in self.output_names]
+
+    def _run_subgraph(self, env: dict, profile, graph: Graph, inputs: list) -> list:
+        sub = self.subgraphs[id(graph)]
+        if len(inputs) != len(sub.input_names):
+            raise ValueError(f"subgraph '{graph.name}' takes {len(sub.input_names)} inputs, "
+                             f"got {len(inputs)}")
+        return sub.run(dict(zip(sub.input_names, inputs)), outer=env, profile=profile)
+
+
+class _ValuePlacer:
+    """Tracks on which device each value lives and inserts copies where a step needs it
+    elsewhere. Host values keep their name; a copy on device D is named `name@D`."""
+
+    def __init__(self, executor: GraphExecutor, host_names: set):
+        self.executor = executor
+        self.location = {name: "cpu" for name in host_names}
+        self.available = set(host_names)            # keys that exist at this point of the plan
+        self.providers = {p.device: p for p in executor.partitioner.providers}
+        self.steps: list = []
+        self.copies = 0
+        self.device_constants: dict = {}
+
+    def key_on(self, name: str, device: str) -> str:
+        """The key under which `name` is available on `device`, adding a copy if needed."""
+        if not name:
+            return name
+        key = name if device == "cpu" else f"{name}@{device}"
+        if key in self.available:
+            return key
+        source = self.location.get(name)
+        if source is None:
+            return key                                # produced later: the graph check reports it
+        if source == "cpu" and name in self.executor.constants:
+            self.device_constants[key] = self.providers[device].to_device(
+                self.executor.constants[name])      # weights are uploaded once, at load
+        else:
+            src_key = name if source == "cpu" else f"{name}@{source}"
+            self.steps.append(_copy_step(name, src_key, key, self.providers.get(source),
+                                         self.providers.get(device)))
+            self.copies += 1
+        self.available.add(key)
+        return key
+
+    def add_step(self, node, provider, device, fn, ctx, attrs) -> None:
+        inputs = tuple(self.key_on(n, device) for n in node.inputs)
+        outputs = tuple(o if (not o or device == "cpu") else f"{o}@{device}" for o in node.outputs)
+        for o in node.outputs:
+            if o:
+                self.location[o] = device
+        self.available |= {o for o in outputs if o}
+        self.steps.append(Step(node=node, provider=provider.name, fn=fn, ctx=ctx, attrs=attrs,
+                               inputs=inputs, outputs=outputs))
+
+
+def _copy_step(name: str, src_key: str, dst_key: str, source, target) -> Step:
+    def copy(ctx, value):
+        if source is not None and source.device != "cpu":
+            value = source.to_host(value)
+        if target is not None and target.device != "cpu":
+            value = target.to_device(value)
+        return value
+
+    where = f"{source.device if source else 'cpu'}->{target.device if target else 'cpu'}"
+    node = Node(op_type="MemcpyToHost" if dst_key == name else "MemcpyFromHost",
+                inputs=[src_key], outputs=[dst_key], name=f"copy {name} {where}")
+    return Step(node=node, provider="copy", fn=copy, ctx=KernelContext(node, 1), attrs={},
+                inputs=(src_key,), outputs=(dst_key,))
+
+
+def _call_compiled(compiled):
+    def run_partition(ctx, *inputs):
+        return tuple(compiled(*inputs))
+    return run_partition
+
+
+def _has_subgraphs(node: Node) -> bool:
+    return any(True for _ in _subgraph_attributes(node))
+
+
+def _store_outputs(env: dict, step: Step, result) -> None:
+    names = step.outputs
+    if isinstance(result, tuple) or (isinstance(result, list) and len(names) > 1):
+        values = result
+    else:
+        values = (result,)
+    for name, value in zip(names, values):
+        if name:
+            env[name] = _as_value(value)
+
+
+def _as_value(value):
+    """Kernels may return numpy scalars or Python numbers: store them as 0-d arrays."""
+    if _SCALARS and isinstance(value, _SCALARS):
+        return np.asarray(value)
+    return value
+
+
+def _domain_key(domain: str) -> str:
+    return "" if domain == "ai.onnx" else domain
+
+
+def _subgraph_attributes(node: Node):
+    for a in node.attributes.values():
+        if isinstance(a.value, Graph):
+            yield a.value
+        elif isinstance(a.value, list):
+            yield from (g for g in a.value if isinstance(g, Graph))
+
+
+def topological_order(graph: Graph, available: set) -> list:
+    """The graph's nodes in an order where every input is produced first.
+
+    ONNX requires files to be sorted already; exporters sometimes are not, so sort stably
+    and name the first input nothing produces.
+    """
+    produced_by = {}
+    for node in graph.nodes:
+        for o in node.outputs:
+            if o:
+                produced_by[o] = node
+    ready = set(available)
+    order, pending = [], list(graph.nodes)
+    while pending:
+        rest = []
+        for node in pending:
+            if all(n in ready for n in _reads(node)):
+                order.append(node)
+                ready |= {o for o in node.outputs if o}
+            else:
+                rest.append(node)
+        if len(rest) == len(pending):
+            node = rest[0]
+            name = next(n for n in _reads(node) if n not in ready)
+            why = ("is part of a cycle" if name in produced_by else
+                   "is not a graph input, an initializer or the output of any node")
+            raise InvalidGraph(f"node '{node.name or '(unnamed)'}' ({node.op_type}) reads "
+                               f"'{name}', which {why}")
+        pending = rest
+    return order
+
+
+def _reads(node: Node) -> list:
+    """Every name a node needs: its inputs and what its subgraphs read from outside."""
+    names = [n for n in node.inputs if n]
+    for g in _subgraph_attributes(node):
+        names += sorted(outer_scope_reads(g))
+    return names

@@ -1,0 +1,77 @@
+"""The execution plan: every node bound to a kernel before the first run.
+
+Built once per graph at session creation (and once per subgraph, lazily), so `run()` is a
+tight loop: look up inputs, call the kernel, store outputs, free what is dead.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+from ..ir import Graph, Node
+
+
+@dataclass
+class Step:
+    node: Node
+    provider: str            # short name of the provider that runs it
+    fn: Callable             # fn(ctx, *inputs, **attrs)
+    ctx: object              # KernelContext
+    attrs: dict              # attributes converted for the kernel
+    inputs: tuple            # value names ('' = omitted)
+    outputs: tuple           # value names ('' = not wanted)
+    free_after: tuple = ()   # local values whose last reader is this step
+    single_output: str = ""  # the output name when the node has exactly one output
+
+    def __post_init__(self):
+        self.single_output = self.outputs[0] if len(self.outputs) == 1 else ""
+
+
+@dataclass
+class GraphPlan:
+    graph: Graph
+    steps: list
+    constants: dict          # initializer name -> value, ready for kernels
+    input_names: tuple
+    output_names: tuple
+    explain: Optional[list] = None
+
+
+def compute_frees(steps: list, keep: set, local_names: set) -> None:
+    """Mark each local value to be dropped right after its last use (liveness)."""
+    last_use: dict = {}
+    for i, step in enumerate(steps):
+        for name in step.inputs:
+            if name:
+                last_use[name] = i
+        for name in _subgraph_reads(step.node):
+            last_use[name] = i
+    frees: dict = {}
+    for name, i in last_use.items():
+        if name in local_names and name not in keep:
+            frees.setdefault(i, []).append(name)
+    for i, step in enumerate(steps):
+        step.free_after = tuple(frees.get(i, ()))
+
+
+def _subgraph_reads(node: Node) -> set:
+    """Names a node's subgraphs read from the enclosing scope."""
+    names: set = set()
+    for attr in node.attributes.values():
+        graphs = attr.value if isinstance(attr.value, list) else [attr.value]
+        for g in graphs:
+            if isinstance(g, Graph):
+                names |= outer_scope_reads(g)
+    return names
+
+
+def outer_scope_reads(graph: Graph) -> set:
+    defined = {v.name for v in graph.inputs} | set(graph.initializers)
+    defined |= {s.name for s in graph.sparse_initializers}
+    reads: set = set()
+    for node in graph.nodes:
+        reads |= {n for n in node.inputs if n and n not in defined}
+        reads |= {n for n in _subgraph_reads(node) if n not in defined}
+        defined |= {n for n in node.outputs if n}
+    reads |= {v.name for v in graph.outputs if v.name not in defined}
+    return reads

@@ -1,0 +1,122 @@
+"""Checks on what `run()` is given: names, dtypes, ranks and fixed dims, with messages that
+say which input, what was expected and what was got."""
+from __future__ import annotations
+
+from .. import ir
+from ..errors import InvalidArgument
+from ..ir import dtypes
+from ..runtime.host_tensor import HostTensor
+
+
+def check_feeds(feeds: dict, inputs: list, overridable: set) -> dict:
+    """Validated feeds as numpy values; `inputs` are the model's ValueInfo inputs."""
+    if not isinstance(feeds, dict):
+        raise InvalidArgument(f"input_feed must be a dict of name -> array, got "
+                              f"{type(feeds).__name__}")
+    by_name = {v.name: v for v in inputs}
+    out = {}
+    for name, value in feeds.items():
+        if name not in by_name:
+            if name in overridable:
+                out[name] = value if isinstance(value, HostTensor) else _numpy().asarray(value)
+                continue
+            raise InvalidArgument(f"unknown input '{name}'; the model's inputs are "
+                                  f"{_names(inputs)}")
+        out[name] = _check_value(name, value, by_name[name].type)
+    missing = [v for v in inputs if v.name not in out and v.name not in overridable]
+    missing = [v for v in missing if not (v.type and v.type.kind == "optional")]
+    if missing:
+        v = missing[0]
+        raise InvalidArgument(f"missing input '{v.name}' ({_describe(v.type)}); "
+                              f"the model needs {_names(inputs)}")
+    return out
+
+
+def _check_value(name: str, value, t: ir.TypeInfo):
+    if t is None or t.kind in ("undefined", "opaque", "map"):
+        return value
+    if t.kind == "optional":
+        return None if value is None else _check_value(name, value, t.elem)
+    if t.kind == "sequence":
+        if not isinstance(value, (list, tuple)):
+            raise InvalidArgument(f"input '{name}': expected {t.type_string()} (a list of "
+                                  f"arrays), got {type(value).__name__}")
+        return [_check_value(f"{name}[{i}]", v, t.elem) for i, v in enumerate(value)]
+    if value is None:
+        raise InvalidArgument(f"input '{name}': expected {_describe(t)}, got None")
+    if isinstance(value, HostTensor):
+        if t.elem_type and value.elem_type != t.elem_type:
+            raise InvalidArgument(f"input '{name}': expected {dtypes.type_string(t.elem_type)}, "
+                                  f"got {dtypes.type_string(value.elem_type)}")
+        _check_shape(name, value, t.shape)
+        return value
+    arr = _as_array(name, value, t.elem_type)
+    _check_dtype(name, arr, t.elem_type)
+    _check_shape(name, arr, t.shape)
+    return arr
+
+
+def _numpy():
+    try:
+        import numpy
+    except ImportError:
+        raise InvalidArgument("numpy is not installed: pass inputs as edgerun HostTensor "
+                              "values") from None
+    return numpy
+
+
+def _as_array(name, value, elem_type):
+    np = _numpy()
+    if isinstance(value, np.ndarray):
+        return value
+    try:
+        if elem_type == dtypes.STRING:
+            return np.asarray(value, dtype=object)
+        return np.asarray(value, dtype=dtypes.numpy_dtype(elem_type))
+    except (TypeError, ValueError) as e:
+        raise InvalidArgument(f"input '{name}': cannot convert {type(value).__name__} to "
+                              f"{dtypes.type_string(elem_type)}: {e}") from None
+
+
+def _check_dtype(name, arr, elem_type):
+    if not elem_type:
+        return
+    if arr.dtype.kind in "OUS":
+        got = dtypes.STRING
+    else:
+        try:
+            got = dtypes.code_of_numpy(arr.dtype)
+        except (KeyError, ValueError):
+            raise InvalidArgument(f"input '{name}': expected {dtypes.type_string(elem_type)}, "
+                                  f"got unsupported numpy dtype {arr.dtype}") from None
+    if got != elem_type:
+        raise InvalidArgument(f"input '{name}': expected {dtypes.type_string(elem_type)}, "
+                              f"got {dtypes.type_string(got)} (numpy {arr.dtype})")
+
+
+def _check_shape(name, arr, shape):
+    if shape is None:
+        return
+    if arr.ndim != len(shape):
+        raise InvalidArgument(f"input '{name}': expected rank {len(shape)} "
+                              f"{_shape_text(shape)}, got rank {arr.ndim} {list(arr.shape)}")
+    for axis, (want, got) in enumerate(zip(shape, arr.shape)):
+        if isinstance(want, int) and want >= 0 and want != got:
+            raise InvalidArgument(f"input '{name}': dimension {axis} must be {want} "
+                                  f"{_shape_text(shape)}, got {got} {list(arr.shape)}")
+
+
+def _shape_text(shape) -> str:
+    return "[" + ", ".join("?" if d is None else str(d) for d in shape) + "]"
+
+
+def _describe(t) -> str:
+    if t is None:
+        return "unknown type"
+    if t.kind == "tensor" and t.shape is not None:
+        return f"{t.type_string()} {_shape_text(t.shape)}"
+    return t.type_string()
+
+
+def _names(values) -> str:
+    return ", ".join(f"'{v.name}'" for v in values) or "(none)"

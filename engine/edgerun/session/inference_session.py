@@ -1,0 +1,132 @@
+"""InferenceSession: onnxruntime's Python API over edgerun's pipeline.
+
+    bytes -> onnx.reader -> ir.Model -> inline functions -> optimizer -> partition -> plan -> run
+"""
+from __future__ import annotations
+
+import copy
+import os
+import time
+
+from .. import ir
+from ..errors import InvalidArgument, NotImplementedOp
+from ..onnx import load_model
+from ..optimizer import optimize
+from ..optimizer.inline_functions import inline_functions
+from ..optimizer.save import save_optimized
+from ..providers.registry import create_providers
+from ..runtime.executor import GraphExecutor
+from ..runtime.partition import Partitioner
+from .feeds import check_feeds
+from .metadata import ModelMetadata, NodeArg
+from .options import SessionOptions
+from .profiling import Profiler
+
+MAX_OPSET = {"": 28, "ai.onnx.ml": 5, "ai.onnx.preview.training": 1, "ai.onnx.preview": 1}
+
+
+class InferenceSession:
+    def __init__(self, path_or_bytes, sess_options: SessionOptions = None, providers=None,
+                 provider_options=None, **kwargs):
+        self._options = sess_options or SessionOptions()
+        started = time.perf_counter()
+        if isinstance(path_or_bytes, ir.Model):
+            self._model = copy.deepcopy(path_or_bytes)     # passes edit the model in place
+        else:
+            self._model = load_model(path_or_bytes)
+        self._model_path = (os.fspath(path_or_bytes)
+                            if isinstance(path_or_bytes, (str, os.PathLike)) else None)
+        _check_opsets(self._model)
+        inline_functions(self._model)
+        optimize(self._model, int(self._options.graph_optimization_level))
+        if self._options.optimized_model_filepath:
+            save_optimized(self._model, self._options.optimized_model_filepath)
+        self._providers = create_providers(providers, provider_options)
+        for provider in self._providers:
+            provider.configure(self._options)
+        for provider in self._providers:
+            provider.prepare_model(self._model)
+        self._partitioner = Partitioner(self._providers)
+        graph = self._model.graph
+        self._executor = GraphExecutor(graph, self._model.opset_imports, self._partitioner)
+        initializer_names = set(graph.initializers)
+        self._inputs = [v for v in graph.inputs if v.name not in initializer_names]
+        self._overridable = [v for v in graph.inputs if v.name in initializer_names]
+        self.load_seconds = time.perf_counter() - started
+        self._profiler = None
+        if self._options.enable_profiling:
+            self._profiler = Profiler(self._options.profile_file_prefix)
+            self._profiler.record_session("session_initialization", started, self.load_seconds)
+
+    # ---- onnxruntime's API -----------------------------------------------------------------
+
+    def get_inputs(self) -> list:
+        return [NodeArg.from_value_info(v) for v in self._inputs]
+
+    def get_outputs(self) -> list:
+        return [NodeArg.from_value_info(v) for v in self._model.graph.outputs]
+
+    def get_overridable_initializers(self) -> list:
+        return [NodeArg.from_value_info(v) for v in self._overridable]
+
+    def get_modelmeta(self) -> ModelMetadata:
+        return ModelMetadata.from_model(self._model)
+
+    def get_providers(self) -> list:
+        return [p.ort_name for p in self._providers]
+
+    def get_provider_options(self) -> dict:
+        return {p.ort_name: dict(p.options) for p in self._providers}
+
+    def get_session_options(self) -> SessionOptions:
+        return self._options
+
+    def end_profiling(self) -> str:
+        """Write the profile (Chrome trace JSON) and return its path; "" when not profiling."""
+        if not self._profiler:
+            return ""
+        path = self._profiler.write()
+        self._profiler = Profiler(self._options.profile_file_prefix)
+        return path
+
+    def explain(self) -> dict:
+        """Where each node runs and why earlier providers refused it, and the number of
+        device<->host copies per run of the main graph."""
+        nodes = [{"node": p.node.name, "op_type": p.node.op_type,
+                  "domain": p.node.domain or "ai.onnx", "provider": p.provider.name,
+                  "refused_by": list(p.refusals)} for p in self._partitioner.placements]
+        return {"nodes": nodes, "copies_per_run": self._executor.copy_steps,
+                "providers": self.get_providers()}
+
+    def run(self, output_names, input_feed: dict, run_options=None) -> list:
+        feeds = check_feeds(input_feed, self._inputs, {v.name for v in self._overridable})
+        for provider in self._providers:
+            provider.begin_run()
+        profile = [] if self._profiler else None
+        started = time.perf_counter()
+        try:
+            outputs = self._executor.run(feeds, profile=profile)
+        finally:
+            for provider in self._providers:
+                provider.end_run()
+        if self._profiler:
+            self._profiler.record_run(profile, started, time.perf_counter() - started)
+        all_names = self._executor.output_names
+        if not output_names:
+            return outputs
+        index = {name: i for i, name in enumerate(all_names)}
+        picked = []
+        for name in output_names:
+            if name not in index:
+                raise InvalidArgument(f"unknown output '{name}'; the model's outputs are "
+                                      f"{', '.join(repr(n) for n in all_names)}")
+            picked.append(outputs[index[name]])
+        return picked
+
+
+def _check_opsets(model: ir.Model) -> None:
+    for domain, version in model.opset_imports.items():
+        newest = MAX_OPSET.get("" if domain == "ai.onnx" else domain)
+        if newest is not None and version > newest:
+            raise NotImplementedOp(f"the model imports opset {version} of domain "
+                                   f"'{domain or 'ai.onnx'}'; edgerun supports up to {newest}")

@@ -1,0 +1,36 @@
+"""Quantization: output element types come from zero points, scales or output_dtype."""
+from __future__ import annotations
+
+from ...ir import dtypes
+from ..context import tensor
+from ..registry import infer
+from ._common import same_as_input, scalar
+from .matmul import matmul_shape
+
+
+@infer("QuantizeLinear")
+def quantize_linear(ctx):
+    elem = ctx.elem(2) if ctx.has(2) else (ctx.attr("output_dtype", 0) or dtypes.UINT8)
+    return [same_as_input(ctx, elem_type=elem)]
+
+
+@infer("DequantizeLinear")
+def dequantize_linear(ctx):
+    elem = ctx.attr("output_dtype", 0) or ctx.elem(1)
+    return [same_as_input(ctx, elem_type=elem)]
+
+
+@infer("DynamicQuantizeLinear")
+def dynamic_quantize_linear(ctx):
+    return [same_as_input(ctx, elem_type=dtypes.UINT8), scalar(dtypes.FLOAT),
+            scalar(dtypes.UINT8)]
+
+
+@infer("MatMulInteger")
+def matmul_integer(ctx):
+    return [tensor(dtypes.INT32, matmul_shape(ctx, ctx.shape(0), ctx.shape(1)))]
+
+
+@infer("QLinearMatMul")
+def qlinear_matmul(ctx):
+    return [tensor(ctx.elem(7) or ctx.elem(0), matmul_shape(ctx, ctx.shape(0), ctx.shape(3)))]

@@ -1,0 +1,1 @@
+"""Developer tools: conformance runner, model inspection."""

@@ -1,0 +1,80 @@
+"""What the JavaScript API (web/index.js) calls inside Pyodide.
+
+Values cross as (type, dims, bytes) with onnxruntime-web's type names ("float32", "int64",
+...), so nothing here needs numpy: Pyodide here has none, and the wasm and WebGPU providers
+keep tensors in their own memory.
+"""
+from __future__ import annotations
+
+from ..ir import dtypes
+from ..runtime.host_tensor import HostTensor, have_numpy
+from ..session import InferenceSession, SessionOptions
+
+# onnxruntime-web's Tensor type names <-> ONNX element types
+WEB_TYPES = {"float32": dtypes.FLOAT, "float64": dtypes.DOUBLE, "float16": dtypes.FLOAT16,
+             "int8": dtypes.INT8, "uint8": dtypes.UINT8, "int16": dtypes.INT16,
+             "uint16": dtypes.UINT16, "int32": dtypes.INT32, "uint32": dtypes.UINT32,
+             "int64": dtypes.INT64, "uint64": dtypes.UINT64, "bool": dtypes.BOOL,
+             "string": dtypes.STRING, "int4": dtypes.INT4, "uint4": dtypes.UINT4}
+_WEB_NAME = {code: name for name, code in WEB_TYPES.items()}
+_LEVELS = {"disabled": 0, "basic": 1, "extended": 2, "all": 99}
+
+
+class WebSession:
+    def __init__(self, model: bytes, providers: list, graph_optimization_level: str = "all"):
+        opts = SessionOptions()
+        level = _LEVELS.get(str(graph_optimization_level))
+        if level is None:
+            raise ValueError(f"graphOptimizationLevel must be one of {sorted(_LEVELS)}, got "
+                             f"'{graph_optimization_level}'")
+        opts.graph_optimization_level = level
+        self.session = InferenceSession(as_bytes(model), sess_options=opts,
+                                        providers=list(providers) or None)
+        self.input_names = [a.name for a in self.session.get_inputs()]
+        self.output_names = [a.name for a in self.session.get_outputs()]
+
+    def metadata(self) -> dict:
+        def describe(args):
+            return [{"name": a.name, "type": a.type, "shape": a.shape} for a in args]
+        return {"inputs": describe(self.session.get_inputs()),
+                "outputs": describe(self.session.get_outputs()),
+                "providers": self.session.get_providers()}
+
+    def run(self, feeds: list, output_names: list = None) -> list:
+        """feeds: [(name, type, dims, bytes)] -> [(name, type, dims, bytes)]"""
+        values = {name: _to_host(name, type_name, dims, data)
+                  for name, type_name, dims, data in feeds}
+        names = list(output_names) if output_names else self.output_names
+        outputs = self.session.run(names, values)
+        return [(name, *_from_host(name, value)) for name, value in zip(names, outputs)]
+
+    def explain(self) -> dict:
+        return self.session.explain()
+
+
+def as_bytes(data) -> bytes:
+    """Python bytes of a bytes-like value or a JavaScript typed array (a Pyodide JsProxy),
+    copied in one block: bytes() on a JsProxy would walk it element by element."""
+    if isinstance(data, (bytes, bytearray, memoryview)):
+        return bytes(data)
+    to_bytes = getattr(data, "to_bytes", None)       # pyodide.ffi.JsBuffer
+    return to_bytes() if callable(to_bytes) else bytes(data)
+
+
+def _to_host(name, type_name, dims, data):
+    code = WEB_TYPES.get(type_name)
+    if code is None:
+        raise TypeError(f"input '{name}': unsupported tensor type '{type_name}'")
+    tensor = HostTensor(code, dims, as_bytes(data))
+    return tensor.numpy() if have_numpy() else tensor
+
+
+def _from_host(name, value):
+    if isinstance(value, HostTensor):
+        return _WEB_NAME[value.elem_type], list(value.shape), bytes(value.data)
+    from ..ir.tensor_numpy import numpy_to_tensor
+
+    t = numpy_to_tensor(value, name)
+    if t.elem_type == dtypes.STRING:
+        raise TypeError(f"output '{name}': string outputs are not supported by the web API yet")
+    return _WEB_NAME[t.elem_type], list(t.dims), t.raw

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Set up everything the test suite needs, then run all of it. `.ci/run` calls this.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+echo "== installing edgerun with its test dependencies"
+python -m pip install --disable-pip-version-check -q -e ".[test]"
+echo "== installing the web package's npm dependencies and building its wheel"
+npm ci --silent --no-audit --no-fund
+python scripts/build_web.py
+echo "== running the Python test suite"
+python -m pytest "$@"
+echo "== running the JavaScript API tests (Node)"
+npm test --silent

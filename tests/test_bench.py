@@ -1,0 +1,79 @@
+"""The CPU benchmark (bench/): a quick smoke run on one tiny model, and its small pieces.
+
+No timing assertions: only that the runner produces the JSON fields, the Markdown and a PNG.
+"""
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT, need
+
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)
+
+ENGINES = ["edgerun", "ort_1thread", "ort_default", "reference"]
+
+
+def test_smoke_run_writes_json_markdown_and_png(tmp_path):
+    need(importlib.util.find_spec("matplotlib") is not None, "matplotlib",
+         "pip install matplotlib")
+    done = subprocess.run([sys.executable, "-m", "bench", "--models", "digits_mlp",
+                           "--repeat", "2", "--profile-top", "1", "--out", str(tmp_path)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "[1/1] digits_mlp: edgerun CPU" in done.stderr        # progress
+    data = json.loads((tmp_path / "results.json").read_text())
+    assert list(data["engines"]) == ENGINES
+    (row,) = data["models"]
+    assert row["name"] == "digits_mlp" and row["status"] == "ok"
+    for engine in ENGINES:
+        r = row["results"][engine]
+        assert r["status"] == "ok", (engine, r)
+        for field in ("session_s", "first_run_s", "median_s", "min_s", "peak_mb", "runs"):
+            assert r[field] >= 0, (engine, field)
+        assert r["ratio"]["latency"] > 0, engine
+    assert row["results"]["reference"]["runs"] == 1
+    assert row["results"]["edgerun"]["runs"] == 2
+    # the engines computed the same thing as onnxruntime (labels and probabilities)
+    assert row["results"]["edgerun"]["max_abs_diff"] < 1e-4
+    assert data["geomean"]["ort_1thread"]["latency"]["value"] == pytest.approx(1.0)
+    assert data["geomean"]["edgerun"]["latency"]["models"] == 1
+    assert data["memory_method"] and data["environment"]["onnxruntime"]
+    (profile,) = data["profiles"]
+    assert profile["model"] == "digits_mlp" and profile["ops"], profile
+    md = (tmp_path / "results.md").read_text()
+    assert "| digits_mlp |" in md and "geometric mean of ratios" in md
+    assert md.strip() in done.stdout
+    assert (tmp_path / "results.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_nested_profile_events_are_not_counted_twice():
+    from bench.op_profile import summarize
+
+    def node(op, ts, dur):
+        return {"cat": "Node", "name": op, "ts": ts, "dur": dur, "args": {"op_name": op}}
+    events = [{"cat": "Session", "name": "model_run", "ts": 0, "dur": 100},
+              node("If", 10, 50), node("Conv", 15, 30), node("Relu", 50, 5), node("Add", 70, 20)]
+    ops = {o["op"]: o["ms_per_run"] * 1e3 for o in summarize(events, runs=1)["ops"]}
+    assert ops == {"Conv": 30, "Add": 20, "If": 15, "Relu": 5}
+
+
+def test_minilm_without_torch_is_skipped_with_the_install_command(monkeypatch):
+    from bench import cases
+    from bench.models import export_minilm
+
+    monkeypatch.setattr(export_minilm, "is_cached", lambda: False)
+    monkeypatch.setattr(export_minilm, "missing_tools", lambda: ["torch"])
+    with pytest.raises(cases.Skip, match="pip install torch==2.13.0 transformers tokenizers"):
+        cases.all_cases()["minilm_l6_seq16"]()
+
+
+def test_unknown_model_pattern_names_the_choices():
+    from bench import cases
+
+    with pytest.raises(SystemExit, match="no model matches 'nope'.*digits_mlp"):
+        cases.select("nope")

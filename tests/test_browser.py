@@ -1,0 +1,368 @@
+"""edgerun in a real browser: headless Chromium drives Pyodide + the edgerun wheel, and the
+WebGPU provider runs its WGSL kernels through `navigator.gpu` (SwiftShader, Chromium's
+software adapter, enabled by --enable-unsafe-webgpu).
+
+Pyodide here has no numpy, so the browser sessions have no CPU provider: the models are ones
+the WebGPU provider claims whole. Their outputs are compared with the native CPU provider
+(rtol 1e-3, atol 1e-3). SwiftShader is slow; the models are small.
+
+Needs: `apt-get install -y chromium` (Debian's, at /usr/bin/chromium; override with
+EDGERUN_CHROMIUM), `pip install playwright` (never `playwright install`: it downloads a
+browser), and `npm ci` (node_modules/pyodide). The wheel is built here with `pip wheel`
+(EDGERUN_WEB_WHEEL names a prebuilt one instead).
+"""
+import base64
+import glob
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import zipfile
+
+import numpy as np
+import pytest
+
+import edgerun
+from conftest import ROOT, need
+
+RTOL, ATOL = 1e-3, 1e-3
+CHROMIUM = os.environ.get("EDGERUN_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = ["--enable-unsafe-webgpu", "--no-sandbox", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--disable-quic"]
+PYODIDE = os.path.join(ROOT, "node_modules", "pyodide")
+WGSL_IN_WHEEL = "edgerun/providers/webgpu/wgsl/snippets.wgsl"
+# models the WebGPU provider claims whole (no CPU provider inside a numpy-less Pyodide)
+BROWSER_MODELS = ["light_squeezenet", "light_shufflenet"]
+
+sys.path.insert(0, os.path.join(ROOT, "web", "browser"))
+
+
+def _build_wheel(dest: str) -> str:
+    prebuilt = os.environ.get("EDGERUN_WEB_WHEEL")
+    if prebuilt:
+        return prebuilt
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q",
+                    "--disable-pip-version-check", "-w", dest, ROOT], check=True)
+    (wheel,) = glob.glob(os.path.join(dest, "edgerun-*.whl"))
+    return wheel
+
+
+def _site(tmp) -> str:
+    """The served folder: Pyodide, the JavaScript API, the wheel (links, not copies)."""
+    site = os.path.join(tmp, "site")
+    os.makedirs(os.path.join(site, "node_modules"))
+    os.symlink(PYODIDE, os.path.join(site, "node_modules", "pyodide"))
+    os.symlink(os.path.join(ROOT, "web"), os.path.join(site, "web"))
+    wheel = _build_wheel(os.path.join(tmp, "wheel"))
+    with zipfile.ZipFile(wheel) as z:
+        assert WGSL_IN_WHEEL in z.namelist(), (
+            f"{wheel} lacks the WGSL kernels: pyproject's package-data needs "
+            f"'providers/webgpu/wgsl/*.wgsl'")
+    os.symlink(os.path.abspath(wheel), os.path.join(site, "edgerun.whl"))
+    os.makedirs(os.path.join(site, "data"))
+    return site
+
+
+@pytest.fixture(scope="module")
+def browser():
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        need(False, "Playwright", "pip install playwright (no `playwright install`)")
+    need(os.path.exists(CHROMIUM), f"Chromium at {CHROMIUM}", "apt-get install -y chromium")
+    need(os.path.isdir(PYODIDE), "node_modules/pyodide", "npm ci")
+    from serve import serve
+
+    with tempfile.TemporaryDirectory() as tmp:
+        site = _site(tmp)
+        server, url = serve(site)
+        try:
+            with sync_playwright() as p:
+                context = p.chromium.launch_persistent_context(
+                    os.path.join(tmp, "profile"), executable_path=CHROMIUM, headless=True,
+                    args=CHROMIUM_ARGS)
+                page = context.new_page()
+                page.set_default_timeout(240_000)
+                page.goto(f"{url}/web/browser/harness.html")
+                page.wait_for_function("window.harnessReady === true")
+                started = page.evaluate("harness.start()")
+                assert started["gpu"], "navigator.gpu is missing: is --enable-unsafe-webgpu on?"
+                print(f"\nPyodide loaded in {started['pyodide_ms']:.0f} ms, edgerun unpacked and "
+                      f"imported in {started['edgerun_ms']:.0f} ms")
+                yield Browser(page, site)
+                context.close()
+        finally:
+            server.shutdown()
+
+
+class Browser:
+    def __init__(self, page, site: str):
+        self.page, self.site = page, site
+
+    def put(self, name: str, data: bytes) -> str:
+        """Serve `data` and copy it into Pyodide's file system as /data/name."""
+        with open(os.path.join(self.site, "data", name), "wb") as f:
+            f.write(data)
+        self.page.evaluate("([u, p]) => harness.fetchFile(u, p)", [f"/data/{name}", f"/{name}"])
+        return f"/{name}"
+
+    def python(self, code: str, sync: bool = False):
+        """Run `code` in Pyodide (its last expression must be a JSON string); the decoded
+        result, or AssertionError with Python's traceback."""
+        fn = "harness.pythonSync" if sync else "harness.python"
+        result = self.page.evaluate(f"(c) => {fn}(c)", code)
+        if not result["ok"]:
+            raise BrowserError(result["error"])
+        return json.loads(result["value"]) if result["value"] else None
+
+
+class BrowserError(Exception):
+    pass
+
+
+# Runs inside Pyodide: a session on the WebGPU provider alone, fed HostTensors (no numpy).
+RUN_MODEL = """
+import base64, json, time
+import edgerun
+from edgerun.providers.webgpu.provider import shared_context
+from edgerun.runtime.host_tensor import HostTensor
+
+sess = edgerun.InferenceSession({model!r}, providers=["webgpu"])
+feeds = {{name: HostTensor(1, shape, open(path, "rb").read())
+          for name, (shape, path) in {feeds!r}.items()}}
+gpu = shared_context()
+times = []
+for _ in range({runs}):
+    before = dict(gpu.stats)
+    start = time.perf_counter()
+    outputs = sess.run(None, feeds)
+    times.append((time.perf_counter() - start) * 1000)
+json.dumps({{"outputs": [[o.elem_type, list(o.shape), base64.b64encode(bytes(o.data)).decode()]
+                        for o in outputs],
+            "placed": sorted({{n["provider"] for n in sess.explain()["nodes"]}}),
+            "ms": times, "adapter": gpu.device.description,
+            "adapter_type": gpu.device.adapter_type,
+            "last_run": {{k: v - before[k] for k, v in gpu.stats.items()}}}})
+"""
+
+
+@pytest.mark.parametrize("name", BROWSER_MODELS)
+def test_model_on_browser_webgpu_matches_the_cpu_provider(browser, name):
+    from real_models import REAL_MODELS
+
+    path, feeds = REAL_MODELS[name]()
+    with open(path, "rb") as f:
+        model = browser.put(f"{name}.onnx", f.read())
+    placed = {}
+    for i, (input_name, value) in enumerate(feeds.items()):
+        assert value.dtype == np.float32
+        placed[input_name] = (list(value.shape), browser.put(f"{name}_in{i}.bin", value.tobytes()))
+    result = browser.python(RUN_MODEL.format(model=model, feeds=placed, runs=2))
+
+    expected = edgerun.InferenceSession(path, providers=["cpu"]).run(None, feeds)
+    assert result["placed"] == ["webgpu"], result["placed"]
+    assert result["adapter_type"] == "CPU", result["adapter"]        # SwiftShader
+    assert len(result["outputs"]) == len(expected)
+    for (code, shape, data), e in zip(result["outputs"], expected):
+        got = np.frombuffer(base64.b64decode(data), np.float32).reshape(shape)
+        assert code == 1 and got.shape == e.shape, (code, got.shape, e.shape)
+        np.testing.assert_allclose(got, e, rtol=RTOL, atol=ATOL, err_msg=name)
+    assert result["last_run"]["flushes"] == 1, result["last_run"]      # one command encoder
+    print(f"\n{name} on {result['adapter']}: runs {[round(t) for t in result['ms']]} ms, "
+          f"last run {result['last_run']}")
+
+
+def test_wgsl_compile_errors_name_the_kernel_and_node(browser):
+    code = """
+import json, os
+from edgerun.providers.webgpu.device import GpuError
+from edgerun.providers.webgpu.gpu import GpuContext
+from edgerun.providers.webgpu.provider import shared_context
+from edgerun.providers.webgpu.shaders import ShaderLibrary, kernel_dir
+
+os.makedirs("/broken", exist_ok=True)
+open("/broken/snippets.wgsl", "w").write(open(kernel_dir() + "/snippets.wgsl").read())
+open("/broken/broken.wgsl", "w").write("//! kernel bad\\nfn main() { let x: u32 = 1.5; }\\n")
+ctx = GpuContext(shared_context().device, ShaderLibrary("/broken"))
+ctx.label = "node 'n1' (Relu)"
+try:
+    ctx.dispatch("broken", "bad", ctx.empty((4,)), [], [], 4)
+    message = None
+except GpuError as e:
+    message = str(e)
+json.dumps(message)
+"""
+    message = browser.python(code)
+    assert message and "n1" in message and "broken/bad" in message, message
+
+
+def test_a_synchronous_entry_says_how_to_wait_for_the_gpu(browser):
+    browser.put("mlp.onnx", _small_mlp())
+    session = """
+import edgerun
+edgerun.InferenceSession("/mlp.onnx", providers=["webgpu"])
+"""
+    with pytest.raises(BrowserError, match=r"webgpu: waiting for the GPU needs .*callPromising"):
+        browser.python(session, sync=True)
+    code = """
+import json
+from edgerun.providers.webgpu.provider import shared_context
+gpu = shared_context()
+t = gpu.upload(__import__("edgerun.runtime.host_tensor", fromlist=["HostTensor"]).HostTensor(
+    1, (2,), bytes(8)))
+gpu.download(t)
+"""
+    with pytest.raises(BrowserError, match=r"callPromising"):
+        browser.python(code, sync=True)
+
+
+def _small_mlp() -> bytes:
+    """MatMul + Add + Relu + Softmax: operators both the wasm and WebGPU providers claim."""
+    from onnx import TensorProto, helper
+
+    rng = np.random.default_rng(3)
+    w = helper.make_tensor("w", TensorProto.FLOAT, [16, 8],
+                           rng.standard_normal(128).astype(np.float32).tolist())
+    b = helper.make_tensor("b", TensorProto.FLOAT, [8],
+                           rng.standard_normal(8).astype(np.float32).tolist())
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["h"]),
+             helper.make_node("Add", ["h", "b"], ["a"]),
+             helper.make_node("Relu", ["a"], ["r"]),
+             helper.make_node("Softmax", ["r"], ["y"], axis=-1)]
+    graph = helper.make_graph(nodes, "mlp", [helper.make_tensor_value_info(
+        "x", TensorProto.FLOAT, ["batch", 16])], [helper.make_tensor_value_info(
+            "y", TensorProto.FLOAT, None)], [w, b])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]
+                             ).SerializeToString()
+
+
+# The JavaScript API (web/index.js) as a page uses it.
+JS_API_RUN = """async ([model, providers, data, dims]) => {
+  const { InferenceSession, Tensor, env } = await import("/web/index.js");
+  env.pyodide.indexURL = "/node_modules/pyodide/";
+  env.wheelURL = "/edgerun.whl";
+  const session = await InferenceSession.create(model, { executionProviders: providers });
+  const placed = session.explain().nodes.map((n) => n.provider);
+  const out = await session.run({ x: new Tensor("float32", new Float32Array(data), dims) });
+  await session.release();
+  return { y: Array.from(out.y.data), dims: out.y.dims, placed };
+}"""
+
+
+def _js_api_matches_the_cpu_provider(browser, provider: str):
+    model = _small_mlp()
+    browser.put("mlp.onnx", model)
+    x = np.random.default_rng(4).standard_normal((3, 16)).astype(np.float32)
+    got = browser.page.evaluate(JS_API_RUN, ["/data/mlp.onnx", [provider], x.ravel().tolist(),
+                                             list(x.shape)])
+    (expected,) = edgerun.InferenceSession(model, providers=["cpu"]).run(None, {"x": x})
+    assert set(got["placed"]) == {provider}, got["placed"]
+    assert got["dims"] == list(expected.shape)
+    np.testing.assert_allclose(np.array(got["y"], np.float32).reshape(expected.shape), expected,
+                               rtol=RTOL, atol=ATOL)
+
+
+def test_js_api_in_chromium_on_wasm(browser):
+    _js_api_matches_the_cpu_provider(browser, "wasm")
+
+
+def test_js_api_in_chromium_on_webgpu(browser):
+    _js_api_matches_the_cpu_provider(browser, "webgpu")
+
+
+# Runs inside Pyodide: every case, on the WebGPU provider alone, compared in plain Python.
+RUN_CASES = """
+import json, math, pickle, warnings
+from array import array
+import edgerun
+from edgerun.providers.webgpu.host_values import FORMATS
+from edgerun.runtime.host_tensor import HostTensor
+
+def mismatch(expected, got):
+    for (code, shape, data), g in zip(expected, got):
+        if g.elem_type != code or list(g.shape) != shape:
+            return f"got {{g}}, expected type {{code}} shape {{shape}}"
+        if code not in (1, 11):
+            if bytes(g.data) != data:
+                return "different values"
+            continue
+        for e, v in zip(array(FORMATS[code], data), array(FORMATS[code], bytes(g.data))):
+            if math.isnan(e) or math.isinf(e):
+                if not ((math.isnan(e) and math.isnan(v)) or e == v):
+                    return f"{{v}} where {{e}} was expected"
+            elif abs(e - v) > {atol} + {rtol} * abs(e):
+                return f"{{v}} where {{e}} was expected"
+    return ""
+
+passed, refused, wrong = 0, [], []
+for name, model, feeds, expected in pickle.load(open({path!r}, "rb")):
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            sess = edgerun.InferenceSession(model, providers=["webgpu"])
+            got = sess.run(None, {{n: HostTensor(c, s, b) for n, c, s, b in feeds}})
+    except Exception as e:
+        refused.append(f"{{name}}: {{type(e).__name__}}: {{str(e)[:300]}}")
+        continue
+    problem = mismatch(expected, got)
+    if problem:
+        wrong.append(f"{{name}}: {{problem}}")
+    else:
+        passed += 1
+json.dumps({{"passed": passed, "refused": refused, "wrong": wrong}})
+"""
+
+
+def _claimed_cases() -> list:
+    """Conformance cases the WebGPU provider claims whole natively, with the CPU provider's
+    outputs, as plain (type, shape, bytes) triples a numpy-less Pyodide can read."""
+    import warnings
+
+    from edgerun.ir.tensor_numpy import numpy_to_tensor
+    from edgerun.tools.conformance import _shape_only, load_cases
+
+    def plain(value, name):
+        t = numpy_to_tensor(np.asarray(value), name)
+        return t.elem_type, list(t.dims), t.raw
+
+    cases = []
+    for case in load_cases():
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                sess = edgerun.InferenceSession(case["model"], providers=["webgpu", "cpu"])
+            if _shape_only(case) or any(n["provider"] != "webgpu"
+                                        for n in sess.explain()["nodes"]):
+                continue
+            inputs, _ = case["data_sets"][0]
+            if not all(isinstance(v, np.ndarray) for v in inputs):
+                continue            # sequences and optionals: the harness sends tensors only
+            feeds = dict(zip([i.name for i in sess.get_inputs()], inputs))
+            expected = edgerun.InferenceSession(case["model"], providers=["cpu"]).run(None, feeds)
+            cases.append((case["name"], case["model"],
+                          [(n, *plain(v, n)) for n, v in feeds.items()],
+                          [plain(e, "out") for e in expected]))
+        except Exception:   # noqa: BLE001 - cases edgerun cannot run natively are not ours
+            continue
+    return cases
+
+
+def test_conformance_cases_on_browser_webgpu_without_numpy(browser):
+    """Every case the provider claims natively, run in the browser: what runs is right, and
+    what cannot run without numpy's CPU kernels (integer operands, 3-D pooling, empty
+    reductions) is refused with the node named, never computed wrong."""
+    import pickle
+
+    pytest.importorskip("onnx")
+    cases = _claimed_cases()
+    path = browser.put("cases.pkl", pickle.dumps(cases))
+    result = browser.python(RUN_CASES.format(path=path, rtol=RTOL, atol=ATOL))
+    assert not result["wrong"], "\n".join(result["wrong"])
+    unnamed = [r for r in result["refused"] if "NotImplementedOp" not in r
+               and "without numpy" not in r]
+    assert not unnamed, "\n".join(unnamed)
+    assert result["passed"] >= 400, (result["passed"], len(cases))      # 410 of 596 when written
+    print(f"\nbrowser WebGPU conformance: {result['passed']} of {len(cases)} pass, "
+          f"{len(result['refused'])} refused")

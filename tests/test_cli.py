@@ -1,0 +1,56 @@
+"""The `edgerun` command line: the main job (demo), run and info."""
+import os
+import re
+import subprocess
+import sys
+
+import numpy as np
+
+from conftest import ROOT
+
+DIGITS = os.path.join(ROOT, "examples", "digits", "digits_mlp.onnx")
+
+
+def _edgerun(*args):
+    return subprocess.run([sys.executable, "-m", "edgerun", *args], capture_output=True,
+                          text=True, cwd=ROOT, timeout=300)
+
+
+def test_demo_classifies_the_held_out_digits():
+    out = _edgerun("demo")
+    assert out.returncode == 0, out.stderr
+    accuracy = float(re.search(r"accuracy: ([0-9.]+)", out.stdout).group(1))
+    assert accuracy > 0.9, out.stdout
+    assert "latency:" in out.stdout and "CPUExecutionProvider" in out.stdout
+
+
+def test_info_lists_inputs_outputs_and_ops():
+    out = _edgerun("info", DIGITS)
+    assert out.returncode == 0, out.stderr
+    assert "input: tensor(float) [None, 64]" in out.stdout
+    assert "ai.onnx.ml::Scaler" in out.stdout and "MatMul" in out.stdout
+
+
+def test_run_with_an_input_file(tmp_path):
+    x = np.load(os.path.join(ROOT, "examples", "digits", "digits_holdout.npz"))["X"][:5]
+    np.save(tmp_path / "x.npy", x)
+    out = _edgerun("run", DIGITS, "--input", f"input={tmp_path / 'x.npy'}", "--repeat", "3")
+    assert out.returncode == 0, out.stderr
+    assert "label: int64 [5]" in out.stdout and "probabilities: float32 [5, 10]" in out.stdout
+    assert "median of 3" in out.stdout
+
+
+def test_run_reports_bad_input_clearly(tmp_path):
+    np.save(tmp_path / "x.npy", np.zeros((2, 64), np.float64))
+    out = _edgerun("run", DIGITS, "--input", f"input={tmp_path / 'x.npy'}")
+    assert out.returncode == 2
+    assert "input 'input': expected tensor(float), got tensor(double)" in out.stderr
+    assert "Traceback" not in out.stderr
+
+
+def test_run_on_a_corrupt_file_is_a_clear_error(tmp_path):
+    bad = tmp_path / "bad.onnx"
+    bad.write_bytes(open(DIGITS, "rb").read()[:500])
+    out = _edgerun("run", str(bad))
+    assert out.returncode == 2 and "InvalidProtobuf" in out.stderr
+    assert "Traceback" not in out.stderr

@@ -1,0 +1,163 @@
+"""The NNAPI provider: capability reasons by feature level, honest availability off Android,
+and lowering proven on real models: every partition becomes an NNAPI model (operands,
+operations with NNAPI codes, NHWC, fused activations) that the reference interpreter runs;
+outputs must equal the CPU provider's (rtol 1e-3, atol 1e-4).
+"""
+import json
+import warnings
+
+import numpy as np
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import edgerun
+from edgerun.onnx import load_model
+from edgerun.providers.nnapi import spec
+from edgerun.providers.nnapi.provider import NnapiProvider
+from real_models import REAL_MODELS
+
+RTOL, ATOL = 1e-3, 1e-4
+
+# smallest share of nodes NNAPI must claim (measured shares in docs/edge_adapters.md)
+MIN_CLAIMED = {"digits_mlp": 0.5, "magika": 0.65, "ppocr_mobile_cls": 0.95,
+               "light_shufflenet": 0.6, "silero_vad": 0.3, "silero_vad_8k": 0.3,
+               "silero_vad_16k_op15": 0.3, "silero_vad_half": 0.3,
+               "silero_vad_op18_ifless": 0.8, "silero_vad_openvino_16k": 0.8,
+               "silero_vad_16k_sequence": 0.9}
+
+
+def edge_session(provider, model_or_path):
+    """A session with the adapter first and the CPU provider as fallback (the session
+    optimizes, then calls provider.prepare_model before partitioning)."""
+    return edgerun.InferenceSession(model_or_path, providers=[provider, "cpu"])
+
+
+def reference_provider(**options):
+    return NnapiProvider({"execute": "reference", **options})
+
+
+@pytest.mark.parametrize("name", sorted(REAL_MODELS))
+def test_real_model_matches_cpu_provider(name):
+    path, feeds = REAL_MODELS[name]()
+    expected = edgerun.InferenceSession(path, providers=["cpu"]).run(None, feeds)
+    nnapi = reference_provider()
+    sess = edge_session(nnapi, path)
+    got = sess.run(None, feeds)
+    for g, e in zip(got, expected):
+        assert g.dtype == e.dtype and g.shape == e.shape
+        np.testing.assert_allclose(g, e, rtol=RTOL, atol=ATOL, err_msg=name)
+    nodes = sess.explain()["nodes"]
+    claimed = sum(n["provider"] == "nnapi" for n in nodes)
+    lowered = [p for p in nnapi.partitions if p.programs]
+    print(f"{name}: nnapi claimed {claimed}/{len(nodes)} nodes in {len(nnapi.partitions)} "
+          f"partitions ({len(lowered)} ran)")
+    assert claimed / len(nodes) >= MIN_CLAIMED.get(name, 0.99), (claimed, len(nodes))
+    assert lowered, "no partition was lowered and run"
+    for part in lowered:
+        for model in part.programs.values():
+            json.dumps(model.to_json())          # the model form serializes
+
+
+def test_alexnet_lowers_to_nhwc_with_fused_relu():
+    path, feeds = REAL_MODELS["light_bvlc_alexnet"]()
+    nnapi = reference_provider()
+    edge_session(nnapi, path).run(None, feeds)
+    (part,) = nnapi.partitions
+    (model,) = part.programs.values()
+    counts = model.operation_counts()
+    # one transpose into NHWC, one back before the classifier; ReLUs fused into CONV_2D/FC
+    assert counts["TRANSPOSE"] == 2 and "RELU" not in counts
+    assert counts["CONV_2D"] + counts["GROUPED_CONV_2D"] == 5
+    doc = model.to_json()
+    conv = next(op for op in doc["operations"] if op["type"] == "CONV_2D")
+    assert conv["code"] == 3
+    fuse = doc["operands"][conv["inputs"][9]]
+    assert fuse["type"] == "INT32" and fuse["value"] == spec.FUSE_RELU
+
+
+def _int64_add_model():
+    x = helper.make_tensor_value_info("x", TensorProto.INT64, [2, 3])
+    y = helper.make_tensor_value_info("y", TensorProto.INT64, None)
+    graph = helper.make_graph([helper.make_node("Add", ["x", "x"], ["y"], name="add")], "g",
+                              [x], [y])
+    return load_model(helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString())
+
+
+def _conv_model(dilations=(1, 1), group=1, rank5=False):
+    shape = [1, 4, 8, 8]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    w = numpy_helper.from_array(np.ones((4, 4 // group, 3, 3), np.float32), "w")
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], dilations=list(dilations),
+                              group=group, name="conv"),
+             helper.make_node("Sqrt", ["c"], ["y"], name="sqrt")]
+    if rank5:
+        nodes.append(helper.make_node("Unsqueeze", ["y", "axes"], ["y5"], name="unsq"))
+        y = helper.make_tensor_value_info("y5", TensorProto.FLOAT, None)
+    inits = [w, numpy_helper.from_array(np.array([0], np.int64), "axes")]
+    graph = helper.make_graph(nodes, "g", [x], [y], initializer=inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    return load_model(model.SerializeToString())
+
+
+def _refusals(model, provider):
+    provider.prepare_model(model)
+    return {n.name: provider.capability(n, 17) for n in model.graph.nodes}
+
+
+def test_capability_reasons_name_the_feature_level():
+    got = _refusals(_conv_model(dilations=(2, 2)), reference_provider(feature_level=2))
+    assert got["conv"] == (False, "Conv with dilations [2, 2] needs NNAPI feature level 3, "
+                                  "target is 2")
+    assert got["sqrt"] == (False, "Sqrt (SQRT) needs NNAPI feature level 3, target is 2")
+    got = _refusals(_conv_model(dilations=(2, 2)), reference_provider(feature_level=3))
+    assert got["conv"] == (True, "") and got["sqrt"] == (True, "")
+    got = _refusals(_conv_model(group=2), reference_provider(feature_level=2))
+    assert got["conv"] == (False, "Conv with group 2 (GROUPED_CONV_2D) needs NNAPI feature "
+                                  "level 3, target is 2")
+    got = _refusals(_conv_model(), reference_provider(feature_level=1))
+    assert got["conv"] == (False, "Conv (TRANSPOSE to NNAPI's NHWC) needs NNAPI feature "
+                                  "level 2, target is 1")
+
+
+def test_capability_refuses_int64_rank5_and_runtime_parameters():
+    assert _refusals(_int64_add_model(), reference_provider())["add"] == (
+        False, "'x' is int64; NNAPI tensors here are float, float16, int32, bool")
+    got = _refusals(_conv_model(rank5=True), reference_provider())
+    assert got["unsq"] == (False, "'y5' has rank 5; NNAPI supports rank <= 4")
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])
+    s = helper.make_tensor_value_info("s", TensorProto.INT64, [2])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    graph = helper.make_graph([helper.make_node("Reshape", ["x", "s"], ["y"], name="r")],
+                              "g", [x, s], [y])
+    model = load_model(helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString())
+    assert _refusals(model, reference_provider())["r"] == (
+        False, "Reshape input 1 ('s') must be a constant: NNAPI takes it as a static parameter")
+
+
+def test_capability_without_model_facts_says_what_is_missing():
+    node = _conv_model().graph.nodes[0]
+    ok, why = reference_provider().capability(node, 17)
+    assert not ok and "prepare_model" in why
+
+
+def test_unavailable_off_android_and_skipped_by_default_sessions():
+    ok, why = NnapiProvider.available()
+    assert not ok and why == "libneuralnetworks.so not found: NNAPI runs only on Android"
+    with pytest.raises(RuntimeError, match="execute.*reference"):
+        NnapiProvider()
+    path, feeds = REAL_MODELS["light_squeezenet"]()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        sess = edgerun.InferenceSession(path, providers=["NnapiExecutionProvider"])
+    assert sess.get_providers() == ["CPUExecutionProvider"]
+    assert any("not available" in str(w.message) for w in caught)
+
+
+def test_options_are_checked():
+    with pytest.raises(ValueError, match="feature_level"):
+        reference_provider(feature_level=9)
+    with pytest.raises(ValueError, match="execute"):
+        NnapiProvider({"execute": "gpu"})

@@ -1,0 +1,165 @@
+"""`edgerun pack`: the Android and iOS folders hold what a build needs, the packed model loads
+with edgerun and gives the original model's outputs, the wheel imports on its own, and the
+app's Python entry point runs under CPython and prints the outputs."""
+import json
+import os
+import subprocess
+import sys
+import zipfile
+
+import numpy as np
+import pytest
+
+import edgerun
+from conftest import ROOT, need
+from edgerun.cli import main as cli
+from edgerun.pack import PackError, pack
+from real_models import REAL_MODELS
+
+DIGITS = os.path.join(ROOT, "examples", "digits", "digits_mlp.onnx")
+LAYOUT = {   # target -> (Python sources folder, wheel folder, files every pack has)
+    "android": ("app/src/main/python", "app/wheels",
+                ["settings.gradle.kts", "build.gradle.kts", "app/build.gradle.kts",
+                 "app/src/main/AndroidManifest.xml", "README.md",
+                 "app/src/main/java/dev/edgerun/app/MainActivity.kt"]),
+    "ios": ("src", "wheels", ["pyproject.toml", "README.md", "src/edgerun_app/app.py",
+                              "src/edgerun_app/__main__.py"]),
+}
+WHEEL = f"edgerun-{edgerun.__version__}-py3-none-any.whl"
+
+
+def _quiet(_):
+    pass
+
+
+def _manifest(out, target):
+    path = os.path.join(out, LAYOUT[target][0], "edgerun_app", "model", "edgerun-pack.json")
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def _entry_point(out, target):
+    """Run the template's entry point with only the pack on the path (plus numpy)."""
+    python_dir, wheel_dir, _ = LAYOUT[target]
+    import numpy
+    numpy_site = os.path.dirname(os.path.dirname(numpy.__file__))
+    path = os.pathsep.join([os.path.join(out, python_dir), os.path.join(out, wheel_dir, WHEEL),
+                            numpy_site])
+    code = ("import edgerun, runpy; print('edgerun from', edgerun.__file__); "
+            "runpy.run_module('edgerun_app.entry', run_name='__main__')")
+    result = subprocess.run([sys.executable, "-I", "-c", f"import sys; sys.path[:0] = "
+                             f"{path.split(os.pathsep)!r}; " + code],
+                            capture_output=True, text=True, timeout=120, cwd=out)
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+@pytest.fixture(scope="module")
+def android_pack(tmp_path_factory):
+    out = str(tmp_path_factory.mktemp("pack") / "android")
+    assert cli(["pack", DIGITS, "--target", "android", "--out", out]) == 0
+    return out
+
+
+def test_android_pack_has_the_project_model_and_wheel(android_pack):
+    python_dir, wheel_dir, files = LAYOUT["android"]
+    for rel in files + [f"{wheel_dir}/{WHEEL}", f"{python_dir}/edgerun_app/entry.py",
+                        f"{python_dir}/edgerun_app/model/model.onnx"]:
+        assert os.path.isfile(os.path.join(android_pack, rel)), rel
+    gradle = open(os.path.join(android_pack, "app", "build.gradle.kts")).read()
+    assert 'id("com.chaquo.python")' in gradle and f'install("wheels/{WHEEL}")' in gradle
+    activity = open(os.path.join(android_pack, LAYOUT["android"][2][-1])).read()
+    assert 'getModule("edgerun_app.entry")' in activity and "run_packed_model" in activity
+    for folder, _, names in os.walk(android_pack):
+        for name in names:
+            if name.endswith((".kts", ".kt", ".xml", ".md", ".py", ".json")):
+                text = open(os.path.join(folder, name), encoding="utf-8").read()
+                assert "{{" not in text, f"unfilled placeholder in {name}"
+    manifest = _manifest(android_pack, "android")
+    assert manifest["target"] == "android" and manifest["providers"] == ["nnapi", "cpu"]
+    assert manifest["inputs"] == [{"name": "input", "dtype": "float32", "shape": [1, 64]}]
+
+
+def test_packed_model_loads_and_matches_the_original(android_pack):
+    packed = os.path.join(android_pack, LAYOUT["android"][0], "edgerun_app", "model",
+                          "model.onnx")
+    x = np.load(os.path.join(ROOT, "examples", "digits", "digits_holdout.npz"))["X"][:50]
+    got = edgerun.InferenceSession(packed).run(None, {"input": x})
+    expected = edgerun.InferenceSession(DIGITS).run(None, {"input": x})
+    np.testing.assert_array_equal(got[0], expected[0])
+    np.testing.assert_allclose(got[1], expected[1], rtol=1e-5, atol=1e-6)
+
+
+def test_wheel_is_complete_and_needs_only_numpy(android_pack):
+    wheel = os.path.join(android_pack, LAYOUT["android"][1], WHEEL)
+    with zipfile.ZipFile(wheel) as z:
+        names = set(z.namelist())
+        meta = z.read(f"edgerun-{edgerun.__version__}.dist-info/METADATA").decode()
+    assert "edgerun/__init__.py" in names and "edgerun/providers/cpu/ops/conv.py" in names
+    assert not any("__pycache__" in n for n in names)
+    assert [line for line in meta.splitlines() if line.startswith("Requires-Dist")] == \
+        ["Requires-Dist: numpy>=1.24"]
+
+
+def test_android_entry_point_runs_on_the_packed_model(android_pack):
+    out = _entry_point(android_pack, "android")
+    assert f"{WHEEL}{os.sep}edgerun{os.sep}__init__.py" in out     # edgerun came from the wheel
+    assert "providers: CPUExecutionProvider" in out
+    assert "label: int64 [1]" in out and "probabilities: float32 [1, 10]" in out
+
+
+def test_refuses_to_overwrite_without_force(android_pack, capsys):
+    assert cli(["pack", DIGITS, "--target", "android", "--out", android_pack]) == 2
+    err = capsys.readouterr().err
+    assert "already exists" in err and "--force" in err
+    with pytest.raises(PackError, match="already exists and is not empty; pass --force"):
+        pack(DIGITS, "android", android_pack, log=_quiet)
+    pack(DIGITS, "android", android_pack, force=True, log=_quiet)
+    assert os.path.isfile(os.path.join(android_pack, LAYOUT["android"][1], WHEEL))
+
+
+def test_web_target_and_bad_arguments_are_clear_errors(tmp_path, capsys):
+    assert cli(["pack", DIGITS, "--target", "web", "--out", str(tmp_path / "w")]) == 2
+    assert "--target web is not supported by edgerun pack yet" in capsys.readouterr().err
+    assert not os.path.exists(tmp_path / "w")
+    with pytest.raises(PackError, match="not model inputs"):
+        pack(DIGITS, "android", str(tmp_path / "a"), input_shapes={"nope": [1]}, log=_quiet)
+    with pytest.raises(PackError, match="does not exist"):
+        pack(str(tmp_path / "missing.onnx"), "ios", str(tmp_path / "b"), log=_quiet)
+
+
+def test_input_shape_fixes_symbolic_dims(tmp_path):
+    path, _ = REAL_MODELS["ppocr_mobile_cls"]()
+    out = str(tmp_path / "ocr")
+    lines = []
+    pack(path, "android", out, input_shapes={"x": [1, 3, 48, 192]}, log=lines.append)
+    assert lines[0].startswith("[1/5]") and lines[-1].startswith("packed")
+    manifest = _manifest(out, "android")
+    assert manifest["inputs"] == [{"name": "x", "dtype": "float32", "shape": [1, 3, 48, 192]}]
+    assert manifest["outputs"][0]["shape"] == [1, 2]
+    assert "float32 [1, 2]" in _entry_point(out, "android")
+
+
+def test_ios_pack_has_briefcase_project_coreml_packages_and_runs(tmp_path):
+    out = str(tmp_path / "ios")
+    lines = []
+    pack(DIGITS, "ios", out, log=lines.append)
+    python_dir, wheel_dir, files = LAYOUT["ios"]
+    for rel in files + [f"{wheel_dir}/{WHEEL}", f"{python_dir}/edgerun_app/model/model.onnx"]:
+        assert os.path.isfile(os.path.join(out, rel)), rel
+    project = open(os.path.join(out, "pyproject.toml")).read()
+    assert "[tool.briefcase.app.edgerun_app]" in project and f"./wheels/{WHEEL}" in project
+    out_text = _entry_point(out, "ios")
+    assert "label: int64 [1]" in out_text and "probabilities: float32 [1, 10]" in out_text
+    try:
+        import coremltools as ct
+    except ImportError:
+        ct = None
+    need(ct is not None, "coremltools", "pip install coremltools==9.0")
+    manifest = _manifest(out, "ios")
+    assert [a["nodes"] for a in manifest["coreml"]] == [7, 2]    # MLP, then the Reshape
+    for artifact in manifest["coreml"]:
+        path = os.path.join(out, python_dir, "edgerun_app", "model", artifact["mlpackage"])
+        spec = ct.models.MLModel(path, skip_model_load=True).get_spec()
+        assert spec.WhichOneof("Type") == "mlProgram"
+        assert artifact["specification_version"] >= 6

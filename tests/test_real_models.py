@@ -1,0 +1,28 @@
+"""Real models give the same outputs as onnxruntime (rtol 1e-3, atol 1e-4) on fixed inputs."""
+import numpy as np
+import onnxruntime
+import pytest
+
+import edgerun
+
+from real_models import REAL_MODELS
+
+RTOL, ATOL = 1e-3, 1e-4
+
+
+@pytest.mark.parametrize("name", sorted(REAL_MODELS))
+def test_matches_onnxruntime(name):
+    path, feeds = REAL_MODELS[name]()
+    so = onnxruntime.SessionOptions()
+    so.log_severity_level = 3
+    so.intra_op_num_threads = 1
+    expected = onnxruntime.InferenceSession(path, so, providers=["CPUExecutionProvider"]).run(
+        None, feeds)
+    sess = edgerun.InferenceSession(path)
+    got = sess.run(None, feeds)
+    assert len(got) == len(expected)
+    for arg, g, e in zip(sess.get_outputs(), got, expected):
+        assert g.dtype == e.dtype and g.shape == e.shape, arg.name
+        if e.size > 1 and e.dtype.kind == "f":
+            assert np.ptp(e) > 1e-6, f"{name}: {arg.name} is constant: parity would prove nothing"
+        np.testing.assert_allclose(g, e, rtol=RTOL, atol=ATOL, err_msg=f"{name}: {arg.name}")

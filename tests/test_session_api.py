@@ -1,0 +1,230 @@
+"""The onnxruntime-style API: metadata, providers, and clear errors for bad input."""
+import threading
+import warnings
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper
+
+import edgerun
+from edgerun import InvalidArgument, InvalidGraph, NotImplementedOp
+
+
+def _model(nodes, inputs, outputs, initializers=(), opset=21, extra_opsets=()):
+    graph = helper.make_graph(nodes, "g", inputs, outputs, initializer=list(initializers))
+    opsets = [helper.make_opsetid("", opset), *extra_opsets]
+    m = helper.make_model(graph, opset_imports=opsets, producer_name="tests")
+    m.ir_version = 10
+    return m.SerializeToString()
+
+
+def _add_model():
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 3])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 3])
+    b = helper.make_tensor("b", TensorProto.FLOAT, [3], [1.0, 2.0, 3.0])
+    return _model([helper.make_node("Add", ["x", "b"], ["y"], name="add0")], [x], [y], [b])
+
+
+def test_inputs_outputs_and_metadata():
+    sess = edgerun.InferenceSession(_add_model())
+    (inp,) = sess.get_inputs()
+    assert (inp.name, inp.type, inp.shape) == ("x", "tensor(float)", ["batch", 3])
+    (out,) = sess.get_outputs()
+    assert (out.name, out.type) == ("y", "tensor(float)")
+    meta = sess.get_modelmeta()
+    assert meta.producer_name == "tests" and meta.graph_name == "g"
+    assert sess.get_providers() == ["CPUExecutionProvider"]
+
+
+def test_run_matches_numpy_and_output_selection():
+    sess = edgerun.InferenceSession(_add_model())
+    x = np.ones((2, 3), np.float32)
+    (y,) = sess.run(["y"], {"x": x})
+    np.testing.assert_array_equal(y, x + np.array([1, 2, 3], np.float32))
+    with pytest.raises(InvalidArgument, match="unknown output 'z'"):
+        sess.run(["z"], {"x": x})
+
+
+@pytest.mark.parametrize("name", ["cpu", "CPUExecutionProvider", "cpuexecutionprovider"])
+def test_provider_spellings(name):
+    assert edgerun.InferenceSession(_add_model(), providers=[name]).get_providers() == \
+        ["CPUExecutionProvider"]
+
+
+def test_unknown_provider_name_is_an_error():
+    with pytest.raises(InvalidArgument, match="unknown execution provider 'tpu'"):
+        edgerun.InferenceSession(_add_model(), providers=["tpu"])
+
+
+def test_unavailable_provider_is_skipped_with_a_warning():
+    with pytest.warns(RuntimeWarning, match="not available"):
+        sess = edgerun.InferenceSession(_add_model(), providers=["qnn", "cpu"])
+    assert sess.get_providers() == ["CPUExecutionProvider"]
+
+
+def test_available_providers_lists_cpu():
+    assert "CPUExecutionProvider" in edgerun.get_available_providers()
+
+
+def test_optimization_levels_have_onnxruntime_names():
+    opts = edgerun.SessionOptions()
+    opts.graph_optimization_level = edgerun.GraphOptimizationLevel.ORT_DISABLE_ALL
+    assert edgerun.InferenceSession(_add_model(), sess_options=opts).get_session_options() is opts
+
+
+@pytest.mark.parametrize("feed, message", [
+    ({"x": np.ones((2, 3), np.float64)}, r"input 'x': expected tensor\(float\), got tensor\(double\)"),
+    ({"x": np.ones((2, 3), np.int64)}, r"expected tensor\(float\), got tensor\(int64\)"),
+    ({"x": np.ones((3,), np.float32)}, r"input 'x': expected rank 2 \[batch, 3\], got rank 1 \[3\]"),
+    ({"x": np.ones((2, 4), np.float32)}, r"input 'x': dimension 1 must be 3 .* got 4"),
+    ({}, r"missing input 'x' \(tensor\(float\) \[batch, 3\]\)"),
+    ({"x": np.ones((2, 3), np.float32), "bogus": np.ones(1)}, r"unknown input 'bogus'"),
+    ({"x": None}, r"input 'x': expected tensor\(float\)"),
+])
+def test_bad_feeds_are_named(feed, message):
+    sess = edgerun.InferenceSession(_add_model())
+    with pytest.raises(InvalidArgument, match=message):
+        sess.run(None, feed)
+
+
+def test_feed_must_be_a_dict():
+    with pytest.raises(InvalidArgument, match="must be a dict"):
+        edgerun.InferenceSession(_add_model()).run(None, [np.ones((1, 3), np.float32)])
+
+
+def test_unknown_operator_is_named_at_load_time():
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])
+    model = _model([helper.make_node("FrobnicateNot", ["x"], ["x2"], name="n1")], [x],
+                   [helper.make_tensor_value_info("x2", TensorProto.FLOAT, [1])])
+    with pytest.raises(NotImplementedOp, match=r"node 'n1' uses operator ai.onnx::FrobnicateNot"):
+        edgerun.InferenceSession(model)
+
+
+def test_unknown_domain_is_named_at_load_time():
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])
+    node = helper.make_node("Thing", ["x"], ["y"], name="n1", domain="com.example")
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])
+    with pytest.raises(InvalidGraph, match="domain 'com.example'"):
+        edgerun.InferenceSession(_model([node], [x], [y]))
+    model = _model([node], [x], [y], extra_opsets=[helper.make_opsetid("com.example", 1)])
+    with pytest.raises(NotImplementedOp, match="com.example::Thing"):
+        edgerun.InferenceSession(model)
+
+
+def test_too_new_opset_is_refused():
+    with pytest.raises(NotImplementedOp, match="opset 99"):
+        edgerun.InferenceSession(_model([], [], [], opset=99))
+
+
+def test_dangling_input_is_an_invalid_graph():
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])
+    model = _model([helper.make_node("Relu", ["nowhere"], ["y"], name="r")], [], [y])
+    with pytest.raises(InvalidGraph, match="node 'r' \\(Relu\\) reads 'nowhere'"):
+        edgerun.InferenceSession(model)
+
+
+def test_kernel_failure_names_the_node():
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, None)
+    s = helper.make_tensor_value_info("s", TensorProto.INT64, None)
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    model = _model([helper.make_node("Reshape", ["x", "s"], ["y"], name="reshape_me")], [x, s], [y])
+    sess = edgerun.InferenceSession(model)
+    with pytest.raises(edgerun.Fail, match="node 'reshape_me' \\(Reshape\\) failed"):
+        sess.run(None, {"x": np.ones(6, np.float32), "s": np.array([4, 4], np.int64)})
+
+
+def test_unsorted_nodes_are_sorted():
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])
+    z = helper.make_tensor_value_info("z", TensorProto.FLOAT, [2])
+    nodes = [helper.make_node("Neg", ["y"], ["z"]), helper.make_node("Relu", ["x"], ["y"])]
+    sess = edgerun.InferenceSession(_model(nodes, [x], [z]))
+    (out,) = sess.run(None, {"x": np.array([-1, 2], np.float32)})
+    np.testing.assert_array_equal(out, [0, -2])
+
+
+def test_run_from_many_threads_at_once():
+    sess = edgerun.InferenceSession(_add_model())
+    errors, results = [], {}
+
+    def work(i):
+        try:
+            x = np.full((4, 3), i, np.float32)
+            for _ in range(50):
+                (y,) = sess.run(None, {"x": x})
+                assert np.array_equal(y, x + np.array([1, 2, 3], np.float32))
+            results[i] = True
+        except Exception as e:  # noqa: BLE001
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors and len(results) == 8
+
+
+def test_profiling_writes_a_chrome_trace(tmp_path):
+    import json
+
+    opts = edgerun.SessionOptions()
+    opts.enable_profiling = True
+    opts.profile_file_prefix = str(tmp_path / "prof")
+    sess = edgerun.InferenceSession(_add_model(), sess_options=opts)
+    for _ in range(3):
+        sess.run(None, {"x": np.ones((2, 3), np.float32)})
+    path = sess.end_profiling()
+    events = json.load(open(path))
+    runs = [e for e in events if e["name"] == "model_run"]
+    nodes = [e for e in events if e["cat"] == "Node"]
+    assert len(runs) == 3 and len(nodes) == 3
+    assert nodes[0]["name"] == "add0" and nodes[0]["args"]["op_name"] == "Add"
+    assert all(e["ph"] == "X" and e["dur"] >= 0 for e in events)
+    assert "Add" in open(path[:-5] + ".html").read()
+    assert edgerun.InferenceSession(_add_model()).end_profiling() == ""
+
+
+def test_core_imports_without_numpy_and_says_what_is_missing():
+    """Pyodide here has no numpy: the core must import, and sessions name the problem."""
+    import subprocess
+    import sys
+
+    code = ("import sys; sys.modules['numpy'] = None\n"
+            "import warnings; warnings.simplefilter('ignore')\n"
+            "import edgerun\n"
+            "from edgerun.onnx import load_model\n"
+            "m = load_model('examples/digits/digits_mlp.onnx')\n"
+            "print(len(m.graph.nodes), edgerun.get_available_providers())\n"
+            "try:\n"
+            "    edgerun.InferenceSession('examples/digits/digits_mlp.onnx')\n"
+            "except edgerun.NotImplementedOp as e:\n"
+            "    print('error:', e)\n")
+    from conftest import ROOT
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert out.returncode == 0, out.stderr
+    nodes, providers = out.stdout.splitlines()[0].split(" ", 1)
+    assert nodes == "16" and "CPUExecutionProvider" not in providers
+    assert "no execution provider can run here (cpu: numpy is not installed)" in out.stdout
+
+
+def test_optimized_model_filepath_writes_a_model_onnxruntime_runs(tmp_path):
+    import onnxruntime
+
+    from real_models import REAL_MODELS
+
+    path, feeds = REAL_MODELS["light_squeezenet"]()
+    opts = edgerun.SessionOptions()
+    opts.optimized_model_filepath = str(tmp_path / "optimized.onnx")
+    sess = edgerun.InferenceSession(path, sess_options=opts)
+    got = sess.run(None, feeds)
+    saved = onnx.load(opts.optimized_model_filepath)
+    assert len(saved.graph.node) < len(onnx.load(path).graph.node)
+    so = onnxruntime.SessionOptions()
+    so.log_severity_level = 3
+    expected = onnxruntime.InferenceSession(opts.optimized_model_filepath, so).run(None, feeds)
+    np.testing.assert_allclose(got[0], expected[0], rtol=1e-3, atol=1e-4)
+    plain = edgerun.SessionOptions()
+    plain.graph_optimization_level = edgerun.GraphOptimizationLevel.ORT_DISABLE_ALL
+    reloaded = edgerun.InferenceSession(opts.optimized_model_filepath, sess_options=plain)
+    np.testing.assert_allclose(reloaded.run(None, feeds)[0], got[0], rtol=1e-5, atol=1e-6)

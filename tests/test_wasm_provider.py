@@ -1,0 +1,471 @@
+"""The WebAssembly provider (SIMD128 kernels under wasmtime) against the CPU provider and
+onnxruntime.
+
+- every ONNX conformance case whose operators the wasm provider fully claims gives the
+  case's expected outputs (the case's own rtol/atol, compared as conformance.py does);
+- the real models (tests/real_models.py) with providers ["wasm", "cpu"] match onnxruntime
+  (rtol 1e-3, atol 1e-4), with every node placed on wasm (explain()) and no CPU fallback;
+- every real model also runs with providers ["wasm"] alone and numpy blocked (the path
+  Pyodide takes: unoptimized graphs, HostTensors in and out, through the web bridge) and
+  matches the CPU provider (rtol 1e-3, atol 1e-4);
+- the operators added for numpy-free graphs (Constant*, shape arithmetic on host values,
+  comparisons, Where, If, Pad, Split, LSTM, LRN, ArgMax, ai.onnx.ml Scaler and
+  ArrayFeatureExtractor) match onnxruntime on small graphs;
+- the kernels' .wasm is the build of the current sources (a stale build fails loading).
+"""
+import json
+import os
+import shutil
+
+import numpy as np
+import pytest
+
+from conftest import ROOT, need
+
+wasmtime_ok = True
+try:
+    import wasmtime  # noqa: F401
+except ImportError:
+    wasmtime_ok = False
+
+
+@pytest.fixture(scope="module")
+def wasm():
+    need(wasmtime_ok, "wasmtime", "pip install wasmtime==50.0.1")
+    from edgerun.providers.wasm.provider import WasmProvider
+
+    ok, why = WasmProvider.available()
+    assert ok, why
+    return WasmProvider()
+
+
+# ---- the build ----------------------------------------------------------------------------
+
+def test_committed_build_matches_the_sources():
+    from edgerun.providers.wasm import build_info
+
+    with open(build_info.STAMP_PATH) as f:
+        stamp = json.load(f)
+    assert stamp["sources_sha256"] == build_info.sources_hash(), \
+        "wasm_kernels/ changed: run python wasm_kernels/build.py and commit the .wasm"
+    build_info.load_module_bytes()       # the module matches its stamp too
+
+
+def test_stale_or_missing_build_fails_naming_the_rebuild(tmp_path):
+    from edgerun.providers.wasm import build_info
+
+    sources = tmp_path / "wasm_kernels"
+    shutil.copytree(os.path.join(ROOT, "wasm_kernels"), sources)
+    build_info.load_module_bytes(sources_dir=str(sources))          # identical: fine
+    with open(sources / "gemm.c", "a") as f:
+        f.write("\n/* an edit */\n")
+    with pytest.raises(build_info.StaleBuild, match="wasm_kernels/build.py"):
+        build_info.load_module_bytes(sources_dir=str(sources))
+    with pytest.raises(build_info.StaleBuild, match="not built"):
+        build_info.load_module_bytes(wasm_path=str(tmp_path / "missing.wasm"))
+
+
+def test_fresh_build_is_identical_to_the_committed_one():
+    import importlib.util
+    import subprocess
+    import sys
+
+    need(importlib.util.find_spec("ziglang") is not None, "ziglang",
+         "pip install ziglang==0.17.1")
+    result = subprocess.run([sys.executable, os.path.join(ROOT, "wasm_kernels", "build.py"),
+                             "--check"], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+
+
+# ---- kernels ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("m,n,k,trans_a,trans_b", [(1, 1, 1, 0, 0), (5, 7, 3, 0, 0),
+                                                   (37, 129, 300, 1, 0), (130, 9, 513, 0, 1),
+                                                   (64, 1030, 17, 1, 1), (2, 70, 300, 0, 1),
+                                                   (3, 33, 17, 0, 0), (1, 9, 5, 1, 1)])
+def test_sgemm_matches_numpy(wasm, m, n, k, trans_a, trans_b):
+    rng = np.random.default_rng(m * n + k)
+    a = rng.standard_normal((k, m) if trans_a else (m, k)).astype(np.float32)
+    b = rng.standard_normal((n, k) if trans_b else (k, n)).astype(np.float32)
+    c0 = rng.standard_normal((m, n)).astype(np.float32)
+    dev = wasm.dev
+    ta, tb, tc = wasm.to_device(a), wasm.to_device(b), wasm.to_device(c0)
+    rsa, csa = (1, m) if trans_a else (k, 1)
+    rsb, csb = (1, k) if trans_b else (n, 1)
+    dev.call("er_sgemm", m, n, k, ta.ptr, rsa, csa, tb.ptr, rsb, csb, tc.ptr, n, 1)
+    expected = (a.T if trans_a else a) @ (b.T if trans_b else b) + c0
+    np.testing.assert_allclose(wasm.to_host(tc), expected, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("op,fn", [
+    ("Exp", np.exp), ("Tanh", np.tanh), ("Sigmoid", lambda x: 1 / (1 + np.exp(-x))),
+    ("Log", lambda x: np.log(np.abs(x) + 1e-3)), ("Softplus", lambda x: np.logaddexp(0, x))])
+def test_transcendentals_are_accurate(wasm, op, fn):
+    """Relative error <= 2e-6 (plus 1e-30 absolute) over [-20, 20] and near zero."""
+    from edgerun.providers.wasm.ops.elementwise import UNARY
+
+    x = np.concatenate([np.linspace(-20, 20, 4001), np.geomspace(1e-8, 1, 200),
+                        -np.geomspace(1e-8, 1, 200)]).astype(np.float32)
+    if op == "Log":
+        x = np.abs(x) + np.float32(1e-3)
+    t = wasm.to_device(x)
+    y = wasm.dev.empty(x.shape)
+    wasm.dev.call("er_unary", UNARY[op][0], t.ptr, y.ptr, x.size, 0.0, 0.0)
+    expected = fn(x.astype(np.float64)) if op != "Log" else np.log(x.astype(np.float64))
+    np.testing.assert_allclose(wasm.to_host(y), expected, rtol=2e-6, atol=1e-30)
+
+
+def test_erf_is_accurate(wasm):
+    import math
+
+    from edgerun.providers.wasm.ops.elementwise import UNARY
+
+    x = np.concatenate([np.linspace(-6, 6, 2001), np.geomspace(1e-8, 1, 100)]).astype(np.float32)
+    t = wasm.to_device(x)
+    y = wasm.dev.empty(x.shape)
+    wasm.dev.call("er_unary", UNARY["Erf"][0], t.ptr, y.ptr, x.size, 0.0, 0.0)
+    expected = np.array([math.erf(float(v)) for v in x])
+    np.testing.assert_allclose(wasm.to_host(y), expected, rtol=1e-6, atol=2e-7)
+
+
+def test_memory_is_reused_after_values_die(wasm):
+    dev = wasm.dev
+    before = dev.bytes_in_use()
+    for _ in range(50):
+        t = dev.empty((256, 256))
+        del t
+    assert dev.bytes_in_use() == before
+    heap = dev.call("er_heap_top")
+    for _ in range(50):
+        dev.empty((256, 256))
+    assert dev.call("er_heap_top") == heap      # the freed block came back each time
+
+
+# ---- conformance ---------------------------------------------------------------------------
+
+CLAIMED_FLOOR = 680          # conformance cases whose every node the wasm provider claims
+ON_WASM_FLOOR = 620          # ... of which run without any CPU fallback (element types)
+
+
+def _claimed_cases(provider):
+    from edgerun.onnx import load_model
+    from edgerun.tools import conformance
+
+    out = []
+    for case in conformance.load_cases():
+        model = load_model(case["model"])
+        opsets = model.opset_imports
+        if all(provider.capability(n, opsets.get(n.domain or "", 1))[0]
+               for n in model.graph.nodes):
+            out.append(case)
+    return out
+
+
+def test_conformance_cases_the_wasm_provider_claims(wasm):
+    import warnings
+
+    import edgerun
+    from edgerun.tools import conformance
+
+    cases = _claimed_cases(wasm)
+    failures, pure = [], 0
+    for case in cases:
+        before = dict(wasm.dev.fallbacks)
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                sess = edgerun.InferenceSession(case["model"], providers=[wasm, "cpu"])
+                names = [i.name for i in sess.get_inputs()]
+                for inputs, expected in case["data_sets"]:
+                    got = sess.run(None, dict(zip(names, inputs)))
+                    problem = conformance.compare_outputs(expected, got, case["rtol"],
+                                                          case["atol"],
+                                                          conformance._shape_only(case))
+                    if problem:
+                        raise AssertionError(problem)
+        except Exception as e:  # noqa: BLE001 - report every failing case at once
+            failures.append(f"{case['name']}: {type(e).__name__}: {str(e)[:200]}")
+            continue
+        pure += wasm.dev.fallbacks == before
+    assert not failures, "\n".join(failures)
+    assert len(cases) >= CLAIMED_FLOOR, f"only {len(cases)} cases fully claimed"
+    assert pure >= ON_WASM_FLOOR, f"only {pure} claimed cases ran without a CPU fallback"
+
+
+# ---- real models ---------------------------------------------------------------------------
+
+RTOL, ATOL = 1e-3, 1e-4
+
+
+def _real_models():
+    from real_models import REAL_MODELS
+    return REAL_MODELS
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(_real_models()))
+def test_real_model_matches_onnxruntime(wasm, name):
+    import onnxruntime
+
+    import edgerun
+
+    path, feeds = _real_models()[name]()
+    so = onnxruntime.SessionOptions()
+    so.log_severity_level = 3
+    so.intra_op_num_threads = 1
+    expected = onnxruntime.InferenceSession(path, so, providers=["CPUExecutionProvider"]).run(
+        None, feeds)
+    before = dict(wasm.dev.fallbacks)
+    sess = edgerun.InferenceSession(path, providers=[wasm, "cpu"])
+    got = sess.run(None, feeds)
+    assert len(got) == len(expected)
+    for arg, g, e in zip(sess.get_outputs(), got, expected):
+        assert g.dtype == e.dtype and g.shape == e.shape, arg.name
+        np.testing.assert_allclose(g, e, rtol=RTOL, atol=ATOL, err_msg=f"{name}: {arg.name}")
+    off_wasm = sorted({n["op_type"] for n in sess.explain()["nodes"] if n["provider"] != "wasm"})
+    assert not off_wasm, f"{name}: {off_wasm} ran off wasm"              # every node on wasm
+    assert wasm.dev.fallbacks == before, f"{name}: CPU kernels ran for {wasm.dev.fallbacks}"
+
+
+def test_explain_names_wasm_placements_and_refusals(wasm):
+    from onnx import TensorProto, helper
+
+    import edgerun
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 3, 3, 3])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    w = helper.make_tensor("w", TensorProto.FLOAT, [2, 2, 1, 1, 1], [1.0, 0, 0, 1.0])
+    nodes = [helper.make_node("Relu", ["x"], ["r"], name="relu"),
+             helper.make_node("Conv", ["r", "w"], ["c"], name="conv3d", kernel_shape=[1, 1, 1]),
+             helper.make_node("Exp", ["c"], ["y"], name="exp")]
+    model = helper.make_model(helper.make_graph(nodes, "g", [x], [y], initializer=[w]),
+                              opset_imports=[helper.make_opsetid("", 17)])
+    sess = edgerun.InferenceSession(model.SerializeToString(), providers=["wasm", "cpu"])
+    info = {n["node"]: n for n in sess.explain()["nodes"]}
+    assert info["relu"]["provider"] == "wasm" and info["exp"]["provider"] == "wasm"
+    assert info["conv3d"]["provider"] == "cpu"
+    assert info["conv3d"]["refused_by"] == [
+        "wasm: Conv over 3 spatial dimensions (the wasm kernel does 1-D and 2-D)"]
+    xv = np.random.default_rng(0).standard_normal((1, 2, 3, 3, 3)).astype(np.float32)
+    (got,) = sess.run(None, {"x": xv})
+    np.testing.assert_allclose(got, np.exp(np.maximum(xv, 0)), rtol=1e-6)
+    assert sess.explain()["copies_per_run"] == 4     # x up, r down, c up, y down
+
+
+def test_runs_without_numpy(wasm):
+    """The wasm provider needs no numpy: HostTensors in and out (what Pyodide here has)."""
+    import subprocess
+    import sys
+
+    from onnx import TensorProto, helper
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])
+    w = helper.make_tensor("w", TensorProto.FLOAT, [3, 4], [0.5] * 12)
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["m"]),
+             helper.make_node("Relu", ["m"], ["r"]),
+             helper.make_node("Softmax", ["r"], ["y"])]
+    model = helper.make_model(helper.make_graph(nodes, "g", [x], [y], initializer=[w]),
+                              opset_imports=[helper.make_opsetid("", 17)])
+    code = ("import sys; sys.modules['numpy'] = None\n"
+            "import struct, warnings; warnings.simplefilter('ignore')\n"
+            "import edgerun\n"
+            "from edgerun.runtime.host_tensor import HostTensor\n"
+            "s = edgerun.InferenceSession(sys.stdin.buffer.read(), providers=['wasm'])\n"
+            "x = HostTensor(1, (2, 3), struct.pack('6f', 1, 2, 3, -4, -5, -6))\n"
+            "(y,) = s.run(None, {'x': x})\n"
+            "print(type(y).__name__, list(y.shape), struct.unpack('8f', y.data))\n")
+    out = subprocess.run([sys.executable, "-c", code], input=model.SerializeToString(),
+                         capture_output=True, cwd=ROOT)
+    assert out.returncode == 0, out.stderr.decode()
+    assert out.stdout.decode().split()[:3] == ["HostTensor", "[2,", "4]"]
+    values = [float(v) for v in out.stdout.decode().split("(")[1].rstrip(")\n").split(",")]
+    np.testing.assert_allclose(values, [0.25] * 8, rtol=1e-6)
+
+
+@pytest.mark.slow
+def test_real_models_run_on_wasm_alone_without_numpy(wasm, tmp_path):
+    """bench/web/run_cases.py blocks numpy, then runs every real model through the web
+    bridge with providers ["wasm"]: every node must run there, and match the CPU provider."""
+    import subprocess
+    import sys
+
+    from test_pyodide import assert_matches_cpu
+
+    if ROOT not in sys.path:
+        sys.path.insert(0, ROOT)
+    from bench.web.cases import read_results, write_cases
+
+    names = sorted(_real_models())
+    cases = write_cases(names, str(tmp_path / "cases"))
+    done = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "web", "run_cases.py"),
+                           cases, str(tmp_path / "out")], capture_output=True, text=True,
+                          cwd=ROOT, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = read_results(str(tmp_path / "out"))
+    failures = []
+    for name in names:
+        try:
+            assert_matches_cpu(name, results[name])
+        except AssertionError as e:
+            failures.append(str(e)[:500])
+    assert not failures, "\n".join(failures)
+
+
+# ---- operators for numpy-free graphs -------------------------------------------------------
+
+def _run_both(nodes, inputs, outputs, feeds, opset=17, initializers=(), extra_opsets=()):
+    """Run a small graph on wasm alone (optimizer off, as in Pyodide) and on onnxruntime."""
+    import onnxruntime
+    from onnx import helper
+
+    import edgerun
+
+    graph = helper.make_graph(nodes, "g", inputs, outputs, initializer=list(initializers))
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset),
+                                                    *extra_opsets])
+    model.ir_version = 8
+    data = model.SerializeToString()
+    so = edgerun.SessionOptions()
+    so.graph_optimization_level = edgerun.GraphOptimizationLevel.ORT_DISABLE_ALL
+    sess = edgerun.InferenceSession(data, so, providers=["wasm"])
+    assert {n["provider"] for n in sess.explain()["nodes"]} == {"wasm"}, sess.explain()
+    got = sess.run(None, feeds)
+    expected = onnxruntime.InferenceSession(data, providers=["CPUExecutionProvider"]).run(
+        None, feeds)
+    for g, e in zip(got, expected):
+        assert g.dtype == e.dtype and g.shape == e.shape, (g.dtype, g.shape, e.dtype, e.shape)
+        np.testing.assert_allclose(g, e, rtol=1e-5, atol=1e-6)
+    return got
+
+
+def _vi(name, elem, shape):
+    from onnx import helper
+    return helper.make_tensor_value_info(name, elem, shape)
+
+
+def test_shape_arithmetic_and_logic_on_host_values(wasm):
+    from onnx import TensorProto as T
+    from onnx import helper
+
+    x = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    nodes = [
+        helper.make_node("Shape", ["x"], ["s"]),
+        helper.make_node("Constant", [], ["i"], value=helper.make_tensor("i", T.INT64, [1], [2])),
+        helper.make_node("Gather", ["s", "i"], ["last"]),
+        helper.make_node("Constant", [], ["two"], value_int=2),
+        helper.make_node("Mul", ["last", "two"], ["twice"]),
+        helper.make_node("Div", ["twice", "two"], ["back"]),
+        helper.make_node("Equal", ["back", "last"], ["same"]),
+        helper.make_node("Not", ["same"], ["differ"]),
+        helper.make_node("Cast", ["same"], ["same_i"], to=T.INT32),
+        helper.make_node("Size", ["x"], ["n"]),
+        helper.make_node("Constant", [], ["zero"], value_int=0),
+        helper.make_node("Constant", [], ["one"], value_int=1),
+        helper.make_node("Range", ["zero", "n", "one"], ["r"]),
+        helper.make_node("Less", ["r", "last"], ["lt"]),
+        helper.make_node("Where", ["lt", "r", "n"], ["w"]),
+        helper.make_node("ConstantOfShape", ["s"], ["ones"],
+                         value=helper.make_tensor("v", T.FLOAT, [1], [1.5])),
+        helper.make_node("Greater", ["x", "ones"], ["gt"]),
+        helper.make_node("Where", ["gt", "x", "ones"], ["wx"]),
+        helper.make_node("Xor", ["gt", "gt"], ["none"]),
+    ]
+    outs = [_vi("differ", T.BOOL, None), _vi("same_i", T.INT32, None), _vi("w", T.INT64, None),
+            _vi("wx", T.FLOAT, None), _vi("none", T.BOOL, None), _vi("twice", T.INT64, None)]
+    got = _run_both(nodes, [_vi("x", T.FLOAT, [2, 3, 4])], outs, {"x": x})
+    assert got[2].tolist()[:5] == [0, 1, 2, 3, 24]
+
+
+@pytest.mark.parametrize("mode,pads", [("constant", [0, 2, 1, 3]), ("reflect", [1, 3, 0, 2]),
+                                       ("edge", [2, 1, 1, 2]), ("wrap", [1, 2, 1, 3]),
+                                       ("constant", [-1, 1, 0, -2])])
+def test_pad_modes(wasm, mode, pads):
+    from onnx import TensorProto as T
+    from onnx import helper
+
+    x = np.arange(20, dtype=np.float32).reshape(4, 5)
+    init = [helper.make_tensor("p", T.INT64, [4], pads),
+            helper.make_tensor("v", T.FLOAT, [], [7.0])]
+    node = helper.make_node("Pad", ["x", "p", "v"], ["y"], mode=mode)
+    _run_both([node], [_vi("x", T.FLOAT, [4, 5])], [_vi("y", T.FLOAT, None)], {"x": x},
+              initializers=init)
+
+
+def test_split_cast_dropout_argmax_lrn(wasm):
+    from onnx import TensorProto as T
+    from onnx import helper
+
+    x = np.random.default_rng(0).standard_normal((2, 6, 3, 5)).astype(np.float32)
+    nodes = [helper.make_node("Split", ["x"], ["a", "b", "c"], axis=1, num_outputs=3),
+             helper.make_node("Split", ["x", "sizes"], ["p", "q"], axis=2),
+             helper.make_node("Split", ["x"], ["u", "v"], axis=0, num_outputs=2),   # views
+             helper.make_node("Dropout", ["x"], ["d", "mask"]),
+             helper.make_node("ArgMax", ["x"], ["am"], axis=1, keepdims=0),
+             helper.make_node("ArgMin", ["x"], ["an"], axis=3, select_last_index=1),
+             helper.make_node("LRN", ["x"], ["l"], size=3, alpha=1e-2, beta=0.75, bias=2.0),
+             helper.make_node("Cast", ["am"], ["amf"], to=T.DOUBLE),
+             helper.make_node("Cast", ["x"], ["xi"], to=T.INT8)]
+    outs = [_vi(n, t, None) for n, t in [("a", T.FLOAT), ("c", T.FLOAT), ("q", T.FLOAT), ("v", T.FLOAT),
+                                         ("d", T.FLOAT), ("mask", T.BOOL), ("am", T.INT64),
+                                         ("an", T.INT64), ("l", T.FLOAT), ("amf", T.DOUBLE),
+                                         ("xi", T.INT8)]]
+    _run_both(nodes, [_vi("x", T.FLOAT, [2, 6, 3, 5])], outs, {"x": x * 3}, opset=18,
+              initializers=[helper.make_tensor("sizes", T.INT64, [2], [1, 2])])
+
+
+@pytest.mark.parametrize("direction,peepholes", [("forward", False), ("reverse", True),
+                                                 ("bidirectional", False)])
+def test_lstm(wasm, direction, peepholes):
+    from onnx import TensorProto as T
+    from onnx import helper
+
+    rng = np.random.default_rng(1)
+    seq, batch, inp, hid = 5, 3, 7, 6
+    dirs = 2 if direction == "bidirectional" else 1
+    weights = {"W": (dirs, 4 * hid, inp), "R": (dirs, 4 * hid, hid), "B": (dirs, 8 * hid),
+               "h0": (dirs, batch, hid), "c0": (dirs, batch, hid), "P": (dirs, 3 * hid)}
+    init = [helper.make_tensor(k, T.FLOAT, s, (rng.standard_normal(s) * 0.4).reshape(-1))
+            for k, s in weights.items()]
+    node = helper.make_node("LSTM", ["x", "W", "R", "B", "", "h0", "c0",
+                                     "P" if peepholes else ""], ["y", "yh", "yc"],
+                            hidden_size=hid, direction=direction, clip=3.0)
+    x = rng.standard_normal((seq, batch, inp)).astype(np.float32)
+    outs = [_vi(n, T.FLOAT, None) for n in ("y", "yh", "yc")]
+    _run_both([node], [_vi("x", T.FLOAT, [seq, batch, inp])], outs, {"x": x},
+              initializers=init)
+
+
+def test_if_runs_the_chosen_branch_on_wasm(wasm):
+    from onnx import TensorProto as T
+    from onnx import helper
+
+    def branch(name, op):
+        return helper.make_graph([helper.make_node(op, ["x"], [f"{name}_y"])], name, [],
+                                 [_vi(f"{name}_y", T.FLOAT, None)])
+
+    nodes = [helper.make_node("ReduceSum", ["x"], ["s"], keepdims=0),
+             helper.make_node("Constant", [], ["z"], value_float=0.0),
+             helper.make_node("Greater", ["s", "z"], ["c"]),
+             helper.make_node("If", ["c"], ["y"], then_branch=branch("then", "Relu"),
+                              else_branch=branch("else", "Neg"))]
+    for sign in (1, -1):
+        x = (np.arange(6, dtype=np.float32) - 1) * sign
+        _run_both(nodes, [_vi("x", T.FLOAT, [6])], [_vi("y", T.FLOAT, None)], {"x": x})
+
+
+def test_scaler_and_array_feature_extractor(wasm):
+    from onnx import TensorProto as T
+    from onnx import helper
+
+    nodes = [helper.make_node("Scaler", ["x"], ["s"], domain="ai.onnx.ml",
+                              offset=[1.0, 2.0, 3.0], scale=[0.5, 2.0, -1.0]),
+             helper.make_node("ArgMax", ["s"], ["i"], axis=1),
+             helper.make_node("ArrayFeatureExtractor", ["labels", "i"], ["l"],
+                              domain="ai.onnx.ml")]
+    init = [helper.make_tensor("labels", T.INT64, [3], [10, 20, 30])]
+    x = np.random.default_rng(2).standard_normal((4, 3)).astype(np.float32)
+    got = _run_both(nodes, [_vi("x", T.FLOAT, [4, 3])],
+                    [_vi("s", T.FLOAT, None), _vi("l", T.INT64, None)], {"x": x},
+                    initializers=init, extra_opsets=[helper.make_opsetid("ai.onnx.ml", 1)])
+    assert got[1].shape == (1, 4)

@@ -1,0 +1,38 @@
+/* Shared definitions for edgerun's WebAssembly kernels (freestanding C, SIMD128).
+ *
+ * Conventions: every pointer is an offset into the module's linear memory; sizes and
+ * strides are int32 element counts unless named *_bytes. Kernels never allocate: the host
+ * allocates outputs and scratch with er_alloc (alloc.c) before calling, so linear memory
+ * only grows inside er_alloc and the host knows when to rebuild its memory views.
+ * Shape/stride arrays too long for arguments go through er_args (see args_ptr()).
+ */
+#ifndef EDGERUN_COMMON_H
+#define EDGERUN_COMMON_H
+
+#include <stdint.h>
+#include <stddef.h>
+#include <wasm_simd128.h>
+
+#define EXPORT __attribute__((visibility("default")))
+#define MAX_RANK 8
+
+typedef int32_t i32;
+typedef int64_t i64;
+
+/* A small shared block the host fills with shapes and strides before a call. */
+extern i32 er_args[256];
+
+static inline i32 min_i32(i32 a, i32 b) { return a < b ? a : b; }
+static inline i32 max_i32(i32 a, i32 b) { return a > b ? a : b; }
+
+/* Unary operation codes, shared by er_unary and the fused epilogues (keep in sync with
+ * providers/wasm/kernels.py UNARY). */
+enum {
+    U_IDENTITY = 0, U_RELU, U_SIGMOID, U_TANH, U_CLIP, U_LEAKY_RELU, U_HARD_SIGMOID,
+    U_HARD_SWISH, U_ERF, U_GELU, U_GELU_TANH, U_SOFTPLUS, U_EXP, U_NEG, U_ABS, U_SQRT,
+    U_RECIPROCAL, U_LOG, U_ELU, U_SOFTSIGN, U_FLOOR, U_CEIL, U_SILU, U_AFFINE
+};
+
+void unary_f32(i32 op, const float *x, float *y, i32 n, float p0, float p1);
+
+#endif

@@ -1,0 +1,55 @@
+/* ONNX element types in linear memory: their codes, and loads and stores of one element
+ * through a 64-bit integer or a double (Cast, comparisons and Where on any numeric type).
+ */
+#ifndef EDGERUN_ELEMTYPES_H
+#define EDGERUN_ELEMTYPES_H
+
+#include "common.h"
+
+/* ONNX element type codes */
+enum { T_F32 = 1, T_U8 = 2, T_I8 = 3, T_U16 = 4, T_I16 = 5, T_I32 = 6, T_I64 = 7, T_BOOL = 9,
+       T_F64 = 11, T_U32 = 12, T_U64 = 13 };
+
+static inline int is_float_type(i32 t) { return t == T_F32 || t == T_F64; }
+
+static inline double load_float(const void *p, i32 i, i32 t) {
+    return t == T_F32 ? (double)((const float *)p)[i] : ((const double *)p)[i];
+}
+
+static inline i64 load_int(const void *p, i32 i, i32 t) {
+    switch (t) {
+    case T_U8: case T_BOOL: return ((const uint8_t *)p)[i];
+    case T_I8: return ((const int8_t *)p)[i];
+    case T_U16: return ((const uint16_t *)p)[i];
+    case T_I16: return ((const int16_t *)p)[i];
+    case T_I32: return ((const i32 *)p)[i];
+    case T_U32: return ((const uint32_t *)p)[i];
+    default: return ((const i64 *)p)[i];      /* T_I64, T_U64 (bits kept) */
+    }
+}
+
+/* Integers narrow by keeping the low bits (C's conversion, numpy's astype). */
+static inline void store_int(void *p, i32 i, i32 t, i64 v) {
+    switch (t) {
+    case T_BOOL: ((uint8_t *)p)[i] = v != 0; break;
+    case T_U8: case T_I8: ((uint8_t *)p)[i] = (uint8_t)v; break;
+    case T_U16: case T_I16: ((uint16_t *)p)[i] = (uint16_t)v; break;
+    case T_I32: case T_U32: ((uint32_t *)p)[i] = (uint32_t)v; break;
+    case T_F32: ((float *)p)[i] = (float)v; break;
+    case T_F64: ((double *)p)[i] = (double)v; break;
+    default: ((i64 *)p)[i] = v;
+    }
+}
+
+/* Floats to integers truncate toward zero (saturating, NaN -> 0); to bool, nonzero -> 1. */
+static inline void store_float(void *p, i32 i, i32 t, double v) {
+    switch (t) {
+    case T_F32: ((float *)p)[i] = (float)v; break;
+    case T_F64: ((double *)p)[i] = v; break;
+    case T_BOOL: ((uint8_t *)p)[i] = v != 0.0; break;
+    case T_U64: ((uint64_t *)p)[i] = (uint64_t)v; break;
+    default: store_int(p, i, t, (i64)v);
+    }
+}
+
+#endif

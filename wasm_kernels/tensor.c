@@ -1,0 +1,97 @@
+/* Data movement for any element size (1, 2, 4, 8 bytes): strided copies (Transpose, Slice,
+ * Expand, Concat, Pad, broadcast fills), Gather, fills, and Cast between the numeric types
+ * (float32/64, signed and unsigned 8- to 64-bit integers, bool).
+ */
+#include "elemtypes.h"
+
+static inline void copy_elem(unsigned char *d, const unsigned char *s, i32 size) {
+    switch (size) {
+    case 4: *(uint32_t *)d = *(const uint32_t *)s; break;
+    case 8: *(uint64_t *)d = *(const uint64_t *)s; break;
+    case 2: *(uint16_t *)d = *(const uint16_t *)s; break;
+    case 1: *d = *s; break;
+    default: __builtin_memcpy(d, s, (size_t)size);
+    }
+}
+
+/* er_args: shape[rank], dst_strides[rank], src_strides[rank] (elements, may be 0 or < 0). */
+EXPORT void er_copy_strided(unsigned char *dst, const unsigned char *src, i32 elsize, i32 rank) {
+    const i32 *shape = er_args, *ds = er_args + rank, *ss = er_args + 2 * rank;
+    i32 idx[MAX_RANK] = {0};
+    i32 inner = shape[rank - 1];
+    i32 rows = 1;
+    for (i32 d = 0; d < rank - 1; d++) rows *= shape[d];
+    if (inner == 0) return;
+    i32 di = ds[rank - 1] * elsize, si = ss[rank - 1] * elsize;
+    int contiguous = di == elsize && si == elsize;
+    for (i32 r = 0; r < rows; r++) {
+        if (contiguous) {
+            __builtin_memcpy(dst, src, (size_t)inner * (size_t)elsize);
+        } else if (elsize == 4) {
+            for (i32 i = 0; i < inner; i++)
+                *(uint32_t *)(dst + i * di) = *(const uint32_t *)(src + i * si);
+        } else {
+            for (i32 i = 0; i < inner; i++) copy_elem(dst + i * di, src + i * si, elsize);
+        }
+        for (i32 d = rank - 2; d >= 0; d--) {
+            dst += ds[d] * elsize;
+            src += ss[d] * elsize;
+            if (++idx[d] < shape[d]) break;
+            dst -= ds[d] * shape[d] * elsize;
+            src -= ss[d] * shape[d] * elsize;
+            idx[d] = 0;
+        }
+    }
+}
+
+/* out[o, i, :] = data[o, idx[i], :] for o < outer; returns -1 - i for the first index out of
+ * [-axis_dim, axis_dim), else 0. Indices are int64 or int32 (idx64). */
+EXPORT i32 er_gather(unsigned char *dst, const unsigned char *src, const void *indices,
+                     i32 idx64, i32 nidx, i32 outer, i32 axis_dim, i32 inner_bytes) {
+    for (i32 i = 0; i < nidx; i++) {
+        i64 k = idx64 ? ((const i64 *)indices)[i] : ((const i32 *)indices)[i];
+        if (k < -axis_dim || k >= axis_dim) return -1 - i;
+    }
+    for (i32 o = 0; o < outer; o++) {
+        const unsigned char *block = src + (size_t)o * axis_dim * inner_bytes;
+        for (i32 i = 0; i < nidx; i++) {
+            i64 k = idx64 ? ((const i64 *)indices)[i] : ((const i32 *)indices)[i];
+            if (k < 0) k += axis_dim;
+            __builtin_memcpy(dst, block + (size_t)k * inner_bytes, (size_t)inner_bytes);
+            dst += inner_bytes;
+        }
+    }
+    return 0;
+}
+
+static int known_type(i32 t) {
+    return t == T_F32 || t == T_U8 || t == T_I8 || t == T_U16 || t == T_I16 || t == T_I32 ||
+           t == T_I64 || t == T_BOOL || t == T_F64 || t == T_U32 || t == T_U64;
+}
+
+/* n elements from type `from` to type `to`; returns -1 for a type it does not know. */
+EXPORT i32 er_cast(const void *src, void *dst, i32 n, i32 from, i32 to) {
+    if (!known_type(from) || !known_type(to)) return -1;
+    if (from == T_F32 && to == T_F32) {
+        __builtin_memcpy(dst, src, (size_t)n * 4);
+    } else if (is_float_type(from)) {
+        for (i32 i = 0; i < n; i++) store_float(dst, i, to, load_float(src, i, from));
+    } else if (from == T_U64 && is_float_type(to)) {
+        for (i32 i = 0; i < n; i++)
+            store_float(dst, i, to, (double)((const uint64_t *)src)[i]);
+    } else {
+        for (i32 i = 0; i < n; i++) store_int(dst, i, to, load_int(src, i, from));
+    }
+    return 0;
+}
+
+/* dst holds n copies of the elsize-byte element at pattern (ConstantOfShape, Pad, zeros). */
+EXPORT void er_fill(unsigned char *dst, const unsigned char *pattern, i32 elsize, i32 n) {
+    int zero = 1;
+    for (i32 i = 0; i < elsize; i++) zero &= pattern[i] == 0;
+    if (zero || elsize == 1) {
+        __builtin_memset(dst, pattern[0], (size_t)n * (size_t)elsize);
+        return;
+    }
+    for (i32 i = 0; i < n; i++) copy_elem(dst + (size_t)i * elsize, pattern, elsize);
+}

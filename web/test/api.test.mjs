@@ -1,0 +1,68 @@
+// The JavaScript API under Node: Tensor, InferenceSession.create/run, errors with Python's message.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { InferenceSession, Tensor } from "../index.js";
+
+const DIGITS = new URL("../../examples/digits/digits_mlp.onnx", import.meta.url);
+
+test("Tensor checks dims against data", () => {
+  const t = new Tensor("float32", [1, 2, 3, 4], [2, 2]);
+  assert.equal(t.size, 4);
+  assert.deepEqual(t.dims, [2, 2]);
+  assert.throws(() => new Tensor("float32", [1, 2, 3], [2, 2]), /dims \[2,2\] hold 4 elements, data has 3/);
+  assert.throws(() => new Tensor("complex", [1]), /unsupported type 'complex'/);
+  assert.equal(new Tensor("int64", [1, 2]).data.constructor, BigInt64Array);
+});
+
+test("a corrupt model is a clear error carrying Python's message", async () => {
+  const bytes = new Uint8Array(readFileSync(DIGITS)).slice(0, 300);
+  await assert.rejects(InferenceSession.create(bytes), /InvalidProtobuf: .*not a valid ONNX model/);
+});
+
+test("without numpy in Pyodide, a model no provider claims names the missing provider", async () => {
+  await assert.rejects(InferenceSession.create(DIGITS, { executionProviders: ["cpu"] }),
+    /no execution provider can run here \(cpu: numpy is not installed\)/);
+});
+
+// 24 held-out rows of the digits set (web/test/digits_holdout_24.json: pixels, true labels,
+// and the labels and probabilities edgerun's CPU provider gives them).
+const HOLDOUT = JSON.parse(readFileSync(new URL("./digits_holdout_24.json", import.meta.url), "utf8"));
+
+test("the digits model runs on wasm inside Pyodide: names, accuracy, CPU parity, release", async () => {
+  const session = await InferenceSession.create(DIGITS, { executionProviders: ["wasm"] });
+  assert.deepEqual(session.inputNames, ["input"]);
+  assert.deepEqual(session.outputNames, ["label", "probabilities"]);
+  const placed = new Set(session.explain().nodes.map((n) => n.provider));
+  assert.deepEqual([...placed], ["wasm"]);
+
+  const input = new Tensor("float32", Float32Array.from(HOLDOUT.X), HOLDOUT.dims);
+  const { label, probabilities } = await session.run({ input });
+  assert.equal(label.type, "int64");
+  assert.deepEqual(label.dims, [24]);
+  assert.deepEqual(probabilities.dims, [24, 10]);
+  const labels = Array.from(label.data, Number);
+  assert.deepEqual(labels, HOLDOUT.expected_label);
+  const correct = labels.filter((v, i) => v === HOLDOUT.y[i]).length;
+  assert.ok(correct / labels.length >= 0.9, `accuracy ${correct}/${labels.length} below 0.9`);
+  probabilities.data.forEach((p, i) => {     // rtol 1e-3, atol 1e-5 against the CPU provider
+    const e = HOLDOUT.expected_probabilities[i];
+    assert.ok(Math.abs(p - e) <= 1e-5 + 1e-3 * Math.abs(e), `probability ${i}: ${p} vs ${e}`);
+  });
+
+  const only = await session.run({ input }, ["probabilities"]);
+  assert.deepEqual(Object.keys(only), ["probabilities"]);
+
+  await session.release();
+  await assert.rejects(session.run({ input }), /this session was released/);
+});
+
+test("a feed of the wrong element type fails with the Python message naming input and types", async () => {
+  const session = await InferenceSession.create(DIGITS, { executionProviders: ["wasm"] });
+  const wrong = new Tensor("int32", new Int32Array(64), [1, 64]);
+  await assert.rejects(session.run({ input: wrong }),
+    /InvalidArgument: input 'input': expected tensor\(float\), got tensor\(int32\)/);
+  const shape = new Tensor("float32", new Float32Array(63), [1, 63]);
+  await assert.rejects(session.run({ input: shape }), /input 'input': dimension 1 must be 64/);
+  await session.release();
+});

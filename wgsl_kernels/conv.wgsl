@@ -1,0 +1,169 @@
+// Convolution family: direct convolution over NCHW (1-D convolutions run with H = 1),
+// no im2col buffer. Each work item computes OCB output channels x 4 output columns in
+// registers. OCB is 4 when every group's output channel count is a multiple of 4 (the
+// 4 channels then share their input channels), else 1 (depthwise and odd groups).
+// ACT is the fused activation, an expression over `x`, `act_alpha`, `act_beta`.
+
+//! kernel conv2d
+// params: n, N, C, H, W, M, OH, OW, KH, KW, sh, sw, ph, pw, dh, dw, Cg, Mg, ow_tiles,
+//         oc_tiles, act_alpha @20, act_beta @21, bias_stride @22
+@group(0) @binding(1) var<storage, read_write> out: array<f32>;
+@group(0) @binding(2) var<storage, read> x: array<f32>;
+@group(0) @binding(3) var<storage, read> w: array<f32>;
+@group(0) @binding(4) var<storage, read> bias: array<f32>;
+
+fn load_x(row: u32, iw: i32, width: u32) -> f32 {
+  let inside = iw >= 0 && iw < i32(width);
+  return select(0.0, x[row + u32(clamp(iw, 0, i32(width) - 1))], inside);
+}
+
+@compute @workgroup_size({{WG}})
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+  let i = flat_index(gid, nwg);
+  if (i >= pu(0u)) { return; }
+  let C = pu(2u);
+  let H = pu(3u);
+  let W = pu(4u);
+  let M = pu(5u);
+  let OH = pu(6u);
+  let OW = pu(7u);
+  let KH = pu(8u);
+  let KW = pu(9u);
+  let sh = pu(10u);
+  let sw = pu(11u);
+  let dh = pu(14u);
+  let dw = pu(15u);
+  let Cg = pu(16u);
+  let ow_tiles = pu(18u);
+  let oc_tiles = pu(19u);
+  let ow0 = (i % ow_tiles) * 4u;
+  let oh = (i / ow_tiles) % OH;
+  let rest = i / (ow_tiles * OH);
+  let oc0 = (rest % oc_tiles) * {{OCB}}u;
+  let nb = rest / oc_tiles;
+  let ic0 = (oc0 / pu(17u)) * Cg;
+  let wsize = Cg * KH * KW;
+  var woff: array<u32, {{OCB}}>;
+  for (var r = 0u; r < {{OCB}}u; r++) { woff[r] = min(oc0 + r, M - 1u) * wsize; }
+  var acc: array<vec4<f32>, {{OCB}}>;
+  let iw_base = i32(ow0 * sw) - pi(13u);
+  let sw_i = i32(sw);
+  for (var ic = 0u; ic < Cg; ic++) {
+    let xc = (nb * C + ic0 + ic) * H;
+    for (var kh = 0u; kh < KH; kh++) {
+      let ih = i32(oh * sh + kh * dh) - pi(12u);
+      if (ih < 0 || ih >= i32(H)) { continue; }
+      let xrow = (xc + u32(ih)) * W;
+      let wk = (ic * KH + kh) * KW;
+      for (var kw = 0u; kw < KW; kw++) {
+        let iw = iw_base + i32(kw * dw);
+        let xv = vec4<f32>(load_x(xrow, iw, W), load_x(xrow, iw + sw_i, W),
+                           load_x(xrow, iw + 2 * sw_i, W), load_x(xrow, iw + 3 * sw_i, W));
+        for (var r = 0u; r < {{OCB}}u; r++) {
+          acc[r] += w[woff[r] + wk + kw] * xv;
+        }
+      }
+    }
+  }
+  let act_alpha = pf(20u);
+  let act_beta = pf(21u);
+  for (var r = 0u; r < {{OCB}}u; r++) {
+    let oc = oc0 + r;
+    if (oc >= M) { break; }
+    let b = bias[oc * pu(22u)];
+    let obase = ((nb * M + oc) * OH + oh) * OW;
+    for (var c = 0u; c < 4u; c++) {
+      let ow = ow0 + c;
+      if (ow >= OW) { break; }
+      let x = acc[r][c] + b;
+      out[obase + ow] = {{ACT}};
+    }
+  }
+}
+
+//! kernel conv2d_oc4
+// conv2d with OCB = 4 and the four accumulators and weight rows in named registers.
+// Same params and bindings.
+// params: n, N, C, H, W, M, OH, OW, KH, KW, sh, sw, ph, pw, dh, dw, Cg, Mg, ow_tiles,
+//         oc_tiles, act_alpha @20, act_beta @21, bias_stride @22
+@group(0) @binding(1) var<storage, read_write> out: array<f32>;
+@group(0) @binding(2) var<storage, read> x: array<f32>;
+@group(0) @binding(3) var<storage, read> w: array<f32>;
+@group(0) @binding(4) var<storage, read> bias: array<f32>;
+
+fn load_x(row: u32, iw: i32, width: u32) -> f32 {
+  let inside = iw >= 0 && iw < i32(width);
+  return select(0.0, x[row + u32(clamp(iw, 0, i32(width) - 1))], inside);
+}
+
+@compute @workgroup_size({{WG}})
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+  let i = flat_index(gid, nwg);
+  if (i >= pu(0u)) { return; }
+  let C = pu(2u);
+  let H = pu(3u);
+  let W = pu(4u);
+  let M = pu(5u);
+  let OH = pu(6u);
+  let OW = pu(7u);
+  let KH = pu(8u);
+  let KW = pu(9u);
+  let sh = pu(10u);
+  let sw = pu(11u);
+  let dh = pu(14u);
+  let dw = pu(15u);
+  let Cg = pu(16u);
+  let ow_tiles = pu(18u);
+  let oc_tiles = pu(19u);
+  let ow0 = (i % ow_tiles) * 4u;
+  let oh = (i / ow_tiles) % OH;
+  let rest = i / (ow_tiles * OH);
+  let oc0 = (rest % oc_tiles) * 4u;
+  let nb = rest / oc_tiles;
+  let ic0 = (oc0 / pu(17u)) * Cg;
+  let wsize = Cg * KH * KW;
+  let w0 = min(oc0, M - 1u) * wsize;
+  let w1 = min(oc0 + 1u, M - 1u) * wsize;
+  let w2 = min(oc0 + 2u, M - 1u) * wsize;
+  let w3 = min(oc0 + 3u, M - 1u) * wsize;
+  var acc0 = vec4<f32>(0.0);
+  var acc1 = vec4<f32>(0.0);
+  var acc2 = vec4<f32>(0.0);
+  var acc3 = vec4<f32>(0.0);
+  let iw_base = i32(ow0 * sw) - pi(13u);
+  let sw_i = i32(sw);
+  for (var ic = 0u; ic < Cg; ic++) {
+    let xc = (nb * C + ic0 + ic) * H;
+    for (var kh = 0u; kh < KH; kh++) {
+      let ih = i32(oh * sh + kh * dh) - pi(12u);
+      if (ih < 0 || ih >= i32(H)) { continue; }
+      let xrow = (xc + u32(ih)) * W;
+      let wk = (ic * KH + kh) * KW;
+      for (var kw = 0u; kw < KW; kw++) {
+        let iw = iw_base + i32(kw * dw);
+        let xv = vec4<f32>(load_x(xrow, iw, W), load_x(xrow, iw + sw_i, W),
+                           load_x(xrow, iw + 2 * sw_i, W), load_x(xrow, iw + 3 * sw_i, W));
+        let wi = wk + kw;
+        acc0 += w[w0 + wi] * xv;
+        acc1 += w[w1 + wi] * xv;
+        acc2 += w[w2 + wi] * xv;
+        acc3 += w[w3 + wi] * xv;
+      }
+    }
+  }
+  let act_alpha = pf(20u);
+  let act_beta = pf(21u);
+  let acc = array<vec4<f32>, 4>(acc0, acc1, acc2, acc3);
+  for (var r = 0u; r < 4u; r++) {
+    let oc = oc0 + r;
+    if (oc >= M) { break; }
+    let b = bias[oc * pu(22u)];
+    let obase = ((nb * M + oc) * OH + oh) * OW;
+    for (var c = 0u; c < 4u; c++) {
+      let ow = ow0 + c;
+      if (ow >= OW) { break; }
+      let x = acc[r][c] + b;
+      out[obase + ow] = {{ACT}};
+    }
+  }
+}

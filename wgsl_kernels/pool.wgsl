@@ -1,0 +1,65 @@
+// Pooling family: windowed max / average over the last two dims of [..., H, W]
+// (1-D pools run with H = 1). One output element per work item.
+
+//! kernel maxpool
+// params: n, H, W, OH, OW, KH, KW, sh, sw, ph, pw, dh, dw
+@group(0) @binding(1) var<storage, read_write> out: array<f32>;
+@group(0) @binding(2) var<storage, read> x: array<f32>;
+
+@compute @workgroup_size({{WG}})
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+  let i = flat_index(gid, nwg);
+  if (i >= pu(0u)) { return; }
+  let H = i32(pu(1u));
+  let W = i32(pu(2u));
+  let OW = pu(4u);
+  let OH = pu(3u);
+  let ow = i % OW;
+  let oh = (i / OW) % OH;
+  let plane = (i / (OW * OH)) * u32(H * W);
+  let h0 = i32(oh * pu(7u)) - pi(9u);
+  let w0 = i32(ow * pu(8u)) - pi(10u);
+  var best = -3.402823e38;
+  for (var kh = 0; kh < pi(5u); kh++) {
+    let ih = h0 + kh * pi(11u);
+    if (ih < 0 || ih >= H) { continue; }
+    for (var kw = 0; kw < pi(6u); kw++) {
+      let iw = w0 + kw * pi(12u);
+      if (iw < 0 || iw >= W) { continue; }
+      best = max(best, x[plane + u32(ih * W + iw)]);
+    }
+  }
+  out[i] = best;
+}
+
+//! kernel avgpool
+// params: n, H, W, OH, OW, KH, KW, sh, sw, ph, pw, ph_end, pw_end, count_include_pad
+@group(0) @binding(1) var<storage, read_write> out: array<f32>;
+@group(0) @binding(2) var<storage, read> x: array<f32>;
+
+@compute @workgroup_size({{WG}})
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+  let i = flat_index(gid, nwg);
+  if (i >= pu(0u)) { return; }
+  let H = i32(pu(1u));
+  let W = i32(pu(2u));
+  let OW = pu(4u);
+  let OH = pu(3u);
+  let ow = i % OW;
+  let oh = (i / OW) % OH;
+  let plane = (i / (OW * OH)) * u32(H * W);
+  let h0 = i32(oh * pu(7u)) - pi(9u);
+  let w0 = i32(ow * pu(8u)) - pi(10u);
+  let h1 = min(h0 + pi(5u), H + pi(11u));
+  let w1 = min(w0 + pi(6u), W + pi(12u));
+  var sum = 0.0;
+  var count = 0;
+  for (var ih = max(h0, 0); ih < min(h1, H); ih++) {
+    for (var iw = max(w0, 0); iw < min(w1, W); iw++) {
+      sum += x[plane + u32(ih * W + iw)];
+      count++;
+    }
+  }
+  if (pu(13u) != 0u) { count = (h1 - h0) * (w1 - w0); }
+  out[i] = sum / f32(max(count, 1));
+}

@@ -1,0 +1,38 @@
+// Shared by every kernel: prepended to each one before its family prelude.
+//
+// Binding 0 is always `params`, this dispatch's slice of the run's parameter arena (shapes,
+// strides, scalars); params[0] is always the number of work items. Binding 1 is the output,
+// bindings 2.. the inputs. Work items are numbered by `flat_index` over a 2-D grid of
+// workgroups, because one dimension holds at most 65535 of them.
+
+@group(0) @binding(0) var<storage, read> params: array<u32>;
+
+fn pu(i: u32) -> u32 { return params[i]; }
+fn pi(i: u32) -> i32 { return bitcast<i32>(params[i]); }
+fn pf(i: u32) -> f32 { return bitcast<f32>(params[i]); }
+
+fn flat_index(gid: vec3<u32>, nwg: vec3<u32>) -> u32 {
+  return gid.x + gid.y * nwg.x * {{WG}}u;
+}
+
+// erf, Abramowitz & Stegun 7.1.26 (absolute error below 1.5e-7); WGSL has no builtin.
+fn erf_approx(v: f32) -> f32 {
+  let x = abs(v);
+  let t = 1.0 / (1.0 + 0.3275911 * x);
+  let poly = ((((1.061405429 * t - 1.453152027) * t + 1.421413741) * t - 0.284496736) * t
+              + 0.254829592) * t;
+  return sign(v) * (1.0 - poly * exp(-x * x));
+}
+
+// x ** y with ONNX (C pow) semantics for negative bases and integer exponents.
+fn pow_any(x: f32, y: f32) -> f32 {
+  if (y == 0.0) { return 1.0; }
+  let r = pow(abs(x), y);
+  if (x < 0.0) {
+    // NaN through a runtime value: Tint (Chrome) rejects a constant expression that is NaN
+    let nan_bits = 0x7fc00000u;
+    if (fract(y) != 0.0) { return bitcast<f32>(nan_bits); }
+    if (fract(y * 0.5) != 0.0) { return -r; }
+  }
+  return r;
+}
