@@ -2,9 +2,10 @@
 and report what a browser downloads from edgerun itself (JS + wheel; Pyodide excluded).
 
 The build fails if the wheel lacks what Pyodide needs at run time: the wasm provider's JS
-host and the kernels' .wasm with its stamp (package data in pyproject.toml). It builds from a
-copy of the sources in a temporary folder, so setuptools' build/ folder in the checkout
-(where modules deleted from the sources would linger) is neither read nor shared.
+host, the kernels' .wasm with its stamp, and the WGSL kernels (package data in
+pyproject.toml). It builds from a copy of the sources in a temporary folder, so setuptools'
+build/ folder in the checkout (where modules deleted from the sources would linger) is
+neither read nor shared.
 """
 import glob
 import os
@@ -15,9 +16,10 @@ import tempfile
 import zipfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-REQUIRED = ["edgerun/web/bridge.py", "edgerun/providers/wasm/host_js.py",
-            "edgerun/providers/wasm/edgerun_kernels.wasm",
-            "edgerun/providers/wasm/edgerun_kernels.json"]
+sys.path.insert(0, os.path.join(ROOT, "engine"))
+# the same list `edgerun pack --target web` checks
+from edgerun.pack.web import WHEEL_REQUIRED as REQUIRED  # noqa: E402
+
 KERNELS = "edgerun/providers/wasm/edgerun_kernels.wasm"
 
 

@@ -31,6 +31,34 @@ def test_info_lists_inputs_outputs_and_ops():
     assert "ai.onnx.ml::Scaler" in out.stdout and "MatMul" in out.stdout
 
 
+def test_explain_lists_placements_refusals_and_copies():
+    out = _edgerun("explain", DIGITS, "--providers", "wasm,cpu")
+    assert out.returncode == 0, out.stderr
+    lines = {line.split()[0]: line for line in out.stdout.splitlines() if line.strip()}
+    assert "wasm" in lines["Scaler"] and "MatMul" in out.stdout
+    assert "nodes not on wasm: 0" in out.stdout
+    assert re.search(r"copies per run: [1-9]\d* \(main graph\)", out.stdout), out.stdout
+
+
+def test_explain_json_says_why_a_provider_refused(tmp_path):
+    import json
+
+    import onnx
+    from onnx import TensorProto, helper
+
+    node = helper.make_node("Det", ["x"], ["y"])     # no wasm kernel: the CPU provider runs it
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT,
+                                                                          [3, 3])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [])])
+    path = tmp_path / "det.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    out = _edgerun("explain", str(path), "--providers", "wasm,cpu", "--json")
+    assert out.returncode == 0, out.stderr
+    (node_report,) = json.loads(out.stdout)["nodes"]
+    assert node_report["provider"] == "cpu"
+    assert node_report["refused_by"] and node_report["refused_by"][0].startswith("wasm: ")
+
+
 def test_run_with_an_input_file(tmp_path):
     x = np.load(os.path.join(ROOT, "examples", "digits", "digits_holdout.npz"))["X"][:5]
     np.save(tmp_path / "x.npy", x)

@@ -289,6 +289,112 @@ def test_attention_fusion(style, opset, tmp_path):
     _check_saved_in_onnxruntime(model, feeds, _run(data, feeds), tmp_path, f"{style}{opset}")
 
 
+def _hard_swish_nodes(form):
+    if form == "hard_sigmoid":
+        return [helper.make_node("HardSigmoid", ["x"], ["g"], alpha=1 / 6, beta=0.5),
+                helper.make_node("Mul", ["g", "x"], ["y"])]
+    nodes = [helper.make_node("Add", ["three", "x"], ["p"]),
+             helper.make_node("Clip", ["p", "zero", "six"], ["c"])]
+    if form == "mul_then_div":                    # PaddleOCR: (x * relu6(x + 3)) / 6
+        return nodes + [helper.make_node("Mul", ["x", "c"], ["m"]),
+                        helper.make_node("Div", ["m", "six"], ["y"])]
+    return nodes + [helper.make_node("Mul", ["c", "sixth"], ["s"]),     # relu6(x + 3) / 6 * x
+                    helper.make_node("Mul", ["s", "x"], ["y"])]
+
+
+@pytest.mark.parametrize("form,opset", [("mul_then_div", 11), ("scale_then_mul", 14),
+                                        ("hard_sigmoid", 13)])
+def test_hard_swish_fusion(form, opset, tmp_path):
+    data = _model(_hard_swish_nodes(form), [_vi("x", [2, 3, 5])], [_vi("y", [2, 3, 5])],
+                  [("three", np.float32(3)), ("zero", np.float32(0)), ("six", np.float32(6)),
+                   ("sixth", np.float32(1 / 6))], opset=opset)
+    feeds = {"x": np.linspace(-5, 5, 30, dtype=np.float32).reshape(2, 3, 5)}  # every branch
+    model = _check(data, feeds, EXTENDED)
+    assert _ops(model) == ["HardSwish"]
+    assert model.graph.nodes[0].domain == ("" if opset >= 14 else "com.edgerun")
+    _check_saved_in_onnxruntime(model, feeds, _run(data, feeds), tmp_path, f"hswish_{form}")
+
+
+def test_hard_swish_not_fused_with_other_bounds_or_readers():
+    nodes = _hard_swish_nodes("mul_then_div")
+    nodes[1] = helper.make_node("Clip", ["p", "zero", "five"], ["c"])       # relu5: not it
+    data = _model(nodes, [_vi("x", [4])], [_vi("y", [4])],
+                  [("three", np.float32(3)), ("zero", np.float32(0)), ("six", np.float32(6)),
+                   ("five", np.float32(5))], opset=14)
+    assert "HardSwish" not in _ops(_check(data, {"x": _rand(4)}, EXTENDED))
+    nodes = _hard_swish_nodes("mul_then_div")        # the clipped value is also an output
+    data = _model(nodes, [_vi("x", [4])], [_vi("y", [4]), _vi("c", [4])],
+                  [("three", np.float32(3)), ("zero", np.float32(0)), ("six", np.float32(6))],
+                  opset=14)
+    assert "HardSwish" not in _ops(_check(data, {"x": _rand(4)}, EXTENDED))
+
+
+def _if_model_reading_outer_weight():
+    """An If whose branches slice and transpose a weight of the main graph: the work the
+    silero VAD exports do inside branches on every run."""
+    then_graph = helper.make_graph(
+        [helper.make_node("Slice", ["w", "starts", "ends", "axes"], ["ws"]),
+         helper.make_node("Transpose", ["ws"], ["wt"], perm=[1, 0]),
+         helper.make_node("MatMul", ["x", "wt"], ["out_then"])],
+        "then", [], [_vi("out_then", [2, 3])])
+    else_graph = helper.make_graph([helper.make_node("MatMul", ["x", "w2"], ["out_else"])],
+                                   "else", [], [_vi("out_else", [2, 3])])
+    nodes = [helper.make_node("If", ["cond"], ["y"], then_branch=then_graph,
+                              else_branch=else_graph)]
+    inits = [("w", _rand(6, 4)), ("w2", _rand(4, 3)), ("starts", np.array([1], np.int64)),
+             ("ends", np.array([4], np.int64)), ("axes", np.array([0], np.int64))]
+    return _model(nodes, [_vi("cond", [], TensorProto.BOOL), _vi("x", [2, 4])],
+                  [_vi("y", [2, 3])], inits)
+
+
+def test_subgraphs_fold_constants_of_enclosing_graphs():
+    data = _if_model_reading_outer_weight()
+    for cond in (True, False):
+        model = _check(data, {"cond": np.array(cond), "x": _rand(2, 4)}, BASIC)
+    then_graph = model.graph.nodes[0].attr("then_branch")
+    assert sorted(n.op_type for n in then_graph.nodes) == ["MatMul"]   # Slice, Transpose folded
+    folded = then_graph.nodes[0].inputs[1]
+    assert folded in then_graph.initializers and then_graph.initializers[folded].dims == (4, 3)
+    assert "w" not in model.graph.initializers            # no reader left: removed
+
+
+def test_outer_constant_shadowed_by_a_branch_value_is_not_folded():
+    """A branch that defines its own `w` (shadowing the outer one) must read its own."""
+    then_graph = helper.make_graph(
+        [helper.make_node("Neg", ["x"], ["w"]),
+         helper.make_node("Slice", ["w", "starts", "ends", "axes"], ["out_then"])],
+        "then", [], [_vi("out_then", [1, 4])])
+    else_graph = helper.make_graph([helper.make_node("Identity", ["x"], ["out_else"])],
+                                   "else", [], [_vi("out_else", [2, 4])])
+    data = _model([helper.make_node("If", ["cond"], ["y"], then_branch=then_graph,
+                                    else_branch=else_graph)],
+                  [_vi("cond", [], TensorProto.BOOL), _vi("x", [2, 4])], [_vi("y", None)],
+                  [("w", _rand(6, 4)), ("starts", np.array([1], np.int64)),
+                   ("ends", np.array([2], np.int64)), ("axes", np.array([0], np.int64))])
+    x = _rand(2, 4)
+    model = _check(data, {"cond": np.array(True), "x": x}, BASIC)
+    assert "Slice" in [n.op_type for n in model.graph.nodes[0].attr("then_branch").nodes]
+
+
+def test_passes_skip_graphs_without_their_operators(monkeypatch):
+    """Views are built only for graphs a pass can change: one per graph for the passes that
+    apply everywhere, none for fusions whose operators are absent."""
+    from edgerun.optimizer import graph_edit
+    built = []
+    original = graph_edit.GraphView.__init__
+
+    def counting(self, graph, ctx, outer=None):
+        built.append(graph.name)
+        original(self, graph, ctx, outer)
+
+    monkeypatch.setattr(graph_edit.GraphView, "__init__", counting)
+    optimize(load_model(_if_model_reading_outer_weight()), ALL)
+    # the main graph holds only the If: constant_folding x2, fold_shapes, eliminate_dead x2;
+    # each branch: constant_folding x2, eliminate_dead x2, and the two MatMul passes
+    assert built.count("g") == 5
+    assert built.count("then") == built.count("else") == 6
+
+
 # ---- whole models and conformance cases -------------------------------------------------------
 
 

@@ -1,6 +1,7 @@
 """`edgerun pack`: the Android and iOS folders hold what a build needs, the packed model loads
 with edgerun and gives the original model's outputs, the wheel imports on its own, and the
-app's Python entry point runs under CPython and prints the outputs."""
+app's Python entry point runs under CPython and prints the outputs. The web target's static
+site runs in headless Chromium, offline, and prints the CPU provider's outputs."""
 import json
 import os
 import subprocess
@@ -118,9 +119,9 @@ def test_refuses_to_overwrite_without_force(android_pack, capsys):
     assert os.path.isfile(os.path.join(android_pack, LAYOUT["android"][1], WHEEL))
 
 
-def test_web_target_and_bad_arguments_are_clear_errors(tmp_path, capsys):
-    assert cli(["pack", DIGITS, "--target", "web", "--out", str(tmp_path / "w")]) == 2
-    assert "--target web is not supported by edgerun pack yet" in capsys.readouterr().err
+def test_unknown_target_and_bad_arguments_are_clear_errors(tmp_path, capsys):
+    assert cli(["pack", DIGITS, "--target", "tvos", "--out", str(tmp_path / "w")]) == 2
+    assert "unknown target 'tvos'; expected android, ios or web" in capsys.readouterr().err
     assert not os.path.exists(tmp_path / "w")
     with pytest.raises(PackError, match="not model inputs"):
         pack(DIGITS, "android", str(tmp_path / "a"), input_shapes={"nope": [1]}, log=_quiet)
@@ -163,3 +164,45 @@ def test_ios_pack_has_briefcase_project_coreml_packages_and_runs(tmp_path):
         spec = ct.models.MLModel(path, skip_model_load=True).get_spec()
         assert spec.WhichOneof("Type") == "mlProgram"
         assert artifact["specification_version"] >= 6
+
+
+def test_web_pack_runs_offline_in_chromium_like_the_cpu_provider(tmp_path, capsys):
+    from browser_harness import chromium, console_errors, require_browser, served
+
+    require_browser()
+    out = str(tmp_path / "site")
+    assert cli(["pack", DIGITS, "--target", "web", "--out", out]) == 0
+    err = capsys.readouterr().err
+    assert err.startswith("[1/7] loading") and "[7/7] writing edgerun-pack.json" in err, err
+    assert "python -m edgerun.web.serve" in err
+    for rel in ["index.html", "app.js", "README.md", "model.onnx", "edgerun-pack.json",
+                "edgerun/index.js", "edgerun/worker.js", "edgerun/dist/edgerun.whl",
+                "pyodide/pyodide.mjs", "pyodide/pyodide.asm.wasm", "pyodide/python_stdlib.zip"]:
+        assert os.path.isfile(os.path.join(out, rel)), rel
+    with open(os.path.join(out, "edgerun-pack.json"), encoding="utf-8") as f:
+        manifest = json.load(f)
+    assert manifest["providers"] == ["wasm"] and set(manifest["placement"]) == {"wasm"}
+    with pytest.raises(PackError, match="already exists and is not empty; pass --force"):
+        pack(DIGITS, "web", out, log=_quiet)
+
+    with served(out) as url, chromium(str(tmp_path / "profile")) as context:
+        context.route("**/*", lambda route: route.continue_() if route.request.url.startswith(url)
+                      else route.abort())                       # offline: only the site
+        page = context.new_page()
+        errors = console_errors(page)
+        page.goto(f"{url}/")
+        page.wait_for_function("window.edgerunPack && edgerunPack.done")
+        result = page.evaluate("edgerunPack")
+        text = page.text_content("#out")
+    assert result["error"] is None, (result["error"], errors)
+    assert set(result["placement"]) == {"wasm"}, result["placement"]     # all of it, as natively
+    x = np.array(result["inputs"]["input"]["data"], np.float32).reshape(1, 64)
+    label, probabilities = edgerun.InferenceSession(DIGITS, providers=["cpu"]).run(
+        None, {"input": x})
+    assert result["outputs"]["label"]["data"] == label.tolist()
+    np.testing.assert_allclose(np.array(result["outputs"]["probabilities"]["data"]).reshape(1, 10),
+                               probabilities, rtol=1e-3, atol=1e-4)
+    assert f"label: int64 [1] {label[0]}" in text and "probabilities: float32 [1, 10]" in text
+    assert not errors, errors
+    print(f"\nweb pack in Chromium: session {result['createMs']:.0f} ms with Pyodide, "
+          f"run {result['runMs']:.1f} ms")

@@ -3,8 +3,9 @@
 The wheel scripts/build_web.py builds is what web/index.js installs into Pyodide (314.0.7,
 no numpy here). Every real model of tests/real_models.py then runs through
 `InferenceSession.create(bytes, {executionProviders: ["wasm"]})` / `session.run` in one Node
-process (bench/web/run_cases.mjs), its kernels in V8's WebAssembly, and its outputs must match
-the native CPU provider's (rtol 1e-3, atol 1e-4, same dtype and shape).
+process (bench/web/run_cases.mjs), its kernels in V8's WebAssembly, and the outputs of its
+second run (a replay of the program the first run recorded) must match the native CPU
+provider's (rtol 1e-3, atol 1e-4, same dtype and shape).
 
 Also: the wheel carries the kernels' .wasm and its stamp, and an installed package (no
 sources beside it) loads them with numpy blocked.
@@ -54,8 +55,8 @@ def pyodide_results(wheel, tmp_path_factory):
     cases = write_cases(_models(), str(folder / "cases"))
     out = folder / "out"
     done = subprocess.run(["node", os.path.join(ROOT, "bench", "web", "run_cases.mjs"), cases,
-                           str(out)], cwd=ROOT, capture_output=True, text=True,
-                          timeout=NODE_TIMEOUT_S)
+                           str(out), "--repeat", "2", "--warmup-ms", "0"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=NODE_TIMEOUT_S)
     assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
     return read_results(str(out))
 

@@ -20,9 +20,11 @@ from test_nnapi import edge_session
 RTOL, ATOL = 1e-3, 1e-4
 
 # smallest share of nodes QNN must claim (measured shares in docs/edge_adapters.md)
+# Shares of nodes after optimization: silero's If branches keep their Shape/Gather/Equal
+# logic on CPU, and the optimizer folds claimable slices of outer weights away.
 MIN_CLAIMED = {"digits_mlp": 0.5, "magika": 0.65, "ppocr_mobile_cls": 0.95,
-               "silero_vad": 0.3, "silero_vad_8k": 0.3, "silero_vad_16k_op15": 0.3,
-               "silero_vad_half": 0.3, "silero_vad_op18_ifless": 0.8,
+               "silero_vad": 0.25, "silero_vad_8k": 0.25, "silero_vad_16k_op15": 0.25,
+               "silero_vad_half": 0.25, "silero_vad_op18_ifless": 0.8,
                "silero_vad_openvino_16k": 0.8, "silero_vad_16k_sequence": 0.9}
 
 

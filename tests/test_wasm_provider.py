@@ -7,7 +7,12 @@ onnxruntime.
   (rtol 1e-3, atol 1e-4), with every node placed on wasm (explain()) and no CPU fallback;
 - every real model also runs with providers ["wasm"] alone and numpy blocked (the path
   Pyodide takes: unoptimized graphs, HostTensors in and out, through the web bridge) and
-  matches the CPU provider (rtol 1e-3, atol 1e-4);
+  matches the CPU provider (rtol 1e-3, atol 1e-4) on its second run, a replay of the
+  program recorded by the first;
+- graph capture: replays match node-by-node runs for new data of the same shapes and for
+  new shapes; runs whose host decisions depend on data (an If on a computed condition) are
+  refused and stay node by node; a replayed kernel error (Gather index) is the node's
+  error; a session's programs give back their memory when it goes;
 - the operators added for numpy-free graphs (Constant*, shape arithmetic on host values,
   comparisons, Where, If, Pad, Split, LSTM, LRN, ArgMax, ai.onnx.ml Scaler and
   ArrayFeatureExtractor) match onnxruntime on small graphs;
@@ -75,6 +80,27 @@ def test_fresh_build_is_identical_to_the_committed_one():
     result = subprocess.run([sys.executable, os.path.join(ROOT, "wasm_kernels", "build.py"),
                              "--check"], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
+
+
+def test_export_signatures_match_wasmtime(wasm):
+    """Recorded programs store f32 arguments as bits: the parameter types read from the
+    module's bytes must be the ones wasmtime sees."""
+    import wasmtime
+
+    from edgerun.providers.wasm import build_info
+    from edgerun.providers.wasm.program import kernel_table
+    from edgerun.providers.wasm.signatures import export_signatures
+
+    data = build_info.load_module_bytes()
+    ours = export_signatures(data)
+    module = wasmtime.Module(wasmtime.Engine(), data)
+    theirs = {e.name: (tuple(str(p) for p in e.type.params),
+                       tuple(str(r) for r in e.type.results))
+              for e in module.exports if isinstance(e.type, wasmtime.FuncType)}
+    assert ours == theirs
+    table = kernel_table(wasm.dev)           # what er_run_program can call, from the module
+    assert {"er_unary", "er_sgemm", "er_conv2d", "er_lstm_cell"} <= set(table)
+    assert table["er_unary"][1][4:] == ("f32", "f32")
 
 
 # ---- kernels ------------------------------------------------------------------------------
@@ -299,14 +325,16 @@ def test_real_models_run_on_wasm_alone_without_numpy(wasm, tmp_path):
     names = sorted(_real_models())
     cases = write_cases(names, str(tmp_path / "cases"))
     done = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "web", "run_cases.py"),
-                           cases, str(tmp_path / "out")], capture_output=True, text=True,
-                          cwd=ROOT, timeout=600)
+                           cases, str(tmp_path / "out"), "--repeat", "2"], capture_output=True,
+                          text=True, cwd=ROOT, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     results = read_results(str(tmp_path / "out"))
     failures = []
     for name in names:
         try:
-            assert_matches_cpu(name, results[name])
+            assert_matches_cpu(name, results[name])     # the second run's outputs: a replay
+            programs = results[name]["programs"]["wasm"]
+            assert programs["recorded"] == 1 and programs["replayed"] == 1, (name, programs)
         except AssertionError as e:
             failures.append(str(e)[:500])
     assert not failures, "\n".join(failures)
@@ -469,3 +497,251 @@ def test_scaler_and_array_feature_extractor(wasm):
                     [_vi("s", T.FLOAT, None), _vi("l", T.INT64, None)], {"x": x},
                     initializers=init, extra_opsets=[helper.make_opsetid("ai.onnx.ml", 1)])
     assert got[1].shape == (1, 4)
+
+
+# ---- graph capture: recorded programs (where numpy is absent) -----------------------------
+
+def _model_bytes(nodes, inputs, outputs, initializers=(), opset=17):
+    from onnx import helper
+
+    graph = helper.make_graph(nodes, "g", inputs, outputs, initializer=list(initializers))
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 8
+    return model.SerializeToString()
+
+
+# Runs in a Python with numpy blocked (the Pyodide path): one session on the wasm provider
+# alone (options from argv), every feed set of stdin's JSON run in turn; prints the outputs
+# (or the error) of each run and the provider's program counts, as JSON.
+NUMPY_FREE_RUNS = """
+import base64, gc, json, sys
+sys.modules["numpy"] = None
+import warnings; warnings.simplefilter("ignore")
+import edgerun
+from edgerun.runtime.host_tensor import HostTensor
+job = json.loads(sys.stdin.read())
+sess = edgerun.InferenceSession(base64.b64decode(job["model"]),
+                                providers=[("wasm", job["options"])])
+provider = sess._providers[0]
+before = provider.dev.bytes_in_use()
+runs = []
+for feeds in job["feeds"]:
+    values = {k: HostTensor(t, shape, base64.b64decode(b)) for k, (t, shape, b) in feeds.items()}
+    try:
+        runs.append([[o.elem_type, list(o.shape), base64.b64encode(bytes(o.data)).decode()]
+                     for o in sess.run(None, values)])
+    except edgerun.Fail as e:
+        runs.append(str(e))
+held = provider.dev.bytes_in_use() - before
+del sess
+gc.collect()
+print(json.dumps({"runs": runs, "programs": provider.stats["programs"], "held": held,
+                  "after": provider.dev.bytes_in_use() - before}))
+"""
+
+
+def _numpy_free_runs(model: bytes, feed_sets: list, capture: bool = True) -> dict:
+    import base64
+    import subprocess
+    import sys
+
+    from edgerun.ir import dtypes
+
+    def encode(x):
+        x = np.array(x, order="C")          # ascontiguousarray would make scalars 1-D
+        return [dtypes.BY_NUMPY[x.dtype.name].code, list(x.shape),
+                base64.b64encode(x.tobytes()).decode()]
+
+    job = {"model": base64.b64encode(model).decode(), "options": {"graph_capture": capture},
+           "feeds": [{k: encode(v) for k, v in feeds.items()} for feeds in feed_sets]}
+    out = subprocess.run([sys.executable, "-c", NUMPY_FREE_RUNS], input=json.dumps(job),
+                         capture_output=True, text=True, cwd=ROOT)
+    assert out.returncode == 0, out.stderr[-3000:]
+    result = json.loads(out.stdout.splitlines()[-1])
+    for i, run in enumerate(result["runs"]):
+        if isinstance(run, list):
+            result["runs"][i] = [np.frombuffer(base64.b64decode(b), dtypes.numpy_dtype(t))
+                                 .reshape(shape) for t, shape, b in run]
+    return result
+
+
+def _check_against_onnxruntime(model: bytes, feed_sets: list, runs: list) -> None:
+    import onnxruntime
+
+    ort = onnxruntime.InferenceSession(model, providers=["CPUExecutionProvider"])
+    for i, (feeds, got) in enumerate(zip(feed_sets, runs)):
+        for g, e in zip(got, ort.run(None, feeds)):
+            np.testing.assert_allclose(g, e, rtol=1e-5, atol=1e-6, err_msg=f"run {i}")
+
+
+def test_replayed_programs_match_node_by_node_runs(wasm):
+    """Conv, shape arithmetic into a Reshape, Gather, Softmax: later runs of a signature
+    replay its program, and equal node-by-node runs (and onnxruntime) for new data, a new
+    shape, and the first shape again."""
+    from onnx import TensorProto as T
+    from onnx import helper
+
+    rng = np.random.default_rng(3)
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+             helper.make_node("Shape", ["c"], ["s"]),
+             helper.make_node("Gather", ["s", "keep"], ["nc"]),
+             helper.make_node("Concat", ["nc", "minus1"], ["flat"], axis=0),
+             helper.make_node("Reshape", ["c", "flat"], ["r"]),
+             helper.make_node("Gather", ["r", "idx"], ["g"], axis=2),
+             helper.make_node("Softmax", ["g"], ["y"], axis=2)]
+    init = [helper.make_tensor("w", T.FLOAT, [4, 3, 3, 3], rng.standard_normal(108).tolist()),
+            helper.make_tensor("keep", T.INT64, [2], [0, 1]),
+            helper.make_tensor("minus1", T.INT64, [1], [-1]),
+            helper.make_tensor("idx", T.INT64, [3], [7, 0, 2])]
+    model = _model_bytes(nodes, [_vi("x", T.FLOAT, [1, 3, "h", "w"])],
+                         [_vi("y", T.FLOAT, None)], init)
+    shapes = [(1, 3, 6, 5), (1, 3, 6, 5), (1, 3, 6, 5), (1, 3, 3, 4), (1, 3, 3, 4), (1, 3, 6, 5)]
+    feed_sets = [{"x": rng.standard_normal(s).astype(np.float32)} for s in shapes]
+    captured = _numpy_free_runs(model, feed_sets)
+    plain = _numpy_free_runs(model, feed_sets, capture=False)
+    for i, (got, expected) in enumerate(zip(captured["runs"], plain["runs"])):
+        np.testing.assert_array_equal(got[0], expected[0], err_msg=f"run {i}")
+    _check_against_onnxruntime(model, feed_sets, captured["runs"])
+    assert captured["programs"] == {"recorded": 2, "replayed": 4, "refused": {}}
+    assert plain["programs"] == {"recorded": 0, "replayed": 0, "refused": {}}
+    assert captured["held"] > 0 and captured["after"] <= 0     # programs give memory back
+
+
+def test_if_programs(wasm):
+    """If branches hand their outputs back without a copy out and in, so an If on a
+    shape-derived condition is replayed; an If on a condition computed from the data is
+    refused, and each run takes the branch its own data picks."""
+    from onnx import TensorProto as T
+    from onnx import helper
+
+    def branch(name, op):
+        return helper.make_graph([helper.make_node(op, ["x"], [f"{name}_y"])], name, [],
+                                 [_vi(f"{name}_y", T.FLOAT, None)])
+
+    def model(condition_nodes):
+        nodes = condition_nodes + [
+            helper.make_node("If", ["c"], ["b"], then_branch=branch("then", "Relu"),
+                             else_branch=branch("else", "Neg")),
+            helper.make_node("Mul", ["b", "b"], ["y"])]
+        return _model_bytes(nodes, [_vi("x", T.FLOAT, ["n"])], [_vi("y", T.FLOAT, None)],
+                            [helper.make_tensor("z", T.FLOAT, [], [0.0]),
+                             helper.make_tensor("four", T.INT64, [], [4])])
+
+    by_shape = model([helper.make_node("Size", ["x"], ["n"]),
+                      helper.make_node("Greater", ["n", "four"], ["c"])])
+    by_data = model([helper.make_node("ReduceSum", ["x"], ["s"], keepdims=0),
+                     helper.make_node("Greater", ["s", "z"], ["c"])])
+    feed_sets = [{"x": (np.arange(n, dtype=np.float32) - 1) * sign}
+                 for n, sign in [(6, 1), (6, -1), (6, 1), (3, -1), (3, 1), (6, -1)]]
+    for model, programs in [
+            (by_shape, {"recorded": 2, "replayed": 4, "refused": {}}),
+            (by_data, {"recorded": 0, "replayed": 0,
+                       "refused": {"the host read a value computed during the run": 2}})]:
+        result = _numpy_free_runs(model, feed_sets)
+        _check_against_onnxruntime(model, feed_sets, result["runs"])
+        assert result["programs"] == programs
+
+
+def test_replayed_kernel_error_names_the_node(wasm):
+    """Gather indices too many to keep on the host (> 64) live only on the device: a bad
+    index in a replay fails the program, and the node-by-node rerun raises its error."""
+    from onnx import TensorProto as T
+    from onnx import helper
+
+    model = _model_bytes([helper.make_node("Gather", ["x", "i"], ["y"], name="pick")],
+                         [_vi("x", T.FLOAT, [5]), _vi("i", T.INT64, [80])],
+                         [_vi("y", T.FLOAT, None)])
+    x = np.arange(5, dtype=np.float32)
+    good = np.arange(80, dtype=np.int64) % 5
+    bad = good.copy()
+    bad[70] = 9
+    result = _numpy_free_runs(model, [{"x": x, "i": good}, {"x": x, "i": good},
+                                      {"x": x, "i": bad}, {"x": x, "i": good}])
+    first, replayed, failed, again = result["runs"]
+    for got in (first, replayed, again):
+        np.testing.assert_array_equal(got[0], x[good])
+    assert "pick" in failed and "(position 70) is out of range" in failed, failed
+    assert result["programs"] == {"recorded": 1, "replayed": 2, "refused": {}}
+
+
+# Runs every job {name, model, sets} with numpy blocked on a session of the wasm provider
+# alone (options from the job), each input set three times; prints per case the outputs of
+# every run, or the error, and the program counts.
+NUMPY_FREE_CASES = """
+import base64, json, sys
+sys.modules["numpy"] = None
+import warnings; warnings.simplefilter("ignore")
+import edgerun
+from edgerun.runtime.host_tensor import HostTensor
+job = json.loads(sys.stdin.read())
+out = {}
+for case in job["cases"]:
+    try:
+        sess = edgerun.InferenceSession(base64.b64decode(case["model"]),
+                                        providers=[("wasm", job["options"])])
+        names = [i.name for i in sess.get_inputs()]
+        runs = []
+        for values in case["sets"]:
+            feeds = {n: HostTensor(t, s, base64.b64decode(b))
+                     for n, (t, s, b) in zip(names, values)}
+            runs.append([[[o.elem_type, list(o.shape), base64.b64encode(bytes(o.data)).decode()]
+                          for o in sess.run(None, feeds)] for _ in range(3)])
+        out[case["name"]] = {"runs": runs, "programs": sess._providers[0].stats["programs"]}
+    except Exception as e:
+        out[case["name"]] = {"error": type(e).__name__}
+print(json.dumps(out))
+"""
+REPLAYED_FLOOR = 550         # claimed conformance cases replayed without numpy
+
+
+def test_conformance_cases_replay_without_numpy(wasm):
+    """Every conformance case the provider claims, run three times per input set without
+    numpy (record, then replays), gives the expected outputs every time; with capture off
+    the same cases fail (types that need the CPU fallback), and nothing else."""
+    import base64
+    import subprocess
+    import sys
+
+    from edgerun.ir import dtypes
+    from edgerun.tools import conformance
+
+    def encode(x):
+        x = np.array(x, order="C")
+        t = dtypes.BY_NUMPY.get(x.dtype.name)
+        if t is None or t.bits % 8 or x.dtype.kind in "OUS":
+            return None                          # strings, sequences, sub-byte types
+        return [t.code, list(x.shape), base64.b64encode(x.tobytes()).decode()]
+
+    cases, jobs = {}, []
+    for case in _claimed_cases(wasm):
+        sets = [[encode(v) if isinstance(v, (np.ndarray, np.generic)) else None for v in inputs]
+                for inputs, _ in case["data_sets"]]
+        if all(v is not None for values in sets for v in values):
+            cases[case["name"]] = case
+            jobs.append({"name": case["name"], "sets": sets,
+                         "model": base64.b64encode(case["model"]).decode()})
+    results = {}
+    for capture in (True, False):
+        job = {"cases": jobs, "options": {"graph_capture": capture}}
+        out = subprocess.run([sys.executable, "-c", NUMPY_FREE_CASES], capture_output=True,
+                             input=json.dumps(job), text=True, cwd=ROOT, timeout=600)
+        assert out.returncode == 0, out.stderr[-3000:]
+        results[capture] = json.loads(out.stdout.splitlines()[-1])
+    failed = {n for n, r in results[True].items() if "error" in r}
+    assert failed == {n for n, r in results[False].items() if "error" in r}
+    problems, replayed = [], 0
+    for name, result in results[True].items():
+        if name in failed:
+            continue
+        case = cases[name]
+        replayed += result["programs"]["replayed"] > 0
+        for (_, expected), runs in zip(case["data_sets"], result["runs"]):
+            for i, run in enumerate(runs):
+                got = [np.frombuffer(base64.b64decode(b), dtypes.numpy_dtype(t)).reshape(s)
+                       for t, s, b in run]
+                problem = conformance.compare_outputs(expected, got, case["rtol"], case["atol"],
+                                                      conformance._shape_only(case))
+                if problem:
+                    problems.append(f"{name} run {i}: {problem[:200]}")
+    assert not problems, "\n".join(problems)
+    assert replayed >= REPLAYED_FLOOR, f"only {replayed} cases replayed"

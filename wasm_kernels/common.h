@@ -35,4 +35,6 @@ enum {
 
 void unary_f32(i32 op, const float *x, float *y, i32 n, float p0, float p1);
 
+#include "kernels.h"
+
 #endif

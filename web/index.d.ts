@@ -15,6 +15,17 @@ export interface SessionOptions {
   executionProviders?: Array<"webgpu" | "wasm" | "cpu" | { name: string }>;
   graphOptimizationLevel?: "disabled" | "basic" | "extended" | "all";
   onProgress?: (p: Progress) => void;
+  /** Run Pyodide and this session in a module Web Worker, so runs never block the page
+   * (browsers only). Default: env.worker || env.wasm.proxy. */
+  worker?: boolean;
+}
+
+/** onnxruntime-web's value metadata; symbolic dims are their names (or null when unnamed). */
+export interface ValueMetadata {
+  name: string;
+  isTensor: boolean;
+  type: TensorType | string;
+  shape: Array<number | string | null>;
 }
 
 /** Errors from the engine carry Python's message (e.g. "InvalidArgument: input 'x': expected
@@ -22,13 +33,32 @@ export interface SessionOptions {
 export interface EdgerunError extends Error { pythonTraceback?: string }
 
 export class InferenceSession {
-  static create(model: string | URL | Uint8Array | ArrayBuffer, options?: SessionOptions): Promise<InferenceSession>;
+  static create(model: string | URL | Uint8Array | ArrayBuffer | Blob, options?: SessionOptions): Promise<InferenceSession>;
   readonly inputNames: string[];
   readonly outputNames: string[];
+  readonly inputMetadata: ValueMetadata[];
+  readonly outputMetadata: ValueMetadata[];
   run(feeds: Record<string, Tensor>, fetches?: string[]): Promise<Record<string, Tensor>>;
-  explain(): { nodes: Array<{ node: string; op_type: string; provider: string; refused_by: string[] }>; copies_per_run: number };
+  /** Where each node runs (fixed at creation; synchronous in a worker too). */
+  explain(): {
+    nodes: Array<{ node: string; op_type: string; domain: string; provider: string; refused_by: string[] }>;
+    copies_per_run: number;
+    copies_per_subgraph_run: number;
+    providers: string[];
+  };
   /** Drops the session: its memory (wasm linear memory included) is freed once collected; later calls throw. */
   release(): Promise<void>;
 }
 
-export const env: { pyodide: { indexURL?: string }; wheelURL?: string | URL; logLevel: string };
+export const env: {
+  /** Folder holding pyodide.mjs and its files (absolute or relative to the page). Default: the
+   * `pyodide` module as the page resolves it (node_modules, a bundler, or an import map). */
+  pyodide: { indexURL?: string | URL };
+  /** The edgerun wheel. Default: dist/edgerun.whl next to index.js. */
+  wheelURL?: string | URL;
+  /** Default for SessionOptions.worker. */
+  worker: boolean;
+  /** onnxruntime-web's spelling of `worker`. */
+  wasm: { proxy: boolean };
+  logLevel: string;
+};

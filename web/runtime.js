@@ -1,9 +1,12 @@
-// Loads Pyodide and the edgerun wheel once per page (or Node process).
-import { loadPyodide } from "pyodide";
-
+// Loads Pyodide and the edgerun wheel once per thread (page, Web Worker or Node process).
 export const env = {
-  pyodide: { indexURL: undefined },      // default: the bundled `pyodide` npm package
+  // Where Pyodide's files are (pyodide.mjs, pyodide.asm.wasm, python_stdlib.zip, ...).
+  // Default: the `pyodide` module as this page resolves it (node_modules in Node and
+  // bundlers; an import map in a plain page). Set it to serve Pyodide from your own folder.
+  pyodide: { indexURL: undefined },
   wheelURL: undefined,                   // default: dist/edgerun.whl next to this file
+  worker: false,                         // run sessions in a Web Worker (InferenceSession.create's `worker`)
+  wasm: { proxy: false },                // onnxruntime-web's spelling of `worker: true`
   logLevel: "warning",
 };
 
@@ -16,7 +19,12 @@ export function getRuntime(onProgress = () => {}) {
 
 async function startRuntime(onProgress) {
   onProgress({ phase: "pyodide", progress: 0 });
-  const pyodide = await loadPyodide(env.pyodide.indexURL ? { indexURL: env.pyodide.indexURL } : {});
+  const indexURL = env.pyodide.indexURL && directoryURL(env.pyodide.indexURL);
+  // From an indexURL, Pyodide's module is imported from there: no import map needed (and
+  // module workers have none).
+  const { loadPyodide } = await (indexURL ? import(new URL("pyodide.mjs", indexURL).href)
+                                          : import("pyodide"));
+  const pyodide = await loadPyodide(indexURL ? { indexURL } : {});
   onProgress({ phase: "pyodide", progress: 1 });
   onProgress({ phase: "edgerun", progress: 0 });
   const wheel = await readBytes(env.wheelURL ?? new URL("./dist/edgerun.whl", import.meta.url));
@@ -27,10 +35,44 @@ async function startRuntime(onProgress) {
   return { pyodide, bridge };
 }
 
+// The configuration a Web Worker needs, with every URL absolute: relative ones would
+// resolve against the worker script, not against the page that set them.
+export function workerConfig() {
+  let indexURL = env.pyodide.indexURL;
+  if (!indexURL) {
+    try {
+      indexURL = new URL(".", import.meta.resolve("pyodide")).href;
+    } catch {
+      throw new Error("edgerun: a Web Worker cannot resolve the bare module 'pyodide' (workers " +
+                      "have no import map): set env.pyodide.indexURL to the folder holding pyodide.mjs");
+    }
+  }
+  return { indexURL: directoryURL(indexURL),
+           wheelURL: env.wheelURL ? absoluteURL(env.wheelURL).href : undefined };
+}
+
+export function configure({ indexURL, wheelURL }) {
+  env.pyodide.indexURL = indexURL;
+  env.wheelURL = wheelURL;
+}
+
+function absoluteURL(source) {
+  return source instanceof URL ? source
+    : new URL(source, globalThis.location?.href ?? `file://${process.cwd()}/`);
+}
+
+function directoryURL(source) {
+  const url = absoluteURL(source).href;
+  return url.endsWith("/") ? url : url + "/";
+}
+
 export async function readBytes(source) {
   if (source instanceof Uint8Array) return source;
   if (source instanceof ArrayBuffer) return new Uint8Array(source);
-  const url = source instanceof URL ? source : new URL(source, globalThis.location?.href ?? `file://${process.cwd()}/`);
+  if (typeof Blob !== "undefined" && source instanceof Blob) {
+    return new Uint8Array(await source.arrayBuffer());
+  }
+  const url = absoluteURL(source);
   if (url.protocol === "file:") {
     const { readFile } = await import("node:fs/promises");
     return new Uint8Array(await readFile(url));

@@ -1,14 +1,15 @@
 // Data-movement family: every layout operator is one of these index maps.
 // Transpose, Slice, Split, Concat, Expand, DepthToSpace... are `strided_copy`s; Pad, Gather
-// and Resize have their own index rules.
+// and Resize have their own index rules. T is the WGSL element type moved (f32, i32, u32):
+// integers must not pass through f32, whose loads may flush their bit patterns as denormals.
 
 //! kernel strided_copy
 // out[dst_base + sum(c_d * dst_stride_d)] = x[src_base + sum(c_d * src_stride_d)] over the
 // coordinates c of `dims` (rank <= 6). Source strides may be negative (reversed slices).
 // params: n, rank, dims[6] @2, src_strides[6] @8 (i32), dst_strides[6] @14, src_base @20,
 //         dst_base @21
-@group(0) @binding(1) var<storage, read_write> out: array<f32>;
-@group(0) @binding(2) var<storage, read> x: array<f32>;
+@group(0) @binding(1) var<storage, read_write> out: array<{{T}}>;
+@group(0) @binding(2) var<storage, read> x: array<{{T}}>;
 
 @compute @workgroup_size({{WG}})
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
@@ -31,9 +32,9 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
 //! kernel pad
 // mode: 0 constant, 1 reflect, 2 edge, 3 wrap.
 // params: n, rank, out_dims[6] @2, in_dims[6] @8, in_strides[6] @14, pads_begin[6] @20 (i32),
-//         value @26, mode @27
-@group(0) @binding(1) var<storage, read_write> out: array<f32>;
-@group(0) @binding(2) var<storage, read> x: array<f32>;
+//         value @26 (the bits of a T), mode @27
+@group(0) @binding(1) var<storage, read_write> out: array<{{T}}>;
+@group(0) @binding(2) var<storage, read> x: array<{{T}}>;
 
 @compute @workgroup_size({{WG}})
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
@@ -49,7 +50,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     var c = i32(rest % dim) - pi(20u + k);
     rest = rest / dim;
     if (c < 0 || c >= n_in) {
-      if (mode == 0u) { out[i] = pf(26u); return; }
+      if (mode == 0u) { out[i] = bitcast<{{T}}>(pu(26u)); return; }
       if (mode == 1u) {
         let period = max(2 * (n_in - 1), 1);
         c = abs(c) % period;
@@ -66,11 +67,12 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
 }
 
 //! kernel gather
-// out[o, j, q] = data[o, idx[j], q] with idx already normalized to [0, axis_len).
+// out[o, j, q] = data[o, idx[j], q]; negative indices count from the end, and indices out
+// of [-axis_len, axis_len) are clamped (a kernel cannot raise; host indices are checked).
 // params: n, inner, nidx, axis_len
-@group(0) @binding(1) var<storage, read_write> out: array<f32>;
-@group(0) @binding(2) var<storage, read> data: array<f32>;
-@group(0) @binding(3) var<storage, read> idx: array<u32>;
+@group(0) @binding(1) var<storage, read_write> out: array<{{T}}>;
+@group(0) @binding(2) var<storage, read> data: array<{{T}}>;
+@group(0) @binding(3) var<storage, read> idx: array<i32>;
 
 @compute @workgroup_size({{WG}})
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
@@ -78,10 +80,14 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
   if (i >= pu(0u)) { return; }
   let inner = pu(1u);
   let nidx = pu(2u);
+  let axis_len = pi(3u);
   let q = i % inner;
   let j = (i / inner) % nidx;
   let o = i / (inner * nidx);
-  out[i] = data[(o * pu(3u) + idx[j]) * inner + q];
+  var k = idx[j];
+  if (k < 0) { k += axis_len; }
+  k = clamp(k, 0, axis_len - 1);
+  out[i] = data[(o * u32(axis_len) + u32(k)) * inner + q];
 }
 
 //! kernel resize

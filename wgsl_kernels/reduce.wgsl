@@ -125,3 +125,29 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
   }
   out[i] = x[i] / pow(pf(6u) + pf(4u) / f32(size) * sq, pf(5u));
 }
+
+//! kernel arg_extreme
+// ArgMax/ArgMin along one axis: rows of length L with stride `inner`, one output index per
+// row. {{BETTER}} is the test that moves the pick to a new element `v` (`v > best` keeps the
+// first of equal maxima, `v >= best` the last). params: n (= outer * inner), L, inner
+@group(0) @binding(1) var<storage, read_write> out: array<i32>;
+@group(0) @binding(2) var<storage, read> x: array<{{T}}>;
+
+@compute @workgroup_size({{WG}})
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+  let i = flat_index(gid, nwg);
+  if (i >= pu(0u)) { return; }
+  let L = pu(1u);
+  let inner = pu(2u);
+  let base = (i / inner) * L * inner + i % inner;
+  var best = x[base];
+  var pick = 0u;
+  for (var j = 1u; j < L; j++) {
+    let v = x[base + j * inner];
+    if ({{BETTER}}) {
+      best = v;
+      pick = j;
+    }
+  }
+  out[i] = i32(pick);
+}

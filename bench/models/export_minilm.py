@@ -139,7 +139,20 @@ def check_export(path: str, sample: dict, expected) -> None:
 
 
 def ensure_minilm() -> str:
-    """Path of the exported model (feeds beside it), exporting on first use."""
+    """Path of the exported model (feeds beside it), exporting on first use in a child
+    process: torch stays out of the caller (its memory, threads and native libraries would
+    otherwise share the process with the engines being tested or measured)."""
+    if is_cached():
+        return MODEL_PATH
+    missing = missing_tools()
+    if missing:
+        raise ModuleNotFoundError(f"exporting MiniLM needs {', '.join(missing)}: {INSTALL}")
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    subprocess.run([sys.executable, "-m", "bench.models.export_minilm"], cwd=root, check=True)
+    return MODEL_PATH
+
+
+def export_here() -> str:
     if is_cached():
         return MODEL_PATH
     missing = missing_tools()
@@ -161,4 +174,4 @@ def ensure_minilm() -> str:
 
 
 if __name__ == "__main__":
-    print(ensure_minilm())
+    print(export_here())

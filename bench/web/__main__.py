@@ -6,17 +6,19 @@
 
 with each engine's largest deviation from edgerun's native CPU provider.
 
-    python -m bench.web [--models NAMES] [--repeat N] [--out DIR]
+    python -m bench.web [--models NAMES] [--repeat N] [--warmup-ms MS] [--out DIR]
 
 onnxruntime-web is installed apart from the edgerun package: `npm install --prefix bench/web`.
 Each engine runs every model in one process (bench/web/run_cases.mjs, run_cases.py); session
-creation, the first run and the median of the repeats are reported separately.
+creation, the first run and the median of the repeats (after --warmup-ms of untimed runs)
+are reported separately; the last line is the geometric mean of Pyodide / ort-web.
 """
 from __future__ import annotations
 
 import argparse
 import fnmatch
 import json
+import math
 import os
 import subprocess
 import sys
@@ -36,14 +38,15 @@ ENGINES = {   # name -> (label, command prefix)
 }
 
 
-def run_engine(engine: str, cases: str, out: str, repeat: int) -> dict:
+def run_engine(engine: str, cases: str, out: str, repeat: int, warmup_ms: float) -> dict:
     label, command = ENGINES[engine]
     if engine == "ort_web" and not os.path.isdir(os.path.join(HERE, "node_modules",
                                                                "onnxruntime-web")):
         print(f"{label}: skipped (npm install --prefix bench/web)", file=sys.stderr)
         return {}
     print(f"== {label}", file=sys.stderr)
-    args = command[:2] + [cases, out] + command[2:] + ["--repeat", str(repeat)]
+    args = command[:2] + [cases, out] + command[2:] + ["--repeat", str(repeat),
+                                                        "--warmup-ms", str(warmup_ms)]
     subprocess.run(args, cwd=ROOT, check=True, stdout=sys.stderr)
     return read_results(out)
 
@@ -67,6 +70,7 @@ def markdown(rows: list, engines: list) -> str:
     head = "| model | " + " | ".join(f"{ENGINES[e][0]} run ms (first, create)" for e in engines)
     lines = [head + " | Pyodide / ort-web | max abs diff vs CPU |",
              "|---" * (len(engines) + 3) + "|"]
+    ratios = []
     for row in rows:
         cells = []
         for e in engines:
@@ -74,11 +78,17 @@ def markdown(rows: list, engines: list) -> str:
             cells.append("-" if not r else ("error" if "error" in r else
                          f"{r['run_ms']:.1f} ({r['first_ms']:.0f}, {r['create_ms']:.0f})"))
         p, o = row.get("pyodide"), row.get("ort_web")
-        ratio = (f"{p['run_ms'] / o['run_ms']:.1f}x" if p and o and "error" not in p
-                 and "error" not in o else "-")
+        ratio = "-"
+        if p and o and "error" not in p and "error" not in o:
+            ratios.append(p["run_ms"] / o["run_ms"])
+            ratio = f"{ratios[-1]:.2f}x"
         diffs = ", ".join(f"{e}: {row['diff'][e]:.1e}" for e in engines
                           if row["diff"].get(e) is not None)
         lines.append(f"| {row['name']} | " + " | ".join(cells) + f" | {ratio} | {diffs} |")
+    if ratios:
+        geomean = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
+        lines.append(f"| geometric mean ({len(ratios)} models) |" + " |" * len(engines)
+                     + f" {geomean:.2f}x | |")
     return "\n".join(lines)
 
 
@@ -87,13 +97,15 @@ def main(argv=None) -> int:
     parser.add_argument("--models", default="*", help="comma-separated names or globs")
     parser.add_argument("--engines", default=",".join(ENGINES))
     parser.add_argument("--repeat", type=int, default=10)
+    parser.add_argument("--warmup-ms", type=float, default=500)
     parser.add_argument("--out", default=os.path.join(ROOT, "reports", "bench_web"))
     args = parser.parse_args(argv)
     patterns = args.models.split(",")
     names = [n for n in sorted(real_models()) if any(fnmatch.fnmatch(n, p) for p in patterns)]
     engines = args.engines.split(",")
     cases = write_cases(names, os.path.join(args.out, "cases"))
-    results = {e: run_engine(e, cases, os.path.join(args.out, e), args.repeat) for e in engines}
+    results = {e: run_engine(e, cases, os.path.join(args.out, e), args.repeat, args.warmup_ms)
+               for e in engines}
     rows = []
     for name in names:
         expected = cpu_outputs(name)

@@ -32,10 +32,11 @@ def real_models() -> dict:
     return REAL_MODELS
 
 
-def write_cases(names, folder: str) -> str:
-    """Write the named real models' feeds under `folder`; returns the cases.json path."""
+def write_cases(names, folder: str, models: dict = None) -> str:
+    """Write the named models' feeds under `folder` (from `models`, name -> () -> (path,
+    feeds), by default the real-model set); returns the cases.json path."""
     os.makedirs(folder, exist_ok=True)
-    models = real_models()
+    models = models or real_models()
     cases = []
     for name in names:
         path, feeds = models[name]()

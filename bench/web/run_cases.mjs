@@ -6,7 +6,11 @@
 // little-endian bytes in `file` (onnxruntime-web's type names: float32, int64, ...).
 // Writes OUT_DIR/results.json: [{ name, engine, create_ms, first_ms, run_ms (median of the
 // repeats), runs, outputs: [{ name, type, dims, file }] } | { name, engine, error }] and each
-// output's bytes to OUT_DIR/<case>.<i>.out.
+// output's bytes to OUT_DIR/<case>.<i>.out: those of the LAST run, so a later run that
+// differs from the first (edgerun replays recorded programs) is what gets checked.
+// After the first run and before the timed repeats, each engine runs untimed for
+// --warmup-ms (default 500): V8 compiles WebAssembly with a baseline compiler first and
+// optimizes hot functions later, for both engines alike.
 //
 // engine "edgerun": edgerun's API (web/index.js: Pyodide, executionProviders ["wasm"]).
 // engine "ort": onnxruntime-web's wasm backend with one thread (installed by
@@ -22,6 +26,7 @@ const option = (name, fallback) => {
 const engine = option("--engine", "edgerun");
 const repeat = Number(option("--repeat", "1"));
 const budgetMs = Number(option("--budget-ms", "3000"));   // per case, after the first run
+const warmupMs = Number(option("--warmup-ms", "500"));
 
 async function loadApi() {
   if (engine === "edgerun") return import("../../web/index.js");
@@ -62,13 +67,15 @@ for (const c of cases) {
     const session = await api.InferenceSession.create(new Uint8Array(readFileSync(c.model)), options);
     const createMs = performance.now() - t;
     t = performance.now();
-    const out = await session.run(feeds);
+    let out = await session.run(feeds);
     const firstMs = performance.now() - t;
+    const warm = performance.now();
+    while (repeat > 1 && performance.now() - warm < warmupMs) out = await session.run(feeds);
     const times = [];
     const started = performance.now();
     while (times.length < repeat - 1 && (times.length < 2 || performance.now() - started < budgetMs)) {
       t = performance.now();
-      await session.run(feeds);
+      out = await session.run(feeds);
       times.push(performance.now() - t);
     }
     const outputs = session.outputNames.map((name, i) => {

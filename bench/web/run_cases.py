@@ -1,9 +1,11 @@
 """Runs model cases through edgerun's web bridge natively, with numpy blocked: the same
 numpy-free path the JavaScript API takes inside Pyodide, on the wasm provider under wasmtime.
 
-    python bench/web/run_cases.py CASES.json OUT_DIR [--repeat N] [--budget-ms MS]
+    python bench/web/run_cases.py CASES.json OUT_DIR [--repeat N] [--budget-ms MS] [--warmup-ms MS]
 
-The Python twin of run_cases.mjs: same cases, same results.json fields and output files.
+The Python twin of run_cases.mjs: same cases, same results.json fields and output files
+(the last run's outputs, so replayed programs are what gets checked), plus the wasm
+provider's program counts ("programs": recorded, replayed, refused with reasons).
 """
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ import time  # noqa: E402
 import warnings  # noqa: E402
 
 
-def run_case(case: dict, out_dir: str, repeat: int, budget_ms: float) -> dict:
+def run_case(case: dict, out_dir: str, repeat: int, budget_ms: float, warmup_ms: float) -> dict:
     from edgerun.web.bridge import WebSession
 
     feeds = []
@@ -33,11 +35,14 @@ def run_case(case: dict, out_dir: str, repeat: int, budget_ms: float) -> dict:
     t = time.perf_counter()
     outputs = session.run(feeds)
     first = time.perf_counter() - t
+    warm = time.perf_counter()
+    while repeat > 1 and (time.perf_counter() - warm) * 1e3 < warmup_ms:
+        outputs = session.run(feeds)
     times, started = [], time.perf_counter()
     while len(times) < repeat - 1 and (len(times) < 2 or
                                        (time.perf_counter() - started) * 1e3 < budget_ms):
         t = time.perf_counter()
-        session.run(feeds)
+        outputs = session.run(feeds)
         times.append(time.perf_counter() - t)
     entries = []
     for i, (name, type_name, dims, data) in enumerate(outputs):
@@ -46,10 +51,12 @@ def run_case(case: dict, out_dir: str, repeat: int, budget_ms: float) -> dict:
             fh.write(data)
         entries.append({"name": name, "type": type_name, "dims": list(dims), "file": file})
     times.sort()
+    programs = {p.name: p.stats["programs"] for p in session.session._providers
+                if p.name == "wasm"}
     return {"name": case["name"], "engine": "edgerun-native", "create_ms": create * 1e3,
             "first_ms": first * 1e3,
             "run_ms": (times[len(times) // 2] if times else first) * 1e3,
-            "runs": len(times) + 1, "outputs": entries}
+            "runs": len(times) + 1, "outputs": entries, "programs": programs}
 
 
 def main(argv=None) -> int:
@@ -58,6 +65,7 @@ def main(argv=None) -> int:
     parser.add_argument("out_dir")
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--budget-ms", type=float, default=3000)
+    parser.add_argument("--warmup-ms", type=float, default=0)
     args = parser.parse_args(argv)
     warnings.simplefilter("ignore")
     os.makedirs(args.out_dir, exist_ok=True)
@@ -66,7 +74,7 @@ def main(argv=None) -> int:
     results = []
     for case in cases:
         try:
-            result = run_case(case, args.out_dir, args.repeat, args.budget_ms)
+            result = run_case(case, args.out_dir, args.repeat, args.budget_ms, args.warmup_ms)
         except Exception as e:  # noqa: BLE001 - one failing model must not hide the others
             result = {"name": case["name"], "engine": "edgerun-native",
                       "error": f"{type(e).__name__}: {e}"}

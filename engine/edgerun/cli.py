@@ -3,9 +3,10 @@
     edgerun demo                         classify the built-in digits example (the main job)
     edgerun run MODEL [--input name=file.npy ...] [--providers cpu,...] [--repeat N]
     edgerun info MODEL
+    edgerun explain MODEL [--providers webgpu,cpu] [--json]
     edgerun conformance [-k SUBSTRING] [--op OP] [--json FILE]
     edgerun bench [--models NAMES] [--repeat N] [--out DIR]   (source checkout: bench/)
-    edgerun pack MODEL --target android|ios --out DIR [--force] [--input-shape NAME=1,3,224,224]
+    edgerun pack MODEL --target web|android|ios --out DIR [--force] [--input-shape NAME=1,3,224,224]
 """
 from __future__ import annotations
 
@@ -38,15 +39,23 @@ def main(argv=None) -> int:
     info = sub.add_parser("info", help="inputs, outputs, opsets and operators of a model")
     info.add_argument("model")
 
+    explain = sub.add_parser("explain", help="which provider runs each node, why others "
+                                             "refused it, and the device/host copies per run")
+    explain.add_argument("model")
+    explain.add_argument("--providers", help="comma-separated, in priority order (default: best "
+                                             "available)")
+    explain.add_argument("--json", action="store_true", help="print session.explain() as JSON")
+
     conf = sub.add_parser("conformance", help="run the ONNX node conformance cases")
     conf.add_argument("args", nargs=argparse.REMAINDER)
 
     bench = sub.add_parser("bench", help="CPU benchmark against onnxruntime (python -m bench)")
     bench.add_argument("args", nargs=argparse.REMAINDER)
 
-    pack = sub.add_parser("pack", help="a ready-to-build Android or iOS app running MODEL")
+    pack = sub.add_parser("pack", help="a static web site or a ready-to-build Android or iOS "
+                                       "app running MODEL")
     pack.add_argument("model")
-    pack.add_argument("--target", required=True, help="android or ios")
+    pack.add_argument("--target", required=True, help="web, android or ios")
     pack.add_argument("--out", required=True, help="the folder to write (must not exist)")
     pack.add_argument("--force", action="store_true", help="replace an existing --out folder")
     pack.add_argument("--input-shape", action="append", default=[], metavar="NAME=D1,D2,...",
@@ -68,6 +77,8 @@ def main(argv=None) -> int:
             return cmd_run(args)
         if args.command == "info":
             return cmd_info(args)
+        if args.command == "explain":
+            return cmd_explain(args)
         if args.command == "pack":
             from .pack.cli import cmd_pack
             return cmd_pack(args)
@@ -149,6 +160,34 @@ def cmd_run(args) -> int:
         print(f"{arg.name}: {summarize(value)}")
     median = f", median of {len(times)}: {statistics.median(times):.3f} ms" if times else ""
     print(f"latency: first run {first:.3f} ms{median}")
+    return 0
+
+
+def cmd_explain(args) -> int:
+    import json
+
+    import edgerun
+
+    sess = edgerun.InferenceSession(args.model, providers=_providers(args.providers))
+    report = sess.explain()
+    if args.json:
+        print(json.dumps(report, indent=1))
+        return 0
+    width = max([len(n["node"] or n["op_type"]) for n in report["nodes"]] + [4])
+    print(f"{'node':<{width}}  {'op':<20} {'provider':<8} refused by")
+    for n in report["nodes"]:
+        refused = "; ".join(n["refused_by"]) or "-"
+        print(f"{n['node'] or n['op_type']:<{width}}  {n['op_type']:<20} {n['provider']:<8} "
+              f"{refused}")
+    from .providers.registry import short_name
+
+    counts = collections.Counter(n["provider"] for n in report["nodes"])
+    order = [short_name(p) for p in report["providers"]]
+    print(f"\n{len(report['nodes'])} nodes: " + ", ".join(f"{p} {counts[p]}" for p in order
+                                                       if counts.get(p)))
+    print(f"nodes not on {order[0]}: {len(report['nodes']) - counts.get(order[0], 0)}")
+    print(f"device/host copies per run: {report['copies_per_run']} (main graph), "
+          f"{report['copies_per_subgraph_run']} inside control-flow bodies per body run")
     return 0
 
 

@@ -66,3 +66,17 @@ test("a feed of the wrong element type fails with the Python message naming inpu
   await assert.rejects(session.run({ input: shape }), /input 'input': dimension 1 must be 64/);
   await session.release();
 });
+
+test("inputMetadata and outputMetadata follow onnxruntime-web (symbolic dims as null)", async () => {
+  const session = await InferenceSession.create(DIGITS, { executionProviders: ["wasm"] });
+  assert.deepEqual(session.inputMetadata, [{ name: "input", isTensor: true, type: "float32", shape: [null, 64] }]);
+  assert.deepEqual(session.outputMetadata.map((m) => [m.name, m.type, m.shape]),
+                   [["label", "int64", [null]], ["probabilities", "float32", [null, 10]]]);
+  assert.deepEqual(session.explain().providers, ["WasmExecutionProvider"]);
+  await session.release();
+});
+
+test("worker: true outside a browser is a clear error", async () => {
+  await assert.rejects(InferenceSession.create(DIGITS, { worker: true }),
+    /`worker: true` needs a browser's Web Worker/);
+});

@@ -8,22 +8,31 @@ extended plus whatever needs known shapes.
 Each pass is `fn(view, ctx) -> number of rewrites` over one graph; `optimize` runs it on the
 main graph and on every subgraph (If/Loop/Scan bodies), in the order of PASSES:
 
-| order | pass                      | level    | what it does                                   |
-| ----- | ------------------------- | -------- | ---------------------------------------------- |
-| 1     | constants_to_initializers | basic    | Constant nodes -> initializers                 |
-| 2     | eliminate_identity        | basic    | Identity, inference Dropout removed            |
-| 3     | constant_folding          | basic    | nodes of constants evaluated now               |
-| 4     | fold_shapes               | basic    | static Shape-derived values -> constants       |
-| 5     | constant_folding          | basic    | again, over what fold_shapes made constant     |
-| 6     | fuse_conv_bn              | basic    | Conv + BatchNormalization -> Conv              |
-| 7     | fuse_conv_add             | basic    | Conv + per-channel Add -> Conv with bias       |
-| 8     | fuse_matmul_add           | basic    | 2-D MatMul + Add -> Gemm                       |
-| 9     | eliminate_dead            | basic    | unread nodes and initializers removed          |
-| 10    | fuse_gelu                 | extended | Erf / Tanh GELU formulas -> Gelu               |
-| 11    | fuse_layer_norm           | extended | ReduceMean ... Add formula -> LayerNorm        |
-| 12    | fuse_attention            | extended | MatMul/Softmax/MatMul -> Attention             |
-| 13    | fuse_activation           | extended | Conv/Gemm/MatMul + activation -> Fused*        |
-| 14    | eliminate_dead            | extended | what the fusions left unread                   |
+| order | pass                      | level    | what it does                                   | runs where the graph has |
+| ----- | ------------------------- | -------- | ---------------------------------------------- | ------------------------ |
+| 1     | constants_to_initializers | basic    | Constant nodes -> initializers                 | Constant                 |
+| 2     | eliminate_identity        | basic    | Identity, inference Dropout removed            | Identity, Dropout        |
+| 3     | constant_folding          | basic    | nodes of constants evaluated now               | any node                 |
+| 4     | fold_shapes               | basic    | static Shape-derived values -> constants       | (main graph only)        |
+| 5     | constant_folding          | basic    | again, over what fold_shapes made constant     | any node                 |
+| 6     | fuse_conv_bn              | basic    | Conv + BatchNormalization -> Conv              | BatchNormalization       |
+| 7     | fuse_conv_add             | basic    | Conv + per-channel Add -> Conv with bias       | Conv                     |
+| 8     | fuse_matmul_add           | basic    | 2-D MatMul + Add -> Gemm                       | MatMul                   |
+| 9     | eliminate_dead            | basic    | unread nodes and initializers removed          | any node                 |
+| 10    | fuse_gelu                 | extended | Erf / Tanh GELU formulas -> Gelu               | Erf, Tanh, Pow           |
+| 11    | fuse_layer_norm           | extended | ReduceMean ... Add formula -> LayerNorm        | ReduceMean               |
+| 12    | fuse_attention            | extended | MatMul/Softmax/MatMul -> Attention             | Softmax                  |
+| 13    | fuse_hard_swish           | extended | x * HardSigmoid(x) or x * Clip(x+3,0,6)/6      | HardSigmoid, Clip        |
+|       |                           |          | -> HardSwish                                   |                          |
+| 14    | fuse_activation           | extended | Conv/Gemm/MatMul + activation -> Fused*        | Conv, Gemm, MatMul       |
+| 15    | eliminate_dead            | extended | what the fusions left unread                   | any node                 |
+
+A pass is skipped on a graph that has none of the operators in its last column: building a
+pass's view of a graph costs more than most passes, and models with many small subgraphs
+(silero VAD: ~50) would otherwise build hundreds of views.
+
+Subgraphs see the constants of their enclosing graphs: a Slice of an outer weight inside a
+Loop body folds like one in the main graph (the result becomes an initializer of the body).
 
 fold_shapes needs edgerun.shape_inference (it does nothing without it); the ranks it infers
 also let fuse_matmul_add and fuse_attention match where declared types say nothing.
@@ -43,28 +52,33 @@ from .fuse_attention import fuse_attention
 from .fuse_conv_add import fuse_conv_add
 from .fuse_conv_bn import fuse_conv_bn
 from .fuse_gelu import fuse_gelu
+from .fuse_hard_swish import fuse_hard_swish
 from .fuse_layer_norm import fuse_layer_norm
 from .fuse_matmul_add import fuse_matmul_add
 from .graph_edit import GraphView, PassContext, subgraphs
 
 DISABLE_ALL, BASIC, EXTENDED, ALL = 0, 1, 2, 99
 
-# (pass, lowest level that runs it); the order is the order they run in
+MAIN_GRAPH = "main graph"   # trigger of passes that only look at the main graph
+
+# (pass, lowest level that runs it, operator types without which it has nothing to do:
+# None = any graph); the order is the order they run in
 PASSES = [
-    (constants_to_initializers, BASIC),
-    (eliminate_identity, BASIC),
-    (constant_folding, BASIC),
-    (fold_shapes, BASIC),
-    (constant_folding, BASIC),
-    (fuse_conv_bn, BASIC),
-    (fuse_conv_add, BASIC),
-    (fuse_matmul_add, BASIC),
-    (eliminate_dead, BASIC),
-    (fuse_gelu, EXTENDED),
-    (fuse_layer_norm, EXTENDED),
-    (fuse_attention, EXTENDED),
-    (fuse_activation, EXTENDED),
-    (eliminate_dead, EXTENDED),
+    (constants_to_initializers, BASIC, {"Constant"}),
+    (eliminate_identity, BASIC, {"Identity", "Dropout"}),
+    (constant_folding, BASIC, None),
+    (fold_shapes, BASIC, MAIN_GRAPH),
+    (constant_folding, BASIC, None),
+    (fuse_conv_bn, BASIC, {"BatchNormalization"}),
+    (fuse_conv_add, BASIC, {"Conv"}),
+    (fuse_matmul_add, BASIC, {"MatMul"}),
+    (eliminate_dead, BASIC, None),
+    (fuse_gelu, EXTENDED, {"Erf", "Tanh", "Pow"}),
+    (fuse_layer_norm, EXTENDED, {"ReduceMean"}),
+    (fuse_attention, EXTENDED, {"Softmax"}),
+    (fuse_hard_swish, EXTENDED, {"HardSigmoid", "Clip"}),
+    (fuse_activation, EXTENDED, {"Conv", "Gemm", "MatMul"}),
+    (eliminate_dead, EXTENDED, None),
 ]
 
 
@@ -79,24 +93,53 @@ def optimize(model: ir.Model, level=ALL, report: dict = None) -> ir.Model:
     if not _numpy_available():
         return model      # every pass reads constant values with numpy
     ctx = PassContext(model)
-    for fn, lowest in PASSES:
+    for fn, lowest, trigger in PASSES:
         if level < lowest:
             continue
-        count = _run_everywhere(fn, model.graph, ctx)
+        count = _run_everywhere(fn, trigger, model.graph, ctx, {})
         if report is not None:
             report[fn.__name__] = report.get(fn.__name__, 0) + count
     _drop_stale_value_info(model.graph)
     return model
 
 
-def _run_everywhere(fn, graph: ir.Graph, ctx: PassContext) -> int:
-    view = GraphView(graph, ctx)
-    count = fn(view, ctx)
-    view.commit()
+def _run_everywhere(fn, trigger, graph: ir.Graph, ctx: PassContext, outer: dict) -> int:
+    """Run pass `fn` on `graph` and its subgraphs; `outer` maps the constant initializers
+    of the enclosing graphs visible here to their tensors."""
+    count = 0
+    if _has_work(trigger, graph, ctx):
+        view = GraphView(graph, ctx, outer)
+        count = fn(view, ctx)
+        view.commit()
+    inner = None
     for node in graph.nodes:
         for sub in subgraphs(node):
-            count += _run_everywhere(fn, sub, ctx)
+            if inner is None:
+                inner = _visible_constants(graph, ctx, outer)
+            count += _run_everywhere(fn, trigger, sub, ctx, inner)
     return count
+
+
+def _has_work(trigger, graph: ir.Graph, ctx: PassContext) -> bool:
+    if trigger is None:
+        return bool(graph.nodes) or bool(graph.initializers)
+    if trigger == MAIN_GRAPH:
+        return graph is ctx.model.graph
+    return any(node.op_type in trigger for node in graph.nodes)
+
+
+def _visible_constants(graph: ir.Graph, ctx: PassContext, outer: dict) -> dict:
+    """The constants `graph`'s subgraphs can read: the enclosing ones `graph` does not
+    shadow, plus its own initializers that no caller can override."""
+    defined = {v.name for v in graph.inputs}
+    defined.update(o for n in graph.nodes for o in n.outputs if o)
+    visible = {name: t for name, t in outer.items() if name not in defined}
+    overridable = defined if (graph is not ctx.model.graph
+                              or ctx.inputs_override_initializers) else set()
+    for name, t in graph.initializers.items():
+        if name not in overridable:
+            visible[name] = t
+    return visible
 
 
 def _drop_stale_value_info(graph: ir.Graph) -> None:

@@ -67,7 +67,7 @@ def activation_params(view: GraphView, act):
 def _is_float32(view: GraphView, base) -> bool:
     """Judged by the weight, which is a constant in every model worth fusing."""
     weight = base.inputs[1] if len(base.inputs) > 1 else ""
-    if weight in view.graph.initializers:
+    if weight in view.graph.initializers or view.constant(weight) is not None:
         return view.elem_type_of_constant(weight) == FLOAT
     for v in list(view.graph.inputs) + list(view.graph.value_info):
         if v.name in base.inputs and v.type is not None:

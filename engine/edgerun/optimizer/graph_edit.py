@@ -25,6 +25,7 @@ class PassContext:
         # constants there, and as overridable (not constant) from IR 4 on.
         self.inputs_override_initializers = model.ir_version >= 4
         self.inferred_types: dict = {}    # name -> ir.TypeInfo, filled by fold_shapes
+        self._arrays: dict = {}           # id(ir.Tensor) -> (tensor, its numpy value)
         self._names = set()
         _collect_names(model.graph, self._names)
 
@@ -39,6 +40,13 @@ class PassContext:
             name = f"{base}_{n}"
         self._names.add(name)
         return name
+
+    def array_of(self, tensor):
+        """The numpy value of an initializer tensor, converted once per optimize()."""
+        entry = self._arrays.get(id(tensor))
+        if entry is None or entry[0] is not tensor:
+            entry = self._arrays[id(tensor)] = (tensor, tensor.numpy())
+        return entry[1]
 
     def use_edgerun_domain(self) -> None:
         self.opsets.setdefault(EDGERUN_DOMAIN, 1)
@@ -117,11 +125,16 @@ def attr_text(node: ir.Node, name: str, default: str = "") -> str:
 
 
 class GraphView:
-    """Producer and consumer maps of one graph, kept current by the edit methods."""
+    """Producer and consumer maps of one graph, kept current by the edit methods.
 
-    def __init__(self, graph: ir.Graph, ctx: PassContext):
+    `outer` maps the constants of enclosing graphs visible in this (sub)graph to their
+    tensors: `constant()` reads them like the graph's own initializers.
+    """
+
+    def __init__(self, graph: ir.Graph, ctx: PassContext, outer: dict = None):
         self.graph = graph
         self.ctx = ctx
+        self.outer = outer or {}
         self.output_names = {v.name for v in graph.outputs}
         input_names = {v.name for v in graph.inputs}
         self.overridable = input_names if ctx.inputs_override_initializers else set()
@@ -165,11 +178,21 @@ class GraphView:
 
     def constant(self, name: str):
         """The value of `name` as a numpy array if it is a constant initializer, else None."""
-        if not name or name not in self.graph.initializers or name in self.overridable:
+        if not name:
             return None
-        if name not in self._constants:
-            self._constants[name] = self.graph.initializers[name].numpy()
-        return self._constants[name]
+        value = self._constants.get(name)
+        if value is not None:
+            return value
+        tensor = self.graph.initializers.get(name)
+        if tensor is not None:
+            if name in self.overridable:
+                return None
+        elif name in self.outer and name not in self.producer and name not in self.input_names:
+            tensor = self.outer[name]
+        else:
+            return None
+        value = self._constants[name] = self.ctx.array_of(tensor)
+        return value
 
     def scalar(self, name: str):
         """A constant holding exactly one number, as a Python float; else None."""
@@ -180,6 +203,8 @@ class GraphView:
 
     def elem_type_of_constant(self, name: str) -> int:
         t = self.graph.initializers.get(name)
+        if t is None and self.constant(name) is not None:
+            t = self.outer[name]
         return t.elem_type if t is not None else 0
 
     # ---- editing ---------------------------------------------------------------------------

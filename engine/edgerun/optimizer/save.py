@@ -12,6 +12,7 @@ is rewritten first (`portable_model`), one table entry per operator:
 |                      | for every opset, and writes it so itself before opset 17)        |
 | Gelu                 | com.microsoft Gelu, or FastGelu for approximate="tanh"           |
 | Attention            | Transpose, MatMul, Mul, [Add], Softmax, MatMul                   |
+| HardSwish            | HardSigmoid (alpha 1/6, beta 1/2) and Mul                        |
 
 Models of IR version < 4 must list every initializer as a graph input: initializers the
 passes created are added to the inputs.
@@ -161,6 +162,17 @@ def _attention(node, graph, state):
     return nodes
 
 
+def _hard_swish(node, graph, state):
+    x = node.inputs[0]
+    gate = _fresh(graph, state, node.outputs[0])
+    return [ir.Node(op_type="HardSigmoid", inputs=[x], outputs=[gate],
+                    attributes={"alpha": attr_float("alpha", 1 / 6),
+                                "beta": attr_float("beta", 0.5)},
+                    name=_fresh(graph, state, node.name or "hard_swish")),
+            ir.Node(op_type="Mul", inputs=[x, gate], outputs=list(node.outputs),
+                    name=_fresh(graph, state, node.name or "hard_swish"))]
+
+
 def _f32_scalar(name: str, value: float) -> ir.Tensor:
     import struct
 
@@ -181,5 +193,6 @@ REWRITES = {
     "FusedMatMul": _unfused("MatMul"),
     "LayerNormalization": _layer_norm,
     "Gelu": _gelu,
+    "HardSwish": _hard_swish,
     "Attention": _attention,
 }

@@ -1,4 +1,5 @@
-"""`edgerun pack MODEL --target android|ios --out DIR`: a ready-to-build app folder.
+"""`edgerun pack MODEL --target android|ios|web --out DIR`: a ready-to-build app folder, or
+for web a static site that runs the model in the page (see web.py).
 
 Steps (each printed as it runs):
 1. load the model and optimize it (edgerun.optimizer), saved in edgerun's own ONNX spelling;
@@ -8,6 +9,9 @@ Steps (each printed as it runs):
 4. write the edgerun wheel (pure Python, requires numpy only) where the app installs it;
 5. iOS: pre-lower the model's CoreML partitions to ML Program .mlpackages (coremltools);
 6. write edgerun-pack.json (model, inputs with fixed shapes, providers, artifacts).
+
+The web target: steps 1-2, then where the wasm provider places the nodes, the page and
+edgerun's JavaScript API, the wheel, Pyodide's files, and edgerun-pack.json at the top.
 
 Symbolic input dimensions become 1 unless `input_shapes` (--input-shape name=1,3,224,224)
 fixes them: phone runtimes want static shapes.
@@ -28,7 +32,7 @@ TARGETS = {
     "ios": ("src", "wheels", ["coreml", "cpu"]),
 }
 TEXT_SUFFIXES = (".kts", ".gradle", ".properties", ".xml", ".kt", ".java", ".md", ".toml",
-                 ".py", ".swift", ".txt", ".json")
+                 ".py", ".swift", ".txt", ".json", ".html", ".js")
 MODEL_FILE = "model.onnx"
 
 
@@ -51,6 +55,11 @@ def pack(model_path: str, target: str, out: str, force: bool = False,
     """Write the app folder `out` for `target`; returns the manifest written."""
     log = log or (lambda text: print(text, file=sys.stderr, flush=True))
     _check_target(target)
+    if target == "web":
+        from . import web
+        web.check_sources(PackError)
+        _prepare_out(out, force)
+        return _pack_web(model_path, out, input_shapes or {}, log)
     _prepare_out(out, force)
     python_dir, wheel_dir, providers = TARGETS[target]
     steps = 6 if target == "ios" else 5
@@ -87,6 +96,45 @@ def pack(model_path: str, target: str, out: str, force: bool = False,
     return manifest
 
 
+def _pack_web(model_path: str, out: str, input_shapes: dict, log) -> dict:
+    from . import web
+    from ..onnx.writer import model_to_bytes
+
+    step = _Progress(log, 7)
+    try:
+        step(f"loading and optimizing {model_path}")
+        model, optimized = _load_optimized(model_path)
+        step("checking the model runs with edgerun (CPU provider, sample inputs)")
+        inputs, outputs = _check_runs(model, input_shapes)
+        step("checking where the wasm provider places the nodes (the page has no numpy)")
+        placement = web.browser_placement(model_to_bytes(model), log)
+        step("writing the page, the model and edgerun's JavaScript API")
+        web.copy_page(out, lambda folder: _fill_placeholders(folder, {
+            "APP_NAME": _app_name(model_path), "MODEL_NAME": os.path.basename(model_path),
+            "EDGERUN_VERSION": _version()}))
+        _save_model(model, os.path.join(out, MODEL_FILE))
+        step("writing the edgerun wheel")
+        wheel = web.write_wheel(out, PackError)
+        step("copying Pyodide (from the pyodide npm package)")
+        size = web.copy_pyodide(out)
+        log(f"      {size / 2**20:.1f} MiB of Pyodide, {os.path.getsize(wheel) / 1024:.0f} KiB "
+            f"of edgerun")
+        step("writing edgerun-pack.json")
+        manifest = {"target": "web", "model": MODEL_FILE,
+                    "source_model": os.path.basename(model_path), "optimized": optimized,
+                    "providers": web.PROVIDERS, "inputs": inputs, "outputs": outputs,
+                    "placement": placement, "edgerun_wheel": web.WHEEL,
+                    "pyodide": web.PYODIDE_DIR, "edgerun_version": _version()}
+        with open(os.path.join(out, "edgerun-pack.json"), "w", encoding="utf-8") as f:
+            json.dump(manifest, f, indent=2)
+    except BaseException:
+        shutil.rmtree(out, ignore_errors=True)      # never leave half a pack behind
+        raise
+    log(f"packed {model_path} for web into {out}; serve it with "
+        f"`python -m edgerun.web.serve {out}` and open http://127.0.0.1:8000/")
+    return manifest
+
+
 class _Progress:
     def __init__(self, log, total: int):
         self.log, self.total, self.done = log, total, 0
@@ -97,12 +145,8 @@ class _Progress:
 
 
 def _check_target(target: str) -> None:
-    if target == "web":
-        raise PackError("--target web is not supported by edgerun pack yet (a web app "
-                        "template over the web package is not written); use --target android "
-                        "or ios")
-    if target not in TARGETS:
-        raise PackError(f"unknown target '{target}'; expected android or ios")
+    if target not in TARGETS and target != "web":
+        raise PackError(f"unknown target '{target}'; expected android, ios or web")
 
 
 def _prepare_out(out: str, force: bool) -> None:
@@ -210,9 +254,14 @@ def _copy_template(target: str, out: str, python_dir: str, model_name: str) -> N
     shutil.copytree(os.path.join(source, "common", "edgerun_app"),
                     os.path.join(out, python_dir, "edgerun_app"), dirs_exist_ok=True,
                     ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-    app_name = "".join(c for c in os.path.splitext(model_name)[0].title() if c.isalnum())
-    _fill_placeholders(out, {"APP_NAME": f"{app_name or 'Model'}Edgerun",
+    _fill_placeholders(out, {"APP_NAME": _app_name(model_name),
                              "MODEL_NAME": model_name, "EDGERUN_VERSION": _version()})
+
+
+def _app_name(model_path: str) -> str:
+    name = "".join(c for c in os.path.splitext(os.path.basename(model_path))[0].title()
+                   if c.isalnum())
+    return f"{name or 'Model'}Edgerun"
 
 
 def _fill_placeholders(out: str, values: dict) -> None:

@@ -19,7 +19,7 @@ def package_files(package_dir: str) -> list:
     """(path on disk, path in the wheel) for every file of the package, sorted."""
     root = os.path.dirname(package_dir)
     files = []
-    for folder, dirs, names in os.walk(package_dir):
+    for folder, dirs, names in os.walk(package_dir, followlinks=True):   # wgsl/ is a link
         dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS)
         for name in sorted(names):
             if name.endswith(SKIP_SUFFIXES):

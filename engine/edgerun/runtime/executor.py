@@ -45,6 +45,10 @@ class GraphExecutor:
         self._value_types = None      # name -> TypeInfo, inferred when a partition needs it
         self.plan = self._build_plan(outer_names)
 
+    def subgraph_copy_steps(self) -> int:
+        """Device <-> host copies planned inside If/Loop/Scan bodies, per execution of each."""
+        return sum(sub.copy_steps + sub.subgraph_copy_steps() for sub in self.subgraphs.values())
+
     # ---- planning -------------------------------------------------------------------------
 
     def _opset_of(self, node: Node) -> int:

@@ -6,10 +6,13 @@ providers that keep their own memory (wasm, webgpu) can run the model.
 """
 from __future__ import annotations
 
+import functools
+
 from ..ir import dtypes
 from ..ir.graph import element_count
 
 
+@functools.cache   # asked per input and per kernel; a failed import is slow in Pyodide (~0.1 ms)
 def have_numpy() -> bool:
     try:
         import numpy  # noqa: F401

@@ -90,12 +90,14 @@ class InferenceSession:
         return path
 
     def explain(self) -> dict:
-        """Where each node runs and why earlier providers refused it, and the number of
-        device<->host copies per run of the main graph."""
+        """Where each node runs and why earlier providers refused it, the number of
+        device<->host copies per run of the main graph, and those planned inside control-flow
+        bodies (counted once per body, whatever the number of iterations)."""
         nodes = [{"node": p.node.name, "op_type": p.node.op_type,
                   "domain": p.node.domain or "ai.onnx", "provider": p.provider.name,
                   "refused_by": list(p.refusals)} for p in self._partitioner.placements]
         return {"nodes": nodes, "copies_per_run": self._executor.copy_steps,
+                "copies_per_subgraph_run": self._executor.subgraph_copy_steps(),
                 "providers": self.get_providers()}
 
     def run(self, output_names, input_feed: dict, run_options=None) -> list:

@@ -17,6 +17,7 @@ WEB_TYPES = {"float32": dtypes.FLOAT, "float64": dtypes.DOUBLE, "float16": dtype
              "int64": dtypes.INT64, "uint64": dtypes.UINT64, "bool": dtypes.BOOL,
              "string": dtypes.STRING, "int4": dtypes.INT4, "uint4": dtypes.UINT4}
 _WEB_NAME = {code: name for name, code in WEB_TYPES.items()}
+_BY_TYPE_STR = {t.type_str: t.code for t in dtypes.BY_CODE.values()}
 _LEVELS = {"disabled": 0, "basic": 1, "extended": 2, "all": 99}
 
 
@@ -40,6 +41,17 @@ class WebSession:
                 "outputs": describe(self.session.get_outputs()),
                 "providers": self.session.get_providers()}
 
+    def describe(self) -> dict:
+        """What the JavaScript InferenceSession keeps: names, onnxruntime-web style metadata
+        ({name, isTensor, type, shape}, symbolic dims as their names or null) and placement."""
+        def meta(args):
+            return [{"name": a.name, "isTensor": a.type.startswith("tensor("),
+                     "type": _web_type(a.type), "shape": list(a.shape or [])} for a in args]
+        return {"inputNames": self.input_names, "outputNames": self.output_names,
+                "inputMetadata": meta(self.session.get_inputs()),
+                "outputMetadata": meta(self.session.get_outputs()),
+                "explain": self.session.explain()}
+
     def run(self, feeds: list, output_names: list = None) -> list:
         """feeds: [(name, type, dims, bytes)] -> [(name, type, dims, bytes)]"""
         values = {name: _to_host(name, type_name, dims, data)
@@ -59,6 +71,15 @@ def as_bytes(data) -> bytes:
         return bytes(data)
     to_bytes = getattr(data, "to_bytes", None)       # pyodide.ffi.JsBuffer
     return to_bytes() if callable(to_bytes) else bytes(data)
+
+
+def _web_type(onnx_type: str) -> str:
+    """"tensor(float)" -> "float32"; other kinds (sequences, maps) as ONNX spells them."""
+    if onnx_type.startswith("tensor(") and onnx_type.endswith(")"):
+        code = _BY_TYPE_STR.get(onnx_type[7:-1])
+        if code in _WEB_NAME:
+            return _WEB_NAME[code]
+    return onnx_type
 
 
 def _to_host(name, type_name, dims, data):

@@ -10,9 +10,13 @@ values as a Python tuple (`ints`), so operators that need them on the host (Resh
 Equal, If, ...) never read memory.
 Nothing here needs numpy: host values are numpy arrays where numpy exists, HostTensors
 otherwise.
+
+While a program is being recorded (program.py), `recorder` is set: blocks come from the
+recording's pool, and every call, write and read goes through it.
 """
 from __future__ import annotations
 
+import threading
 from array import array
 
 from ...ir import dtypes
@@ -29,20 +33,21 @@ _COMPILED: dict = {}     # the module, compiled once per process per host kind
 
 
 class Block:
-    """A block of linear memory, freed when garbage."""
+    """A block of linear memory, freed when garbage (to the recording pool it came from,
+    while that pool's program lives)."""
 
-    __slots__ = ("device", "ptr", "nbytes")
+    __slots__ = ("device", "ptr", "nbytes", "pool")
 
     def __init__(self, device: "WasmDevice", nbytes: int):
         self.device = device
         self.nbytes = nbytes
-        self.ptr = device.host.alloc(nbytes)
+        recorder = device.recorder
+        self.pool = None if recorder is None else recorder.pool
+        self.ptr = device.alloc(nbytes) if self.pool is None else self.pool.take(nbytes)
 
     def __del__(self):
-        try:
-            self.device.host.free(self.ptr)
-        except Exception:   # noqa: BLE001 - at interpreter exit the module may be gone
-            pass
+        if self.pool is None or not self.pool.keep(self.ptr, self.nbytes):
+            self.device.garbage.append(self.ptr)
 
 
 class WasmTensor:
@@ -90,13 +95,28 @@ class WasmDevice:
         key = host_factory
         if key not in _COMPILED:
             _COMPILED[key] = load_module_bytes()
-        self.host = host_factory(_COMPILED[key])
-        self.call = self.host.call
+        self.module_bytes = _COMPILED[key]
+        self.host = host_factory(self.module_bytes)
+        self.call = self.host.call    # replaced by the recorder's while recording
         self.args_ptr = self.call("er_args_ptr")
         self.numpy = have_numpy()
         self.fallbacks: dict = {}     # op_type -> nodes run through the CPU kernel
+        self.recorder = None          # the program.Recorder while a program is recorded
+        self.programs = {"recorded": 0, "replayed": 0, "refused": {}}   # why not, per reason
+        self.lock = threading.Lock()  # programs own memory: one record or replay at a time
+        # Blocks freed by finalizers wait here for the next allocation: a finalizer must not
+        # call into the module, as the garbage collector may have finalized its store already.
+        self.garbage: list = []
 
     # ---- allocation ---------------------------------------------------------------------
+
+    def alloc(self, nbytes: int) -> int:
+        self.free_garbage()
+        return self.host.alloc(nbytes)
+
+    def free_garbage(self) -> None:
+        while self.garbage:
+            self.host.free(self.garbage.pop())
 
     def empty(self, shape, elem_type: int = dtypes.FLOAT) -> WasmTensor:
         shape = tuple(int(d) for d in shape)
@@ -108,7 +128,17 @@ class WasmDevice:
 
     def set_args(self, values) -> None:
         """Fill er_args (shapes and strides for the next call)."""
-        self.host.write(self.args_ptr, array("i", values))
+        self.write(self.args_ptr, array("i", values))
+
+    def write(self, ptr: int, data) -> None:
+        if self.recorder is not None:
+            self.recorder.wrote(ptr, data)
+        self.host.write(ptr, data)
+
+    def read(self, ptr: int, nbytes: int) -> bytearray:
+        if self.recorder is not None:
+            self.recorder.reading(ptr, nbytes)
+        return self.host.read(ptr, nbytes)
 
     # ---- host <-> device ----------------------------------------------------------------
 
@@ -117,6 +147,8 @@ class WasmDevice:
         sub-byte types) stays a host value, and nodes reading it run on the CPU kernel."""
         if value is None or isinstance(value, WasmTensor):
             return value
+        if type(value) is DeviceValue:          # a download not read yet: its tensor as it was
+            return value.source
         if isinstance(value, HostTensor):
             elem_type, shape, data = value.elem_type, value.shape, value.data
         elif hasattr(value, "dtype") and hasattr(value, "shape") and value.dtype.kind not in "OUSV":
@@ -130,7 +162,7 @@ class WasmDevice:
         if elem_type is None or elem_type == dtypes.STRING or dtypes.elem_type(elem_type).bits % 8:
             return value
         t = self.empty(shape, elem_type)
-        self.host.write(t.ptr, data)
+        self.write(t.ptr, data)
         if elem_type in INT_FORMATS and t.size <= SMALL_INTS:
             raw = data.tobytes() if hasattr(data, "tobytes") else bytes(data)
             t.ints = tuple(array(INT_FORMATS[elem_type], raw))
@@ -139,7 +171,7 @@ class WasmDevice:
     def download(self, t: WasmTensor):
         if not isinstance(t, WasmTensor):
             return t
-        data = self.host.read(t.ptr, t.nbytes)
+        data = self.read(t.ptr, t.nbytes)
         if not self.numpy:
             return HostTensor(t.elem_type, t.shape, data)
         import numpy as np
@@ -157,21 +189,21 @@ class WasmDevice:
             if fmt is None:
                 raise TypeError(f"expected an integer or bool tensor, got "
                                 f"{dtypes.type_string(t.elem_type)}")
-            t.ints = tuple(array(fmt, bytes(self.host.read(t.ptr, t.nbytes))))
+            t.ints = tuple(array(fmt, bytes(self.read(t.ptr, t.nbytes))))
         return t.ints
 
     def from_ints(self, values, shape, elem_type: int = dtypes.INT64) -> WasmTensor:
         """A small integer tensor computed on the host (shape arithmetic), uploaded."""
         values = tuple(int(v) for v in values)
         t = self.empty(shape, elem_type)
-        self.host.write(t.ptr, array(INT_FORMATS[elem_type], values))
+        self.write(t.ptr, array(INT_FORMATS[elem_type], values))
         t.ints = values
         return t
 
     def fill(self, t: WasmTensor, element: bytes) -> WasmTensor:
         """Fill `t` with copies of one element given as its little-endian bytes."""
         if t.size:
-            self.host.write(self.args_ptr, element)
+            self.write(self.args_ptr, element)
             self.call("er_fill", t.ptr, self.args_ptr, t.itemsize, t.size)
         return t
 
@@ -180,4 +212,26 @@ class WasmDevice:
         return self.fill(t, bytes(t.itemsize))
 
     def bytes_in_use(self) -> int:
+        self.free_garbage()
         return self.call("er_bytes_in_use")
+
+
+class DeviceValue(HostTensor):
+    """A tensor handed to the host while a program is recorded, read only if the host asks
+    for its bytes. Uploading it again (an If branch's outputs, the captured graph's outputs)
+    gives back the tensor itself: no copy out and in, and no read that would tie the
+    recording to this run's data."""
+
+    __slots__ = ("source", "_data", "__weakref__")
+
+    def __init__(self, source: WasmTensor):
+        self.elem_type = source.elem_type
+        self.shape = source.shape
+        self.source = source
+        self._data = None
+
+    @property
+    def data(self) -> bytearray:
+        if self._data is None:
+            self._data = self.source.block.device.read(self.source.ptr, self.source.nbytes)
+        return self._data

@@ -5,19 +5,25 @@ Natively the module runs under wasmtime (tests, servers); inside Pyodide (sys.pl
 "emscripten") the same module runs in the JS engine's own WebAssembly (host_js.py), behind
 the same five host operations (host.py).
 Operators and what they accept are in ops/; `capability` reports the precise reason for
-anything refused, and the CPU provider takes it.
+anything refused, and the CPU provider takes it. Where numpy is absent (Pyodide, and the
+numpy-free native path), a model the provider runs whole is captured (capture.py): after the
+first run of each input signature, a run is one recorded program. Provider option
+`graph_capture` (default True) turns that off. With numpy the CPU provider is the faster
+choice anyway, and host copies are numpy arrays that a recording cannot follow.
 """
 from __future__ import annotations
 
 import sys
 
 from ..base import ExecutionProvider
-from . import ops
+from . import capture, ops
 from .build_info import StaleBuild, load_module_bytes
 from .device import WasmDevice, WasmTensor
 from .host import WasmtimeHost, wasmtime_available
 from .host_js import JsHost, js_available
 from .ops.common import host_fallback
+from ...ir import Graph
+from ...runtime.host_tensor import HostTensor
 
 
 class WasmProvider(ExecutionProvider):
@@ -45,12 +51,21 @@ class WasmProvider(ExecutionProvider):
     def __init__(self, options: dict = None, host_factory=None):
         super().__init__(options)
         self.dev = WasmDevice(host_factory or self.default_host())
+        self._constants: dict = {}     # id(initializer bytes) -> [those bytes, device copy]
 
     @property
     def stats(self) -> dict:
-        """Nodes run through the CPU kernel because of their element type, and memory."""
+        """Nodes run through the CPU kernel because of their element type, memory, and
+        programs recorded, replayed and refused (with the reason)."""
         return {"host_fallbacks": dict(self.dev.fallbacks),
-                "bytes_in_use": self.dev.bytes_in_use()}
+                "bytes_in_use": self.dev.bytes_in_use(),
+                "programs": {k: dict(v) if isinstance(v, dict) else v
+                             for k, v in self.dev.programs.items()}}
+
+    def prepare_model(self, model) -> None:
+        self._constants = {id(t.raw): [t.raw, None] for t in _initializers(model.graph)}
+        if self.options.get("graph_capture", True) and not self.dev.numpy:
+            capture.capture_graph(model, self)
 
     def capability(self, node, opset) -> tuple:
         entry = ops.lookup(node.op_type, node.domain)
@@ -61,6 +76,8 @@ class WasmProvider(ExecutionProvider):
 
     def kernel(self, node, opset):
         fast = ops.lookup(node.op_type, node.domain)[1](self.dev, node, opset)
+        if node.op_type == capture.OP_TYPE and node.domain == capture.DOMAIN:
+            return fast                      # takes any values: it runs a whole graph
         slow = host_fallback(self.dev, node, opset)
 
         def run(ctx, *inputs, **attrs):
@@ -71,7 +88,33 @@ class WasmProvider(ExecutionProvider):
         return run
 
     def to_device(self, value):
+        if type(value) is HostTensor:
+            entry = self._constants.get(id(value.data))
+            if entry is not None and entry[0] is value.data:
+                # an initializer an If/Loop body reads from its enclosing graph: the executor
+                # copies it in every run; its bytes never change, so upload them once
+                if entry[1] is None:
+                    entry[1] = self.dev.upload(value)
+                if self.dev.recorder is not None:
+                    self.dev.recorder.hold(entry[1])
+                return entry[1]
+        if self.dev.recorder is not None:
+            self.dev.recorder.copied_in(value)
         return self.dev.upload(value)
 
     def to_host(self, value):
-        return self.dev.download(value) if isinstance(value, WasmTensor) else value
+        if not isinstance(value, WasmTensor):
+            return value
+        if self.dev.recorder is not None:
+            return self.dev.recorder.download(value)      # read only if the host needs it
+        return self.dev.download(value)
+
+
+def _initializers(graph):
+    """Every initializer of `graph` and of the subgraphs of its nodes, recursively."""
+    yield from graph.initializers.values()
+    for node in graph.nodes:
+        for a in node.attributes.values():
+            for g in (a.value if isinstance(a.value, list) else [a.value]):
+                if isinstance(g, Graph):
+                    yield from _initializers(g)

@@ -9,16 +9,20 @@ from __future__ import annotations
 
 import struct
 import threading
+from collections import OrderedDict
 
 from ...ir import dtypes
 from . import host_values
-from .device import Binding, Dispatch, GpuDevice, GpuError
+from .device import Binding, Dispatch, GpuDevice, GpuError, Unsupported
 from .memory import SMALL_MIRROR, BufferPool, GpuTensor
 from .shaders import WORKGROUP_SIZE, ShaderLibrary
 
 MAX_GROUPS_X = 65535
-_GPU_TYPES = {dtypes.FLOAT: "float32", dtypes.UINT32: "uint32"}   # element type -> GpuTensor.dtype
-_CODES = {name: code for code, name in _GPU_TYPES.items()}
+SMALL_CACHE = 256          # small host tensors whose GPU copies upload_small keeps
+# element type -> GpuTensor.dtype (how each is stored: host_values.GPU_WORDS)
+GPU_TYPES = {dtypes.FLOAT: "float32", dtypes.INT32: "int32", dtypes.INT64: "int64",
+             dtypes.BOOL: "bool", dtypes.UINT32: "uint32"}
+CODES = {name: code for code, name in GPU_TYPES.items()}
 
 
 class GpuContext:
@@ -31,6 +35,8 @@ class GpuContext:
         self._pending: list = []
         self._params = bytearray()
         self._zeros = None
+        self._constants: dict = {}     # key -> GpuTensor uploaded once (attribute vectors)
+        self._small = OrderedDict()    # id -> (host value, its bytes, GpuTensor): upload_small
         self.label = ""            # the node being run, for error messages
         self.fallback_log: list = []   # the last nodes that ran on the CPU instead, and why
         self.stats = {"dispatches": 0, "flushes": 0, "uploads": 0, "downloads": 0,
@@ -45,19 +51,43 @@ class GpuContext:
         return GpuTensor(self.pool.acquire(max(n, 1) * 4), shape, dtype)
 
     def upload(self, value) -> GpuTensor:
-        """A host tensor (numpy array or, without numpy, HostTensor) copied to the GPU."""
+        """A host tensor (numpy array or, without numpy, HostTensor) copied to the GPU.
+        Raises Unsupported for element types GPU buffers do not hold (GPU_TYPES) and for
+        int64 values beyond int32."""
         code, shape, data = host_values.raw(value)
-        if code not in _GPU_TYPES:
-            raise TypeError(f"GPU tensors are float32 (or uint32 indices), got "
-                            f"{dtypes.type_string(code)}")
+        if code not in GPU_TYPES:
+            raise Unsupported(f"a {dtypes.type_string(code)} tensor (GPU tensors are "
+                              f"{', '.join(sorted(CODES))})")
+        words = host_values.to_gpu_words(code, data)
+        if words is None:
+            raise Unsupported("int64 values beyond the int32 range GPU tensors hold")
         with self.lock:
-            alloc = self.pool.acquire(max(len(data), 4), for_upload=True)
-            if data:
-                self.device.write_buffer(alloc.buffer, data)
+            alloc = self.pool.acquire(max(len(words), 4), for_upload=True)
+            if words:
+                self.device.write_buffer(alloc.buffer, words)
             self.stats["uploads"] += 1
-        n = len(data) // 4
+        n = len(words) // 4
         host = host_values.from_bytes(code, shape, data) if n <= SMALL_MIRROR else None
-        return GpuTensor(alloc, shape, _GPU_TYPES[code], host)
+        return GpuTensor(alloc, shape, GPU_TYPES[code], host)
+
+    def upload_small(self, value) -> GpuTensor:
+        """upload() for tensors of at most SMALL_MIRROR elements, reusing the GPU copy while
+        the same host object holds the same bytes: small integer constants (axes, indices,
+        a Where's scalar) stay on the host for shape arithmetic, yet feed a kernel every run."""
+        code, shape, data = host_values.raw(value)
+        if len(data) > 8 * SMALL_MIRROR:
+            return self.upload(value)
+        key = (id(value), code, shape)
+        with self.lock:
+            hit = self._small.get(key)
+            if hit is not None and hit[0] is value and hit[1] == data:
+                self._small.move_to_end(key)
+                return hit[2]
+            t = self.upload(value)
+            self._small[key] = (value, data, t)     # holding `value` keeps its id unique
+            if len(self._small) > SMALL_CACHE:
+                self._small.popitem(last=False)
+            return t
 
     def download(self, t: GpuTensor):
         """`t` on the host: a numpy array, or a HostTensor where numpy is absent."""
@@ -65,7 +95,7 @@ class GpuContext:
             self.flush()
             data = self.device.read_buffer(t.buffer, max(t.size, 1) * 4) if t.size else b""
             self.stats["downloads"] += 1
-        return host_values.from_bytes(_CODES[t.dtype], t.shape, data[:t.size * 4])
+        return host_values.from_gpu_words(CODES[t.dtype], t.shape, data[:t.size * 4])
 
     async def download_async(self, t: GpuTensor):
         """For an awaiting caller (mapAsync readback without JSPI)."""
@@ -73,7 +103,7 @@ class GpuContext:
             self.flush()
         data = await self.device.read_buffer_async(t.buffer, max(t.size, 1) * 4)
         self.stats["downloads"] += 1
-        return host_values.from_bytes(_CODES[t.dtype], t.shape, data[:t.size * 4])
+        return host_values.from_gpu_words(CODES[t.dtype], t.shape, data[:t.size * 4])
 
     def host_values(self, t):
         """A small tensor's values on the host (Clip bounds, Resize scales): the mirror kept
@@ -91,6 +121,14 @@ class GpuContext:
         if self._zeros is None or self._zeros.size < count:
             self._zeros = self.upload(host_values.filled(dtypes.FLOAT, (count,), 0.0))
         return self._zeros
+
+    def constant(self, key, make) -> GpuTensor:
+        """A read-only tensor built by `make()` and uploaded on first use of `key` (values an
+        operator takes as attributes, such as Scaler's offsets), then reused by every run."""
+        found = self._constants.get(key)
+        if found is None:
+            found = self._constants[key] = self.upload(make())
+        return found
 
     # ---- kernels ----------------------------------------------------------------------------
 

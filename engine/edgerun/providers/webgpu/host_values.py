@@ -26,6 +26,13 @@ FORMATS = {dtypes.FLOAT: "f", dtypes.DOUBLE: "d", dtypes.INT8: "b", dtypes.UINT8
 INTEGER_TYPES = {dtypes.INT8, dtypes.UINT8, dtypes.BOOL, dtypes.INT16, dtypes.UINT16,
                  dtypes.INT32, dtypes.UINT32, dtypes.INT64, dtypes.UINT64}
 
+# Element types a GPU buffer holds, 4 bytes each: element type -> typecode of the 32-bit word.
+# WGSL has no 64-bit integers and no byte arrays, so int64 lives as int32 (values must fit:
+# uploads check, as onnxruntime-web does) and bool as a u32 0 or 1.
+GPU_WORDS = {dtypes.FLOAT: "f", dtypes.INT32: "i", dtypes.INT64: "i", dtypes.BOOL: "I",
+             dtypes.UINT32: "I"}
+INT32_MIN, INT32_MAX = -2**31, 2**31 - 1
+
 
 def is_host_tensor(value) -> bool:
     return isinstance(value, HostTensor) or (np is not None and isinstance(value, np.ndarray))
@@ -104,6 +111,47 @@ def from_bytes(code: int, dims, data: bytes) -> object:
     if np is not None:
         return np.frombuffer(data, dtype=dtypes.numpy_dtype(code)).reshape(dims).copy()
     return HostTensor(code, dims, data)
+
+
+def to_gpu_words(code: int, data: bytes):
+    """A host tensor's bytes as GPU words (see GPU_WORDS), or None when int64 values do not
+    fit in int32."""
+    word = GPU_WORDS[code]
+    if FORMATS[code] == word:
+        return bytes(data)
+    if np is not None:
+        items = np.frombuffer(data, dtype=dtypes.numpy_dtype(code))
+        if code == dtypes.INT64 and items.size and (items.min() < INT32_MIN or
+                                                    items.max() > INT32_MAX):
+            return None
+        return items.astype(np.int32 if word == "i" else np.uint32).tobytes()
+    items = array(FORMATS[code], bytes(data))
+    if code == dtypes.INT64 and items and (min(items) < INT32_MIN or max(items) > INT32_MAX):
+        return None
+    return array(word, items).tobytes()
+
+
+def from_gpu_words(code: int, dims, words: bytes) -> object:
+    """GPU words read back as a host tensor of element type `code`."""
+    word = GPU_WORDS[code]
+    if FORMATS[code] == word:
+        return from_bytes(code, dims, words)
+    if np is not None:
+        items = np.frombuffer(words, dtype=np.int32 if word == "i" else np.uint32)
+        return items.astype(dtypes.numpy_dtype(code)).reshape(dims)
+    items = array(word, words)
+    if code == dtypes.BOOL:
+        items = [1 if v else 0 for v in items]
+    return HostTensor(code, dims, array(FORMATS[code], items).tobytes())
+
+
+def row_block(value, start: int, stop: int) -> object:
+    """Rows [start, stop) of a host tensor (axis 0), without copying more than they hold."""
+    if isinstance(value, HostTensor):
+        row = len(value.data) // value.shape[0]
+        return HostTensor(value.elem_type, (stop - start,) + value.shape[1:],
+                          bytes(value.data[start * row:stop * row]))
+    return value[start:stop]
 
 
 def broadcast_shapes(*shapes) -> tuple:

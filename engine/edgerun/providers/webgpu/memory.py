@@ -79,9 +79,14 @@ class Allocation:
             pass
 
 
+# GpuTensor.dtype -> the WGSL type of its 4-byte elements (host_values.GPU_WORDS)
+WGSL_TYPES = {"float32": "f32", "int32": "i32", "int64": "i32", "bool": "u32", "uint32": "u32"}
+
+
 class GpuTensor:
-    """A float32 (or, for internal index buffers, uint32) tensor living in a GPU buffer.
-    `dtype` is the element type's numpy name, "float32" or "uint32" (numpy is optional)."""
+    """A tensor living in a GPU buffer, 4 bytes an element. `dtype` is the element type's
+    numpy name (numpy is optional): "float32", "int32", "int64" (stored as int32), "bool"
+    (stored as u32 0/1) or "uint32"; `wgsl` is the type kernels read it as."""
     __slots__ = ("alloc", "shape", "dtype", "host")
 
     def __init__(self, alloc: Allocation, shape: tuple, dtype="float32", host=None):
@@ -104,6 +109,10 @@ class GpuTensor:
         return len(self.shape)
 
     @property
+    def wgsl(self) -> str:
+        return WGSL_TYPES[self.dtype]
+
+    @property
     def buffer(self):
         return self.alloc.buffer
 
@@ -114,3 +123,19 @@ class GpuTensor:
 
     def __repr__(self):
         return f"GpuTensor(shape={self.shape}, dtype={self.dtype})"
+
+
+class GpuTensorParts:
+    """A float32 tensor larger than one storage binding (a big fully-connected weight), as
+    blocks of rows (axis 0) in several GPU tensors, uploaded once. Kernels that know how
+    take the blocks one by one (Gemm with transB=1); others run on the host from `host`."""
+    __slots__ = ("parts", "shape", "dtype", "host")
+
+    def __init__(self, parts: list, host):
+        self.parts = parts
+        self.shape = (sum(p.shape[0] for p in parts),) + tuple(parts[0].shape[1:])
+        self.dtype = "float32"
+        self.host = host
+
+    def __repr__(self):
+        return f"GpuTensorParts(shape={self.shape}, parts={len(self.parts)})"

@@ -1,12 +1,14 @@
 """WebGpuProvider: runs claimed nodes as WGSL kernels on one process-wide GPU device.
 
-Device values are `GpuTensor`s (float32 in GPU buffers) or, for integer shape tensors, host
-numpy arrays: shape arithmetic stays on the host and never costs a GPU round trip. Kernels
-record dispatches; the batch is submitted when a value is read back (`to_host`) and at
-`end_run`, so one run is normally one command encoder. Initializers are uploaded once, at
-session creation. A node whose inputs are all host values (shape arithmetic) runs the CPU
-kernel on the host; a kernel that meets inputs it has no GPU layout for raises Unsupported
-and the CPU kernel runs that node instead (counted in `stats["fallbacks"]`).
+Device values are `GpuTensor`s (float32, int32, int64 held as int32, bool held as u32, in GPU
+buffers; `GpuTensorParts` for a weight too large for one binding) or, for small integer
+shape tensors, host numpy arrays: shape arithmetic stays on the host and never costs a GPU
+round trip. Kernels record dispatches; the batch is submitted when a value is read back
+(`to_host`) and at `end_run`, so one run is normally one command encoder. Initializers are
+uploaded once, at session creation. A node whose inputs are all host values (shape
+arithmetic) runs the CPU kernel on the host; a kernel that meets inputs it has no GPU
+layout for raises Unsupported and the CPU kernel runs that node instead (counted in
+`stats["fallbacks"]`).
 
 The device is wgpu-native natively and the browser's `navigator.gpu` inside Pyodide
 (sys.platform "emscripten": browser_device.py). Without numpy (Pyodide here) there is no CPU
@@ -25,10 +27,10 @@ from ..base import ExecutionProvider
 from ..cpu import registry as cpu_registry
 from . import host_values
 from .device import GpuError
-from .gpu import GpuContext
+from .gpu import GPU_TYPES, GpuContext
 from .kernels import lookup
 from .kernels.registry import Unsupported
-from .memory import GpuTensor
+from .memory import SMALL_MIRROR, GpuTensor, GpuTensorParts
 
 _shared = {"context": None, "problem": None}
 _shared_lock = threading.Lock()
@@ -112,11 +114,11 @@ class WebGpuProvider(ExecutionProvider):
         label = f"node '{node.name or '(unnamed)'}' ({node.op_type})"
 
         def on_host(ctx, inputs, attrs):
-            host = [gpu.download(v) if isinstance(v, GpuTensor) else v for v in inputs]
+            host = [self.to_host(v) for v in inputs]
             return cpu_fn(ctx, *host, **attrs)
 
         def run(ctx, *inputs, **attrs):
-            on_gpu = any(isinstance(v, GpuTensor) for v in inputs)
+            on_gpu = any(isinstance(v, (GpuTensor, GpuTensorParts)) for v in inputs)
             if cpu_fn is not None and (op.host_only or not on_gpu):
                 return on_host(ctx, inputs, attrs)
             gpu.label = label
@@ -137,17 +139,43 @@ class WebGpuProvider(ExecutionProvider):
         return run
 
     def to_device(self, value):
-        """float32 arrays go to the GPU; everything else (integer shapes, strings...) stays
-        on the host, as do tensors larger than the adapter can bind."""
-        if host_values.is_host_tensor(value) and host_values.elem_type(value) == dtypes.FLOAT:
-            limit = getattr(self.gpu.device, "max_binding_size", None)
-            if limit is None or 4 * host_values.element_count(value) <= limit:
-                return self.gpu.upload(value)
-        return value
+        """float32 tensors go to the GPU, and so do int32/int64/bool tensors of more than
+        SMALL_MIRROR elements (data: token ids, masks, bytes). Small integer tensors stay on
+        the host, where shape arithmetic reads them without a GPU round trip; so do other
+        element types, int64 values beyond int32, and tensors larger than the adapter binds."""
+        if not host_values.is_host_tensor(value):
+            return value
+        code = host_values.elem_type(value)
+        if code not in GPU_TYPES or code == dtypes.UINT32:
+            return value
+        n = host_values.element_count(value)
+        if code != dtypes.FLOAT and n <= SMALL_MIRROR:
+            return value
+        limit = getattr(self.gpu.device, "max_binding_size", None)
+        if limit is not None and 4 * n > limit:
+            return self._upload_in_parts(value, limit) if code == dtypes.FLOAT else value
+        try:
+            return self.gpu.upload(value)
+        except Unsupported:
+            return value
+
+    def _upload_in_parts(self, value, limit: int):
+        """A float32 matrix too large for one binding as row blocks (GpuTensorParts), or the
+        host value where one row alone is too large."""
+        dims = host_values.shape(value)
+        row = 4 * host_values.element_count(value) // dims[0] if dims and dims[0] else 0
+        if len(dims) != 2 or row == 0 or row > limit:
+            return value
+        rows = max(limit // row // 4 * 4, 1)        # a multiple of 4 keeps vec4 kernels
+        parts = [self.gpu.upload(host_values.row_block(value, r, min(r + rows, dims[0])))
+                 for r in range(0, dims[0], rows)]
+        return GpuTensorParts(parts, value)
 
     def to_host(self, value):
         if isinstance(value, GpuTensor):
             return self.gpu.download(value)
+        if isinstance(value, GpuTensorParts):
+            return value.host
         return value
 
     def end_run(self) -> None:

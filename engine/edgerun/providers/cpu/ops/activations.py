@@ -82,6 +82,14 @@ def hard_sigmoid(ctx, x, alpha=0.2, beta=0.5, **_legacy):
 
 @kernel("HardSwish")
 def hard_swish(ctx, x):
+    if x.ndim and (x.dtype == np.float32 or x.dtype == np.float64):   # one buffer, in place
+        one = x.dtype.type(1)
+        y = np.multiply(x, x.dtype.type(1 / 6))
+        y += x.dtype.type(0.5)
+        np.maximum(y, 0, out=y)
+        np.minimum(y, one, out=y)
+        y *= x
+        return y
     return _activation(lambda v: v * np.clip(v / 6 + 0.5, 0, 1), x)
 
 
@@ -109,9 +117,20 @@ _SQRT_2_OVER_PI = (2 / np.pi) ** 0.5      # Python floats: a numpy float64 would
 _SQRT_HALF = 0.5 ** 0.5
 
 
+def _gelu_in_place(x: np.ndarray) -> np.ndarray:
+    """0.5 * x * (1 + erf(x / sqrt(2))) for float32/float64 x, in one fresh buffer."""
+    y = erf(np.multiply(x, x.dtype.type(_SQRT_HALF)))
+    y += x.dtype.type(1)
+    y *= x
+    y *= x.dtype.type(0.5)
+    return y
+
+
 @kernel("Gelu")
 def gelu(ctx, x, approximate="none"):
     if approximate == "none":
+        if x.ndim and (x.dtype == np.float32 or x.dtype == np.float64):
+            return _gelu_in_place(x)
         return _activation(lambda v: 0.5 * v * (1 + erf(v * _SQRT_HALF)), x)
     if approximate == "tanh":
         return _activation(

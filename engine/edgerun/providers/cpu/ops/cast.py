@@ -177,18 +177,48 @@ def _parse_bool(s: str) -> bool:
     return float(low) != 0.0
 
 
+# Casts between these types need no care beyond astype: to itself (the input is returned:
+# kernels never write their inputs), and from bool/integers to anything but float16 (which
+# may overflow, with a warning).
+_PLAIN_TARGETS = {code: np.dtype(name) for code, name in (
+    (dtypes.FLOAT, "float32"), (dtypes.DOUBLE, "float64"), (dtypes.FLOAT16, "float16"),
+    (dtypes.INT64, "int64"), (dtypes.INT32, "int32"), (dtypes.INT16, "int16"),
+    (dtypes.INT8, "int8"), (dtypes.UINT8, "uint8"), (dtypes.UINT16, "uint16"),
+    (dtypes.UINT32, "uint32"), (dtypes.UINT64, "uint64"), (dtypes.BOOL, "bool"))}
+
+
+def _plain_cast(x, to):
+    """The cast of `x` to `to` when it is a plain one (see _PLAIN_TARGETS), else None."""
+    target = _PLAIN_TARGETS.get(to) if type(x) is np.ndarray else None
+    if target is None:
+        return None
+    if x.dtype == target:
+        return x
+    if x.dtype.kind in "biu" and (target.kind != "f" or target.itemsize >= 4):
+        return x.astype(target)
+    return None
+
+
 @kernel("Cast")
 def cast_1(ctx, input, to):
-    return cast_array(input, target_code(to))
+    to = target_code(to)
+    plain = _plain_cast(input, to)
+    return plain if plain is not None else cast_array(input, to)
 
 
 @kernel("Cast", since=19)
 def cast_19(ctx, input, to, saturate=1):
+    plain = _plain_cast(input, to)
+    if plain is not None:
+        return plain
     return cast_array(input, target_code(to), bool(saturate), fnuz_inf_to_nan=True)
 
 
 @kernel("Cast", since=24)
 def cast_24(ctx, input, to, saturate=1, round_mode="up"):
+    plain = _plain_cast(input, to)
+    if plain is not None:
+        return plain
     return cast_array(input, target_code(to), bool(saturate), round_mode)
 
 

@@ -12,10 +12,10 @@ from ..registry import kernel
 
 def _is_true(cond) -> bool:
     """The truth of a single-element boolean tensor."""
-    values = np.asarray(cond).reshape(-1)
+    values = cond if type(cond) is np.ndarray else np.asarray(cond)
     if values.size != 1:
         raise ValueError(f"condition must hold exactly one element, got shape {np.shape(cond)}")
-    return bool(values[0])
+    return bool(values.reshape(-1)[0]) if values.ndim else bool(values)
 
 
 def _empty_scan_output(value_info):

@@ -114,6 +114,14 @@ def window_geometry(in_shape, kernel, strides=None, dilations=None, pads=None,
 
 def pad_spatial(x, begin, end, value=0):
     """Pad (or, for negative amounts, crop) the spatial axes 2.. of `x` with `value`."""
+    if min(begin) >= 0 and min(end) >= 0:           # the common case: padding only
+        if not any(begin) and not any(end):
+            return x
+        shape = x.shape[:2] + tuple(d + b + e for d, b, e in zip(x.shape[2:], begin, end))
+        padded = np.zeros(shape, x.dtype) if value == 0 else np.full(shape, value, x.dtype)
+        padded[(slice(None), slice(None)) + tuple(
+            slice(b, b + d) for d, b in zip(x.shape[2:], begin))] = x
+        return padded
     crop = (slice(None), slice(None)) + tuple(
         slice(max(-b, 0), x.shape[2 + i] - max(-e, 0)) for i, (b, e) in enumerate(zip(begin, end)))
     x = x[crop]
@@ -368,6 +376,9 @@ def _grouped_matmul(columns, w, group: int):
     rank = w.ndim - 2
     out_shape = columns.shape[2 + rank:]
     per_window = w.shape[1] * math.prod(w.shape[2:])
+    if n == 1 and group == 1:       # one plain GEMM
+        y = w.reshape(m, per_window) @ columns.reshape(per_window, -1)
+        return y.reshape((1, m) + tuple(out_shape))
     cols = columns.reshape(n, group, per_window, math.prod(out_shape))
     weights = w.reshape(group, m // group, per_window)
     return np.matmul(weights, cols).reshape((n, m) + tuple(out_shape))
@@ -454,6 +465,8 @@ def _spatial_kernel(kernel_shape, w):
 _FLAT_WASTE = 1.05
 _SMALL_GRID = 1 << 15
 _MAX_PHASES = 4      # strides past 2x2 copy the input into too many small phase buffers
+_GATHER_SPAN = 1     # output positions per output channel below which dropped taps go
+                     # to the window method (see _conv_plan)
 
 
 @dataclass(frozen=True)
@@ -492,6 +505,11 @@ def _conv_plan(x_shape, w_shape, group, kernel_shape, strides, dilations, pads,
         return ConvPlan(geometry, "windows")
     if group > 1 and group == channels and w_shape[1] == 1:
         return ConvPlan(geometry, "depthwise", layout)
+    if len(layout.taps) < math.prod(kernel) and \
+            x_shape[0] * layout.span <= w_shape[0] * _GATHER_SPAN:
+        # Dropping the taps that read only padding copies the live part of the weights on
+        # every call: more than the skipped multiplications save on short outputs.
+        return ConvPlan(geometry, "windows")
     waste = math.prod(layout.extent[1:]) / math.prod(geometry.out_shape[1:])
     columns = x_shape[0] * x_shape[1] * layout.span * math.prod(kernel)
     if waste <= _FLAT_WASTE or columns <= _SMALL_GRID:

@@ -4,8 +4,8 @@
   its result in place. Attributes: the base operator's own, plus `activation` (Relu,
   LeakyRelu, Sigmoid, Tanh, Clip, HardSigmoid) and `activation_params` (floats: LeakyRelu
   [alpha], Clip [min, max], HardSigmoid [alpha, beta]).
-- LayerNormalization and Gelu: the standard operators (opset 17 and 20) for models that
-  import an older opset, same attributes.
+- LayerNormalization, Gelu and HardSwish: the standard operators (opset 17, 20 and 14) for
+  models that import an older opset, same attributes.
 - Attention: softmax(Q·Kᵀ·scale + mask)·V on 4-D [batch, heads, seq, head_size] tensors,
   the subset of ONNX Attention (opset 23) that BERT-style exports spell out in primitives;
   inputs (Q, K, V, mask?), attribute `scale`.
@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..registry import kernel
-from .activations import gelu, hard_sigmoid, leaky_relu, relu, sigmoid, tanh
+from .activations import gelu, hard_sigmoid, hard_swish, leaky_relu, relu, sigmoid, tanh
 from .conv import convolve
 from .matmul import gemm, matmul
 from .normalization import layer_normalization
@@ -143,6 +143,11 @@ def fused_layer_normalization(ctx, x, scale, bias=None, axis=-1, epsilon=1e-5, s
 @kernel("Gelu", domain=DOMAIN)
 def fused_gelu(ctx, x, approximate="none"):
     return gelu(ctx, x, approximate=approximate)
+
+
+@kernel("HardSwish", domain=DOMAIN)
+def fused_hard_swish(ctx, x):
+    return hard_swish(ctx, x)
 
 
 @kernel("Attention", domain=DOMAIN)

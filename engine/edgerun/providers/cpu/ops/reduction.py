@@ -13,6 +13,8 @@ the float-valued reductions of integers (L2, log-sums) go through float64.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..registry import kernel
@@ -50,9 +52,9 @@ def _sum(x, axes, keepdims):
 
 def _mean(x, axes, keepdims):
     """sum / count; integers divide truncating toward zero, an empty float set gives NaN."""
-    count = int(np.prod([x.shape[a] for a in axes], dtype=np.int64))
+    count = math.prod([x.shape[a] for a in axes])
     if is_float(x.dtype):
-        return np.sum(x, axis=axes, keepdims=keepdims) / x.dtype.type(count)
+        return np.add.reduce(x, axis=axes, keepdims=keepdims) / x.dtype.type(count)
     total = np.sum(x, axis=axes, keepdims=keepdims, dtype=np.int64)
     return truncating_divide(total, np.int64(max(count, 1)))
 
@@ -115,9 +117,17 @@ def _reduce(fn, data: np.ndarray, axes, keepdims: int, noop_with_empty_axes: int
     axes = normalized_axes(data.ndim, axes, noop_with_empty_axes)
     if axes is None:
         return data
-    with np.errstate(all="ignore"):
-        result = fn(widened(data), axes, bool(keepdims))
+    if fn in _QUIET and data.size and (data.dtype == np.float32 or data.dtype == np.float64):
+        result = fn(data, axes, bool(keepdims))     # the common case, without errstate
+    else:
+        with np.errstate(all="ignore"):
+            result = fn(widened(data), axes, bool(keepdims))
     return np.asarray(result).astype(data.dtype, copy=False)
+
+
+# Reductions of non-empty float32/float64 data that never warn (they only compare), so they
+# skip the errstate context.
+_QUIET = {_max, _min}
 
 
 def _register_reduction(op_type: str, fn, axes_input_since: int) -> None:

@@ -3,7 +3,8 @@
 Without numpy the optimizer does not fold these away, so they run every call: Constant
 uploads its value once, when the node is bound; ConstantOfShape keeps its last result for
 the same shape (the light model zoo builds every weight with it), since values are never
-written in place.
+written in place (while a program is recorded it fills a block of its own, so the program
+never refers to a block this cache may drop).
 """
 from __future__ import annotations
 
@@ -61,7 +62,7 @@ def bind_constant_of_shape(dev, node, opset):
 
     def run(ctx, shape_t, **_):
         shape = tuple(dev.ints(shape_t))
-        t = last.get(shape)
+        t = last.get(shape) if dev.recorder is None else None   # a program fills its own
         if t is None:
             if min(shape, default=0) < 0:
                 raise ValueError(f"ConstantOfShape: negative dimension in {list(shape)}")
@@ -70,8 +71,9 @@ def bind_constant_of_shape(dev, node, opset):
                 t = dev.from_ints([v] * product(shape), shape, elem_type)
             else:
                 t = dev.fill(dev.empty(shape, elem_type), element)
-            last.clear()
-            last[shape] = t
+            if dev.recorder is None:
+                last.clear()
+                last[shape] = t
         return t
     return run
 
@@ -89,7 +91,7 @@ def bind_range(dev, node, opset):
             s, l, d = dev.ints(start)[0], dev.ints(limit)[0], dev.ints(delta)[0]
         elif kind in (dtypes.FLOAT, dtypes.DOUBLE):
             fmt = "f" if kind == dtypes.FLOAT else "d"
-            s, l, d = (array(fmt, bytes(dev.host.read(t.ptr, t.itemsize)))[0]
+            s, l, d = (array(fmt, bytes(dev.read(t.ptr, t.itemsize)))[0]
                        for t in (start, limit, delta))
         if d == 0:
             raise ValueError("Range delta cannot be 0")

@@ -74,7 +74,7 @@ def apply_activation(dev, y: WasmTensor, code: int, p0: float, p1: float) -> Non
 
 
 @operator(*UNARY, check=check_unary)
-@operator("Gelu", domains=EDGERUN, check=check_unary)
+@operator("Gelu", "HardSwish", domains=EDGERUN, check=check_unary)   # optimizer-fused forms
 def bind_unary(dev, node, opset):
     code, params = UNARY[node.op_type]
     p0, p1 = params(node)
@@ -96,7 +96,7 @@ def bind_unary(dev, node, opset):
 def _scalar(dev, t, default: float) -> float:
     if t is None:
         return default
-    data = dev.host.read(t.ptr, 4)
+    data = dev.read(t.ptr, 4)
     from array import array
     return float(array("f", bytes(data))[0])
 

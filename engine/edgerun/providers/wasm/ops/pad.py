@@ -46,7 +46,7 @@ def bind_pad(dev, node, opset):
             axes = list(range(rank))
         else:
             pads = list(dev.ints(pads_t))
-            element = (bytes(dev.host.read(value_t.ptr, x.itemsize))
+            element = (bytes(dev.read(value_t.ptr, x.itemsize))
                        if value_t is not None and value_t.size else bytes(x.itemsize))
             axes = ([normalize_axis(a, rank, "Pad axis") for a in dev.ints(axes_t)]
                     if axes_t is not None else list(range(rank)))

@@ -4,7 +4,8 @@ Shape and Size.
 
 Small integer results (shape arithmetic) are computed on the host from the inputs' `ints`
 when those are known, and uploaded with their values attached, so a chain like
-Shape -> Gather -> Unsqueeze -> Concat -> Reshape never reads linear memory.
+Shape -> Gather -> Unsqueeze -> Concat -> Reshape never reads linear memory (which would also
+keep a run from being recorded as a program, see program.py).
 """
 from __future__ import annotations
 
@@ -29,10 +30,27 @@ def copy_strided(dev, dst_ptr: int, src_ptr: int, itemsize: int, shape, dst_stri
     dev.call("er_copy_strided", dst_ptr, src_ptr, itemsize, len(dims))
 
 
+def strided_values(values, shape, strides, offset: int = 0) -> list:
+    """copy_strided on host values: the elements of flat `values` a walk over `shape` with
+    `strides` (elements) from `offset` reads, in order."""
+    index = [offset]
+    for d, s in zip(shape, strides):
+        index = [base + i * s for base in index for i in range(d)]
+    return [values[i] for i in index]
+
+
+def _host_result(x: WasmTensor, shape) -> bool:
+    """True when `x` carries its values and a result of `shape` is small: computed on the host."""
+    return x.ints is not None and product(shape) <= SMALL_INTS
+
+
 def transpose(dev, x: WasmTensor, perm) -> WasmTensor:
     shape = [x.shape[p] for p in perm]
-    y = dev.empty(shape, x.elem_type)
     src = contiguous_strides(x.shape)
+    if _host_result(x, shape):
+        return dev.from_ints(strided_values(x.ints, shape, [src[p] for p in perm]), shape,
+                             x.elem_type)
+    y = dev.empty(shape, x.elem_type)
     copy_strided(dev, y.ptr, x.ptr, x.itemsize, shape, contiguous_strides(shape),
                  [src[p] for p in perm])
     return y
@@ -69,8 +87,11 @@ def bind_concat(dev, node, opset):
                     x.shape[i] != shape[i] for i in range(rank) if i != axis):
                 raise ValueError(f"Concat inputs {[list(v.shape) for v in xs]} differ off axis "
                                  f"{axis} (or in element type)")
-        if all(_small(x) for x in xs) and rank == 1:
-            return dev.from_ints([v for x in xs for v in x.ints], shape, xs[0].elem_type)
+        if all(_host_result(x, shape) for x in xs):
+            outer = product(shape[:axis])
+            blocks = [(x.ints, product(x.shape[axis:])) for x in xs]
+            return dev.from_ints([v for o in range(outer) for values, n in blocks
+                                  for v in values[o * n:(o + 1) * n]], shape, xs[0].elem_type)
         y = dev.empty(shape, xs[0].elem_type)
         dst = contiguous_strides(shape)
         offset = 0
@@ -116,14 +137,14 @@ def bind_slice(dev, node, opset):
             s, e, a, st = dev.ints(starts), dev.ints(ends), dev.ints(axes), dev.ints(steps)
         ranges = slice_ranges(x.shape, s, e, a, st)
         shape = [n for _, n, _ in ranges]
-        if _small(x) and len(x.shape) == 1:
-            start, n, step = ranges[0]
-            return dev.from_ints(x.ints[start::step][:n], shape, x.elem_type)
-        y = dev.empty(shape, x.elem_type)
         strides = contiguous_strides(x.shape)
-        offset = sum(r[0] * s for r, s in zip(ranges, strides)) * x.itemsize
-        copy_strided(dev, y.ptr, x.ptr + offset, x.itemsize, shape, contiguous_strides(shape),
-                     [r[2] * s for r, s in zip(ranges, strides)])
+        start = sum(r[0] * s for r, s in zip(ranges, strides))
+        steps = [r[2] * s for r, s in zip(ranges, strides)]
+        if _host_result(x, shape):
+            return dev.from_ints(strided_values(x.ints, shape, steps, start), shape, x.elem_type)
+        y = dev.empty(shape, x.elem_type)
+        copy_strided(dev, y.ptr, x.ptr + start * x.itemsize, x.itemsize, shape,
+                     contiguous_strides(shape), steps)
         return y
     return run
 
@@ -138,12 +159,16 @@ def bind_gather(dev, node, opset):
         if indices.elem_type not in (dtypes.INT64, dtypes.INT32):
             raise TypeError(f"Gather indices must be int64 or int32, got "
                             f"{dtypes.type_string(indices.elem_type)}")
-        if _small(x) and len(x.shape) == 1 and _small(indices):
-            d = x.shape[0]
+        if _host_result(x, shape) and _small(indices):
+            d = x.shape[axis]
             for i in indices.ints:
                 if not -d <= i < d:
                     raise IndexError(f"Gather index {i} is out of range for a dimension of {d}")
-            return dev.from_ints([x.ints[i] for i in indices.ints], shape, x.elem_type)
+            inner = product(x.shape[axis + 1:])
+            picks = [i % d for i in indices.ints]
+            return dev.from_ints([x.ints[(o * d + i) * inner + k]
+                                  for o in range(product(x.shape[:axis])) for i in picks
+                                  for k in range(inner)], shape, x.elem_type)
         y = dev.empty(shape, x.elem_type)
         if y.size == 0:
             return y
@@ -164,6 +189,9 @@ def bind_gather(dev, node, opset):
 def bind_expand(dev, node, opset):
     def run(ctx, x, shape_t, **_):
         shape = broadcast_shape(x.shape, dev.ints(shape_t))
+        if _host_result(x, shape):
+            return dev.from_ints(strided_values(x.ints, shape, broadcast_strides(x.shape, shape)),
+                                 shape, x.elem_type)
         y = dev.empty(shape, x.elem_type)
         copy_strided(dev, y.ptr, x.ptr, x.itemsize, shape, contiguous_strides(shape),
                      broadcast_strides(x.shape, shape))
@@ -239,7 +267,11 @@ def split_parts(dev, x: WasmTensor, axis: int, sizes) -> list:
         shape = list(x.shape)
         shape[axis] = s
         start = offset * strides[axis] * x.itemsize
-        if contiguous:
+        if _host_result(x, shape):
+            parts.append(dev.from_ints(strided_values(x.ints, shape, strides,
+                                                      offset * strides[axis]),
+                                       shape, x.elem_type))
+        elif contiguous:
             parts.append(x.part(start, shape))
         else:
             y = dev.empty(shape, x.elem_type)

@@ -12,4 +12,5 @@ kernel on that node instead (counted in `stats["fallbacks"]`).
 from __future__ import annotations
 
 from .registry import OPS, GpuOp, lookup  # noqa: F401
-from . import elementwise, matmul, conv, pool, reduce, normalization, movement, shape  # noqa: F401,E402
+from . import (elementwise, matmul, conv, pool, reduce, normalization,  # noqa: F401,E402
+               movement, shape, ml, control, rnn)

@@ -3,28 +3,67 @@ from __future__ import annotations
 
 from ....ir import dtypes
 from .. import host_values
-from ..memory import GpuTensor
+from ..gpu import GPU_TYPES
+from ..memory import GpuTensor, GpuTensorParts
 from .registry import Unsupported
 
 MAX_RANK = 6
 
 
 def as_gpu(gpu, value, cast: bool = False) -> GpuTensor:
-    """A float32 GPU operand: GPU tensors as they are, host float32 arrays uploaded (other
-    dtypes only with `cast`, e.g. an integer Pow exponent)."""
+    """A float32 GPU operand: float32 GPU tensors as they are, host float32 arrays uploaded;
+    other element types only with `cast` (an integer Pow exponent, Scaler's integer input),
+    converted on the GPU."""
+    t = as_gpu_any(gpu, value, cast_host=cast)
+    if t.dtype == "float32":
+        return t
+    if not cast:
+        raise Unsupported(f"a {t.dtype} operand (the kernel takes float32)")
+    return cast_to(gpu, t, "float32")
+
+
+def as_gpu_any(gpu, value, cast_host: bool = False) -> GpuTensor:
+    """A GPU operand of any element type GPU tensors hold (float32, int32, int64, bool):
+    GPU tensors as they are, host tensors uploaded. With `cast_host`, host tensors of other
+    numeric types (double, float16, int8...) are uploaded as float32."""
     if isinstance(value, GpuTensor):
         return value
+    if isinstance(value, GpuTensorParts):
+        raise Unsupported(f"a {value.shape} tensor split over {len(value.parts)} buffers (it "
+                          f"exceeds one storage binding)")
     if not host_values.is_host_tensor(value):
         if host_values.np is None:
-            raise Unsupported(f"a {type(value).__name__} operand (the GPU kernels take float32)")
+            raise Unsupported(f"a {type(value).__name__} operand (the GPU kernels take tensors)")
         value = host_values.np.asarray(value)
     code = host_values.elem_type(value)
-    if code != dtypes.FLOAT:
-        if not (cast and code in host_values.INTEGER_TYPES | {dtypes.DOUBLE, dtypes.FLOAT16}):
-            raise Unsupported(f"a {dtypes.type_string(code)} operand (the GPU kernels take "
-                              f"float32)")
+    if code not in GPU_TYPES:
+        if not (cast_host and code in host_values.INTEGER_TYPES | {dtypes.DOUBLE,
+                                                                    dtypes.FLOAT16}):
+            raise Unsupported(f"a {dtypes.type_string(code)} operand (GPU tensors are "
+                              f"float32, int32, int64 or bool)")
         value = host_values.as_float32(value)
-    return gpu.upload(value)
+        return gpu.upload(value)
+    return gpu.upload_small(value)
+
+
+# (from WGSL type, to dtype) -> WGSL expression over x: ONNX Cast between GPU types
+CASTS = {("f32", "float32"): "x", ("i32", "float32"): "f32(x)", ("u32", "float32"): "f32(x)",
+         ("f32", "int32"): "i32(trunc(x))", ("i32", "int32"): "x", ("u32", "int32"): "i32(x)",
+         ("f32", "bool"): "select(0u, 1u, x != 0.0)", ("i32", "bool"): "select(0u, 1u, x != 0)",
+         ("u32", "bool"): "select(0u, 1u, x != 0u)"}
+
+
+def cast_to(gpu, x: GpuTensor, dtype: str) -> GpuTensor:
+    """x converted to element type `dtype` on the GPU (int64 converts like int32: it is
+    stored as int32)."""
+    if x.dtype == dtype:
+        return x
+    expr = CASTS[(x.wgsl, "int32" if dtype == "int64" else dtype)]
+    if expr == "x":                      # same words: a view under the new type
+        return GpuTensor(x.alloc, x.shape, dtype)
+    out = gpu.empty(x.shape, dtype)
+    return gpu.dispatch("elementwise", "unary", out, [x], [0.0, 0.0], x.size,
+                        {"EXPR": expr, "T": x.wgsl, "OT": out.wgsl})
 
 
 def host_ints(gpu, value) -> list:
@@ -102,4 +141,4 @@ def strided_copy(gpu, out: GpuTensor, x: GpuTensor, dims, src_strides, dst_strid
                                                   list(dst_strides))
     params = [len(dims)] + padded(dims, fill=1) + padded(src_strides) + padded(dst_strides)
     params += [src_base, dst_base]
-    return gpu.dispatch("movement", "strided_copy", out, [x], params, n)
+    return gpu.dispatch("movement", "strided_copy", out, [x], params, n, {"T": x.wgsl})

@@ -61,12 +61,17 @@ def conv(gpu, x, w, b=None, auto_pad="NOTSET", dilations=None, group=1, kernel_s
     pads = list(pads or [0] * 2 * spatial)
     begin, _, out_sizes = window_pads(list(x.shape[2:]), kernel, strides, dilations, pads,
                                       auto_pad)
+    out = gpu.empty((n, m) + tuple(out_sizes))
+    if spatial == 2 and x.shape[3] == 1 and kernel[1] == 1 and out_sizes[1] == 1:
+        # a column ([H, 1] with a [KH, 1] kernel) has a row's memory layout: run it as
+        # [1, H], where the kernel's 4 outputs per item lie along the long axis
+        spatial, kernel, strides, dilations = 1, kernel[:1], strides[:1], dilations[:1]
+        begin, out_sizes = begin[:1], out_sizes[:1]
     if spatial == 1:           # 1-D runs as 2-D with H = 1
         kernel, strides, dilations = [1] + kernel, [1] + strides, [1] + dilations
         begin, out_sizes, in_hw = [0] + begin, [1] + out_sizes, (1, x.shape[2])
     else:
         in_hw = x.shape[2:]
-    out = gpu.empty((n, m) + tuple(out_sizes[-spatial:]))
     mg = m // group
     ocb = 4 if mg % 4 == 0 else 1
     ow_tiles = -(-out_sizes[1] // 4)

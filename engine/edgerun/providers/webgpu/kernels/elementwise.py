@@ -6,9 +6,9 @@ attributes become alpha/beta. elementwise.wgsl does the rest.
 from __future__ import annotations
 
 from .. import host_values
-from .common import (as_gpu, broadcast_strides, count, host_floats_or_ints, merge_dims,
-                     padded)
-from .registry import gpu_op
+from .common import (as_gpu, as_gpu_any, broadcast_strides, count, host_floats_or_ints,
+                     merge_dims, padded)
+from .registry import Unsupported, gpu_op
 
 SELU_ALPHA, SELU_GAMMA = 1.67326319217681884765625, 1.05070102214813232421875
 
@@ -53,31 +53,49 @@ BINARY = {
     "Pow": "pow_any(x, y)", "Max": "max(x, y)", "Min": "min(x, y)",
     "PRelu": "select(x * y, x, x >= 0.0)",
 }
+INTEGER_OK = {"Add", "Sub", "Mul", "Div", "Max", "Min"}   # the same WGSL serves int32 words
+NUMERIC = ("float32", "int32", "int64")
+COMPARE = {"Equal": "x == y", "Less": "x < y", "LessOrEqual": "x <= y", "Greater": "x > y",
+           "GreaterOrEqual": "x >= y"}
+LOGIC = {"And": "x & y", "Or": "x | y", "Xor": "x ^ y"}     # bool is u32 0 or 1
 
 
-def unary(gpu, x, expr: str, alpha: float = 0.0, beta: float = 0.0):
-    x = as_gpu(gpu, x)
-    out = gpu.empty(x.shape)
+def unary(gpu, x, expr: str, alpha: float = 0.0, beta: float = 0.0, out_dtype: str = None,
+          dtypes_in=("float32",)):
+    """out = EXPR(x). x must be one of `dtypes_in`; out has x's type unless `out_dtype`."""
+    x = as_gpu(gpu, x) if dtypes_in == ("float32",) else as_gpu_any(gpu, x)
+    if x.dtype not in dtypes_in:
+        raise Unsupported(f"a {x.dtype} input (the kernel takes {', '.join(dtypes_in)})")
+    out = gpu.empty(x.shape, out_dtype or x.dtype)
     return gpu.dispatch("elementwise", "unary", out, [x], [float(alpha), float(beta)], x.size,
-                        {"EXPR": expr})
+                        {"EXPR": expr, "T": x.wgsl, "OT": out.wgsl})
 
 
-def binary(gpu, a, b, expr: str, cast_b: bool = False):
-    a, b = as_gpu(gpu, a), as_gpu(gpu, b, cast=cast_b)
+def binary(gpu, a, b, expr: str, cast_b: bool = False, dtypes_in=("float32",),
+           out_dtype: str = None):
+    """out = EXPR(x, y) with numpy broadcasting; both inputs of one type among `dtypes_in`
+    (int32 and int64 mix: both are int32 words)."""
+    if dtypes_in == ("float32",):
+        a, b = as_gpu(gpu, a), as_gpu(gpu, b, cast=cast_b)
+    else:
+        a, b = as_gpu_any(gpu, a), as_gpu_any(gpu, b)
+    if a.dtype not in dtypes_in or b.dtype not in dtypes_in or a.wgsl != b.wgsl:
+        raise Unsupported(f"{a.dtype} and {b.dtype} inputs (the kernel takes two of "
+                          f"{', '.join(dtypes_in)})")
     shape = host_values.broadcast_shapes(a.shape, b.shape)
-    out = gpu.empty(shape)
+    out = gpu.empty(shape, out_dtype or a.dtype)
     n = count(shape)
+    subs = {"EXPR": expr, "T": a.wgsl, "OT": out.wgsl}
     if a.shape == shape and b.shape == shape:
-        return gpu.dispatch("elementwise", "binary_same", out, [a, b], [0.0, 0.0], n,
-                            {"EXPR": expr})
+        return gpu.dispatch("elementwise", "binary_same", out, [a, b], [0.0, 0.0], n, subs)
     dims, (sa, sb) = merge_dims(list(shape), broadcast_strides(a.shape, shape),
                                 broadcast_strides(b.shape, shape))
     params = [len(dims)] + padded(dims, fill=1) + padded(sa) + padded(sb) + [0.0, 0.0]
-    return gpu.dispatch("elementwise", "binary", out, [a, b], params, n, {"EXPR": expr})
+    return gpu.dispatch("elementwise", "binary", out, [a, b], params, n, subs)
 
 
-def _unary_op(op, expr, attr_fn):
-    @gpu_op(op)
+def _unary_op(op, expr, attr_fn, domain=""):
+    @gpu_op(op, domain=domain)
     def run(gpu, ctx, x, **attrs):
         alpha, beta = attr_fn(attrs) if attr_fn else (0.0, 0.0)
         return unary(gpu, x, expr, alpha, beta)
@@ -86,6 +104,8 @@ def _unary_op(op, expr, attr_fn):
 
 for _op, (_expr, _attrs) in UNARY.items():
     _unary_op(_op, _expr, _attrs)
+# the optimizer's HardSwish for models older than opset 14 (optimizer/fuse_hard_swish.py)
+_unary_op("HardSwish", *UNARY["HardSwish"], domain="com.edgerun")
 
 
 def _check_gelu(node, opset):
@@ -110,9 +130,11 @@ def clip(gpu, ctx, x, low=None, high=None, min=None, max=None):   # noqa: A002 -
 
 
 def _binary_op(op, expr):
+    kinds = NUMERIC if op in INTEGER_OK else ("float32",)
+
     @gpu_op(op)
     def run(gpu, ctx, a, b, **_):
-        return binary(gpu, a, b, expr, cast_b=(op == "Pow"))
+        return binary(gpu, a, b, expr, cast_b=(op == "Pow"), dtypes_in=kinds)
     return run
 
 
@@ -121,12 +143,68 @@ for _op, _expr in BINARY.items():
         _binary_op(_op, _expr)
 
 
-def _variadic(gpu, inputs, expr):
-    acc = as_gpu(gpu, inputs[0])
+def _compare_op(op, test):
+    @gpu_op(op)
+    def run(gpu, ctx, a, b):
+        return binary(gpu, a, b, f"select(0u, 1u, {test})", dtypes_in=NUMERIC + ("bool",),
+                      out_dtype="bool")
+    return run
+
+
+def _logic_op(op, expr):
+    @gpu_op(op)
+    def run(gpu, ctx, a, b):
+        return binary(gpu, a, b, expr, dtypes_in=("bool",))
+    return run
+
+
+for _op, _test in COMPARE.items():
+    _compare_op(_op, _test)
+for _op, _expr in LOGIC.items():
+    _logic_op(_op, _expr)
+
+
+@gpu_op("Not")
+def not_(gpu, ctx, x):
+    return unary(gpu, x, "1u - x", dtypes_in=("bool",))
+
+
+# NaN and infinities by their bits: WGSL lets compilers assume floats are finite
+_ABS_BITS = "(bitcast<u32>(x) & 0x7fffffffu)"
+
+
+@gpu_op("IsNaN")
+def is_nan(gpu, ctx, x):
+    return unary(gpu, x, f"select(0u, 1u, {_ABS_BITS} > 0x7f800000u)", out_dtype="bool")
+
+
+@gpu_op("IsInf")
+def is_inf(gpu, ctx, x, detect_negative=1, detect_positive=1):
+    signs = {(1, 1): "true", (1, 0): "x < 0.0", (0, 1): "x > 0.0", (0, 0): "false"}
+    test = f"{_ABS_BITS} == 0x7f800000u && ({signs[(int(detect_negative), int(detect_positive))]})"
+    return unary(gpu, x, f"select(0u, 1u, {test})", out_dtype="bool")
+
+
+@gpu_op("Where")
+def where(gpu, ctx, cond, x, y):
+    cond, x, y = as_gpu_any(gpu, cond), as_gpu_any(gpu, x), as_gpu_any(gpu, y)
+    if cond.dtype != "bool" or x.wgsl != y.wgsl:
+        raise Unsupported(f"Where over {cond.dtype}, {x.dtype} and {y.dtype} tensors")
+    shape = host_values.broadcast_shapes(cond.shape, x.shape, y.shape)
+    out = gpu.empty(shape, x.dtype)
+    dims, strides = merge_dims(list(shape), *(broadcast_strides(t.shape, shape)
+                                              for t in (cond, x, y)))
+    params = [len(dims)] + padded(dims, fill=1) + [v for s in strides for v in padded(s)]
+    return gpu.dispatch("elementwise", "where", out, [cond, x, y], params, count(shape),
+                        {"T": out.wgsl})
+
+
+def _variadic(gpu, inputs, expr, kinds=("float32",)):
+    acc = inputs[0]
     if len(inputs) == 1:
-        return unary(gpu, acc, "x")
+        return unary(gpu, acc, "x", dtypes_in=kinds)
     for v in inputs[1:]:
-        acc = binary(gpu, acc, v, expr)
+        acc = binary(gpu, acc, v, expr, dtypes_in=kinds)
     return acc
 
 
@@ -137,12 +215,12 @@ def sum_(gpu, ctx, *inputs):
 
 @gpu_op("Max")
 def max_(gpu, ctx, *inputs):
-    return _variadic(gpu, inputs, BINARY["Max"])
+    return _variadic(gpu, inputs, BINARY["Max"], NUMERIC)
 
 
 @gpu_op("Min")
 def min_(gpu, ctx, *inputs):
-    return _variadic(gpu, inputs, BINARY["Min"])
+    return _variadic(gpu, inputs, BINARY["Min"], NUMERIC)
 
 
 @gpu_op("Mean")

@@ -2,8 +2,10 @@
 from __future__ import annotations
 
 from .. import host_values
+from ..memory import GpuTensorParts
 from .activation import check_fused, epilogue
-from .common import as_gpu, broadcast_strides, count, merge_dims, padded
+from .common import as_gpu, broadcast_strides, count, merge_dims, padded, strided_copy
+from .movement import slice_view
 from .registry import Unsupported, gpu_op
 
 MAX_BATCH_RANK = 4
@@ -72,6 +74,9 @@ def matmul(gpu, a, b, activation="", act_params=()):
 
 def gemm(gpu, a, b, c=None, alpha=1.0, beta=1.0, transA=0, transB=0,  # noqa: N803 - ONNX
          activation="", act_params=()):
+    if isinstance(b, GpuTensorParts) and transB:
+        return _gemm_in_parts(gpu, as_gpu(gpu, a), b, c, alpha, beta, transA, activation,
+                              act_params)
     a, b = as_gpu(gpu, a), as_gpu(gpu, b)
     if a.ndim != 2 or b.ndim != 2:
         raise ValueError(f"Gemm takes 2-D A and B, got {a.shape} and {b.shape}")
@@ -111,3 +116,32 @@ def run_fused_matmul(gpu, ctx, a, b, activation="Relu", activation_params=None):
 def run_fused_gemm(gpu, ctx, a, b, c=None, alpha=1.0, beta=1.0, transA=0, transB=0,  # noqa: N803
                    activation="Relu", activation_params=None):
     return gemm(gpu, a, b, c, alpha, beta, transA, transB, activation, activation_params)
+
+
+def _gemm_in_parts(gpu, a, b, c, alpha, beta, trans_a, activation, act_params):
+    """Gemm with transB=1 whose B ([N, K]) exceeds one binding: each block of B's rows gives
+    a block of output columns, computed apart and copied into place."""
+    if a.ndim != 2:
+        raise ValueError(f"Gemm takes 2-D A and B, got {a.shape} and {b.shape}")
+    m, k = (a.shape[1], a.shape[0]) if trans_a else a.shape
+    n = b.shape[0]
+    if b.shape[1] != k:
+        raise ValueError(f"Gemm: inner dims differ, A {a.shape} (transA={trans_a}) and "
+                         f"B {b.shape} (transB=1)")
+    a_strides = (1, m) if trans_a else (k, 1)
+    c = None if c is None else as_gpu(gpu, c)
+    out = gpu.empty((m, n))
+    start = 0
+    for part in b.parts:
+        cols = part.shape[0]
+        bias, bias_strides = None, (0, 0)
+        if c is not None:
+            bias = c
+            if c.ndim and c.shape[-1] == n and n > 1:      # C varies along N: its columns too
+                bias = slice_view(gpu, c, [start], [start + cols], [c.ndim - 1], [1])
+            bias_strides = tuple(broadcast_strides(bias.shape, (m, cols)))
+        block = matmul_core(gpu, a, part, m, cols, k, a_strides, (1, k), (), None, None, bias,
+                            bias_strides, None, alpha, beta, activation, act_params)
+        strided_copy(gpu, out, block, (m, cols), (cols, 1), (n, 1), 0, start)
+        start += cols
+    return out

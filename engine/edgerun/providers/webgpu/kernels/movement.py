@@ -6,21 +6,22 @@ import math
 
 from ....ir import dtypes
 from .. import host_values
-from .common import (as_gpu, broadcast_strides, count, host_floats_or_ints, host_ints,
-                     normalize_axis, padded, strided_copy, strides_of)
+from ..memory import GpuTensor
+from .common import (as_gpu, as_gpu_any, broadcast_strides, count, host_floats_or_ints,
+                     host_ints, normalize_axis, padded, strided_copy, strides_of)
 from .registry import Unsupported, gpu_op
 
 
 def transpose(gpu, x, perm):
     strides = strides_of(x.shape)
     dims = [x.shape[p] for p in perm]
-    out = gpu.empty(dims)
+    out = gpu.empty(dims, x.dtype)
     return strided_copy(gpu, out, x, dims, [strides[p] for p in perm], strides_of(dims))
 
 
 @gpu_op("Transpose")
 def run_transpose(gpu, ctx, x, perm=None):
-    x = as_gpu(gpu, x)
+    x = as_gpu_any(gpu, x)
     return transpose(gpu, x, list(perm) if perm is not None else list(range(x.ndim))[::-1])
 
 
@@ -66,13 +67,13 @@ def slice_view(gpu, x, starts, ends, axes, steps):
         dims[a] = len(range(*slice(s, e, st).indices(x.shape[a])))
         base += start * strides[a]
         src[a] = step * strides[a]
-    out = gpu.empty(dims)
+    out = gpu.empty(dims, x.dtype)
     return strided_copy(gpu, out, x, dims, src, strides_of(dims), base, 0)
 
 
 @gpu_op("Slice")
 def run_slice(gpu, ctx, x, starts=None, ends=None, axes=None, steps=None, **attrs):
-    x = as_gpu(gpu, x)
+    x = as_gpu_any(gpu, x)
     if ctx.opset < 10:
         return slice_view(gpu, x, attrs["starts"], attrs["ends"], attrs.get("axes"), None)
     return slice_view(gpu, x, host_ints(gpu, starts), host_ints(gpu, ends),
@@ -81,7 +82,7 @@ def run_slice(gpu, ctx, x, starts=None, ends=None, axes=None, steps=None, **attr
 
 @gpu_op("Split")
 def run_split(gpu, ctx, x, split_input=None, axis=0, split=None, num_outputs=None):
-    x = as_gpu(gpu, x)
+    x = as_gpu_any(gpu, x)
     axis = normalize_axis(axis, x.ndim)
     if ctx.opset >= 13:
         split = host_ints(gpu, split_input)
@@ -100,12 +101,14 @@ def run_split(gpu, ctx, x, split_input=None, axis=0, split=None, num_outputs=Non
 
 @gpu_op("Concat")
 def run_concat(gpu, ctx, *inputs, axis=0):
-    tensors = [as_gpu(gpu, v) for v in inputs]
+    tensors = [as_gpu_any(gpu, v) for v in inputs]
+    if len({t.dtype for t in tensors}) > 1:
+        raise Unsupported(f"Concat of {sorted({t.dtype for t in tensors})} tensors")
     first = tensors[0].shape
     axis = normalize_axis(axis, len(first))
     shape = list(first)
     shape[axis] = sum(t.shape[axis] for t in tensors)
-    out = gpu.empty(shape)
+    out = gpu.empty(shape, tensors[0].dtype)
     out_strides = strides_of(shape)
     offset = 0
     for t in tensors:
@@ -117,34 +120,46 @@ def run_concat(gpu, ctx, *inputs, axis=0):
 
 @gpu_op("Expand")
 def run_expand(gpu, ctx, x, shape):
-    x = as_gpu(gpu, x)
+    x = as_gpu_any(gpu, x)
     target = host_values.broadcast_shapes(x.shape, tuple(host_ints(gpu, shape)))
-    out = gpu.empty(target)
+    out = gpu.empty(target, x.dtype)
     return strided_copy(gpu, out, x, target, broadcast_strides(x.shape, target),
                         strides_of(target))
 
 
 @gpu_op("Gather")
 def run_gather(gpu, ctx, data, indices, axis=0):
-    data = as_gpu(gpu, data)
+    data = as_gpu_any(gpu, data)
     axis = normalize_axis(axis, data.ndim)
-    idx = gpu.host_values(indices)
-    if not host_values.is_host_tensor(idx) or \
-            host_values.elem_type(idx) not in host_values.INTEGER_TYPES:
-        raise Unsupported("indices that are not an integer host tensor")
+    return gather(gpu, data, indices, axis)
+
+
+def gather(gpu, data, indices, axis):
+    """data's entries at `indices` along `axis`: host indices are checked and uploaded, GPU
+    ones (int32/int64) are read where they are."""
     n_axis = data.shape[axis]
-    items = host_values.values(idx)
-    if items and (min(items) < -n_axis or max(items) >= n_axis):
-        raise ValueError(f"Gather: indices out of range [-{n_axis}, {n_axis - 1}]")
-    flat = [i + n_axis if i < 0 else i for i in items]
-    shape = data.shape[:axis] + host_values.shape(idx) + data.shape[axis + 1:]
-    out = gpu.empty(shape)
+    if isinstance(indices, GpuTensor):
+        if indices.dtype not in ("int32", "int64"):
+            raise Unsupported(f"{indices.dtype} indices")
+        idx_gpu, idx_shape = indices, indices.shape
+    else:
+        if host_values.elem_type(indices) not in host_values.INTEGER_TYPES:
+            raise Unsupported("indices that are not integers")
+        items = host_values.values(indices)
+        if items and (min(items) < -n_axis or max(items) >= n_axis):
+            raise ValueError(f"Gather: indices out of range [-{n_axis}, {n_axis - 1}]")
+        idx_shape = host_values.shape(indices)
+        if host_values.elem_type(indices) not in (dtypes.INT32, dtypes.INT64):
+            indices = host_values.make(dtypes.INT32, idx_shape, items)
+        idx_gpu = gpu.upload_small(indices)           # negatives: the kernel counts back
+    shape = data.shape[:axis] + tuple(idx_shape) + data.shape[axis + 1:]
+    out = gpu.empty(shape, data.dtype)
     if count(shape) == 0:
         return out
     inner = count(data.shape[axis + 1:])
-    indices_gpu = gpu.upload(host_values.make(dtypes.UINT32, (len(flat),), flat))
-    return gpu.dispatch("movement", "gather", out, [data, indices_gpu],
-                        [inner, max(len(flat), 1), n_axis], count(shape))
+    return gpu.dispatch("movement", "gather", out, [data, idx_gpu],
+                        [inner, max(count(idx_shape), 1), n_axis], count(shape),
+                        {"T": data.wgsl})
 
 
 PAD_MODES = {"constant": 0, "reflect": 1, "edge": 2, "wrap": 3}
@@ -159,7 +174,7 @@ def check_pad(node, opset) -> str:
 @gpu_op("Pad", check=check_pad)
 def run_pad(gpu, ctx, x, pads_input=None, value_input=None, axes_input=None, mode="constant",
             pads=None, value=0.0):
-    x = as_gpu(gpu, x)
+    x = as_gpu_any(gpu, x)
     rank = x.ndim
     if ctx.opset >= 11:
         pads = host_ints(gpu, pads_input)
@@ -173,14 +188,15 @@ def run_pad(gpu, ctx, x, pads_input=None, value_input=None, axes_input=None, mod
             pads = full
     begin, end = pads[:rank], pads[rank:]
     out_shape = [d + b + e for d, b, e in zip(x.shape, begin, end)]
-    out = gpu.empty(out_shape)
+    out = gpu.empty(out_shape, x.dtype)
     if count(out_shape) == 0:
         return out
     if x.size == 0 and mode != "constant":
         raise Unsupported(f"{mode} padding of an empty tensor")
     params = ([rank] + padded(out_shape, fill=1) + padded(list(x.shape), fill=1)
-              + padded(strides_of(x.shape)) + padded(begin) + [float(value), PAD_MODES[mode]])
-    return gpu.dispatch("movement", "pad", out, [x], params, count(out_shape))
+              + padded(strides_of(x.shape)) + padded(begin)
+              + [float(value) if x.dtype == "float32" else int(value), PAD_MODES[mode]])
+    return gpu.dispatch("movement", "pad", out, [x], params, count(out_shape), {"T": x.wgsl})
 
 
 COORD_MODES = {"half_pixel": 0, "asymmetric": 1, "align_corners": 2, "pytorch_half_pixel": 3,

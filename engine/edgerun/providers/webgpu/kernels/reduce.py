@@ -1,7 +1,8 @@
 """Reduce* over any axes, Softmax and LogSoftmax, on reduce.wgsl."""
 from __future__ import annotations
 
-from .common import as_gpu, count, host_ints, merge_dims, normalize_axis, padded, strides_of
+from .common import (as_gpu, as_gpu_any, count, host_ints, merge_dims, normalize_axis,
+                     padded, strides_of)
 from .registry import Unsupported, gpu_op
 
 # op -> (MAP over v, COMBINE over acc and v, FINAL over acc and count)
@@ -80,3 +81,35 @@ def run_softmax(gpu, ctx, x, axis=None):
 def run_log_softmax(gpu, ctx, x, axis=None):
     return softmax(gpu, x, (1 if ctx.opset < 13 else -1) if axis is None else axis, ctx.opset,
                    True)
+
+
+# (op, select_last_index) -> the test that makes element v the new pick
+ARG_TESTS = {("ArgMax", 0): "v > best", ("ArgMax", 1): "v >= best",
+             ("ArgMin", 0): "v < best", ("ArgMin", 1): "v <= best"}
+
+
+def _arg_op(op):
+    @gpu_op(op)
+    def run(gpu, ctx, x, axis=0, keepdims=1, select_last_index=0):
+        x = as_gpu_any(gpu, x)
+        if x.dtype == "bool":
+            raise Unsupported(f"{op} over bool")
+        axis = normalize_axis(axis, x.ndim)
+        length = x.shape[axis]
+        if length == 0:
+            raise ValueError(f"{op} over an empty axis {axis} (shape {x.shape})")
+        shape = list(x.shape)
+        if keepdims:
+            shape[axis] = 1
+        else:
+            del shape[axis]
+        out = gpu.empty(shape, "int64")
+        inner = count(x.shape[axis + 1:])
+        return gpu.dispatch("reduce", "arg_extreme", out, [x], [length, inner],
+                            x.size // length,
+                            {"T": x.wgsl, "BETTER": ARG_TESTS[(op, int(select_last_index))]})
+    return run
+
+
+for _op in ("ArgMax", "ArgMin"):
+    _arg_op(_op)

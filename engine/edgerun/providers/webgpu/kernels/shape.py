@@ -11,52 +11,58 @@ import math
 
 from ....ir import dtypes
 from .. import host_values
-from .common import as_gpu, count, host_floats_or_ints, host_ints, normalize_axis
+from ..gpu import GPU_TYPES
+from ..memory import GpuTensor
+from .common import cast_to, count, host_floats_or_ints, host_ints, normalize_axis
 from .registry import Unsupported, gpu_op
+
+
+def _view(x, shape):
+    """x under another shape: a GPU view, or (shape arithmetic without numpy) a host one."""
+    if isinstance(x, GpuTensor):
+        return x.view(shape)
+    return host_values.reshaped(x, tuple(shape))
 
 
 @gpu_op("Reshape")
 def reshape(gpu, ctx, x, shape, allowzero=0):
-    x = as_gpu(gpu, x)
+    size = count(x.shape)
     dims = host_ints(gpu, shape)
     out = [x.shape[i] if d == 0 and not allowzero else d for i, d in enumerate(dims)]
     if -1 in out:
         known = count(d for d in out if d != -1)
-        out[out.index(-1)] = x.size // known if known else 0
-    if count(out) != x.size:
-        raise ValueError(f"Reshape: cannot reshape {x.shape} ({x.size} elements) to {dims}")
-    return x.view(out)
+        out[out.index(-1)] = size // known if known else 0
+    if count(out) != size:
+        raise ValueError(f"Reshape: cannot reshape {x.shape} ({size} elements) to {dims}")
+    return _view(x, out)
 
 
 @gpu_op("Flatten")
 def flatten(gpu, ctx, x, axis=1):
-    x = as_gpu(gpu, x)
-    axis = axis + x.ndim if axis < 0 else axis
-    return x.view((count(x.shape[:axis]), count(x.shape[axis:])))
+    axis = axis + len(x.shape) if axis < 0 else axis
+    return _view(x, (count(x.shape[:axis]), count(x.shape[axis:])))
 
 
 @gpu_op("Squeeze")
 def squeeze(gpu, ctx, x, axes_input=None, axes=None):
-    x = as_gpu(gpu, x)
     if ctx.opset >= 13:
         axes = host_ints(gpu, axes_input)
     if axes is None:
-        return x.view(tuple(d for d in x.shape if d != 1))
-    drop = {normalize_axis(a, x.ndim) for a in axes}
-    return x.view(tuple(d for i, d in enumerate(x.shape) if i not in drop))
+        return _view(x, tuple(d for d in x.shape if d != 1))
+    drop = {normalize_axis(a, len(x.shape)) for a in axes}
+    return _view(x, tuple(d for i, d in enumerate(x.shape) if i not in drop))
 
 
 @gpu_op("Unsqueeze")
 def unsqueeze(gpu, ctx, x, axes_input=None, axes=None):
-    x = as_gpu(gpu, x)
     if ctx.opset >= 13:
         axes = host_ints(gpu, axes_input)
-    rank = x.ndim + len(axes)
+    rank = len(x.shape) + len(axes)
     where = sorted(normalize_axis(a, rank) for a in axes)
     shape = list(x.shape)
     for a in where:
         shape.insert(a, 1)
-    return x.view(tuple(shape))
+    return _view(x, tuple(shape))
 
 
 @gpu_op("Identity")
@@ -78,14 +84,27 @@ def dropout(gpu, ctx, x, ratio=None, training_mode=None, **_):
 
 def check_cast(node, opset) -> str:
     to = node.attr("to", 0)
-    return "" if to == dtypes.FLOAT else (
-        f"Cast to {dtypes.type_string(to)} (GPU tensors are float32; casting them to another "
-        f"type would read them back)")
+    return "" if to in GPU_TYPES and to != dtypes.UINT32 else (
+        f"Cast to {dtypes.type_string(to)} (GPU tensors are float32, int32, int64 or bool; "
+        f"casting to another type would read them back)")
 
 
 @gpu_op("Cast", check=check_cast)
 def cast(gpu, ctx, x, to, saturate=1, round_mode="up"):
-    return as_gpu(gpu, x)
+    if isinstance(x, GpuTensor):
+        return cast_to(gpu, x, GPU_TYPES[to])
+    return _host_cast(x, to)         # shape arithmetic where numpy is absent
+
+
+def _host_cast(x, to: int):
+    items = host_values.values(x)
+    if to == dtypes.FLOAT:
+        items = [float(v) for v in items]
+    elif to == dtypes.BOOL:
+        items = [1 if v else 0 for v in items]
+    else:
+        items = [int(v) for v in items]     # Python's int() truncates toward zero, as Cast
+    return host_values.make(to, host_values.shape(x), items)
 
 
 @gpu_op("Shape")

@@ -1,0 +1,102 @@
+"""Graph capture: a model the wasm provider runs whole becomes one node, whose runs after
+the first of each input signature are a single recorded program (program.py).
+
+`capture_graph(model, provider)` (called from the provider's prepare_model, before
+partitioning) moves the main graph's nodes into a subgraph attribute of one node,
+com.edgerun::WasmProgram, with the graph's inputs and outputs. The executor builds and
+partitions that subgraph like an If branch, so its nodes keep their placements (explain()
+lists them) and every other provider still gets the nodes it claims first. The node's
+kernel runs the subgraph through `ctx.run_graph` while recording the first run of each
+signature, and replays the program afterwards; runs that cannot be replayed (the host read
+data computed in the run, another provider took part) stay node by node.
+
+The signature is what the host's decisions may depend on: each input's element type and
+shape, and the values of small integer inputs (the device keeps those on the host).
+"""
+from __future__ import annotations
+
+from collections import OrderedDict
+
+from ...ir import Attribute, AttrType, Graph, Node
+from .device import DeviceValue, WasmTensor
+from .ops import EDGERUN, operator
+from .program import MAX_PROGRAMS, Recorder
+
+OP_TYPE = "WasmProgram"
+DOMAIN = EDGERUN[0]
+
+
+def capture_graph(model, provider) -> bool:
+    """Wrap `model.graph` into one WasmProgram node when the provider claims every node;
+    True when it did."""
+    graph = model.graph
+    opsets = model.opset_imports
+    if not graph.nodes or any(n.op_type == OP_TYPE and n.domain == DOMAIN for n in graph.nodes):
+        return False
+    for node in graph.nodes:
+        opset = opsets.get("" if node.domain == "ai.onnx" else node.domain)
+        if opset is None or not provider.capability(node, opset)[0]:
+            return False
+    constants = set(graph.initializers) | {s.name for s in graph.sparse_initializers}
+    feeds = [v for v in graph.inputs if v.name not in constants]
+    inputs = {v.name for v in graph.inputs}
+    if any(v.name in inputs or v.name in constants for v in graph.outputs):
+        return False                        # an output that no node computes
+    body = Graph(name=f"{graph.name or 'main'}_wasm", nodes=graph.nodes, inputs=feeds,
+                 outputs=list(graph.outputs), initializers=graph.initializers,
+                 sparse_initializers=graph.sparse_initializers, value_info=graph.value_info)
+    graph.nodes = [Node(OP_TYPE, [v.name for v in feeds], [v.name for v in graph.outputs],
+                        {"body": Attribute("body", AttrType.GRAPH, body)}, DOMAIN,
+                        name="wasm_program")]
+    # initializers stay in the main graph only where they are overridable inputs
+    graph.initializers = {k: t for k, t in graph.initializers.items() if k in inputs}
+    graph.sparse_initializers = [s for s in graph.sparse_initializers if s.name in inputs]
+    opsets.setdefault(DOMAIN, 1)
+    return True
+
+
+def signature(inputs):
+    """The replay key of these inputs, or None when one is not a device tensor."""
+    key = []
+    for t in inputs:
+        if t is None:
+            key.append(None)
+        elif type(t) is WasmTensor:
+            key.append((t.elem_type, t.shape, t.ints))
+        else:
+            return None
+    return tuple(key)
+
+
+@operator(OP_TYPE, domains=EDGERUN)
+def bind_program(dev, node, opset):
+    body = node.attr("body")
+    programs: OrderedDict = OrderedDict()     # signature -> Program, or None: not replayable
+
+    def run(ctx, *inputs, **_):
+        key = signature(inputs)
+        if key is None:
+            return tuple(ctx.run_graph(body, list(inputs)))
+        with dev.lock:
+            if key in programs:
+                program = programs[key]
+                programs.move_to_end(key)
+                outputs = program.run(inputs) if program is not None else None
+                if outputs is not None:
+                    return tuple(outputs)
+                return tuple(ctx.run_graph(body, list(inputs)))
+            recorder = Recorder(dev)
+            try:
+                owned = recorder.own_inputs(inputs)
+                outputs = [v.source if type(v) is DeviceValue else v
+                           for v in ctx.run_graph(body, owned)]
+            except BaseException:
+                recorder.stop()
+                recorder.pool.close()
+                raise
+            recorder.stop()
+            programs[key] = recorder.finish(owned, outputs)
+            if len(programs) > MAX_PROGRAMS:
+                programs.popitem(last=False)
+            return tuple(outputs)
+    return run

@@ -1,0 +1,181 @@
+"""The CPU kernels' fast paths agree with the general code they bypass.
+
+Each fast path (plain Cast, float reductions without errstate, HardSwish in place, If's
+condition, Conv's padding and its choice of method for short outputs) is compared on several
+shapes, edge cases included, with onnx's ReferenceEvaluator or a plain numpy formula.
+"""
+import numpy as np
+import pytest
+from onnx import TensorProto, helper
+from onnx.reference import ReferenceEvaluator
+
+from edgerun.ir import Node
+from edgerun.providers.cpu import registry
+from edgerun.providers.cpu.ops import conv as conv_ops
+from edgerun.runtime.kernel_context import KernelContext
+
+rng = np.random.default_rng(7)
+
+
+def _kernel(op_type, opset, domain=""):
+    fn = registry.lookup(op_type, domain, opset)
+    ctx = KernelContext(Node(op_type=op_type, inputs=[], outputs=["y"]), opset)
+    return lambda *args, **attrs: fn(ctx, *args, **attrs)
+
+
+def _reference(op_type, inputs: dict, opset, **attrs):
+    """onnx's ReferenceEvaluator on one node; inputs name -> array, in order."""
+    names = list(inputs)
+    node = helper.make_node(op_type, names, ["y"], **attrs)
+    graph = helper.make_graph(
+        [node], "g",
+        [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(v.dtype), v.shape)
+         for n, v in inputs.items()],
+        [helper.make_tensor_value_info("y", TensorProto.UNDEFINED, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    return ReferenceEvaluator(model).run(None, inputs)[0]
+
+
+# ---- Cast: same type returns the input, integer/bool sources go straight to astype -----------
+
+CAST_CASES = [(np.float32, TensorProto.FLOAT), (np.int64, TensorProto.FLOAT),
+              (np.int64, TensorProto.BOOL), (np.bool_, TensorProto.FLOAT),
+              (np.int32, TensorProto.INT64), (np.int64, TensorProto.INT8),
+              (np.uint8, TensorProto.DOUBLE), (np.int64, TensorProto.INT64),
+              (np.int64, TensorProto.FLOAT16), (np.float32, TensorProto.INT32)]
+
+
+@pytest.mark.parametrize("opset", [13, 19, 24])
+@pytest.mark.parametrize("source,to", CAST_CASES)
+def test_cast_fast_path_matches_reference(source, to, opset):
+    for shape in [(), (0,), (5,), (2, 3, 4)]:
+        x = np.asarray(rng.standard_normal(shape) * 300).astype(source)
+        got = _kernel("Cast", opset)(x, to=to)
+        want = _reference("Cast", {"x": x}, opset, to=to)
+        assert got.dtype == want.dtype and got.shape == want.shape
+        np.testing.assert_array_equal(got, want)
+
+
+def test_cast_to_the_same_type_returns_the_input_unwritten():
+    x = rng.standard_normal((3, 4)).astype(np.float32)
+    before = x.copy()
+    y = _kernel("Cast", 19)(x, to=TensorProto.FLOAT)
+    assert y is x
+    np.testing.assert_array_equal(x, before)
+
+
+# ---- reductions -------------------------------------------------------------------------------
+
+REDUCE_SHAPES = [((1, 1, 4), [1]), ((3, 5), [0, 1]), ((2, 3, 4), [-1]), ((2, 3, 4), [0, 2]),
+                 ((7,), [0]), ((2, 0, 3), [2]), ((4, 1), [1])]
+
+
+@pytest.mark.parametrize("op_type", ["ReduceMean", "ReduceMax", "ReduceMin"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_float_reductions_match_reference(op_type, dtype):
+    for shape, axes in REDUCE_SHAPES:
+        for keepdims in (0, 1):
+            x = rng.standard_normal(shape).astype(dtype)
+            got = _kernel(op_type, 18)(x, np.array(axes, np.int64), keepdims=keepdims)
+            want = _reference(op_type, {"x": x, "axes": np.array(axes, np.int64)}, 18,
+                              keepdims=keepdims)
+            assert got.dtype == want.dtype and got.shape == want.shape, (shape, axes)
+            np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
+
+
+def test_reduce_mean_of_huge_values_overflows_quietly():
+    x = np.full((4,), 3e38, np.float32)
+    with np.errstate(all="raise"):
+        assert np.isinf(_kernel("ReduceMean", 18)(x, np.array([0]), keepdims=0))
+
+
+# ---- HardSwish ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
+@pytest.mark.parametrize("shape", [(), (1,), (2, 3, 5), (1, 8, 7, 9)])
+def test_hard_swish_matches_formula(dtype, shape):
+    x = np.asarray(rng.standard_normal(shape) * 4).astype(dtype)
+    x.reshape(-1)[:3] = np.array([-3.0, 3.0, 0.0])[:x.size]          # the kinks
+    before = x.copy()
+    wide = x.astype(np.float64)
+    want = wide * np.clip(wide / 6 + 0.5, 0, 1)
+    for fn in (_kernel("HardSwish", 14), _kernel("HardSwish", 1, "com.edgerun")):
+        got = fn(x)
+        assert got.dtype == x.dtype and got.shape == x.shape
+        tol = 2e-3 if dtype == np.float16 else 1e-6
+        np.testing.assert_allclose(got.astype(np.float64), want, rtol=tol, atol=tol)
+    np.testing.assert_array_equal(x, before)
+
+
+# ---- If's condition -------------------------------------------------------------------------
+
+
+def test_if_condition_forms():
+    from edgerun.providers.cpu.ops.control_flow import _is_true
+    assert _is_true(np.array(True)) and not _is_true(np.array(False))
+    assert _is_true(np.array([True])) and not _is_true(np.array([[False]]))
+    assert _is_true(np.array(1, np.int64)) and _is_true(True)
+    with pytest.raises(ValueError, match="exactly one element"):
+        _is_true(np.array([True, False]))
+    with pytest.raises(ValueError, match="exactly one element"):
+        _is_true(np.zeros((0,), bool))
+
+
+# ---- Conv: padding and short outputs --------------------------------------------------------
+
+
+@pytest.mark.parametrize("begin,end", [([1], [1]), ([0, 2], [3, 0]), ([0, 0], [0, 0]),
+                                       ([-1, 1], [2, -1]), ([2, 1, 0], [0, 1, 2])])
+def test_pad_spatial_matches_numpy(begin, end):
+    x = rng.standard_normal((2, 3) + (5, 6, 4)[:len(begin)]).astype(np.float32)
+    got = conv_ops.pad_spatial(x, begin, end, value=0.5)
+    cropped = x[(slice(None), slice(None)) + tuple(
+        slice(max(-b, 0), d - max(-e, 0)) for b, e, d in zip(begin, end, x.shape[2:]))]
+    want = np.pad(cropped, [(0, 0), (0, 0)] + [(max(b, 0), max(e, 0)) for b, e in zip(begin, end)],
+                  constant_values=0.5)
+    np.testing.assert_array_equal(got, want)
+
+
+# (x shape, w shape, pads, strides, group): short outputs whose taps partly read padding
+# (the window method), plain 1-D and 2-D cases, batch > 1 and groups for the general GEMM.
+CONV_CASES = [((1, 129, 3), (128, 129, 3), [1, 1], [1], 1),
+              ((1, 128, 3), (64, 128, 3), [1, 1], [2], 1),
+              ((1, 64, 2), (64, 64, 3), [1, 1], [2], 1),
+              ((1, 64, 1), (128, 64, 3), [1, 1], [1], 1),
+              ((2, 8, 1), (16, 8, 5), [2, 2], [1], 1),
+              ((1, 1, 576), (30, 1, 256), [0, 0], [128], 1),
+              ((1, 6, 2, 2), (8, 6, 3, 3), [1, 1, 1, 1], [1, 1], 1),
+              ((2, 6, 1, 3), (4, 3, 3, 3), [1, 1, 1, 1], [2, 1], 2),
+              ((1, 4, 7, 7), (4, 1, 3, 3), [1, 1, 1, 1], [1, 1], 4),
+              ((3, 5, 9), (7, 5, 3), [0, 2], [2], 1)]
+
+
+@pytest.mark.parametrize("x_shape,w_shape,pads,strides,group", CONV_CASES)
+def test_conv_matches_reference(x_shape, w_shape, pads, strides, group):
+    x = rng.standard_normal(x_shape).astype(np.float32)
+    w = rng.standard_normal(w_shape).astype(np.float32)
+    b = rng.standard_normal(w_shape[0]).astype(np.float32)
+    attrs = dict(pads=pads, strides=strides, group=group, kernel_shape=list(w_shape[2:]))
+    got = _kernel("Conv", 11)(x, w, b, **attrs)
+    want = _reference("Conv", {"x": x, "w": w, "b": b}, 11, **attrs)
+    assert got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    relu = _kernel("FusedConv", 1, "com.edgerun")(x, w, b, activation="Relu", **attrs)
+    np.testing.assert_allclose(relu, np.maximum(want, 0), rtol=1e-4, atol=1e-4)
+
+
+# ---- Gelu (float32/float64 in one buffer) ---------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_gelu_matches_reference(dtype):
+    for shape in [(1,), (3, 7), (1, 16, 96)]:
+        x = np.asarray(rng.standard_normal(shape) * 3).astype(dtype)
+        x.reshape(-1)[0] = 0.0
+        before = x.copy()
+        got = _kernel("Gelu", 20)(x)
+        want = _reference("Gelu", {"x": x}, 20)
+        assert got.dtype == x.dtype and got.shape == x.shape
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+        np.testing.assert_array_equal(x, before)

@@ -1,0 +1,54 @@
+/* Every kernel the host calls, declared once: common.h includes this file, so each kernel's
+ * definition is checked against its declaration, and program.c can call them all.
+ *
+ * KERNELS is the list a recorded program (program.c) may call; a kernel's program id is its
+ * position in the list plus one (0 is the program's copy instruction). The host reads the
+ * list back from the module (er_program_kernels), so the ids live only here.
+ */
+#ifndef EDGERUN_KERNELS_H
+#define EDGERUN_KERNELS_H
+
+#define KERNELS(X) \
+    X(er_memcpy) X(er_fill) X(er_copy_strided) X(er_gather) X(er_cast) \
+    X(er_unary) X(er_binary) X(er_binary_i64) X(er_compare) X(er_not) X(er_where) \
+    X(er_sgemm) X(er_sgemm_batch) X(er_conv2d) X(er_depthwise2d) \
+    X(er_maxpool2d) X(er_avgpool2d) X(er_softmax) X(er_layer_norm) X(er_batch_norm) \
+    X(er_lrn) X(er_reduce) X(er_argmax) X(er_lstm_cell)
+
+void er_memcpy(unsigned char *dst, const unsigned char *src, i32 nbytes);
+void er_fill(unsigned char *dst, const unsigned char *pattern, i32 elsize, i32 n);
+void er_copy_strided(unsigned char *dst, const unsigned char *src, i32 elsize, i32 rank);
+i32 er_gather(unsigned char *dst, const unsigned char *src, const void *indices, i32 idx64,
+              i32 nidx, i32 outer, i32 axis_dim, i32 inner_bytes);
+i32 er_cast(const void *src, void *dst, i32 n, i32 from, i32 to);
+void er_unary(i32 op, const float *x, float *y, i32 n, float p0, float p1);
+void er_binary(i32 op, const float *a, const float *b, float *y, i32 rank);
+void er_binary_i64(i32 op, const i64 *a, const i64 *b, i64 *y, i32 rank);
+void er_compare(i32 op, i32 type, const void *a, const void *b, uint8_t *y, i32 rank);
+void er_not(const uint8_t *x, uint8_t *y, i32 n);
+void er_where(const uint8_t *cond, const unsigned char *a, const unsigned char *b,
+              unsigned char *y, i32 elsize, i32 rank);
+void er_sgemm(i32 M, i32 N, i32 K, const float *A, i32 rsa, i32 csa, const float *B,
+              i32 rsb, i32 csb, float *C, i32 ldc, i32 accumulate);
+void er_sgemm_batch(i32 batch, i32 M, i32 N, i32 K, const float *A, i32 rsa, i32 csa,
+                    i32 bsa, const float *B, i32 rsb, i32 csb, i32 bsb, float *C, i32 bsc,
+                    i32 accumulate);
+void er_conv2d(const float *x, const float *w, float *y, float *col, i32 accumulate);
+void er_depthwise2d(const float *x, const float *w, float *y, i32 accumulate);
+void er_maxpool2d(const float *x, float *y);
+void er_avgpool2d(const float *x, float *y);
+void er_softmax(const float *x, float *y, i32 outer, i32 n, i32 inner, i32 log_out);
+void er_layer_norm(const float *x, const float *scale, const float *bias, float *y,
+                   i32 rows, i32 n, float eps);
+void er_batch_norm(const float *x, const float *scale, const float *bias,
+                   const float *mean, const float *var, float *y, i32 n, i32 c,
+                   i32 inner, float eps);
+void er_lrn(const float *x, float *y, i32 n, i32 c, i32 hw, i32 size, float alpha,
+            float beta, float bias);
+void er_reduce(i32 op, const float *x, float *y, i32 outer, i32 r, i32 inner);
+void er_argmax(const float *x, i64 *y, i32 outer, i32 r, i32 inner, i32 is_min,
+               i32 select_last);
+void er_lstm_cell(const float *gates, i32 ldg, const float *c_prev, const float *peep,
+                  float *c, i32 ldc, float *h, i32 ldh, i32 batch, i32 hidden, float clip);
+
+#endif

@@ -1,0 +1,82 @@
+// A session in this thread's Pyodide (engine/edgerun/web/bridge.py). index.js uses it
+// directly, or through worker.js inside a Web Worker; either way values cross as
+// [name, type, dims, bytes] and errors carry Python's message.
+import { getRuntime, readBytes } from "./runtime.js";
+
+// With JSPI (Chromium), Python may wait on JavaScript promises (WebGPU buffer maps) while it
+// runs; that needs entering Python through callPromising. Without JSPI, calls stay synchronous.
+const JSPI = typeof WebAssembly.Suspending === "function";
+
+async function callPython(fn, ...args) {
+  return JSPI ? await fn.callPromising(...args) : fn(...args);
+}
+
+export class PythonSession {
+  #session;
+  #pyodide;
+
+  constructor(pyodide, session, info) {
+    this.#pyodide = pyodide;
+    this.#session = session;
+    this.info = info;        // names, metadata, placement (bridge.WebSession.describe)
+  }
+
+  // options: { executionProviders, graphOptimizationLevel }
+  static async create(model, options, onProgress) {
+    const { pyodide, bridge } = await getRuntime(onProgress);
+    onProgress({ phase: "model", progress: 0 });
+    const bytes = await readBytes(model);
+    onProgress({ phase: "model", progress: 1 });
+    const providers = options.executionProviders ?? ["wasm"];
+    const names = providers.map((p) => (typeof p === "string" ? p : p.name));
+    try {
+      const session = await callPython(bridge.WebSession, bytes, pyodide.toPy(names),
+                                       options.graphOptimizationLevel ?? "all");
+      const described = session.describe();
+      const info = described.toJs({ dict_converter: Object.fromEntries });
+      described.destroy();
+      for (const m of [...info.inputMetadata, ...info.outputMetadata]) {
+        m.shape = m.shape.map((d) => d ?? null);       // Python's None arrives as undefined
+      }
+      return new PythonSession(pyodide, session, info);
+    } catch (e) {
+      throw pythonError(e);
+    }
+  }
+
+  // items: [[name, type, dims, Uint8Array]] -> the same for the outputs
+  async run(items, fetches) {
+    if (!this.#session) throw new Error("InferenceSession.run: this session was released");
+    let outputs;
+    try {
+      const pyFeeds = this.#pyodide.toPy(items);
+      const pyFetches = fetches ? this.#pyodide.toPy(fetches) : null;
+      const run = this.#session.run;
+      try {
+        outputs = await callPython(run, pyFeeds, pyFetches);
+      } finally {
+        run.destroy();
+        pyFeeds.destroy();
+        pyFetches?.destroy();
+      }
+    } catch (e) {
+      throw pythonError(e);
+    }
+    const result = outputs.toJs();
+    outputs.destroy();
+    return result;
+  }
+
+  release() {
+    this.#session?.destroy();
+    this.#session = null;
+  }
+}
+
+export function pythonError(e) {
+  if (e?.constructor?.name !== "PythonError") return e;
+  const lines = String(e.message).trim().split("\n");
+  const error = new Error(lines[lines.length - 1]);   // "NotImplementedOp: ..." — the Python message
+  error.pythonTraceback = e.message;
+  return error;
+}
