@@ -5,8 +5,8 @@ The API mirrors onnxruntime's, so `import edgerun as ort` is the whole switch.
 from .errors import (EdgerunError, Fail, InvalidArgument, InvalidGraph, InvalidProtobuf,
                      NotImplementedOp)
 from .providers.registry import get_available_providers
-from .session import (ExecutionMode, GraphOptimizationLevel, InferenceSession, ModelMetadata,
-                      NodeArg, RunOptions, SessionOptions)
+from .session import (ExecutionMode, GraphOptimizationLevel, InferenceSession, IOBinding,
+                      ModelMetadata, NodeArg, OrtValue, RunOptions, SessionOptions)
 
 __version__ = "0.1.0"
 
@@ -17,5 +17,5 @@ def get_device() -> str:
 
 __all__ = ["EdgerunError", "Fail", "InvalidArgument", "InvalidGraph", "InvalidProtobuf",
            "NotImplementedOp", "get_available_providers", "ExecutionMode",
-           "GraphOptimizationLevel", "InferenceSession", "ModelMetadata", "NodeArg",
-           "RunOptions", "SessionOptions", "get_device", "__version__"]
+           "GraphOptimizationLevel", "InferenceSession", "IOBinding", "ModelMetadata", "NodeArg",
+           "OrtValue", "RunOptions", "SessionOptions", "get_device", "__version__"]

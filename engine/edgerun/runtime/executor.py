@@ -8,7 +8,9 @@ per-call dict and the kernels, so concurrent runs share nothing mutable.
 from __future__ import annotations
 
 import functools
+import threading
 import time
+from dataclasses import dataclass
 
 from .host_tensor import HostTensor
 
@@ -60,46 +62,78 @@ class GraphExecutor:
         return opset
 
     def _build_plan(self, outer_names: frozenset) -> GraphPlan:
+        """Bind every node to its kernel (once), then place values with graph inputs and
+        outputs on the host: the plan `run()` uses unless told otherwise."""
         host_names = set(self.constants) | set(self.input_names) | set(outer_names)
+        self._host_names = host_names
         nodes = topological_order(self.graph, host_names)
         units = self.partitioner.units(nodes, self._opset_of, set(self.output_names),
                                        self.graph.initializers)
-        placer = _ValuePlacer(self, host_names)
+        self._bound: list = []
         visible = set(host_names)
         for unit in units:
-            self._plan_unit(unit, placer, visible)
+            self._bound.append(self._bind_unit(unit, visible))
             visible |= {o for o in unit.node.outputs if o}
         for name in self.output_names:
             if name not in visible:
                 raise InvalidGraph(f"graph output '{name}' is not produced by any node, input "
                                    f"or initializer")
-            placer.key_on(name, "cpu")      # outputs are returned on the host
-        steps = placer.steps
-        self.copy_steps = placer.copies
-        self.device_constants = placer.device_constants
-        local = {o for s in steps for o in s.outputs if o} | set(self.input_names)
-        compute_frees(steps, keep=set(self.output_names), local_names=local)
-        return GraphPlan(graph=self.graph, steps=steps, constants=self.constants,
-                         input_names=self.input_names, output_names=self.output_names)
+        self.device_constants: dict = {}
+        self._plans: dict = {}
+        plan = self._place({}, {})
+        self.copy_steps = plan.copies
+        return plan
 
-    def _plan_unit(self, unit, placer, visible: set) -> None:
+    def plan_for(self, input_devices: dict = None, output_devices: dict = None) -> GraphPlan:
+        """The plan for graph inputs fed, and outputs wanted, on other devices than the host
+        (IO binding): name -> device ("webgpu"...); an output mapped to None is not wanted
+        and stays where it is produced. Built on first use and kept; kernels are the ones
+        bound at creation, only the copies between devices differ."""
+        ins = {n: d for n, d in (input_devices or {}).items() if d != "cpu"}
+        outs = {n: d for n, d in (output_devices or {}).items() if d != "cpu"}
+        if not ins and not outs:
+            return self.plan
+        key = (frozenset(ins.items()), frozenset(outs.items()))
+        with _PLAN_LOCK:
+            plan = self._plans.get(key)
+            if plan is None:
+                plan = self._plans[key] = self._place(ins, outs)
+        return plan
+
+    def _place(self, input_devices: dict, output_devices: dict) -> GraphPlan:
+        placer = _ValuePlacer(self, self._host_names, input_devices)
+        for b in self._bound:
+            for name in b.host_reads:                   # subgraphs read enclosing values on host
+                placer.key_on(name, "cpu")
+            placer.add_step(b.node, b.provider, b.device, b.fn, b.ctx, b.attrs)
+        output_keys = tuple(placer.key_on(name, output_devices.get(name, "cpu"))
+                            if output_devices.get(name, "cpu") is not None
+                            else placer.input_key(name)     # unwanted: left where it is
+                            for name in self.output_names)
+        steps = placer.steps
+        input_keys = {name: placer.input_key(name) for name in self.input_names}
+        local = {o for s in steps for o in s.outputs if o} | set(input_keys.values())
+        compute_frees(steps, keep=set(output_keys), local_names=local)
+        return GraphPlan(graph=self.graph, steps=steps, constants=self.constants,
+                         input_names=self.input_names, output_names=self.output_names,
+                         input_keys=input_keys, output_keys=output_keys, copies=placer.copies)
+
+    def _bind_unit(self, unit, visible: set) -> "_BoundUnit":
         node, provider = unit.node, unit.provider
         if unit.body is not None:                       # a compiled partition: host in, host out
             self._annotate_types(unit.body)
             compiled = provider.compile(unit.body, self.opsets)
-            placer.add_step(node, provider, "cpu", _call_compiled(compiled), None, {})
-            return
+            return _BoundUnit(node, provider, "cpu", _call_compiled(compiled), None, {}, ())
         opset = self._opset_of(node)
         fn = provider.kernel(node, opset)
-        device = provider.device
+        host_reads = []
         for sub in _subgraph_attributes(node):
             self.subgraphs[id(sub)] = GraphExecutor(sub, self.opsets, self.partitioner,
                                                     frozenset(visible))
-            for name in outer_scope_reads(sub):        # subgraphs read enclosing values on host
-                if name in visible:
-                    placer.key_on(name, "cpu")
+            host_reads += [n for n in sorted(outer_scope_reads(sub)) if n in visible]
         static_ctx = None if _has_subgraphs(node) else KernelContext(node, opset)
-        placer.add_step(node, provider, device, fn, static_ctx, kernel_attributes(node.attributes))
+        return _BoundUnit(node, provider, provider.device, fn, static_ctx,
+                          kernel_attributes(node.attributes), tuple(host_reads))
 
     def _annotate_types(self, body: Graph) -> None:
         """Give a partition's inputs and outputs the types shape inference finds, so
@@ -116,22 +150,32 @@ class GraphExecutor:
 
     # ---- running --------------------------------------------------------------------------
 
-    def run(self, feeds: dict, outer: dict = None, profile: list = None) -> list:
+    def run(self, feeds: dict, outer: dict = None, profile: list = None,
+            plan: GraphPlan = None) -> list:
         """Run with `feeds` (name -> value); `outer` holds names visible from enclosing graphs.
 
         With `profile` (a list), each step appends (name, op_type, provider, start, seconds).
+        `plan` (from `plan_for`) says on which device inputs come and outputs go; feeds are
+        then that device's values (GpuTensor...), and so are the outputs it keeps there.
         """
+        plan = plan or self.plan
         env = dict(self.constants)
         env.update(self.device_constants)
         if outer:
             for name in self.outer_reads:
                 if name in outer and name not in env:
                     env[name] = outer[name]
-        env.update(feeds)
+        if plan is self.plan:
+            env.update(feeds)
+        else:
+            keys = plan.input_keys
+            for name, value in feeds.items():
+                env[keys.get(name, name)] = value
         for name in self.input_names:
-            if name not in env:
-                env[name] = None          # an omitted optional input
-        for step in self.plan.steps:
+            key = plan.input_keys.get(name, name)
+            if key not in env:
+                env[key] = None           # an omitted optional input
+        for step in plan.steps:
             ctx = step.ctx
             if ctx is None:
                 ctx = KernelContext(step.node, self.opsets.get(_domain_key(step.node.domain)),
@@ -154,7 +198,7 @@ class GraphExecutor:
                 _store_outputs(env, step, result)
             for name in step.free_after:
                 del env[name]
-        return [env[name] for name in self.output_names]
+        return [env[key] for key in plan.output_keys]
 
     def _run_subgraph(self, env: dict, profile, graph: Graph, inputs: list) -> list:
         sub = self.subgraphs[id(graph)]
@@ -164,18 +208,43 @@ class GraphExecutor:
         return sub.run(dict(zip(sub.input_names, inputs)), outer=env, profile=profile)
 
 
+_PLAN_LOCK = threading.Lock()
+
+
+@dataclass
+class _BoundUnit:
+    """A node (or compiled partition) bound to its kernel, before values are placed."""
+    node: Node
+    provider: object
+    device: str
+    fn: object
+    ctx: object
+    attrs: dict
+    host_reads: tuple           # enclosing values its subgraphs read (on the host)
+
+
 class _ValuePlacer:
     """Tracks on which device each value lives and inserts copies where a step needs it
-    elsewhere. Host values keep their name; a copy on device D is named `name@D`."""
+    elsewhere. Host values keep their name; a copy on device D is named `name@D`. Graph
+    inputs in `input_devices` (name -> device) arrive already on that device."""
 
-    def __init__(self, executor: GraphExecutor, host_names: set):
+    def __init__(self, executor: GraphExecutor, host_names: set, input_devices: dict = None):
         self.executor = executor
         self.location = {name: "cpu" for name in host_names}
         self.available = set(host_names)            # keys that exist at this point of the plan
+        for name, device in (input_devices or {}).items():
+            self.location[name] = device
+            self.available.discard(name)
+            self.available.add(f"{name}@{device}")
         self.providers = {p.device: p for p in executor.partitioner.providers}
         self.steps: list = []
         self.copies = 0
-        self.device_constants: dict = {}
+        self.device_constants = executor.device_constants   # shared by every plan
+
+    def input_key(self, name: str) -> str:
+        """The key of `name` where it lives now (graph inputs: where they arrive)."""
+        device = self.location.get(name, "cpu")
+        return name if device == "cpu" else f"{name}@{device}"
 
     def key_on(self, name: str, device: str) -> str:
         """The key under which `name` is available on `device`, adding a copy if needed."""
@@ -188,8 +257,9 @@ class _ValuePlacer:
         if source is None:
             return key                                # produced later: the graph check reports it
         if source == "cpu" and name in self.executor.constants:
-            self.device_constants[key] = self.providers[device].to_device(
-                self.executor.constants[name])      # weights are uploaded once, at load
+            if key not in self.device_constants:    # weights are uploaded once, at load
+                self.device_constants[key] = self.providers[device].to_device(
+                    self.executor.constants[name])
         else:
             src_key = name if source == "cpu" else f"{name}@{source}"
             self.steps.append(_copy_step(name, src_key, key, self.providers.get(source),

@@ -6,6 +6,15 @@ from .. import ir
 from ..errors import InvalidArgument
 from ..ir import dtypes
 from ..runtime.host_tensor import HostTensor
+from .ort_value import OrtValue
+
+
+class _Shaped:
+    """What _check_shape reads (shape, ndim) of a value that is not an array."""
+
+    def __init__(self, shape):
+        self.shape = tuple(shape)
+        self.ndim = len(self.shape)
 
 
 def check_feeds(feeds: dict, inputs: list, overridable: set) -> dict:
@@ -14,15 +23,8 @@ def check_feeds(feeds: dict, inputs: list, overridable: set) -> dict:
         raise InvalidArgument(f"input_feed must be a dict of name -> array, got "
                               f"{type(feeds).__name__}")
     by_name = {v.name: v for v in inputs}
-    out = {}
-    for name, value in feeds.items():
-        if name not in by_name:
-            if name in overridable:
-                out[name] = value if isinstance(value, HostTensor) else _numpy().asarray(value)
-                continue
-            raise InvalidArgument(f"unknown input '{name}'; the model's inputs are "
-                                  f"{_names(inputs)}")
-        out[name] = _check_value(name, value, by_name[name].type)
+    out = {name: check_feed(name, value, by_name, overridable, inputs)
+           for name, value in feeds.items()}
     missing = [v for v in inputs if v.name not in out and v.name not in overridable]
     missing = [v for v in missing if not (v.type and v.type.kind == "optional")]
     if missing:
@@ -30,6 +32,19 @@ def check_feeds(feeds: dict, inputs: list, overridable: set) -> dict:
         raise InvalidArgument(f"missing input '{v.name}' ({_describe(v.type)}); "
                               f"the model needs {_names(inputs)}")
     return out
+
+
+def check_feed(name: str, value, by_name: dict, overridable: set, inputs: list):
+    """One validated feed: `by_name` maps the model's input names to their ValueInfo. An
+    OrtValue (IO binding) is checked by element type and shape and returned as is."""
+    if name not in by_name:
+        if name in overridable:
+            if isinstance(value, OrtValue):
+                value = value.numpy()
+            return value if isinstance(value, HostTensor) else _numpy().asarray(value)
+        raise InvalidArgument(f"unknown input '{name}'; the model's inputs are "
+                              f"{_names(inputs)}")
+    return _check_value(name, value, by_name[name].type)
 
 
 def _check_value(name: str, value, t: ir.TypeInfo):
@@ -44,11 +59,13 @@ def _check_value(name: str, value, t: ir.TypeInfo):
         return [_check_value(f"{name}[{i}]", v, t.elem) for i, v in enumerate(value)]
     if value is None:
         raise InvalidArgument(f"input '{name}': expected {_describe(t)}, got None")
-    if isinstance(value, HostTensor):
-        if t.elem_type and value.elem_type != t.elem_type:
+    if isinstance(value, (HostTensor, OrtValue)):
+        code = value.element_type() if isinstance(value, OrtValue) else value.elem_type
+        if t.elem_type and code != t.elem_type:
             raise InvalidArgument(f"input '{name}': expected {dtypes.type_string(t.elem_type)}, "
-                                  f"got {dtypes.type_string(value.elem_type)}")
-        _check_shape(name, value, t.shape)
+                                  f"got {dtypes.type_string(code)}")
+        _check_shape(name, _Shaped(value.shape() if isinstance(value, OrtValue)
+                                   else value.shape), t.shape)
         return value
     arr = _as_array(name, value, t.elem_type)
     _check_dtype(name, arr, t.elem_type)

@@ -18,6 +18,7 @@ from ..providers.registry import create_providers
 from ..runtime.executor import GraphExecutor
 from ..runtime.partition import Partitioner
 from .feeds import check_feeds
+from .io_binding import IOBinding
 from .metadata import ModelMetadata, NodeArg
 from .options import SessionOptions
 from .profiling import Profiler
@@ -89,30 +90,25 @@ class InferenceSession:
         self._profiler = Profiler(self._options.profile_file_prefix)
         return path
 
-    def explain(self) -> dict:
+    def explain(self, io_binding=None) -> dict:
         """Where each node runs and why earlier providers refused it, the number of
         device<->host copies per run of the main graph, and those planned inside control-flow
-        bodies (counted once per body, whatever the number of iterations)."""
+        bodies (counted once per body, whatever the number of iterations). With an
+        `io_binding`, the copies are those of a run with that binding (outputs bound to a
+        device are not read back, device inputs are not uploaded)."""
         nodes = [{"node": p.node.name, "op_type": p.node.op_type,
                   "domain": p.node.domain or "ai.onnx", "provider": p.provider.name,
                   "refused_by": list(p.refusals)} for p in self._partitioner.placements]
-        return {"nodes": nodes, "copies_per_run": self._executor.copy_steps,
+        plan = (self._executor.plan if io_binding is None
+                else self._executor.plan_for(*io_binding._devices()))
+        return {"nodes": nodes, "copies_per_run": plan.copies,
+                "copies": [s.node.name for s in plan.steps if s.provider == "copy"],
                 "copies_per_subgraph_run": self._executor.subgraph_copy_steps(),
                 "providers": self.get_providers()}
 
     def run(self, output_names, input_feed: dict, run_options=None) -> list:
         feeds = check_feeds(input_feed, self._inputs, {v.name for v in self._overridable})
-        for provider in self._providers:
-            provider.begin_run()
-        profile = [] if self._profiler else None
-        started = time.perf_counter()
-        try:
-            outputs = self._executor.run(feeds, profile=profile)
-        finally:
-            for provider in self._providers:
-                provider.end_run()
-        if self._profiler:
-            self._profiler.record_run(profile, started, time.perf_counter() - started)
+        outputs = self._execute(feeds)
         all_names = self._executor.output_names
         if not output_names:
             return outputs
@@ -124,6 +120,33 @@ class InferenceSession:
                                       f"{', '.join(repr(n) for n in all_names)}")
             picked.append(outputs[index[name]])
         return picked
+
+    def io_binding(self) -> IOBinding:
+        """An IOBinding for run_with_iobinding: inputs and outputs on chosen devices."""
+        return IOBinding(self)
+
+    def run_with_iobinding(self, iobinding: IOBinding, run_options=None) -> None:
+        """Run with the binding's inputs; its outputs are then `iobinding.get_outputs()`."""
+        if not isinstance(iobinding, IOBinding) or iobinding._session is not self:
+            raise InvalidArgument("run_with_iobinding needs an IOBinding made by this "
+                                  "session's io_binding()")
+        iobinding._run(run_options)
+
+    def _execute(self, feeds: dict, plan=None) -> list:
+        """One run of the main graph over checked feeds (bracketed by the providers'
+        begin_run / end_run, profiled when asked)."""
+        for provider in self._providers:
+            provider.begin_run()
+        profile = [] if self._profiler else None
+        started = time.perf_counter()
+        try:
+            outputs = self._executor.run(feeds, profile=profile, plan=plan)
+        finally:
+            for provider in self._providers:
+                provider.end_run()
+        if self._profiler:
+            self._profiler.record_run(profile, started, time.perf_counter() - started)
+        return outputs
 
 
 def _check_opsets(model: ir.Model) -> None:

@@ -38,6 +38,11 @@ class BufferPool:
         self.batch_pending = False
         self.created = 0           # buffers ever created (tests check reuse)
         self.bytes_created = 0
+        # Every buffer created, so that none is only reachable from an Allocation: when a
+        # reference cycle (a traceback's frames holding GpuTensors) is collected, Python runs
+        # the finalizers of everything in it, the buffer's too (wgpu-py then releases its
+        # handle), before Allocation.__del__ hands it back to the pool, dead.
+        self._owned: list = []
 
     def acquire(self, nbytes: int, for_upload: bool = False) -> "Allocation":
         cls = size_class(nbytes)
@@ -49,6 +54,8 @@ class BufferPool:
                 buffer = self.free[cls].pop()
         if buffer is None:
             buffer = self.device.create_buffer(cls)
+            with self.lock:
+                self._owned.append(buffer)
             self.created += 1
             self.bytes_created += cls
         return Allocation(self, buffer, cls)
