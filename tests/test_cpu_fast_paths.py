@@ -179,3 +179,111 @@ def test_gelu_matches_reference(dtype):
         assert got.dtype == x.dtype and got.shape == x.shape
         np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
         np.testing.assert_array_equal(x, before)
+
+
+# ---- Conv: gathered columns for short outputs --------------------------------------------------
+
+# (x shape, w shape, pads, strides, dilations): short outputs the "gather" method takes
+GATHER_CASES = [((1, 129, 3), (128, 129, 3), [1, 1], [1], [1]),
+                ((1, 64, 1), (128, 64, 3), [1, 1], [1], [1]),
+                ((1, 1, 576), (30, 1, 256), [0, 0], [128], [1]),
+                ((3, 4, 5), (6, 4, 3), [2, 0], [2], [2]),
+                ((2, 3, 4, 3), (5, 3, 3, 2), [1, 0, 1, 1], [2, 1], [1, 2])]
+
+
+@pytest.mark.parametrize("x_shape,w_shape,pads,strides,dilations", GATHER_CASES)
+def test_conv_gather_method_matches_reference(x_shape, w_shape, pads, strides, dilations):
+    x = rng.standard_normal(x_shape).astype(np.float32)
+    w = rng.standard_normal(w_shape).astype(np.float32)
+    b = rng.standard_normal(w_shape[0]).astype(np.float32)
+    kernel = tuple(w_shape[2:])
+    plan = conv_ops._conv_plan(x_shape, w_shape, 1, kernel, tuple(strides), tuple(dilations),
+                               tuple(pads), "NOTSET")
+    assert plan.method == "gather"
+    attrs = dict(pads=pads, strides=strides, dilations=dilations, kernel_shape=list(kernel))
+    got = _kernel("Conv", 11)(x, w, b, **attrs)
+    want = _reference("Conv", {"x": x, "w": w, "b": b}, 11, **attrs)
+    assert got.shape == want.shape and got.dtype == np.float32
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+def test_conv_gather_index_marks_padding():
+    from edgerun.providers.cpu.ops.conv_gather import gather_index
+    index, reads_padding = gather_index((3,), (3,), (1,), (1,), (1,), (3,))
+    np.testing.assert_array_equal(index, [[-1, 0, 1], [0, 1, 2], [1, 2, -1]])
+    assert reads_padding
+    index, reads_padding = gather_index((2, 2), (2, 2), (1, 1), (1, 1), (0, 0), (1, 1))
+    np.testing.assert_array_equal(index.reshape(-1), [0, 1, 2, 3])
+    assert not reads_padding
+
+
+# ---- erf and Gelu in float32 (blockwise rational in float64) ---------------------------------
+
+
+def _erf_exact(x):
+    import math
+    return np.array([math.erf(float(v)) for v in np.asarray(x, np.float64).reshape(-1)])
+
+
+def test_erf_float32_is_within_two_ulps():
+    x = np.concatenate([np.linspace(-7, 7, 200001), np.geomspace(1e-30, 1, 2001),
+                        [0.0, 4.0, -4.0, 1e30]]).astype(np.float32)
+    got = _kernel("Erf", 13)(x)
+    assert got.dtype == np.float32 and got.shape == x.shape
+    want = _erf_exact(x)
+    error = np.abs(got.astype(np.float64) - want)
+    assert error.max() <= 1e-7
+    assert (error / np.spacing(np.abs(want).astype(np.float32))).max() <= 2
+    special = _kernel("Erf", 13)(np.array([np.inf, -np.inf, np.nan], np.float32))
+    np.testing.assert_array_equal(special[:2], [1.0, -1.0])
+    assert np.isnan(special[2])
+
+
+@pytest.mark.parametrize("size", [1, 1000, 32768 * 2 + 7])     # one block, several blocks
+def test_gelu_float32_blockwise_matches_float64_formula(size):
+    x = (rng.standard_normal(size) * 4).astype(np.float32)
+    got = _kernel("Gelu", 20)(x.reshape(1, -1))
+    wide = x.astype(np.float64)
+    want = 0.5 * wide * (1 + _erf_exact(wide / np.sqrt(2)))
+    assert got.dtype == np.float32 and got.shape == (1, size)
+    # 1 + erf cancels for negative x: erf's 1e-7 becomes 0.5 * |x| * 1e-7 (as in any float32 GELU)
+    np.testing.assert_allclose(got.reshape(-1), want, rtol=1e-6, atol=2.5e-7)
+
+
+# ---- Sigmoid, Tanh, Split ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_sigmoid_fast_path_matches_formula(dtype):
+    x = np.concatenate([rng.standard_normal(50) * 20,
+                        [0.0, -80.0, -88.5, -100.0, -800.0, 1e4, -np.inf, np.inf]]).astype(dtype)
+    wide = x.astype(np.float64)
+    with np.errstate(over="ignore"):
+        want = 1 / (1 + np.exp(-wide))
+    with np.errstate(over="raise", invalid="raise", divide="raise"):   # no warning either
+        for got in (_kernel("Sigmoid", 13)(x),
+                    _kernel("FusedConv", 1, "com.edgerun")(
+                        x.reshape(1, 1, -1), np.ones((1, 1, 1), dtype), activation="Sigmoid")
+                    .reshape(-1)):
+            assert got.dtype == x.dtype
+            np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-37)
+
+
+def test_tanh_fast_path_matches_numpy():
+    x = (rng.standard_normal((3, 5)) * 10).astype(np.float32)
+    np.testing.assert_array_equal(_kernel("Tanh", 13)(x), np.tanh(x))
+
+
+@pytest.mark.parametrize("shape,axis,split", [((1, 512), 1, None), ((6, 4), 0, [1, 2, 3]),
+                                              ((2, 7, 3), -2, [7, 0]), ((4,), 0, None)])
+def test_split_returns_the_numpy_parts(shape, axis, split):
+    x = rng.standard_normal(shape).astype(np.float32)
+    count = 4 if split is None else len(split)
+    fn = registry.lookup("Split", "", 18)
+    ctx = KernelContext(Node(op_type="Split", inputs=[], outputs=[f"y{i}" for i in range(count)]),
+                        18)
+    got = fn(ctx, x, None if split is None else np.array(split, np.int64), axis=axis)
+    bounds = np.cumsum(split)[:-1] if split else \
+        np.cumsum([-(-x.shape[axis] // count)] * (count - 1))
+    for g, w in zip(got, np.split(x, bounds, axis=axis)):
+        np.testing.assert_array_equal(g, w)

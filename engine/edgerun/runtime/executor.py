@@ -114,9 +114,15 @@ class GraphExecutor:
         input_keys = {name: placer.input_key(name) for name in self.input_names}
         local = {o for s in steps for o in s.outputs if o} | set(input_keys.values())
         compute_frees(steps, keep=set(output_keys), local_names=local)
+        # what run() copies first: every constant, and None under '' (an omitted input)
+        self._initial_env = {**self.constants, **self.device_constants, "": None}
+        # the steps as flat tuples: run() unpacks them instead of reading attributes
+        program = tuple((s.fn, s.ctx, s.inputs, s.attrs, s.single_output, s.free_after, s)
+                        for s in steps)
         return GraphPlan(graph=self.graph, steps=steps, constants=self.constants,
                          input_names=self.input_names, output_names=self.output_names,
-                         input_keys=input_keys, output_keys=output_keys, copies=placer.copies)
+                         input_keys=input_keys, output_keys=output_keys, copies=placer.copies,
+                         program=program)
 
     def _bind_unit(self, unit, visible: set) -> "_BoundUnit":
         node, provider = unit.node, unit.provider
@@ -159,8 +165,7 @@ class GraphExecutor:
         then that device's values (GpuTensor...), and so are the outputs it keeps there.
         """
         plan = plan or self.plan
-        env = dict(self.constants)
-        env.update(self.device_constants)
+        env = self._initial_env.copy()
         if outer:
             for name in self.outer_reads:
                 if name in outer and name not in env:
@@ -175,30 +180,51 @@ class GraphExecutor:
             key = plan.input_keys.get(name, name)
             if key not in env:
                 env[key] = None           # an omitted optional input
+        if profile is not None:
+            self._run_profiled(env, profile, plan)
+        else:
+            run_graph = None
+            for fn, ctx, inputs, attrs, single, frees, step in plan.program:
+                if ctx is None:           # a node with subgraphs: bound to this run's values
+                    if run_graph is None:
+                        run_graph = functools.partial(self._run_subgraph, env, None)
+                    ctx = KernelContext(step.node, self._step_opset(step), run_graph)
+                try:
+                    result = fn(ctx, *[env[n] for n in inputs], **attrs)
+                except EdgerunError:
+                    raise
+                except Exception as e:   # noqa: BLE001 - every kernel failure gets its node
+                    raise _kernel_failure(step, e) from e
+                if single and type(result) is _ARRAY:
+                    env[single] = result       # the common case, kept cheap
+                else:
+                    _store_outputs(env, step, result)
+                for name in frees:
+                    del env[name]
+        return [env[key] for key in plan.output_keys]
+
+    def _run_profiled(self, env: dict, profile: list, plan: GraphPlan) -> None:
+        """The loop of `run`, timing every step into `profile`."""
+        run_graph = functools.partial(self._run_subgraph, env, profile)
         for step in plan.steps:
             ctx = step.ctx
             if ctx is None:
-                ctx = KernelContext(step.node, self.opsets.get(_domain_key(step.node.domain)),
-                                    functools.partial(self._run_subgraph, env, profile))
-            args = [env[n] if n else None for n in step.inputs]
-            started = time.perf_counter() if profile is not None else 0.0
+                ctx = KernelContext(step.node, self._step_opset(step), run_graph)
+            started = time.perf_counter()
             try:
-                result = step.fn(ctx, *args, **step.attrs)
+                result = step.fn(ctx, *[env[n] for n in step.inputs], **step.attrs)
             except EdgerunError:
                 raise
-            except Exception as e:   # noqa: BLE001 - every kernel failure gets the node's name
-                raise Fail(f"node '{step.node.name or '(unnamed)'}' ({step.node.op_type}) "
-                           f"failed: {type(e).__name__}: {e}") from e
-            if profile is not None:
-                profile.append((step.node.name, step.node.op_type, step.provider, started,
-                                time.perf_counter() - started))
-            if step.single_output and type(result) is _ARRAY:
-                env[step.single_output] = result       # the common case, kept cheap
-            else:
-                _store_outputs(env, step, result)
+            except Exception as e:   # noqa: BLE001
+                raise _kernel_failure(step, e) from e
+            profile.append((step.node.name, step.node.op_type, step.provider, started,
+                            time.perf_counter() - started))
+            _store_outputs(env, step, result)
             for name in step.free_after:
                 del env[name]
-        return [env[key] for key in plan.output_keys]
+
+    def _step_opset(self, step: Step) -> int:
+        return self.opsets.get(_domain_key(step.node.domain))
 
     def _run_subgraph(self, env: dict, profile, graph: Graph, inputs: list) -> list:
         sub = self.subgraphs[id(graph)]
@@ -292,6 +318,11 @@ def _copy_step(name: str, src_key: str, dst_key: str, source, target) -> Step:
                 inputs=[src_key], outputs=[dst_key], name=f"copy {name} {where}")
     return Step(node=node, provider="copy", fn=copy, ctx=KernelContext(node, 1), attrs={},
                 inputs=(src_key,), outputs=(dst_key,))
+
+
+def _kernel_failure(step: Step, e: Exception) -> Fail:
+    return Fail(f"node '{step.node.name or '(unnamed)'}' ({step.node.op_type}) "
+                f"failed: {type(e).__name__}: {e}")
 
 
 def _call_compiled(compiled):

@@ -38,6 +38,7 @@ class GraphPlan:
     input_keys: dict = None  # graph input -> key of its value in the run's env (name@device)
     output_keys: tuple = ()  # graph output -> key read at the end (name@device when bound)
     copies: int = 0          # device <-> host copy steps among `steps`
+    program: tuple = ()      # the steps as tuples run() unpacks (GraphExecutor._place)
 
 
 def compute_frees(steps: list, keep: set, local_names: set) -> None:

@@ -95,9 +95,23 @@ def _as_array(name, value, elem_type):
                               f"{dtypes.type_string(elem_type)}: {e}") from None
 
 
+_CODES: dict = {}    # numpy dtype -> ONNX element type, filled as feeds arrive
+
+
 def _check_dtype(name, arr, elem_type):
     if not elem_type:
         return
+    got = _CODES.get(arr.dtype)
+    if got is None:
+        got = _code_of(name, arr, elem_type)
+        if got != dtypes.STRING:      # string dtypes differ per length: not worth keeping
+            _CODES[arr.dtype] = got
+    if got != elem_type:
+        raise InvalidArgument(f"input '{name}': expected {dtypes.type_string(elem_type)}, "
+                              f"got {dtypes.type_string(got)} (numpy {arr.dtype})")
+
+
+def _code_of(name, arr, elem_type) -> int:
     if arr.dtype.kind in "OUS":
         got = dtypes.STRING
     else:
@@ -106,9 +120,7 @@ def _check_dtype(name, arr, elem_type):
         except (KeyError, ValueError):
             raise InvalidArgument(f"input '{name}': expected {dtypes.type_string(elem_type)}, "
                                   f"got unsupported numpy dtype {arr.dtype}") from None
-    if got != elem_type:
-        raise InvalidArgument(f"input '{name}': expected {dtypes.type_string(elem_type)}, "
-                              f"got {dtypes.type_string(got)} (numpy {arr.dtype})")
+    return got
 
 
 def _check_shape(name, arr, shape):

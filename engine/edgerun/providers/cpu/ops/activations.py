@@ -11,12 +11,32 @@ import numpy as np
 
 from ..registry import kernel
 from .elementwise import erf, float_math, is_float
+from .erf import gelu_erf
 
 
 def _sigmoid(x: np.ndarray) -> np.ndarray:
     e = np.exp(-np.abs(x))                       # in (0, 1]: no overflow for any x
     r = 1 / (1 + e)
     return np.where(x >= 0, r, e * r)
+
+
+# exp(-x) of arguments up to these stays finite (exp(88) < 3.4e38): clamping there costs
+# one cheap operation where a numpy errstate context costs several
+_EXP_LIMIT = {np.dtype(np.float32): 88.0, np.dtype(np.float64): 709.0}
+
+
+def sigmoid_fresh(x: np.ndarray) -> np.ndarray:
+    """1 / (1 + exp(-x)) of float32/float64 x in one fresh buffer, exp's argument clamped so
+    that it never overflows (the result there is below 1e-38 either way)."""
+    y = np.negative(x)
+    np.minimum(y, _EXP_LIMIT[x.dtype], out=y)
+    np.exp(y, out=y)
+    y += 1
+    return np.reciprocal(y, out=y)
+
+
+def _is_float32_or_64(x: np.ndarray) -> bool:
+    return x.dtype == np.float32 or x.dtype == np.float64
 
 
 def _softplus(x: np.ndarray) -> np.ndarray:
@@ -72,6 +92,8 @@ def celu(ctx, x, alpha=1.0):
 
 @kernel("Sigmoid")
 def sigmoid(ctx, x, **_legacy):
+    if _is_float32_or_64(x):
+        return sigmoid_fresh(x)
     return _activation(_sigmoid, x)
 
 
@@ -129,7 +151,9 @@ def _gelu_in_place(x: np.ndarray) -> np.ndarray:
 @kernel("Gelu")
 def gelu(ctx, x, approximate="none"):
     if approximate == "none":
-        if x.ndim and (x.dtype == np.float32 or x.dtype == np.float64):
+        if x.dtype == np.float32:
+            return gelu_erf(x)
+        if x.ndim and x.dtype == np.float64:
             return _gelu_in_place(x)
         return _activation(lambda v: 0.5 * v * (1 + erf(v * _SQRT_HALF)), x)
     if approximate == "tanh":
@@ -146,4 +170,6 @@ def shrink(ctx, x, bias=0.0, lambd=0.5):
 
 @kernel("Tanh")
 def tanh(ctx, x, **_legacy):
+    if _is_float32_or_64(x):
+        return np.tanh(x)                        # bounded: never warns
     return _activation(np.tanh, x)

@@ -23,6 +23,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from ..registry import kernel
+from .conv_gather import GATHER_MAX_COLUMNS, GATHER_MAX_POSITIONS, gather_index, gathered_conv
 
 
 # ---------------------------------------------------------------- shared helpers
@@ -473,8 +474,9 @@ _GATHER_SPAN = 1     # output positions per output channel below which dropped t
 class ConvPlan:
     """What one Conv shape signature needs: its geometry and the method that runs it."""
     geometry: WindowGeometry
-    method: str                 # "pointwise", "depthwise", "flat" or "windows"
+    method: str                 # "pointwise", "gather", "depthwise", "flat" or "windows"
     layout: TapLayout = None
+    gather: tuple = None        # gather_index(...) for the "gather" method
 
 
 def _frozen(value):
@@ -500,6 +502,12 @@ def _conv_plan(x_shape, w_shape, group, kernel_shape, strides, dilations, pads,
     unpadded = not any(geometry.pads_begin) and not any(geometry.pads_end)
     if all(k == 1 for k in kernel) and unpadded:
         return ConvPlan(geometry, "pointwise")
+    positions = x_shape[0] * math.prod(geometry.out_shape)
+    if group == 1 and positions <= GATHER_MAX_POSITIONS and \
+            positions * channels * math.prod(kernel) <= GATHER_MAX_COLUMNS:
+        return ConvPlan(geometry, "gather", gather=gather_index(
+            tuple(x_shape[2:]), tuple(kernel), tuple(geometry.strides),
+            tuple(geometry.dilations), tuple(geometry.pads_begin), tuple(geometry.out_shape)))
     layout = layout_of(x_shape[2:], geometry)
     if len(layout.copies) > _MAX_PHASES:
         return ConvPlan(geometry, "windows")
@@ -533,6 +541,9 @@ def convolve(x, w, b=None, auto_pad="NOTSET", dilations=None, group=1, kernel_sh
     method = plan.method
     if method == "pointwise":
         return _pointwise(x, w, b, plan.geometry, group)
+    if method == "gather":
+        y = gathered_conv(x, w, *plan.gather)
+        return _add_bias(y.reshape(y.shape[:2] + tuple(plan.geometry.out_shape)), b)
     if method == "depthwise":
         return _depthwise(x, w, b, plan.geometry, plan.layout)
     if method == "flat":

@@ -65,97 +65,7 @@ def _same_dtype(result, like: np.ndarray) -> np.ndarray:
     return np.asarray(result).astype(like.dtype, copy=False)
 
 
-# ---- erf (numpy has none) ------------------------------------------------------------------
-# float64: rational approximations of erf/erfc on four ranges of |x| (the classic fdlibm
-# split), good to double precision, each range evaluated on its masked subset.
-# float32 and narrower: one pass with no masks (masking costs more than the arithmetic):
-# the fdlibm small-|x| rational for |x| < 0.84375, Numerical Recipes' Chebyshev fit of erfc
-# (relative error < 1.2e-7) elsewhere; within 2 float32 ulps of the true value.
-
-_ERF_SMALL_P = (1.28379167095512558561e-01, -3.25042107247001499370e-01,
-                -2.84817495755985104766e-02, -5.77027029648944159157e-03,
-                -2.37630166566501626084e-05)
-_ERF_SMALL_Q = (1.0, 3.97917223959155352819e-01, 6.50222499887672944485e-02,
-                5.08130628187576562776e-03, 1.32494738004321644526e-04,
-                -3.96022827877536812320e-06)
-_ERF_NEAR_ONE = 8.45062911510467529297e-01
-_ERF_MID_P = (-2.36211856075265944077e-03, 4.14856118683748331666e-01,
-              -3.72207876035701323847e-01, 3.18346619901161753674e-01,
-              -1.10894694282396677476e-01, 3.54783043256182359371e-02,
-              -2.16637559486879084300e-03)
-_ERF_MID_Q = (1.0, 1.06420880400844228286e-01, 5.40397917702171048937e-01,
-              7.18286544141962662868e-02, 1.26171219808761642112e-01,
-              1.36370839120290507362e-02, 1.19844998467991074170e-02)
-_ERFC_A_P = (-9.86494403484714822705e-03, -6.93858572707181764372e-01,
-             -1.05586262253232909814e+01, -6.23753324503260060396e+01,
-             -1.62396669462573470355e+02, -1.84605092906711035994e+02,
-             -8.12874355063065934246e+01, -9.81432934416914548592e+00)
-_ERFC_A_Q = (1.0, 1.96512716674392571292e+01, 1.37657754143519042600e+02,
-             4.34565877475229228821e+02, 6.45387271733267880336e+02,
-             4.29008140027567833386e+02, 1.08635005541779435134e+02,
-             6.57024977031928170135e+00, -6.04244152148580987438e-02)
-_ERFC_B_P = (-9.86494292470009928597e-03, -7.99283237680523006574e-01,
-             -1.77579549177547519889e+01, -1.60636384855821916062e+02,
-             -6.37566443368389627722e+02, -1.02509513161107724954e+03,
-             -4.83519191608651397019e+02)
-_ERFC_B_Q = (1.0, 3.03380607434824582924e+01, 3.25792512996573918826e+02,
-             1.53672958608443695994e+03, 3.19985821950859553908e+03,
-             2.55305040643316442583e+03, 4.74528541206955367215e+02,
-             -2.24409524465858183362e+01)
-
-
-def _polynomial(coefficients, t: np.ndarray) -> np.ndarray:
-    """c0 + c1*t + c2*t^2 + ... by Horner's rule."""
-    result = np.full_like(t, coefficients[-1])
-    for c in reversed(coefficients[:-1]):
-        result *= t
-        result += c
-    return result
-
-
-_ERFC_CHEBYSHEV = (-1.26551223, 1.00002368, 0.37409196, 0.09678418, -0.18628806,
-                   0.27886807, -1.13520398, 1.48851587, -0.82215223, 0.17087277)
-
-
-def erf(x: np.ndarray) -> np.ndarray:
-    """The error function of a float array: float64 stays float64, anything else is float32."""
-    x = np.asarray(x)
-    with np.errstate(all="ignore"):
-        if x.dtype == np.float64:
-            return _erf_double(x)
-        return _erf_single(x.astype(np.float32, copy=False))
-
-
-def _erf_single(x: np.ndarray) -> np.ndarray:
-    a = np.abs(x)
-    square = a * a
-    small = a + a * (_polynomial(_ERF_SMALL_P, square) / _polynomial(_ERF_SMALL_Q, square))
-    t = np.float32(1) / (np.float32(1) + np.float32(0.5) * a)
-    erfc = t * np.exp(_polynomial(_ERFC_CHEBYSHEV, t) - square)
-    return np.copysign(np.where(a < 0.84375, small, np.float32(1) - erfc), x)
-
-
-def _erf_double(x: np.ndarray) -> np.ndarray:
-    a = np.abs(x)
-    out = np.ones_like(a)                        # |x| >= 6 (and inf): erf is 1 in float64
-
-    small = a < 0.84375
-    v = a[small]
-    out[small] = v + v * (_polynomial(_ERF_SMALL_P, v * v) / _polynomial(_ERF_SMALL_Q, v * v))
-
-    mid = (a >= 0.84375) & (a < 1.25)
-    s = a[mid] - 1.0
-    out[mid] = _ERF_NEAR_ONE + _polynomial(_ERF_MID_P, s) / _polynomial(_ERF_MID_Q, s)
-
-    tail_a = (a >= 1.25) & (a < 1 / 0.35)
-    tail_b = (a >= 1 / 0.35) & (a < 6.0)
-    for mask, p, q in ((tail_a, _ERFC_A_P, _ERFC_A_Q), (tail_b, _ERFC_B_P, _ERFC_B_Q)):
-        v = a[mask]
-        s = 1.0 / (v * v)
-        erfc = np.exp(-v * v - 0.5625 + _polynomial(p, s) / _polynomial(q, s)) / v
-        out[mask] = 1.0 - erfc
-    out[np.isnan(a)] = np.nan
-    return np.copysign(out, x)
+from .erf import erf  # noqa: E402  (numpy has none; activations.py imports it from here)
 
 
 # ---- unary math ------------------------------------------------------------------------------
@@ -165,6 +75,9 @@ def _unary(op_type: str, fn, float_only: bool = False):
     """Register `op_type` as fn(x) keeping x's dtype (consumed_inputs of opset 1 is ignored)."""
 
     def run(ctx, x, **_legacy):
+        if x.dtype == np.float32 or x.dtype == np.float64:    # the common case, kept cheap
+            with np.errstate(all="ignore"):
+                return np.asarray(fn(x))
         if float_only or is_ml_float(x.dtype):
             return float_math(fn, x)
         with np.errstate(all="ignore"):

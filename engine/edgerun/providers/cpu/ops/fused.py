@@ -18,7 +18,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..registry import kernel
-from .activations import gelu, hard_sigmoid, hard_swish, leaky_relu, relu, sigmoid, tanh
+from .activations import (gelu, hard_sigmoid, hard_swish, leaky_relu, relu, sigmoid,
+                          sigmoid_fresh, tanh)
 from .conv import convolve
 from .matmul import gemm, matmul
 from .normalization import layer_normalization
@@ -64,17 +65,7 @@ def _leaky_relu_in_place(y, p):
 
 
 def _sigmoid_in_place(y, p):
-    """The stable form activations.sigmoid uses: e = exp(-|y|), 1/(1+e) or e/(1+e)."""
-    negative = y < 0
-    np.abs(y, out=y)
-    np.negative(y, out=y)
-    with np.errstate(under="ignore"):
-        np.exp(y, out=y)                    # e, in (0, 1]
-    ratio = y + 1
-    np.reciprocal(ratio, out=ratio)         # 1 / (1 + e)
-    np.multiply(y, ratio, out=y)            # e / (1 + e)
-    np.copyto(y, ratio, where=~negative)
-    return y
+    return sigmoid_fresh(y)        # two small buffers, no errstate: cheaper than in place
 
 
 def _tanh_in_place(y, p):
