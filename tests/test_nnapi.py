@@ -163,3 +163,33 @@ def test_options_are_checked():
         reference_provider(feature_level=9)
     with pytest.raises(ValueError, match="execute"):
         NnapiProvider({"execute": "gpu"})
+
+
+def _hard_swish_model(domain):
+    """One HardSwish node: standard ONNX (opset 14) or com.edgerun's (opset 13), as
+    optimizer/fuse_hard_swish.py writes them."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 4, 5])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 3, 4, 5])
+    node = helper.make_node("HardSwish", ["x"], ["y"], name="hs", domain=domain)
+    opsets = [helper.make_opsetid("", 14 if domain == "" else 13)]
+    if domain:
+        opsets.append(helper.make_opsetid(domain, 1))
+    graph = helper.make_graph([node], "g", [x], [y])
+    return helper.make_model(graph, opset_imports=opsets).SerializeToString()
+
+
+@pytest.mark.parametrize("domain", ["", "com.edgerun"])
+@pytest.mark.parametrize("level, ops", [(4, {"HARD_SWISH": 1}), (1, {"ADD": 1, "MUL": 2})])
+def test_hard_swish_lowers_at_both_domains(domain, level, ops):
+    model = _hard_swish_model(domain)
+    feeds = {"x": np.linspace(-5, 5, 60, dtype=np.float32).reshape(1, 3, 4, 5)}
+    (expected,) = edgerun.InferenceSession(model, providers=["cpu"]).run(None, feeds)
+    nnapi = reference_provider(feature_level=level)
+    sess = edge_session(nnapi, model)
+    (got,) = sess.run(None, feeds)
+    np.testing.assert_allclose(got, expected, rtol=RTOL, atol=ATOL)
+    assert [n["provider"] for n in sess.explain()["nodes"]] == ["nnapi"]
+    (part,) = nnapi.partitions
+    (program,) = part.programs.values()
+    assert program.operation_counts() == ops
+    json.dumps(program.to_json())

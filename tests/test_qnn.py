@@ -117,3 +117,26 @@ def test_unavailable_without_the_sdk_and_skipped_by_default_sessions():
     assert any("not available" in str(w.message) for w in caught)
     with pytest.raises(ValueError, match="backend_type"):
         reference_provider(backend_type="dsp")
+
+
+@pytest.mark.parametrize("domain", ["", "com.edgerun"])
+def test_hard_swish_lowers_at_both_domains(domain):
+    from test_nnapi import _hard_swish_model
+
+    model = _hard_swish_model(domain)
+    feeds = {"x": np.linspace(-5, 5, 60, dtype=np.float32).reshape(1, 3, 4, 5)}
+    (expected,) = edgerun.InferenceSession(model, providers=["cpu"]).run(None, feeds)
+    qnn = reference_provider(backend_type="cpu")
+    sess = edge_session(qnn, model)
+    (got,) = sess.run(None, feeds)
+    np.testing.assert_allclose(got, expected, rtol=RTOL, atol=ATOL)
+    assert [n["provider"] for n in sess.explain()["nodes"]] == ["qnn"]
+    (part,) = qnn.partitions
+    (graph,) = part.programs.values()
+    assert graph.op_counts() == {"HardSwish": 1}
+    json.dumps(graph.to_json())
+    node = load_model(model).graph.nodes[0]
+    gpu = reference_provider(backend_type="gpu")
+    gpu.prepare_model(load_model(model))
+    assert gpu.capability(node, 14) == (
+        False, "HardSwish (HardSwish) is not run by the QNN GPU backend")

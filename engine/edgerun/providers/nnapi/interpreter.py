@@ -145,6 +145,8 @@ OPERATIONS = {
     "EXP": _unary(np.exp), "LOG": _unary(np.log), "SQRT": _unary(np.sqrt),
     "RSQRT": _unary(lambda x: 1 / np.sqrt(x)), "ABS": _unary(np.abs),
     "NEG": _unary(np.negative), "FLOOR": _unary(np.floor),
+    "HARD_SWISH": _unary(lambda x: x * np.clip(x * x.dtype.type(1 / 6) + x.dtype.type(0.5),
+                                               0, 1)),
 }
 
 

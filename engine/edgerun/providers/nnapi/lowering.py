@@ -15,9 +15,11 @@ from __future__ import annotations
 import numpy as np
 
 from ...ir import Node
-from ..edge_common import (NCHW_TO_NHWC, Layouts, Rule, attr_str, clip_bounds, conv_pads,
-                           ints, partition_types, reduce_axes, rule_key, softmax_axis,
-                           split_fused)
+from ..edge_common import (NCHW_TO_NHWC, Layouts, Rule, attr_str, clip_bounds, ints,
+                           partition_types, reduce_axes, rule_key, softmax_axis, split_fused)
+from ..edge_params import (batch_norm_affine, conv_params, gemm_as_fully_connected,
+                           gemm_problem, pad_amounts, pool_problem, pool_window, slice_problem,
+                           slice_ranges)
 from . import spec
 from .model import NnapiModel, Operand, Operation
 
@@ -210,29 +212,21 @@ def _conv_check(view, node, opset) -> str:
 
 
 def _conv_lower(b: Builder, node) -> None:
-    x_name, w_name = node.inputs[0], node.inputs[1]
-    one_d = len(b.shape(x_name)) == 3
-    w = b.const(w_name)
-    bias = b.const(node.inputs[2]) if len(node.inputs) > 2 and node.inputs[2] else None
-    kernel = list(w.shape[2:])
-    strides = ints(node.attr("strides"), [1] * len(kernel))
-    dil = ints(node.attr("dilations"), [1] * len(kernel))
-    pads = ints(node.attr("pads"), [])
-    if one_d:      # [N, C, W] -> [N, C, 1, W] with a (1, k) kernel
+    x_name = node.inputs[0]
+    p = conv_params(b, node)
+    if p.one_d:      # [N, C, W] -> [N, C, 1, W] with a (1, k) kernel
         n, c, width = b.shape(x_name)
         tmp = x_name + "/as_2d"
         b.define(tmp, b.emit("RESHAPE", [b.get(x_name), b.const_tensor(np.array(
             [n, c, 1, width], np.int32))], (n, c, 1, width), b.dtype(x_name)), "nchw",
             (n, c, 1, width))
-        x_name, w = tmp, w.reshape(w.shape[0], w.shape[1], 1, w.shape[2])
-        kernel, strides, dil = [1] + kernel, [1] + strides, [1] + dil
-        pads = [0, pads[0], 0, pads[1]] if pads else []
+        x_name = tmp
     n, c, h, width = b.shape(x_name)
     group = node.attr("group", 1)
+    w, bias, strides, dil = p.weights, p.bias, p.strides, p.dilations
     m = w.shape[0]
-    (top, bottom, left, right), (oh, ow) = conv_pads(
-        (h, width), kernel, strides, dil, pads, attr_str(node, "auto_pad", "NOTSET"))
-    bias = np.zeros(m, np.float32) if bias is None else bias.astype(np.float32)
+    (top, bottom, left, right), (oh, ow) = p.explicit_pads(
+        (h, width), attr_str(node, "auto_pad", "NOTSET"))
     x = b.get(x_name, "nhwc")
     padding = [b.i32(left), b.i32(right), b.i32(top), b.i32(bottom),
                b.i32(strides[1]), b.i32(strides[0])]
@@ -249,7 +243,7 @@ def _conv_lower(b: Builder, node) -> None:
     inputs = [x, b.const_tensor(filt), b.const_tensor(bias)] + padding + extra + [fuse] + tail
     out = b.emit(op, inputs, (n, oh, ow, m), b.dtype(x_name))
     y = node.outputs[0]
-    if one_d:
+    if p.one_d:
         tmp = y + "/as_2d"
         b.define(tmp, out, "nhwc", (n, m, 1, ow))
         b.define(y, b.emit("RESHAPE", [b.get(tmp, "nchw"), b.const_tensor(np.array(
@@ -260,14 +254,9 @@ def _conv_lower(b: Builder, node) -> None:
 
 
 def _pool_check(view, node, opset) -> str:
-    if view.rank(node.inputs[0]) != 4:
-        return f"{node.op_type} on rank-{view.rank(node.inputs[0])} input: NNAPI pools are 2-D"
-    if len([o for o in node.outputs if o]) > 1:
-        return "MaxPool's Indices output has no NNAPI equivalent"
-    if any(d != 1 for d in ints(node.attr("dilations"), [1, 1])):
-        return f"{node.op_type} with dilations: NNAPI pools have no dilation"
-    if node.attr("storage_order", 0):
-        return "MaxPool storage_order=1 has no NNAPI equivalent"
+    why = pool_problem(view, node, "NNAPI")
+    if why:
+        return why
     if node.op_type == "AveragePool" and node.attr("count_include_pad", 0):
         if any(ints(node.attr("pads"), [])) or attr_str(node, "auto_pad", "NOTSET") != "NOTSET" \
                 or node.attr("ceil_mode", 0):
@@ -279,15 +268,7 @@ def _pool_check(view, node, opset) -> str:
 def _pool_lower(b: Builder, node) -> None:
     x_name = node.inputs[0]
     n, c, h, w = b.shape(x_name)
-    if node.op_type.startswith("Global"):
-        kernel, strides, pads, auto_pad, ceil = [h, w], [1, 1], [], "NOTSET", 0
-    else:
-        kernel = ints(node.attr("kernel_shape"))
-        strides = ints(node.attr("strides"), [1, 1])
-        pads, auto_pad = ints(node.attr("pads"), []), attr_str(node, "auto_pad", "NOTSET")
-        ceil = node.attr("ceil_mode", 0)
-    (top, bottom, left, right), (oh, ow) = conv_pads((h, w), kernel, strides, [1, 1], pads,
-                                                     auto_pad, ceil)
+    kernel, strides, (top, bottom, left, right), (oh, ow) = pool_window(node, h, w)
     op = "MAX_POOL_2D" if "Max" in node.op_type else "AVERAGE_POOL_2D"
     fuse = _fuse(b)
     inputs = [b.get(x_name, "nhwc"), b.i32(left), b.i32(right), b.i32(top), b.i32(bottom),
@@ -466,6 +447,28 @@ def _hard_sigmoid_lower(b: Builder, node) -> None:
              layout, b.shape(x))
 
 
+def _hard_swish_check(view, node, opset) -> str:
+    return ""       # HARD_SWISH from feature level 4; below it ADD/MUL, which every level has
+
+
+def _hard_swish_lower(b: Builder, node) -> None:
+    """HardSwish (ONNX 14, or com.edgerun's for older opsets): y = x * clamp(x/6 + 1/2, 0, 1).
+    HARD_SWISH where the target has it, else x * (relu6(x + 3) * 1/6): ADD with FuseCode
+    RELU6, then two MULs (feature level 1)."""
+    x, y = node.inputs[0], node.outputs[0]
+    layout = b.layouts.preferred(x) if x in b.layouts.tensors else "nchw"
+    src = b.get(x, layout)
+    dims, dtype = b.model.operands[src].dims, b.dtype(y)
+    if b.model.feature_level >= spec.level_of("HARD_SWISH"):
+        b.define(y, b.emit("HARD_SWISH", [src], dims, dtype), layout, b.shape(x))
+        return
+    gate = b.emit("ADD", [src, b.const_tensor(np.array([3], dtype)), b.i32(spec.FUSE_RELU6)],
+                  dims, dtype)
+    gate = b.emit("MUL", [gate, b.const_tensor(np.array([1 / 6], dtype)), _fuse(b)], dims,
+                  dtype)
+    b.define(y, b.emit("MUL", [src, gate, _fuse(b)], dims, dtype), layout, b.shape(x))
+
+
 def _batch_norm_check(view, node, opset) -> str:
     if len([o for o in node.outputs if o]) > 1:
         return "BatchNormalization training outputs have no NNAPI equivalent"
@@ -476,10 +479,7 @@ def _batch_norm_check(view, node, opset) -> str:
 
 def _batch_norm_lower(b: Builder, node) -> None:
     x, y = node.inputs[0], node.outputs[0]
-    scale, bias, mean, var = (b.const(n).astype(np.float64) for n in node.inputs[1:5])
-    eps = node.attr("epsilon", 1e-5)
-    mult = scale / np.sqrt(var + eps)
-    shift = bias - mean * mult
+    mult, shift = batch_norm_affine(b, node)
     shape = b.shape(x)
     layout = b.layouts.preferred(x) if len(shape) == 4 else "nchw"
     per_channel = (-1,) if layout == "nhwc" else (-1,) + (1,) * (len(shape) - 2)
@@ -499,27 +499,11 @@ def _batch_norm_lower(b: Builder, node) -> None:
 
 
 def _gemm_check(view, node, opset) -> str:
-    if node.attr("transA", 0):
-        return "Gemm transA=1: FULLY_CONNECTED takes the input untransposed"
-    if view.rank(node.inputs[0]) != 2:
-        return "Gemm input is not 2-D"
-    if len(node.inputs) > 2 and node.inputs[2]:
-        cshape = view.shape(node.inputs[2])
-        n = view.shape(node.inputs[1])[0 if node.attr("transB", 0) else 1]
-        if cshape is None or tuple(cshape) not in ((), (1,), (n,), (1, n)):
-            return f"Gemm C of shape {cshape}: FULLY_CONNECTED's bias is one value per unit"
-    return ""
+    return gemm_problem(view, node, "FULLY_CONNECTED")
 
 
 def _gemm_lower(b: Builder, node) -> None:
-    w = b.const(node.inputs[1]).astype(np.float32)
-    weights = (w if node.attr("transB", 0) else w.T) * np.float32(node.attr("alpha", 1.0))
-    units = weights.shape[0]
-    if len(node.inputs) > 2 and node.inputs[2]:
-        c = b.const(node.inputs[2]).astype(np.float32) * np.float32(node.attr("beta", 1.0))
-        bias = np.broadcast_to(c.reshape(-1), (units,))
-    else:
-        bias = np.zeros(units, np.float32)
+    weights, bias = gemm_as_fully_connected(b, node)
     _fully_connected(b, node.inputs[0], weights, bias, node.outputs[0])
 
 
@@ -713,17 +697,10 @@ def _pad_check(view, node, opset) -> str:
 
 def _pad_lower(b: Builder, node) -> None:
     x, y = node.inputs[0], node.outputs[0]
-    rank = len(b.shape(x))
-    if b.opset >= 11:
-        pads = [int(p) for p in np.asarray(b.const(node.inputs[1])).reshape(-1)]
-        value_name = node.inputs[2] if len(node.inputs) > 2 else ""
-        value = float(np.asarray(b.const(value_name)).reshape(-1)[0]) if value_name else 0.0
-    else:
-        pads, value = ints(node.attr("pads")), node.attr("value", 0.0)
-    if any(p < 0 for p in pads):
-        raise ValueError(f"Pad '{node.name}': negative pads {pads} are crops, not lowered")
-    paddings = np.array([[pads[i], pads[i + rank]] for i in range(rank)], np.int32)
-    inputs = [b.get(x), b.const_tensor(paddings)]
+    paddings, value = pad_amounts(b, node, len(b.shape(x)))
+    if any(p < 0 for axis in paddings for p in axis):
+        raise ValueError(f"Pad '{node.name}': negative pads {paddings} are crops, not lowered")
+    inputs = [b.get(x), b.const_tensor(np.array(paddings, np.int32))]
     op = "PAD"
     if value != 0.0:
         op = "PAD_V2"
@@ -732,32 +709,14 @@ def _pad_lower(b: Builder, node) -> None:
 
 
 def _slice_check(view, node, opset) -> str:
-    if opset < 10:
-        return "Slice-1 (attributes) is not lowered"
-    if len(node.inputs) > 4 and node.inputs[4]:
-        steps = np.asarray(view.constant(node.inputs[4])).reshape(-1)
-        if (steps <= 0).any():
-            return f"Slice with steps {steps.tolist()}: only positive steps are lowered"
-    return op_level("STRIDED_SLICE", view, "Slice (STRIDED_SLICE)")
+    return (slice_problem(view, node, opset)
+            or op_level("STRIDED_SLICE", view, "Slice (STRIDED_SLICE)"))
 
 
 def _slice_lower(b: Builder, node) -> None:
     x, y = node.inputs[0], node.outputs[0]
-    shape = b.shape(x)
-    rank = len(shape)
-    get = (lambda i: [int(v) for v in np.asarray(b.const(node.inputs[i])).reshape(-1)]
-           if len(node.inputs) > i and node.inputs[i] else None)
-    starts, ends = get(1), get(2)
-    axes = get(3) or list(range(len(starts)))
-    steps = get(4) or [1] * len(starts)
-    begin, end, stride = [0] * rank, list(shape), [1] * rank
-    for s, e, a, st in zip(starts, ends, axes, steps):
-        a = a + rank if a < 0 else a
-        size = shape[a]
-        s = min(max(s + size if s < 0 else s, 0), size)
-        e = min(max(e + size if e < 0 else e, 0), size)
-        begin[a], end[a], stride[a] = s, e, st
-    inputs = [b.get(x)] + [b.const_tensor(np.array(v, np.int32)) for v in (begin, end, stride)]
+    begin, end, stride = np.array(slice_ranges(b, node, b.shape(x)), np.int32).T
+    inputs = [b.get(x)] + [b.const_tensor(v) for v in (begin, end, stride)]
     inputs += [b.i32(0), b.i32(0), b.i32(0)]
     b.define(y, b.emit("STRIDED_SLICE", inputs, b.shape(y), b.dtype(y)), "nchw")
 
@@ -818,6 +777,8 @@ RULES = {
     **{op: Rule(_unary_check, _unary_lower) for op in _UNARY},
     "Clip": Rule(_clip_check, _clip_lower, params=(1, 2)),
     "HardSigmoid": Rule(_hard_sigmoid_check, _hard_sigmoid_lower),
+    "HardSwish": Rule(_hard_swish_check, _hard_swish_lower),
+    "com.edgerun:HardSwish": Rule(_hard_swish_check, _hard_swish_lower),
     "BatchNormalization": Rule(_batch_norm_check, _batch_norm_lower, params=(1, 2, 3, 4)),
     "Gemm": Rule(_gemm_check, _gemm_lower, params=(1, 2)),
     "MatMul": Rule(_matmul_check, _matmul_lower),

@@ -142,6 +142,8 @@ OPS = {
     "ReluMinMax": lambda op, x: np.clip(x, op.param("min_value"), op.param("max_value")),
     "Sigmoid": _unary(lambda x: 0.5 * (1 + np.tanh(0.5 * x))), "Tanh": _unary(np.tanh),
     "ElementWiseNeuron": neuron,
+    "HardSwish": _unary(lambda x: x * np.clip(x * x.dtype.type(1 / 6) + x.dtype.type(0.5),
+                                              0, 1)),
     "ReduceMean": reduce(np.mean), "ReduceSum": reduce(np.sum), "ReduceMax": reduce(np.max),
     "ReduceMin": reduce(np.min), "Pad": pad, "StridedSlice": strided_slice,
     "Transpose": lambda op, x: np.ascontiguousarray(np.transpose(x, [int(p) for p in

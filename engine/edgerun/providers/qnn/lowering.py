@@ -19,9 +19,11 @@ import re
 import numpy as np
 
 from ...ir import Node, TypeInfo, dtypes
-from ..edge_common import (NCHW_TO_NHWC, Layouts, Rule, attr_str, clip_bounds, conv_pads,
-                           ints, partition_types, reduce_axes, rule_key, softmax_axis,
-                           split_fused)
+from ..edge_common import (NCHW_TO_NHWC, Layouts, Rule, attr_str, clip_bounds, ints,
+                           partition_types, reduce_axes, rule_key, softmax_axis, split_fused)
+from ..edge_params import (batch_norm_affine, conv_params, gemm_as_fully_connected,
+                           gemm_problem, pad_amounts, pool_problem, pool_window, slice_problem,
+                           slice_ranges)
 from . import spec
 from .graph import QnnGraph, QnnOp, QnnParam, QnnTensor
 
@@ -180,29 +182,21 @@ def _conv_check(view, node, opset) -> str:
 
 def _conv_lower(b: Builder, node) -> None:
     x_name, y = node.inputs[0], node.outputs[0]
-    w = b.const(node.inputs[1])
-    bias = b.const(node.inputs[2]) if len(node.inputs) > 2 and node.inputs[2] else None
-    one_d = len(b.shape(x_name)) == 3
-    kernel = list(w.shape[2:])
-    strides = ints(node.attr("strides"), [1] * len(kernel))
-    dil = ints(node.attr("dilations"), [1] * len(kernel))
-    pads = ints(node.attr("pads"), [])
-    if one_d:       # QNN's Conv1d exists too; [N, C, 1, W] keeps one code path
+    p = conv_params(b, node)
+    if p.one_d:       # QNN's Conv1d exists too; [N, C, 1, W] keeps one code path
         n, c, width = b.shape(x_name)
         tmp = x_name + "/as_2d"
         b.define(tmp, b.op("Reshape", [b.get(x_name)], (n, c, 1, width), b.dtype(x_name),
                            base=tmp), "nchw", (n, c, 1, width))
-        x_name, w = tmp, w.reshape(w.shape[0], w.shape[1], 1, w.shape[2])
-        kernel, strides, dil = [1] + kernel, [1] + strides, [1] + dil
-        pads = [0, pads[0], 0, pads[1]] if pads else []
+        x_name = tmp
     n, c, h, width = b.shape(x_name)
     group = node.attr("group", 1)
+    w, bias = p.weights, p.bias
     m = w.shape[0]
-    (top, bottom, left, right), (oh, ow) = conv_pads(
-        (h, width), kernel, strides, dil, pads, attr_str(node, "auto_pad", "NOTSET"))
-    bias = np.zeros(m, np.float32) if bias is None else bias.astype(np.float32)
-    params = {"stride": _u32(strides), "pad_amount": _u32([[top, bottom], [left, right]]),
-              "dilation": _u32(dil)}
+    (top, bottom, left, right), (oh, ow) = p.explicit_pads(
+        (h, width), attr_str(node, "auto_pad", "NOTSET"))
+    params = {"stride": _u32(p.strides), "pad_amount": _u32([[top, bottom], [left, right]]),
+              "dilation": _u32(p.dilations)}
     if group == c and m == c and group > 1:
         op, weights = "DepthWiseConv2d", w.transpose(2, 3, 1, 0)      # [h, w, 1, C]
     else:
@@ -210,7 +204,7 @@ def _conv_lower(b: Builder, node) -> None:
         params["group"] = group
     inputs = [b.get(x_name, "nhwc"), b.static(weights, node.inputs[1]), b.static(bias)]
     out = b.op(op, inputs, (n, oh, ow, m), b.dtype(x_name), params, base=y)
-    if one_d:
+    if p.one_d:
         tmp = y + "/as_2d"
         b.define(tmp, out, "nhwc", (n, m, 1, ow))
         b.define(y, b.op("Reshape", [b.get(tmp, "nchw")], (n, m, ow), b.dtype(y), base=y),
@@ -220,14 +214,9 @@ def _conv_lower(b: Builder, node) -> None:
 
 
 def _pool_check(view, node, opset) -> str:
-    if view.rank(node.inputs[0]) != 4:
-        return f"{node.op_type} on rank-{view.rank(node.inputs[0])} input: QNN 2-D pools only"
-    if len([o for o in node.outputs if o]) > 1:
-        return "MaxPool's Indices output has no QNN equivalent"
-    if any(d != 1 for d in ints(node.attr("dilations"), [1, 1])):
-        return f"{node.op_type} with dilations: PoolMax2d/PoolAvg2d have no dilation"
-    if node.attr("storage_order", 0):
-        return "MaxPool storage_order=1 has no QNN equivalent"
+    why = pool_problem(view, node, "QNN")
+    if why:
+        return why
     if node.attr("count_include_pad", 0) and node.attr("ceil_mode", 0):
         return ("AveragePool count_include_pad=1 with ceil_mode=1: the ceil padding would be "
                 "counted too")
@@ -237,16 +226,8 @@ def _pool_check(view, node, opset) -> str:
 def _pool_lower(b: Builder, node) -> None:
     x_name, y = node.inputs[0], node.outputs[0]
     n, c, h, w = b.shape(x_name)
-    if node.op_type.startswith("Global"):
-        kernel, strides, pads, auto_pad, ceil = [h, w], [1, 1], [], "NOTSET", 0
-    else:
-        kernel = ints(node.attr("kernel_shape"))
-        strides = ints(node.attr("strides"), [1, 1])
-        pads, auto_pad = ints(node.attr("pads"), []), attr_str(node, "auto_pad", "NOTSET")
-        ceil = node.attr("ceil_mode", 0)
-    # ceil_mode becomes extra bottom/right padding, which is excluded from both pools' windows
-    (top, bottom, left, right), (oh, ow) = conv_pads((h, w), kernel, strides, [1, 1], pads,
-                                                     auto_pad, ceil)
+    # pool_window turns ceil_mode into extra bottom/right padding, excluded from both pools' windows
+    kernel, strides, (top, bottom, left, right), (oh, ow) = pool_window(node, h, w)
     params = {"filter_size": _u32(kernel), "stride": _u32(strides),
               "pad_amount": _u32([[top, bottom], [left, right]]),
               "rounding_mode": spec.POOL_ROUNDING_FLOOR}
@@ -371,6 +352,16 @@ def _reciprocal_lower(b: Builder, node) -> None:
              layout, b.shape(x))
 
 
+def _hard_swish_check(view, node, opset) -> str:
+    return backend_lacks(view, "HardSwish", "HardSwish")
+
+
+def _hard_swish_lower(b: Builder, node) -> None:
+    """HardSwish (ONNX 14, or com.edgerun's for older opsets) is QNN's HardSwish op:
+    y = x * clamp(x/6 + 1/2, 0, 1), no params."""
+    _same_layout_unary(b, node.inputs[0], node.outputs[0], "HardSwish")
+
+
 def _batch_norm_check(view, node, opset) -> str:
     if len([o for o in node.outputs if o]) > 1 or node.attr("training_mode", 0):
         return "BatchNormalization in training mode has no QNN equivalent"
@@ -381,9 +372,7 @@ def _batch_norm_check(view, node, opset) -> str:
 
 def _batch_norm_lower(b: Builder, node) -> None:
     x, y = node.inputs[0], node.outputs[0]
-    scale, bias, mean, var = (b.const(n).astype(np.float64) for n in node.inputs[1:5])
-    mult = scale / np.sqrt(var + node.attr("epsilon", 1e-5))
-    shift = bias - mean * mult
+    mult, shift = batch_norm_affine(b, node)
     n, c, h, w = b.shape(x)
     dtype = b.dtype(x)
     out = b.op("Batchnorm", [b.get(x, "nhwc"), b.static(mult.astype(dtype)),
@@ -395,27 +384,11 @@ def _batch_norm_lower(b: Builder, node) -> None:
 
 
 def _gemm_check(view, node, opset) -> str:
-    if node.attr("transA", 0):
-        return "Gemm transA=1 is not lowered (FullyConnected takes the input as is)"
-    if view.rank(node.inputs[0]) != 2:
-        return "Gemm input is not 2-D"
-    if len(node.inputs) > 2 and node.inputs[2]:
-        cshape = view.shape(node.inputs[2])
-        n = view.shape(node.inputs[1])[0 if node.attr("transB", 0) else 1]
-        if cshape is None or tuple(cshape) not in ((), (1,), (n,), (1, n)):
-            return f"Gemm C of shape {cshape}: FullyConnected's bias is one value per unit"
-    return ""
+    return gemm_problem(view, node, "FullyConnected")
 
 
 def _gemm_lower(b: Builder, node) -> None:
-    w = b.const(node.inputs[1]).astype(np.float32)
-    weights = (w if node.attr("transB", 0) else w.T) * np.float32(node.attr("alpha", 1.0))
-    units = weights.shape[0]
-    if len(node.inputs) > 2 and node.inputs[2]:
-        c = b.const(node.inputs[2]).astype(np.float32) * np.float32(node.attr("beta", 1.0))
-        bias = np.broadcast_to(c.reshape(-1), (units,))
-    else:
-        bias = np.zeros(units, np.float32)
+    weights, bias = gemm_as_fully_connected(b, node)
     _fully_connected(b, node.inputs[0], weights, bias, node.outputs[0])
 
 
@@ -547,48 +520,15 @@ def _pad_check(view, node, opset) -> str:
 
 def _pad_lower(b: Builder, node) -> None:
     x, y = node.inputs[0], node.outputs[0]
-    rank = len(b.shape(x))
-    if b.opset >= 11:
-        pads = [int(p) for p in np.asarray(b.const(node.inputs[1])).reshape(-1)]
-        value_name = node.inputs[2] if len(node.inputs) > 2 else ""
-        value = float(np.asarray(b.const(value_name)).reshape(-1)[0]) if value_name else 0.0
-    else:
-        pads, value = ints(node.attr("pads")), float(node.attr("value", 0.0))
-    amount = _u32([[pads[i], pads[i + rank]] for i in range(rank)])
+    amounts, value = pad_amounts(b, node, len(b.shape(x)))
     params = {"scheme": _PAD_SCHEMES[attr_str(node, "mode", "constant")],
-              "pad_amount": amount, "pad_constant_value": value}
+              "pad_amount": _u32(amounts), "pad_constant_value": value}
     b.define(y, b.op("Pad", [b.get(x)], b.shape(y), b.dtype(y), params, base=y), "nchw")
-
-
-def _slice_check(view, node, opset) -> str:
-    if opset < 10:
-        return "Slice-1 (attributes) is not lowered"
-    if len(node.inputs) > 4 and node.inputs[4]:
-        steps = np.asarray(view.constant(node.inputs[4])).reshape(-1)
-        if (steps <= 0).any():
-            return f"Slice with steps {steps.tolist()}: only positive steps are lowered"
-    return ""
 
 
 def _slice_lower(b: Builder, node) -> None:
     x, y = node.inputs[0], node.outputs[0]
-    shape = b.shape(x)
-    rank = len(shape)
-
-    def get(i):
-        if len(node.inputs) > i and node.inputs[i]:
-            return [int(v) for v in np.asarray(b.const(node.inputs[i])).reshape(-1)]
-        return None
-
-    starts, ends = get(1), get(2)
-    axes = get(3) or list(range(len(starts)))
-    steps = get(4) or [1] * len(starts)
-    ranges = [[0, d, 1] for d in shape]
-    for s, e, a, st in zip(starts, ends, axes, steps):
-        a = a + rank if a < 0 else a
-        size = shape[a]
-        ranges[a] = [min(max(s + size if s < 0 else s, 0), size),
-                     min(max(e + size if e < 0 else e, 0), size), st]
+    ranges = slice_ranges(b, node, b.shape(x))
     b.define(y, b.op("StridedSlice", [b.get(x)], b.shape(y), b.dtype(y),
                      {"ranges": np.array(ranges, np.int32)}, base=y), "nchw")
 
@@ -627,6 +567,8 @@ RULES = {
     **{op: Rule(_unary_check, _unary_lower) for op in _UNARY},
     "Clip": Rule(_clip_check, _clip_lower, params=(1, 2)),
     "HardSigmoid": Rule(_hard_sigmoid_check, _hard_sigmoid_lower),
+    "HardSwish": Rule(_hard_swish_check, _hard_swish_lower),
+    "com.edgerun:HardSwish": Rule(_hard_swish_check, _hard_swish_lower),
     "Reciprocal": Rule(_always, _reciprocal_lower),
     "BatchNormalization": Rule(_batch_norm_check, _batch_norm_lower, params=(1, 2, 3, 4)),
     "Gemm": Rule(_gemm_check, _gemm_lower, params=(1, 2)),
@@ -642,7 +584,7 @@ RULES = {
     "Transpose": Rule(_always, _transpose_lower),
     **{op: Rule(_reduce_check, _reduce_lower, params=(1,)) for op in _REDUCE},
     "Pad": Rule(_pad_check, _pad_lower, params=(1, 2, 3)),
-    "Slice": Rule(_slice_check, _slice_lower, params=(1, 2, 3, 4)),
+    "Slice": Rule(slice_problem, _slice_lower, params=(1, 2, 3, 4)),
     "com.edgerun:FusedConv": Rule(_fused_check, _fused_lower, params=(1, 2)),
     "com.edgerun:FusedGemm": Rule(_fused_check, _fused_lower, params=(1, 2)),
     "com.edgerun:FusedMatMul": Rule(_fused_check, _fused_lower),

@@ -31,11 +31,13 @@ OPS = {
     "ElementWiseSubtract", "ElementWiseMultiply", "ElementWiseDivide", "ElementWiseMaximum",
     "ElementWiseMinimum", "ElementWisePower", "ElementWiseExp", "ElementWiseLog",
     "ElementWiseSquareRoot", "ElementWiseAbs", "ElementWiseNeg", "ElementWiseFloor",
-    "ElementWiseNeuron", "Relu", "ReluMinMax", "Sigmoid", "Tanh", "Batchnorm",
+    "ElementWiseNeuron", "HardSwish", "Relu", "ReluMinMax", "Sigmoid", "Tanh", "Batchnorm",
     "FullyConnected", "MatMul", "Softmax", "Reshape", "Concat", "Transpose", "ReduceMean",
     "ReduceSum", "ReduceMax", "ReduceMin", "Pad", "StridedSlice",
 }
 NEURON_HARD_SIGMOID = 2          # QNN_OP_ELEMENT_WISE_NEURON_OPERATION_HARD_SIGMOID
+# "HardSwish" is QNN_OP_HARD_SWISH (no params; y = x * clamp(x/6 + 1/2, 0, 1)), the op
+# onnxruntime's QNN EP maps ONNX HardSwish to on the CPU and HTP backends
 POOL_ROUNDING_FLOOR, POOL_ROUNDING_CEIL = 0, 1
 PAD_SCHEME_CONSTANT, PAD_SCHEME_MIRROR_REFLECT, PAD_SCHEME_EDGE = 0, 2, 3
 LRN_ACROSS_CHANNEL = 0
@@ -58,5 +60,5 @@ BACKENDS = {
 }
 # Op types edgerun does not claim on a backend: a conservative list, still to be checked
 # against each SDK release's backend support pages on a device
-BACKEND_LACKS = {"gpu": {"Lrn", "ElementWisePower", "ElementWiseNeuron"},
+BACKEND_LACKS = {"gpu": {"Lrn", "ElementWisePower", "ElementWiseNeuron", "HardSwish"},
                  "htp": {"Lrn"}, "cpu": set()}

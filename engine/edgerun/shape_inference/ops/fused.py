@@ -18,9 +18,9 @@ for domain in (DOMAIN, MICROSOFT):
 infer("LayerNormalization", domain=DOMAIN)(normalization.layer_normalization)
 
 
-@infer("Gelu", domain=DOMAIN)
+@infer("Gelu", "HardSwish", domain=DOMAIN)
 @infer("Gelu", "FastGelu", "BiasGelu", domain=MICROSOFT)
-def gelu(ctx):
+def elementwise_activation(ctx):
     return [same_as_input(ctx)]
 
 
