@@ -399,14 +399,29 @@ JS_API_MODEL = """async ([url, providers, feeds]) => {
 JS_TYPES = {"float32": np.float32, "int32": np.int32, "int64": np.int64, "bool": np.bool_}
 
 
-@pytest.mark.parametrize("provider", ["wasm", "webgpu"])
-@pytest.mark.parametrize("name", sorted(__import__("real_models").REAL_MODELS))
-def test_js_api_runs_the_real_model_set_in_chromium(browser, name, provider):
-    """Every model of the real-model set through InferenceSession.create / session.run in the
-    page, on one provider alone (Pyodide has no numpy, so no CPU provider behind it)."""
+def _model_and_feeds(name: str):
+    """(path, feeds) of a real model, or of MiniLM-L6 at 16 tokens (exported once by
+    bench/models/export_minilm.py, which needs torch the first time)."""
+    if name == "minilm_l6":
+        sys.path.insert(0, ROOT)
+        from bench.models import export_minilm as ex
+        need(ex.is_cached() or not ex.missing_tools(), "torch, transformers and tokenizers "
+             "(to export MiniLM once)", ex.INSTALL)
+        return ex.ensure_minilm(), dict(np.load(ex.feeds_path(16)))
     from real_models import REAL_MODELS
+    return REAL_MODELS[name]()
 
-    path, feeds = REAL_MODELS[name]()
+
+JS_API_CASES = [(name, provider) for name in sorted(__import__("real_models").REAL_MODELS)
+                + ["minilm_l6"] for provider in ("wasm", "webgpu")]
+
+
+@pytest.mark.parametrize("name, provider", JS_API_CASES)
+def test_js_api_runs_the_real_model_set_in_chromium(browser, name, provider):
+    """Every model of the real-model set, and the MiniLM transformer, through
+    InferenceSession.create / session.run in the page, on one provider alone (Pyodide has no
+    numpy, so no CPU provider behind it)."""
+    path, feeds = _model_and_feeds(name)
     with open(path, "rb") as f:
         browser.put(os.path.basename(path), f.read())
     js_feeds = {k: [str(v.dtype), list(v.shape), base64.b64encode(v.tobytes()).decode()]
