@@ -4,6 +4,7 @@ In CI (CI=true) a missing tool is a failure, never a skip: `need()` turns the sk
 error there. Locally a skip says exactly what to install.
 """
 import os
+import warnings
 
 import pytest
 
@@ -18,3 +19,29 @@ def need(condition: bool, what: str, install: str) -> None:
     if IN_CI:
         pytest.fail(f"{what} is required in CI: {install}")
     pytest.skip(f"{what} is missing: {install}")
+
+
+WEBGPU_INSTALL = ("apt-get install -y --no-install-recommends mesa-vulkan-drivers libvulkan1 && "
+                  "pip install wgpu==0.32.0")
+
+
+@pytest.fixture(scope="module")
+def gpu():
+    """The WebGPU provider's shared context (native wgpu; lavapipe's Vulkan in CI)."""
+    try:
+        import wgpu  # noqa: F401
+    except ImportError:
+        need(False, "wgpu", WEBGPU_INSTALL)
+    from edgerun.providers.webgpu.provider import WebGpuProvider, shared_context
+    ok, why = WebGpuProvider.available()
+    need(ok, f"a WebGPU adapter ({why})", WEBGPU_INSTALL)
+    return shared_context()
+
+
+def webgpu_session(model, providers=("webgpu", "cpu")):
+    """A session that fails, rather than warns, when the webgpu provider is skipped."""
+    import edgerun
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        return edgerun.InferenceSession(model, providers=list(providers))

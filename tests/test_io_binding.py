@@ -5,18 +5,15 @@ to "webgpu" stays on the GPU and feeds a second session with no host round trip,
 both by the executor's planned copies (explain(binding)) and by the GPU device's own
 upload/download counters; results match the CPU provider (rtol 1e-3, atol 1e-3).
 """
-import warnings
 
 import numpy as np
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import edgerun
-from conftest import need
+from conftest import webgpu_session
 
 RTOL, ATOL = 1e-3, 1e-3
-INSTALL = ("apt-get install -y --no-install-recommends mesa-vulkan-drivers libvulkan1 && "
-           "pip install wgpu==0.32.0")
 RNG = np.random.default_rng(5)
 W = RNG.standard_normal((8, 16)).astype(np.float32)
 B = RNG.standard_normal((16,)).astype(np.float32)
@@ -158,22 +155,6 @@ def test_ortvalue_api_on_cpu():
 
 # ---- webgpu ---------------------------------------------------------------------------------
 
-@pytest.fixture(scope="module")
-def gpu():
-    try:
-        import wgpu  # noqa: F401
-    except ImportError:
-        need(False, "wgpu", INSTALL)
-    from edgerun.providers.webgpu.provider import WebGpuProvider, shared_context
-    ok, why = WebGpuProvider.available()
-    need(ok, f"a WebGPU adapter ({why})", INSTALL)
-    return shared_context()
-
-
-def _session(model, providers=("webgpu", "cpu")):
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", RuntimeWarning)      # webgpu must not be skipped
-        return edgerun.InferenceSession(model, providers=list(providers))
 
 
 def _transfers(gpu):
@@ -181,7 +162,7 @@ def _transfers(gpu):
 
 
 def test_webgpu_output_feeds_a_second_session_without_host_copies(gpu):
-    first, second = _session(_dense()), _session(_head())
+    first, second = webgpu_session(_dense()), webgpu_session(_head())
     assert {n["provider"] for n in first.explain()["nodes"]} == {"webgpu"}
     x = _x()
     y_ref, (z_ref, s_ref) = _reference(x)
@@ -223,7 +204,7 @@ def test_webgpu_input_read_on_the_cpu_is_copied_down_and_counted(gpu):
     y = edgerun.OrtValue.ortvalue_from_numpy(_reference(x)[0], "webgpu")
     expected = _reference(x, "Hardmax")[1][0]
 
-    sess = _session(_head("Hardmax"))                    # no WGSL Hardmax: it runs on the CPU
+    sess = webgpu_session(_head("Hardmax"))                    # no WGSL Hardmax: it runs on the CPU
     assert [n["provider"] for n in sess.explain()["nodes"] if n["op_type"] == "Hardmax"] == ["cpu"]
     binding = sess.io_binding()
     binding.bind_ortvalue_input("y", y)
@@ -262,7 +243,7 @@ def test_webgpu_ortvalue_api(gpu):
     assert z.device_name() == "webgpu"
     np.testing.assert_array_equal(z.numpy(), np.zeros((3, 4), np.float32))
 
-    sess = _session(_dense())
+    sess = webgpu_session(_dense())
     binding = sess.io_binding()
     with pytest.raises(edgerun.InvalidArgument, match="raw buffer pointers are not supported "
                                                       "on device 'webgpu'"):

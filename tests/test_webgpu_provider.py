@@ -12,29 +12,11 @@ import pytest
 from onnx import TensorProto, helper
 
 import edgerun
-from conftest import need
+from conftest import need, webgpu_session
 
 RTOL, ATOL = 1e-3, 1e-3
-INSTALL = ("apt-get install -y --no-install-recommends mesa-vulkan-drivers libvulkan1 && "
-           "pip install wgpu==0.32.0")
 
 
-@pytest.fixture(scope="module")
-def gpu():
-    try:
-        import wgpu  # noqa: F401
-    except ImportError:
-        need(False, "wgpu", INSTALL)
-    from edgerun.providers.webgpu.provider import WebGpuProvider, shared_context
-    ok, why = WebGpuProvider.available()
-    need(ok, f"a WebGPU adapter ({why})", INSTALL)
-    return shared_context()
-
-
-def _session(model, providers=("webgpu", "cpu")):
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", RuntimeWarning)      # webgpu must not be skipped
-        return edgerun.InferenceSession(model, providers=list(providers))
 
 
 def _assert_close(got, expected, what):
@@ -130,7 +112,7 @@ def test_real_models_place_every_node_on_the_gpu(gpu, name):
     """Zero CPU fallbacks, and copies only of graph inputs and outputs (plus the values the
     executor passes to If bodies on the host, in the silero models that branch)."""
     path, _ = _real_model(name)
-    sess = _session(path)
+    sess = webgpu_session(path)
     explain = sess.explain()
     on_cpu = [(n["node"], n["op_type"], n["refused_by"]) for n in explain["nodes"]
               if n["provider"] != "webgpu"]
@@ -154,7 +136,7 @@ RUN = {"digits_mlp": True, "light_squeezenet": True, "light_bvlc_alexnet": True,
 @pytest.mark.parametrize("name", sorted(RUN))
 def test_real_model_parity(gpu, name):
     path, feeds = _real_model(name)
-    sess = _session(path)
+    sess = webgpu_session(path)
     expected = edgerun.InferenceSession(path, providers=["cpu"]).run(None, feeds)
     before = dict(gpu.stats)
     _assert_close(sess.run(None, feeds), expected, name)
@@ -187,7 +169,7 @@ def test_integer_and_bool_tensors_stay_on_the_gpu(gpu):
     graph = helper.make_graph(nodes, "g", [ids], outs, initializer=[emb, zero, ax])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     feeds = {"ids": np.random.default_rng(0).integers(-50, 50, (2, 80)).astype(np.int64)}
-    sess = _session(model.SerializeToString())
+    sess = webgpu_session(model.SerializeToString())
     assert {n["provider"] for n in sess.explain()["nodes"]} == {"webgpu"}
     before = dict(gpu.stats)
     got = sess.run(None, feeds)
@@ -212,7 +194,7 @@ def test_weights_larger_than_one_binding_are_split(gpu, monkeypatch):
                                             helper.make_tensor("b", TensorProto.FLOAT, [37],
                                                                b.tolist())], transB=1)
     monkeypatch.setattr(gpu.device, "max_binding_size", 10 * 24 * 4)   # 10 rows a block
-    sess = _session(model)
+    sess = webgpu_session(model)
     assert any(isinstance(v, GpuTensorParts) and len(v.parts) == 5
                for v in sess._executor.device_constants.values())
     xv = rng.standard_normal((5, 24)).astype(np.float32)
@@ -225,7 +207,7 @@ def test_one_submit_per_run_and_nothing_recreated_on_the_second_run(gpu):
     from real_models import REAL_MODELS
 
     path, feeds = REAL_MODELS["light_squeezenet"]()
-    sess = _session(path)
+    sess = webgpu_session(path)
     sess.run(None, feeds)
     flushes, pipelines, buffers = gpu.stats["flushes"], gpu.stats["pipelines"], gpu.pool.created
     sess.run(None, feeds)
@@ -252,7 +234,7 @@ def test_unsupported_layouts_fall_back_to_the_cpu_kernel(gpu):
     model = _single_node("Conv", [x], [y], [w])          # 3-D convolution: no WGSL layout
     xv = np.random.default_rng(0).standard_normal((1, 2, 3, 4, 5)).astype(np.float32)
     before = gpu.stats["fallbacks"]
-    got = _session(model).run(None, {"x": xv})
+    got = webgpu_session(model).run(None, {"x": xv})
     _assert_close(got, edgerun.InferenceSession(model).run(None, {"x": xv}), "Conv3D")
     assert gpu.stats["fallbacks"] == before + 1
     assert "the_node" in gpu.fallback_log[-1] and "3-D convolution" in gpu.fallback_log[-1]
@@ -261,7 +243,7 @@ def test_unsupported_layouts_fall_back_to_the_cpu_kernel(gpu):
 def test_refusals_say_why(gpu):
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])
     y = helper.make_tensor_value_info("y", TensorProto.DOUBLE, [2, 3])
-    sess = _session(_single_node("Cast", [x], [y], to=TensorProto.DOUBLE))
+    sess = webgpu_session(_single_node("Cast", [x], [y], to=TensorProto.DOUBLE))
     (node,) = sess.explain()["nodes"]
     assert node["provider"] == "cpu"
     assert "Cast to tensor(double)" in node["refused_by"][0]
