@@ -111,10 +111,9 @@ def test_digits_demo_classifies_drawn_digits(site, tmp_path):
     assert latency.endswith(" ms") and float(latency.split()[0]) > 0
     provider = page.text_content("#provider")
     assert all(p in provider for p in state["providers"]), (provider, state["providers"])
-    if state["fallback"]:                     # webgpu failed while running: wasm alone now
-        assert state["providers"] == ["wasm"], state["providers"]
-        assert page.text_content("#fallback").startswith("webgpu failed, so wasm runs")
-        provider += f" (webgpu failed: {state['fallback']})"
+    # the whole model runs on webgpu (SwiftShader); the demo's wasm fallback is for devices
+    # that fail while running
+    assert not state["fallback"], state["fallback"]
     dark, light = _dark_and_light(page.locator("#pad").screenshot())
     page.screenshot(path=str(tmp_path / "digits.png"))
     assert dark > 0.02 and light > 0.3, (dark, light)       # the last digit is on the pad

@@ -5,6 +5,10 @@ nodes it claims and on real models; one command encoder per run; buffers and pip
 reused across runs; errors that name the kernel. lavapipe is slow: the models here are the
 small ones.
 """
+import json
+import os
+import subprocess
+import sys
 import warnings
 
 import numpy as np
@@ -12,7 +16,7 @@ import pytest
 from onnx import TensorProto, helper
 
 import edgerun
-from conftest import need, webgpu_session
+from conftest import ROOT, need, webgpu_session
 
 RTOL, ATOL = 1e-3, 1e-3
 
@@ -274,3 +278,29 @@ def test_size_classes_bound_waste():
         assert c >= n and c % 256 == 0
         assert c <= max(256, 1.25 * n + 256), (n, c)
     assert size_class(5000) == size_class(5100)           # neighbours share a class
+
+
+def test_webgpu_ahead_of_wasm_without_numpy_keeps_every_node_on_the_gpu(gpu):
+    """As the digits demo asks in a browser (["webgpu", "wasm"], no numpy): wasm's graph
+    capture must not wrap nodes webgpu picks first (they would get wasm tensors)."""
+    digits = os.path.join(ROOT, "examples", "digits")
+    code = ("import sys, json; sys.modules['numpy'] = None\n"
+            "import struct, warnings; warnings.simplefilter('ignore')\n"
+            "import edgerun\n"
+            "from edgerun.runtime.host_tensor import HostTensor\n"
+            "s = edgerun.InferenceSession(sys.argv[1], providers=['webgpu', 'wasm'])\n"
+            "x = HostTensor(1, (2, 64), sys.stdin.buffer.read())\n"
+            "label, prob = s.run(None, {'input': x})\n"
+            "print(json.dumps({'placed': sorted({n['provider'] for n in s.explain()['nodes']}),"
+            " 'label': list(struct.unpack('2q', label.data)),"
+            " 'prob': list(struct.unpack('20f', prob.data))}))\n")
+    x = np.load(os.path.join(digits, "digits_holdout.npz"))["X"][:2].astype(np.float32)
+    out = subprocess.run([sys.executable, "-c", code, os.path.join(digits, "digits_mlp.onnx")],
+                         input=x.tobytes(), capture_output=True, cwd=ROOT)
+    assert out.returncode == 0, out.stderr.decode()[-2000:]
+    got = json.loads(out.stdout.decode().strip().splitlines()[-1])
+    label, prob = edgerun.InferenceSession(os.path.join(digits, "digits_mlp.onnx"),
+                                           providers=["cpu"]).run(None, {"input": x})
+    assert got["placed"] == ["webgpu"], got["placed"]
+    assert got["label"] == label.tolist()
+    np.testing.assert_allclose(np.array(got["prob"]).reshape(2, 10), prob, rtol=RTOL, atol=ATOL)

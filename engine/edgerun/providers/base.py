@@ -37,9 +37,10 @@ class ExecutionProvider:
     def configure(self, sess_options) -> None:
         """Take what applies from the session's SessionOptions (threads, ...)."""
 
-    def prepare_model(self, model) -> None:
+    def prepare_model(self, model, ahead: tuple = ()) -> None:
         """Called once with the (optimized) ir.Model before partitioning: the place to learn
-        value types and constants that `capability` decisions depend on."""
+        value types and constants that `capability` decisions depend on. `ahead` are the
+        providers before this one in priority order (prepared already): they pick first."""
 
     def capability(self, node: Node, opset: int) -> tuple:
         """(True, "") if this provider runs `node`, else (False, the reason)."""

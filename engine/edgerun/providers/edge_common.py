@@ -207,7 +207,7 @@ class EdgeProvider(ExecutionProvider):
         """available() for this instance's options (a QNN backend, say)."""
         return self.available()
 
-    def prepare_model(self, model: Model) -> None:
+    def prepare_model(self, model: Model, ahead: tuple = ()) -> None:
         """Learn the types and constants of `model` (called before partitioning)."""
         self.facts = graph_facts(model)
 

@@ -45,8 +45,8 @@ class InferenceSession:
         self._providers = create_providers(providers, provider_options)
         for provider in self._providers:
             provider.configure(self._options)
-        for provider in self._providers:
-            provider.prepare_model(self._model)
+        for i, provider in enumerate(self._providers):
+            provider.prepare_model(self._model, ahead=tuple(self._providers[:i]))
         self._partitioner = Partitioner(self._providers)
         graph = self._model.graph
         self._executor = GraphExecutor(graph, self._model.opset_imports, self._partitioner)

@@ -26,9 +26,10 @@ OP_TYPE = "WasmProgram"
 DOMAIN = EDGERUN[0]
 
 
-def capture_graph(model, provider) -> bool:
-    """Wrap `model.graph` into one WasmProgram node when the provider claims every node;
-    True when it did."""
+def capture_graph(model, provider, ahead: tuple = ()) -> bool:
+    """Wrap `model.graph` into one WasmProgram node when the provider claims every node and
+    no provider `ahead` of it in priority order claims any (their nodes would receive wasm
+    tensors inside the program); True when it did."""
     graph = model.graph
     opsets = model.opset_imports
     if not graph.nodes or any(n.op_type == OP_TYPE and n.domain == DOMAIN for n in graph.nodes):
@@ -36,6 +37,8 @@ def capture_graph(model, provider) -> bool:
     for node in graph.nodes:
         opset = opsets.get("" if node.domain == "ai.onnx" else node.domain)
         if opset is None or not provider.capability(node, opset)[0]:
+            return False
+        if any(other.capability(node, opset)[0] for other in ahead):
             return False
     constants = set(graph.initializers) | {s.name for s in graph.sparse_initializers}
     feeds = [v for v in graph.inputs if v.name not in constants]

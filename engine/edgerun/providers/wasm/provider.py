@@ -62,10 +62,10 @@ class WasmProvider(ExecutionProvider):
                 "programs": {k: dict(v) if isinstance(v, dict) else v
                              for k, v in self.dev.programs.items()}}
 
-    def prepare_model(self, model) -> None:
+    def prepare_model(self, model, ahead: tuple = ()) -> None:
         self._constants = {id(t.raw): [t.raw, None] for t in _initializers(model.graph)}
         if self.options.get("graph_capture", True) and not self.dev.numpy:
-            capture.capture_graph(model, self)
+            capture.capture_graph(model, self, ahead)
 
     def capability(self, node, opset) -> tuple:
         entry = ops.lookup(node.op_type, node.domain)
