@@ -287,3 +287,97 @@ def test_split_returns_the_numpy_parts(shape, axis, split):
         np.cumsum([-(-x.shape[axis] // count)] * (count - 1))
     for g, w in zip(got, np.split(x, bounds, axis=axis)):
         np.testing.assert_array_equal(g, w)
+
+
+# ---- LSTM: the plain forward direction with weights prepared once per node -------------------
+
+
+def _lstm_reference(x, w, r, b, h0, c0):
+    inputs = {"x": x, "w": w, "r": r}
+    names = ["x", "w", "r", "b" if b is not None else "", "", "h0" if h0 is not None else "",
+             "c0" if c0 is not None else ""]
+    for name, value in (("b", b), ("h0", h0), ("c0", c0)):
+        if value is not None:
+            inputs[name] = value
+    node = helper.make_node("LSTM", names, ["y", "yh", "yc"], hidden_size=r.shape[-1])
+    dtype = helper.np_dtype_to_tensor_dtype(x.dtype)
+    graph = helper.make_graph(
+        [node], "g", [helper.make_tensor_value_info(n, dtype, v.shape) for n, v in inputs.items()],
+        [helper.make_tensor_value_info(n, dtype, None) for n in ("y", "yh", "yc")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)])
+    return ReferenceEvaluator(model).run(None, inputs)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("steps,batch,with_bias,with_states",
+                         [(1, 1, True, True), (5, 3, True, False), (4, 2, False, True)])
+def test_forward_lstm_fast_path_matches_reference(dtype, steps, batch, with_bias, with_states):
+    hidden, size = 6, 4
+    x = rng.standard_normal((steps, batch, size)).astype(dtype)
+    w = rng.standard_normal((1, 4 * hidden, size)).astype(dtype)
+    r = rng.standard_normal((1, 4 * hidden, hidden)).astype(dtype)
+    b = rng.standard_normal((1, 8 * hidden)).astype(dtype) if with_bias else None
+    h0 = rng.standard_normal((1, batch, hidden)).astype(dtype) if with_states else None
+    c0 = rng.standard_normal((1, batch, hidden)).astype(dtype) if with_states else None
+    fn = registry.lookup("LSTM", "", 14)
+    ctx = KernelContext(Node(op_type="LSTM", inputs=[], outputs=["y", "yh", "yc"]), 14)
+    tol = 1e-5 if dtype == np.float32 else 1e-12
+    for _ in range(2):                       # the second run uses the prepared weights
+        got = fn(ctx, x, w, r, b, None, h0, c0, hidden_size=hidden)
+        for g, want in zip(got, _lstm_reference(x, w, r, b, h0, c0)):
+            assert g.dtype == dtype and g.shape == want.shape
+            np.testing.assert_allclose(g, want, rtol=tol, atol=tol)
+    w2 = w * 0.5                             # new weights: prepared again, not reused
+    got = fn(ctx, x, w2, r, b, None, h0, c0, hidden_size=hidden)
+    np.testing.assert_allclose(got[0], _lstm_reference(x, w2, r, b, h0, c0)[0], rtol=tol,
+                               atol=tol)
+
+
+def test_prepared_values_follow_their_sources():
+    ctx = KernelContext(Node(op_type="X", inputs=[], outputs=["y"]), 1)
+    a, b = np.ones(3), np.zeros(3)
+    built = []
+
+    def build(v):
+        built.append(v)
+        return len(built)
+
+    assert ctx.prepared("k", (a, None), lambda: build(1)) == 1
+    assert ctx.prepared("k", (a, None), lambda: build(2)) == 1       # same objects: kept
+    assert ctx.prepared("k", (a.copy(), None), lambda: build(3)) == 2  # an equal copy is new
+    assert ctx.prepared("k", (b, None), lambda: build(4)) == 3
+    assert ctx.prepared("other", (b, None), lambda: build(5)) == 4
+
+
+# ---- Slice, Squeeze, Unsqueeze and Pow: small-tensor shortcuts ---------------------------------
+
+
+def test_slice_index_is_kept_per_input_shape():
+    fn = _kernel("Slice", 13)
+    starts, ends = np.array([1], np.int64), np.array([-1], np.int64)
+    axes, steps = np.array([-1], np.int64), np.array([2], np.int64)
+    for shape in [(2, 9), (3, 4), (2, 9), (1, 1)]:
+        x = rng.standard_normal(shape).astype(np.float32)
+        np.testing.assert_array_equal(fn(x, starts, ends, axes, steps), x[..., 1:-1:2])
+
+
+@pytest.mark.parametrize("shape,axis", [((1, 5), 0), ((4, 1), -1), ((2, 1, 3), 1), ((1,), 0)])
+def test_squeeze_and_unsqueeze_of_one_axis_match_reference(shape, axis):
+    x = rng.standard_normal(shape).astype(np.float32)
+    axes = np.array([axis], np.int64)
+    np.testing.assert_array_equal(_kernel("Squeeze", 13)(x, axes),
+                                  _reference("Squeeze", {"x": x, "axes": axes}, 13))
+    np.testing.assert_array_equal(_kernel("Unsqueeze", 13)(x, axes),
+                                  _reference("Unsqueeze", {"x": x, "axes": axes}, 13))
+    with pytest.raises(ValueError, match="size"):
+        _kernel("Squeeze", 13)(np.zeros((2, 3), np.float32), np.array([axis], np.int64))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_pow_of_two_is_the_exact_square(dtype):
+    x = np.concatenate([rng.standard_normal(20) * 1e3, [0.0, -0.0, np.inf, -np.inf]])
+    x = x.astype(dtype)
+    for exponent in (np.array(2.0, np.float32), np.array([2], np.int64), np.array(2.0)):
+        got = _kernel("Pow", 15)(x, exponent)
+        assert got.dtype == dtype
+        np.testing.assert_array_equal(got, np.power(x, exponent.astype(dtype)))

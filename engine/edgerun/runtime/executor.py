@@ -116,8 +116,13 @@ class GraphExecutor:
         compute_frees(steps, keep=set(output_keys), local_names=local)
         # what run() copies first: every constant, and None under '' (an omitted input)
         self._initial_env = {**self.constants, **self.device_constants, "": None}
-        # the steps as flat tuples: run() unpacks them instead of reading attributes
+        self._outer_reads_unset = tuple(n for n in self.outer_reads if n not in self._initial_env)
+        # the steps as flat tuples: run() unpacks them instead of reading attributes; a node
+        # with subgraphs gets ctx None and a function of (this run's env, *inputs)
         program = tuple((s.fn, s.ctx, s.inputs, s.attrs, s.single_output, s.free_after, s)
+                        if s.ctx is not None else
+                        (self._subgraph_step(s), None, s.inputs, {}, s.single_output,
+                         s.free_after, s)
                         for s in steps)
         return GraphPlan(graph=self.graph, steps=steps, constants=self.constants,
                          input_names=self.input_names, output_names=self.output_names,
@@ -140,6 +145,32 @@ class GraphExecutor:
         static_ctx = None if _has_subgraphs(node) else KernelContext(node, opset)
         return _BoundUnit(node, provider, provider.device, fn, static_ctx,
                           kernel_attributes(node.attributes), tuple(host_reads))
+
+    def _subgraph_step(self, step: Step):
+        """fn(env, *inputs) running a node with subgraphs against one run's values.
+
+        A CPU If with a one-element numpy condition runs its branch directly; everything else
+        goes through its kernel with a context whose run_graph sees `env`."""
+        opset = self._step_opset(step)
+
+        def through_kernel(env, *inputs):
+            run_graph = functools.partial(self._run_subgraph, env, None)
+            return step.fn(KernelContext(step.node, opset, run_graph), *inputs, **step.attrs)
+
+        node = step.node
+        if node.op_type != "If" or _domain_key(node.domain) != "" or step.provider != "cpu" \
+                or np is None:
+            return through_kernel
+        then_branch = self.subgraphs[id(node.attributes["then_branch"].value)]
+        else_branch = self.subgraphs[id(node.attributes["else_branch"].value)]
+
+        def run_if(env, cond):
+            if type(cond) is not np.ndarray or cond.size != 1:
+                return through_kernel(env, cond)       # the kernel explains what is wrong
+            branch = then_branch if cond.reshape(-1)[0] else else_branch
+            return tuple(branch.run(_NO_FEEDS, outer=env))
+
+        return run_if
 
     def _annotate_types(self, body: Graph) -> None:
         """Give a partition's inputs and outputs the types shape inference finds, so
@@ -167,11 +198,12 @@ class GraphExecutor:
         plan = plan or self.plan
         env = self._initial_env.copy()
         if outer:
-            for name in self.outer_reads:
-                if name in outer and name not in env:
+            for name in self._outer_reads_unset:
+                if name in outer:
                     env[name] = outer[name]
         if plan is self.plan:
-            env.update(feeds)
+            if feeds:
+                env.update(feeds)
         else:
             keys = plan.input_keys
             for name, value in feeds.items():
@@ -183,14 +215,12 @@ class GraphExecutor:
         if profile is not None:
             self._run_profiled(env, profile, plan)
         else:
-            run_graph = None
             for fn, ctx, inputs, attrs, single, frees, step in plan.program:
-                if ctx is None:           # a node with subgraphs: bound to this run's values
-                    if run_graph is None:
-                        run_graph = functools.partial(self._run_subgraph, env, None)
-                    ctx = KernelContext(step.node, self._step_opset(step), run_graph)
                 try:
-                    result = fn(ctx, *[env[n] for n in inputs], **attrs)
+                    if ctx is None:       # a node with subgraphs: runs against this run's env
+                        result = fn(env, *[env[n] for n in inputs])
+                    else:
+                        result = fn(ctx, *[env[n] for n in inputs], **attrs)
                 except EdgerunError:
                     raise
                 except Exception as e:   # noqa: BLE001 - every kernel failure gets its node
@@ -235,6 +265,7 @@ class GraphExecutor:
 
 
 _PLAN_LOCK = threading.Lock()
+_NO_FEEDS: dict = {}
 
 
 @dataclass

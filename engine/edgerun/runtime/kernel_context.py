@@ -6,6 +6,9 @@ from typing import Callable, Optional
 from ..ir import Graph, Node
 
 
+_MAX_PREPARED = 64
+
+
 class KernelContext:
     """Passed as the first argument of every CPU kernel.
 
@@ -14,14 +17,37 @@ class KernelContext:
     - `run_graph(graph, inputs)`: run a subgraph attribute (If/Loop/Scan bodies,
       SequenceMap); `inputs` bind positionally to `graph.inputs`, names from the enclosing
       scopes are visible; returns the list of graph outputs.
+    - `prepared(key, sources, build)`: what `build()` derives from `sources` (weights
+      transposed, packed or summed), built on the first call and kept for this node while the
+      same objects come back, so constant initializers are prepared once per session.
     """
 
-    __slots__ = ("node", "opset", "_run_graph")
+    __slots__ = ("node", "opset", "_run_graph", "_prepared")
 
     def __init__(self, node: Node, opset: int, run_graph: Optional[Callable] = None):
         self.node = node
         self.opset = opset
         self._run_graph = run_graph
+        self._prepared: dict = {}
+
+    def prepared(self, key, sources: tuple, build: Callable):
+        """`build()`, cached under `key` while every one of `sources` is the same object.
+
+        The entry holds `sources` themselves, so an identity match cannot be a new array
+        at a recycled address. Concurrent runs may both build once: the results are equal.
+        """
+        entry = self._prepared.get(key)
+        if entry is not None:
+            for held, given in zip(entry[0], sources):
+                if held is not given:
+                    break
+            else:
+                return entry[1]
+        value = build()
+        if len(self._prepared) >= _MAX_PREPARED:     # e.g. one plan per input shape seen
+            self._prepared.clear()
+        self._prepared[key] = (sources, value)
+        return value
 
     @property
     def num_outputs(self) -> int:

@@ -17,7 +17,7 @@ from ..optimizer.save import save_optimized
 from ..providers.registry import create_providers
 from ..runtime.executor import GraphExecutor
 from ..runtime.partition import Partitioner
-from .feeds import check_feeds
+from .feeds import FeedChecker
 from .io_binding import IOBinding
 from .metadata import ModelMetadata, NodeArg
 from .options import SessionOptions
@@ -53,6 +53,7 @@ class InferenceSession:
         initializer_names = set(graph.initializers)
         self._inputs = [v for v in graph.inputs if v.name not in initializer_names]
         self._overridable = [v for v in graph.inputs if v.name in initializer_names]
+        self._check_feeds = FeedChecker(self._inputs, self._overridable)
         self.load_seconds = time.perf_counter() - started
         self._profiler = None
         if self._options.enable_profiling:
@@ -107,7 +108,7 @@ class InferenceSession:
                 "providers": self.get_providers()}
 
     def run(self, output_names, input_feed: dict, run_options=None) -> list:
-        feeds = check_feeds(input_feed, self._inputs, {v.name for v in self._overridable})
+        feeds = self._check_feeds(input_feed)
         outputs = self._execute(feeds)
         all_names = self._executor.output_names
         if not output_names:

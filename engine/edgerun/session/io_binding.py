@@ -18,7 +18,7 @@ import ctypes
 
 from ..errors import InvalidArgument
 from ..ir import dtypes
-from .feeds import check_feed, check_feeds
+from .feeds import check_feed
 from .ort_value import OrtValue, check_device, device_provider, element_code
 
 
@@ -135,7 +135,7 @@ class IOBinding:
                 feeds[name] = value                 # checked as an OrtValue, then unwrapped
             else:
                 feeds[name] = value.numpy()         # host, or read back for a foreign device
-        feeds = check_feeds(feeds, s._inputs, {v.name for v in s._overridable})
+        feeds = s._check_feeds(feeds)
         feeds = {n: (v._value if isinstance(v, OrtValue) else v) for n, v in feeds.items()}
         plan = s._executor.plan_for(in_devices, out_devices)
         outputs = s._execute(feeds, plan)

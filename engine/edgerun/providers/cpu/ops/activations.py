@@ -22,12 +22,15 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
 
 # exp(-x) of arguments up to these stays finite (exp(88) < 3.4e38): clamping there costs
 # one cheap operation where a numpy errstate context costs several
-_EXP_LIMIT = {np.dtype(np.float32): 88.0, np.dtype(np.float64): 709.0}
+_EXP_LIMIT = {np.dtype(np.float32): np.float32(88.0), np.dtype(np.float64): np.float64(709.0)}
+_SMALL = 512
 
 
 def sigmoid_fresh(x: np.ndarray) -> np.ndarray:
     """1 / (1 + exp(-x)) of float32/float64 x in one fresh buffer, exp's argument clamped so
     that it never overflows (the result there is below 1e-38 either way)."""
+    if x.size <= _SMALL:         # numpy's out= costs more than the allocation it saves
+        return 1 / (1 + np.exp(-np.maximum(x, -_EXP_LIMIT[x.dtype])))
     y = np.negative(x)
     np.minimum(y, _EXP_LIMIT[x.dtype], out=y)
     np.exp(y, out=y)

@@ -23,7 +23,8 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from ..registry import kernel
-from .conv_gather import GATHER_MAX_COLUMNS, GATHER_MAX_POSITIONS, gather_index, gathered_conv
+from .conv_gather import (GATHER_MAX_COLUMNS, GATHER_MAX_POSITIONS, channel_gather_index,
+                          gathered_conv)
 
 
 # ---------------------------------------------------------------- shared helpers
@@ -476,7 +477,7 @@ class ConvPlan:
     geometry: WindowGeometry
     method: str                 # "pointwise", "gather", "depthwise", "flat" or "windows"
     layout: TapLayout = None
-    gather: tuple = None        # gather_index(...) for the "gather" method
+    gather: tuple = None        # channel_gather_index(...) for the "gather" method
 
 
 def _frozen(value):
@@ -505,9 +506,10 @@ def _conv_plan(x_shape, w_shape, group, kernel_shape, strides, dilations, pads,
     positions = x_shape[0] * math.prod(geometry.out_shape)
     if group == 1 and positions <= GATHER_MAX_POSITIONS and \
             positions * channels * math.prod(kernel) <= GATHER_MAX_COLUMNS:
-        return ConvPlan(geometry, "gather", gather=gather_index(
+        return ConvPlan(geometry, "gather", gather=channel_gather_index(
             tuple(x_shape[2:]), tuple(kernel), tuple(geometry.strides),
-            tuple(geometry.dilations), tuple(geometry.pads_begin), tuple(geometry.out_shape)))
+            tuple(geometry.dilations), tuple(geometry.pads_begin), tuple(geometry.out_shape),
+            channels))
     layout = layout_of(x_shape[2:], geometry)
     if len(layout.copies) > _MAX_PHASES:
         return ConvPlan(geometry, "windows")
@@ -526,24 +528,38 @@ def _conv_plan(x_shape, w_shape, group, kernel_shape, strides, dilations, pads,
 
 
 def convolve(x, w, b=None, auto_pad="NOTSET", dilations=None, group=1, kernel_shape=None,
-             pads=None, strides=None):
-    """Conv's result as a fresh array in the compute dtype (callers may modify it in place)."""
+             pads=None, strides=None, ctx=None):
+    """Conv's result as a fresh array in the compute dtype (callers may modify it in place).
+
+    With the node's `ctx`, the plan of each input shape and the weights in the compute dtype
+    are prepared once (initializers come back as the same objects on every run)."""
     if x.ndim < 3 or w.ndim != x.ndim or x.shape[1] != w.shape[1] * group or \
             w.shape[0] % group or group < 1:
         _check_conv_shapes(x, w, group)
-    plan = _conv_plan(x.shape, w.shape, group, _frozen(kernel_shape), _frozen(strides),
-                      _frozen(dilations), _frozen(pads), _frozen(auto_pad))
-    acc = compute_dtype(x.dtype)
+
+    def prepare():
+        plan = _conv_plan(x.shape, w.shape, group, _frozen(kernel_shape), _frozen(strides),
+                          _frozen(dilations), _frozen(pads), _frozen(auto_pad))
+        acc = compute_dtype(x.dtype)
+        return (plan, acc, w.astype(acc, copy=False),
+                None if b is None else b.astype(acc, copy=False))
+
+    if ctx is None:
+        plan, acc, w, b = prepare()
+    else:
+        plan, acc, w, b = ctx.prepared(("conv", x.shape, x.dtype), (w, b), prepare)
     x = x.astype(acc, copy=False)
-    w = w.astype(acc, copy=False)
-    if b is not None:
-        b = b.astype(acc, copy=False)
     method = plan.method
-    if method == "pointwise":
-        return _pointwise(x, w, b, plan.geometry, group)
     if method == "gather":
-        y = gathered_conv(x, w, *plan.gather)
+        y = gathered_conv(x, w.reshape(w.shape[0], -1), *plan.gather)
         return _add_bias(y.reshape(y.shape[:2] + tuple(plan.geometry.out_shape)), b)
+    if method == "pointwise":
+        if x.shape[0] == 1 and group == 1 and plan.geometry.strides == [1] * (x.ndim - 2):
+            y = w.reshape(w.shape[0], -1) @ x.reshape(x.shape[1], -1)   # one plain GEMM
+            if b is not None:
+                y += b.reshape(-1, 1)
+            return y.reshape((1, w.shape[0]) + x.shape[2:])
+        return _pointwise(x, w, b, plan.geometry, group)
     if method == "depthwise":
         return _depthwise(x, w, b, plan.geometry, plan.layout)
     if method == "flat":
@@ -557,7 +573,7 @@ def convolve(x, w, b=None, auto_pad="NOTSET", dilations=None, group=1, kernel_sh
 @kernel("Conv")
 def conv(ctx, x, w, b=None, auto_pad="NOTSET", dilations=None, group=1, kernel_shape=None,
          pads=None, strides=None):
-    y = convolve(x, w, b, auto_pad, dilations, group, kernel_shape, pads, strides)
+    y = convolve(x, w, b, auto_pad, dilations, group, kernel_shape, pads, strides, ctx)
     return y.astype(x.dtype, copy=False)
 
 

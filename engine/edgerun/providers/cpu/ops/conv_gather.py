@@ -40,21 +40,36 @@ def gather_index(in_shape: tuple, kernel: tuple, strides: tuple, dilations: tupl
     return index, not bool(valid.all())
 
 
-def gathered_columns(x, index, reads_padding: bool):
-    """(N, C, kernel positions, output positions) columns of x (N, C, *spatial)."""
+@functools.lru_cache(maxsize=256)
+def channel_gather_index(in_shape: tuple, kernel: tuple, strides: tuple, dilations: tuple,
+                         pads_begin: tuple, out_shape: tuple, channels: int) -> tuple:
+    """(flat_index, reads_padding): flat_index[c * K + k, p] is where channel c's kernel
+    position k reads for output position p in the input rows (C, L), flattened, with one
+    zero appended to each row when some window reads padding (index -1 reads that zero)."""
+    index, reads_padding = gather_index(in_shape, kernel, strides, dilations, pads_begin,
+                                        out_shape)
+    length = math.prod(in_shape) + (1 if reads_padding else 0)
+    within_row = np.where(index < 0, length - 1, index)
+    flat = np.arange(channels)[:, None, None] * length + within_row[None]
+    flat = flat.reshape(channels * index.shape[0], index.shape[1])
+    flat.flags.writeable = False
+    return flat, reads_padding
+
+
+def gathered_columns(x, flat_index, reads_padding: bool):
+    """(N, C * kernel positions, output positions) contiguous columns of x (N, C, *S)."""
     n, c = x.shape[:2]
     rows = x.reshape(n, c, -1)
-    if reads_padding:                      # index -1 reads the appended zero
-        rows = np.concatenate([rows, np.zeros((n, c, 1), x.dtype)], axis=2)
-    return rows[:, :, index]
+    if reads_padding:                      # the appended zero of each row is the padding
+        padded = np.zeros((n, c, rows.shape[2] + 1), x.dtype)
+        padded[:, :, :-1] = rows
+        rows = padded
+    return rows.reshape(n, -1).take(flat_index, axis=1)
 
 
-def gathered_conv(x, w, index, reads_padding: bool):
-    """Conv of x (N, C, *S) with W (M, C, *kernel), group 1: (N, M, output positions)."""
-    n, c = x.shape[:2]
-    m = w.shape[0]
-    columns = gathered_columns(x, index, reads_padding)
-    weights = w.reshape(m, -1)
-    if n == 1:
-        return (weights @ columns.reshape(weights.shape[1], -1)).reshape(1, m, -1)
-    return np.matmul(weights, columns.reshape(n, weights.shape[1], -1))
+def gathered_conv(x, w2, flat_index, reads_padding: bool):
+    """Conv of x (N, C, *S) with W as (M, C * kernel positions), group 1: (N, M, positions)."""
+    columns = gathered_columns(x, flat_index, reads_padding)
+    if x.shape[0] == 1:
+        return (w2 @ columns[0])[None]
+    return np.matmul(w2, columns)

@@ -177,6 +177,9 @@ def div(ctx, a, b, broadcast=0, axis=None, **_legacy):
 @kernel("Pow")
 def pow_(ctx, x, y, broadcast=0, axis=None):
     """x ** y in x's dtype; y may have another type (opset 12+)."""
+    if y.size == 1 and y.ndim <= x.ndim and x.dtype.kind == "f" and x.dtype.itemsize >= 4 \
+            and y.dtype.kind in "fiu" and y.reshape(-1)[0] == 2:
+        return np.multiply(x, x)       # squaring (variances, norms): exact in x's dtype
     y = align_legacy_broadcast(x, y, broadcast, axis)
     with np.errstate(all="ignore"):
         if x.dtype.kind in "iu":

@@ -109,7 +109,7 @@ def _activate_fresh(ctx, y, out_dtype, activation, params):
 
 @kernel("FusedConv", domain=DOMAIN)
 def fused_conv(ctx, x, w, b=None, activation="Relu", activation_params=None, **conv_attrs):
-    return _activate_fresh(ctx, convolve(x, w, b, **conv_attrs), x.dtype, activation,
+    return _activate_fresh(ctx, convolve(x, w, b, ctx=ctx, **conv_attrs), x.dtype, activation,
                            activation_params)
 
 

@@ -196,16 +196,23 @@ def _axis_slice(start: int, end: int, step: int, dim: int) -> slice:
 @kernel("Slice")
 def slice_op(ctx, data, starts=None, ends=None, axes=None, steps=None):
     # Opset 1 passes starts/ends/axes as attributes, opset 10+ as inputs: same names.
+    # The index depends on the data's shape and the (usually constant) slice inputs only.
+    index = ctx.prepared(("slice", data.shape), (starts, ends, axes, steps),
+                         lambda: _slice_index(data.shape, starts, ends, axes, steps))
+    return data[index]
+
+
+def _slice_index(shape: tuple, starts, ends, axes, steps) -> tuple:
     starts, ends = _ints(starts), _ints(ends)
     if len(starts) != len(ends):
         raise ValueError(f"Slice starts {starts} and ends {ends} differ in length")
     axes = list(range(len(starts))) if axes is None else _ints(axes)
     steps = [1] * len(starts) if steps is None else _ints(steps)
-    index = [slice(None)] * data.ndim
+    index = [slice(None)] * len(shape)
     for start, end, axis, step in zip(starts, ends, axes, steps):
-        axis = _normalize_axis(axis, data.ndim)
-        index[axis] = _axis_slice(start, end, step, data.shape[axis])
-    return data[tuple(index)]
+        axis = _normalize_axis(axis, len(shape))
+        index[axis] = _axis_slice(start, end, step, shape[axis])
+    return tuple(index)
 
 
 # ---------------------------------------------------------------- selection

@@ -309,12 +309,74 @@ def _default_lstm_step(r_t, h3: int):
     return step
 
 
+# exp(-x) stays finite up to these arguments: clamping there replaces an errstate context,
+# which costs more than a whole small cell step
+_EXP_LIMIT = {np.dtype(np.float32): 88.0, np.dtype(np.float64): 709.0}
+
+
+def _forward_lstm_weights(w, r, b, hidden: int):
+    """Wᵀ and Rᵀ contiguous (the right operands of every matmul) and the two biases summed:
+    what a forward LSTM derives from its weights, once per session for initializers."""
+    w_t = np.ascontiguousarray(w[0].T)
+    r_t = np.ascontiguousarray(r[0].T)
+    if b is None:
+        bias = np.zeros(4 * hidden, w_t.dtype)
+    else:
+        bias = (b[0, :4 * hidden] + b[0, 4 * hidden:]).astype(w_t.dtype, copy=False)
+    return w_t, r_t, bias
+
+
+def _forward_lstm(ctx, x, w, r, b, initial_h, initial_c):
+    """The common LSTM: one forward direction, sequence-major, default activations, no clip,
+    peepholes or sequence_lens, float32/float64 throughout. Prepared weights are kept per
+    node (ctx.prepared), and the gates are activated in place without errstate contexts."""
+    hidden = r.shape[-1]
+    w_t, r_t, bias = ctx.prepared("lstm", (w, r, b),
+                                  lambda: _forward_lstm_weights(w, r, b, hidden))
+    steps, batch = x.shape[0], x.shape[1]
+    h = np.zeros((batch, hidden), x.dtype) if initial_h is None else initial_h[0]
+    c = np.zeros((batch, hidden), x.dtype) if initial_c is None else initial_c[0]
+    projected = x.reshape(steps * batch, -1) @ w_t
+    projected += bias
+    projected = projected.reshape(steps, batch, 4 * hidden)
+    ys = np.empty((steps, 1, batch, hidden), x.dtype)
+    h3 = 3 * hidden
+    limit = x.dtype.type(_EXP_LIMIT[x.dtype])
+    for t in range(steps):
+        # small arrays: numpy's out= costs more than the allocation it saves
+        gates = h @ r_t + projected[t]
+        sig = 1 / (1 + np.exp(-np.maximum(gates[:, :h3], -limit)))     # i, o, f (clamped exp)
+        c = sig[:, 2 * hidden:] * c + sig[:, :hidden] * np.tanh(gates[:, h3:])
+        h = sig[:, hidden:2 * hidden] * np.tanh(c)
+        ys[t, 0] = h
+    return ys, h[None], c[None]
+
+
+def _is_plain_forward_lstm(x, w, r, b, sequence_lens, initial_h, initial_c, p, activations,
+                           clip, direction, input_forget, layout) -> bool:
+    dtype = x.dtype
+    if direction != "forward" or layout or p is not None or clip is not None or input_forget:
+        return False
+    if dtype not in _EXP_LIMIT or w.dtype != dtype or r.dtype != dtype or \
+            (b is not None and b.dtype != dtype) or x.ndim != 3 or w.shape[0] != 1:
+        return False
+    for state in (initial_h, initial_c):
+        if state is not None and (state.dtype != dtype or state.shape[0] != 1):
+            return False
+    if sequence_lens is not None and not np.all(np.asarray(sequence_lens) == x.shape[0]):
+        return False
+    return _are_default(activations, ["Sigmoid", "Tanh", "Tanh"], 1)
+
+
 @kernel("LSTM")
 def lstm(ctx, x, w, r, b=None, sequence_lens=None, initial_h=None, initial_c=None, p=None,
          activation_alpha=None, activation_beta=None, activations=None, clip=None,
          direction="forward", hidden_size=None, input_forget=0, layout=0, output_sequence=0):
     """Gates i (input), o (output), f (forget), c (cell), in that order in W, R and B;
     peepholes P in the order i, o, f."""
+    if _is_plain_forward_lstm(x, w, r, b, sequence_lens, initial_h, initial_c, p, activations,
+                              clip, direction, input_forget, layout):
+        return _forward_lstm(ctx, x, w, r, b, initial_h, initial_c)
     num_directions = _num_directions(direction)
     hidden = r.shape[-1]
     work = _compute_dtype(x.dtype)

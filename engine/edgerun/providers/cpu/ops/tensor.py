@@ -171,8 +171,21 @@ def flatten(ctx, x, axis=1):
 # 13; either way it arrives as the same parameter.
 
 
+def _one_axis(axes):
+    """The axis of a one-entry integer tensor, else None."""
+    if type(axes) is np.ndarray and axes.size == 1 and axes.dtype.kind in "iu":
+        return int(axes.reshape(-1)[0])
+    return None
+
+
 @kernel("Squeeze")
 def squeeze(ctx, data, axes=None):
+    axis = _one_axis(axes)
+    shape = data.shape
+    if axis is not None and -len(shape) <= axis < len(shape) and shape[axis] == 1:
+        if axis < 0:
+            axis += len(shape)
+        return data.reshape(shape[:axis] + shape[axis + 1:])
     if axes is None or np.asarray(axes).size == 0:
         return data.reshape(tuple(d for d in data.shape if d != 1))
     axes = _normalize_axes(_ints(axes), data.ndim)
@@ -184,6 +197,12 @@ def squeeze(ctx, data, axes=None):
 
 @kernel("Unsqueeze")
 def unsqueeze(ctx, data, axes):
+    axis = _one_axis(axes)
+    shape = data.shape
+    if axis is not None and -len(shape) - 1 <= axis <= len(shape):
+        if axis < 0:
+            axis += len(shape) + 1
+        return data.reshape(shape[:axis] + (1,) + shape[axis:])
     axes = _ints(axes)
     out_rank = data.ndim + len(axes)
     axes = _normalize_axes(axes, out_rank)
