@@ -381,3 +381,41 @@ def test_pow_of_two_is_the_exact_square(dtype):
         got = _kernel("Pow", 15)(x, exponent)
         assert got.dtype == dtype
         np.testing.assert_array_equal(got, np.power(x, exponent.astype(dtype)))
+
+
+# ---- Softmax and LayerNorm sums (BLAS row sums, one shift when the span is small) -------------
+
+
+@pytest.mark.parametrize("scale", [1.0, 3.0, 1e3])       # spans below and above the one shift
+@pytest.mark.parametrize("shape,axis", [((360, 10), -1), ((2, 3, 16, 16), -1), ((4, 7, 5), 1)])
+def test_softmax_matches_float64_formula(shape, axis, scale):
+    x = (rng.standard_normal(shape) * scale).astype(np.float32)
+    wide = x.astype(np.float64)
+    e = np.exp(wide - wide.max(axis=axis, keepdims=True))
+    want = e / e.sum(axis=axis, keepdims=True)
+    got = _kernel("Softmax", 13)(x, axis=axis)
+    assert got.dtype == np.float32
+    np.testing.assert_allclose(got, want, rtol=2e-6, atol=1e-30)
+
+
+def test_trailing_sum_matches_numpy():
+    from edgerun.providers.cpu.ops.reduction import trailing_sum
+    for shape, first in [((5, 3, 4), 1), ((2, 6000), 1), ((3, 4), 0), ((0, 4), 1), ((2, 0), 1)]:
+        for dtype in (np.float32, np.float64, np.int64):
+            x = (rng.standard_normal(shape) * 10).astype(dtype)
+            for view in (x, x[..., ::-1]):                      # contiguous or not
+                got = trailing_sum(view, first)
+                want = np.sum(view, axis=tuple(range(first, x.ndim)), keepdims=True)
+                assert got.shape == want.shape
+                np.testing.assert_allclose(got, want, rtol=1e-5)
+
+
+@pytest.mark.parametrize("op_type", ["ReduceMean", "ReduceSum", "ReduceMax", "ReduceProd"])
+@pytest.mark.parametrize("keepdims", [0, 1])
+def test_reducing_single_elements_returns_them(op_type, keepdims):
+    x = rng.standard_normal((3, 1, 4, 1)).astype(np.float32)
+    axes = np.array([1, -1], np.int64)
+    got = _kernel(op_type, 18)(x, axes, keepdims=keepdims)
+    want = _reference(op_type, {"x": x, "axes": axes}, 18, keepdims=keepdims)
+    assert got.shape == want.shape and got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)

@@ -215,12 +215,15 @@ class GraphExecutor:
         if profile is not None:
             self._run_profiled(env, profile, plan)
         else:
+            value_of = env.__getitem__
             for fn, ctx, inputs, attrs, single, frees, step in plan.program:
                 try:
                     if ctx is None:       # a node with subgraphs: runs against this run's env
-                        result = fn(env, *[env[n] for n in inputs])
+                        result = fn(env, *map(value_of, inputs))
+                    elif attrs:
+                        result = fn(ctx, *map(value_of, inputs), **attrs)
                     else:
-                        result = fn(ctx, *[env[n] for n in inputs], **attrs)
+                        result = fn(ctx, *map(value_of, inputs))
                 except EdgerunError:
                     raise
                 except Exception as e:   # noqa: BLE001 - every kernel failure gets its node
@@ -229,8 +232,9 @@ class GraphExecutor:
                     env[single] = result       # the common case, kept cheap
                 else:
                     _store_outputs(env, step, result)
-                for name in frees:
-                    del env[name]
+                if frees:
+                    for name in frees:
+                        del env[name]
         return [env[key] for key in plan.output_keys]
 
     def _run_profiled(self, env: dict, profile: list, plan: GraphPlan) -> None:

@@ -5,10 +5,13 @@ Statistics are computed in at least float32 (float16 and bfloat16 inputs would l
 precision summing in their own type) and the normalized result is cast back to the input's
 dtype.
 """
+import math
+
 import numpy as np
 
 from ....ir.dtypes import numpy_dtype
 from ..registry import kernel
+from .reduction import trailing_sum
 
 
 def _work_dtype(dtype, stash_type: int = 1) -> np.dtype:
@@ -41,6 +44,12 @@ def _in_place(op, y: np.ndarray, other: np.ndarray) -> np.ndarray:
 
 def _mean_and_variance(x: np.ndarray, axes: tuple):
     """Population mean and variance over `axes`, kept as size-1 dimensions."""
+    if axes and axes == tuple(range(axes[0], x.ndim)):      # trailing axes (LayerNorm)
+        count = x.dtype.type(math.prod(x.shape[axes[0]:]))
+        mean = trailing_sum(x, axes[0]) / count
+        centered = x - mean
+        variance = trailing_sum(centered * centered, axes[0]) / count
+        return mean, centered, variance
     mean = x.mean(axis=axes, keepdims=True)
     centered = x - mean
     variance = np.mean(centered * centered, axis=axes, keepdims=True)

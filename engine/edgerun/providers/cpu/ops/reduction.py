@@ -13,6 +13,7 @@ the float-valued reductions of integers (L2, log-sums) go through float64.
 """
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -33,6 +34,29 @@ def normalized_axes(ndim: int, axes, noop_with_empty_axes: int = 0):
             raise ValueError(f"axis {a} is out of range for a tensor of rank {ndim}")
         result.add(a + ndim if a < 0 else a)
     return tuple(sorted(result))
+
+
+# Row lengths up to which a BLAS matrix-vector product sums float rows: numpy reduces short
+# rows one by one (4x slower at 128); past this, its pairwise sum is the more accurate.
+_BLAS_SUM_MAX = 4096
+_BLAS_SUM_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+@functools.lru_cache(maxsize=64)
+def _ones(length: int, dtype) -> np.ndarray:
+    ones = np.ones(length, dtype)
+    ones.flags.writeable = False
+    return ones
+
+
+def trailing_sum(x: np.ndarray, first_axis: int) -> np.ndarray:
+    """The sum of x over axes first_axis..ndim-1, kept as size-1 dimensions."""
+    rows = math.prod(x.shape[:first_axis])
+    length = math.prod(x.shape[first_axis:])
+    kept = x.shape[:first_axis] + (1,) * (x.ndim - first_axis)
+    if x.dtype in _BLAS_SUM_DTYPES and 0 < length <= _BLAS_SUM_MAX and rows:
+        return (x.reshape(rows, length) @ _ones(length, x.dtype)).reshape(kept)
+    return np.sum(x, axis=tuple(range(first_axis, x.ndim)), keepdims=True)
 
 
 def _is_empty_reduction(x: np.ndarray, axes: tuple) -> bool:
@@ -117,6 +141,10 @@ def _reduce(fn, data: np.ndarray, axes, keepdims: int, noop_with_empty_axes: int
     axes = normalized_axes(data.ndim, axes, noop_with_empty_axes)
     if axes is None:
         return data
+    if fn in _ONE_ELEMENT_IDENTITY and all(data.shape[a] == 1 for a in axes):
+        shape = data.shape            # each reduced set holds one element: that element
+        return data.reshape(shape if keepdims else
+                            tuple(d for i, d in enumerate(shape) if i not in axes))
     if fn in _QUIET and data.size and (data.dtype == np.float32 or data.dtype == np.float64):
         result = fn(data, axes, bool(keepdims))     # the common case, without errstate
     else:
@@ -128,6 +156,8 @@ def _reduce(fn, data: np.ndarray, axes, keepdims: int, noop_with_empty_axes: int
 # Reductions of non-empty float32/float64 data that never warn (they only compare), so they
 # skip the errstate context.
 _QUIET = {_max, _min}
+# Reductions whose result over a single element is that element.
+_ONE_ELEMENT_IDENTITY = {_sum, _mean, _max, _min, _prod}
 
 
 def _register_reduction(op_type: str, fn, axes_input_since: int) -> None:

@@ -11,6 +11,7 @@ import numpy as np
 
 from ..registry import kernel
 from .elementwise import float_math, widened
+from .reduction import trailing_sum
 
 
 def _axis(x: np.ndarray, axis: int) -> int:
@@ -46,10 +47,23 @@ def _shifted(v: np.ndarray, axis: int) -> np.ndarray:
     return np.subtract(v, peak)
 
 
+# When every value lies within this span of the largest, one shift by the overall maximum
+# keeps exp in [e^-16, 1] for every row: two whole-array reductions instead of a maximum per
+# row (numpy reduces short rows slowly), and the rounding of v - shift stays below 1e-6.
+_ONE_SHIFT_SPAN = 16.0
+
+
 def _softmax(v: np.ndarray, axis: int) -> np.ndarray:
-    e = _shifted(v, axis)                      # fresh: the rest works in place
+    high, low = v.max(), v.min()
+    if high - low < _ONE_SHIFT_SPAN:           # also False for inf and NaN spans
+        e = np.subtract(v, high)
+    else:
+        e = _shifted(v, axis)                  # fresh: the rest works in place
     np.exp(e, out=e)
-    e /= np.sum(e, axis=axis, keepdims=True)
+    if axis == v.ndim - 1:
+        e /= trailing_sum(e, axis)
+    else:
+        e /= np.sum(e, axis=axis, keepdims=True)
     return e
 
 
