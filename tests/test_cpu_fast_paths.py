@@ -419,3 +419,29 @@ def test_reducing_single_elements_returns_them(op_type, keepdims):
     want = _reference(op_type, {"x": x, "axes": axes}, 18, keepdims=keepdims)
     assert got.shape == want.shape and got.dtype == want.dtype
     np.testing.assert_array_equal(got, want)
+
+
+# ---- Conv: one GEMM per kernel position (few output channels, wide outputs) -------------------
+
+TAPS_CASES = [((1, 32, 24, 24), (16, 32, 3, 3), [1, 1, 1, 1], [1, 1], [1, 1]),
+              ((1, 40, 47, 45), (24, 40, 3, 3), [1, 1, 1, 1], [2, 2], [1, 1]),
+              ((1, 32, 30, 30), (8, 32, 5, 5), [4, 4, 4, 4], [1, 1], [2, 2]),
+              ((1, 32, 46, 46), (100, 32, 3, 3), [0, 1, 2, 0], [1, 1], [1, 1])]
+
+
+@pytest.mark.parametrize("x_shape,w_shape,pads,strides,dilations", TAPS_CASES)
+def test_conv_tap_gemms_match_reference(x_shape, w_shape, pads, strides, dilations):
+    x = rng.standard_normal(x_shape).astype(np.float32)
+    w = rng.standard_normal(w_shape).astype(np.float32)
+    b = rng.standard_normal(w_shape[0]).astype(np.float32)
+    kernel = tuple(w_shape[2:])
+    plan = conv_ops._conv_plan(x_shape, w_shape, 1, kernel, tuple(strides), tuple(dilations),
+                               tuple(pads), "NOTSET")
+    assert plan.method == "taps"
+    attrs = dict(pads=pads, strides=strides, dilations=dilations, kernel_shape=list(kernel))
+    conv = _kernel("Conv", 11)
+    want = _reference("Conv", {"x": x, "w": w, "b": b}, 11, **attrs)
+    for _ in range(2):                   # the second call reuses the per-tap weights
+        got = conv(x, w, b, **attrs)
+        assert got.shape == want.shape and got.dtype == np.float32
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-3)
