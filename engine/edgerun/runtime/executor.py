@@ -28,6 +28,7 @@ from .attributes import initializer_value, kernel_attributes
 from .kernel_context import KernelContext
 from .partition import Partitioner
 from .plan import GraphPlan, Step, compute_frees, outer_scope_reads
+from .shape_memo import remembering, shape_determined_steps
 
 
 class GraphExecutor:
@@ -119,11 +120,13 @@ class GraphExecutor:
         self._outer_reads_unset = tuple(n for n in self.outer_reads if n not in self._initial_env)
         # the steps as flat tuples: run() unpacks them instead of reading attributes; a node
         # with subgraphs gets ctx None and a function of (this run's env, *inputs)
-        program = tuple((s.fn, s.ctx, s.inputs, s.attrs, s.single_output, s.free_after, s)
+        remembered = shape_determined_steps(steps, self.constants, set(output_keys))
+        program = tuple((remembering(s, remembered[i]) if i in remembered else s.fn, s.ctx,
+                         s.inputs, s.attrs, s.single_output, s.free_after, s)
                         if s.ctx is not None else
                         (self._subgraph_step(s), None, s.inputs, {}, s.single_output,
                          s.free_after, s)
-                        for s in steps)
+                        for i, s in enumerate(steps))
         return GraphPlan(graph=self.graph, steps=steps, constants=self.constants,
                          input_names=self.input_names, output_names=self.output_names,
                          input_keys=input_keys, output_keys=output_keys, copies=placer.copies,
