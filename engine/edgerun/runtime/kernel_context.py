@@ -9,6 +9,14 @@ from ..ir import Graph, Node
 _MAX_PREPARED = 64
 
 
+def same_objects(held: tuple, given: tuple) -> bool:
+    """Whether each of `given` is the very object at the same place in `held`."""
+    for a, b in zip(held, given):
+        if a is not b:
+            return False
+    return True
+
+
 class KernelContext:
     """Passed as the first argument of every CPU kernel.
 
@@ -37,12 +45,8 @@ class KernelContext:
         at a recycled address. Concurrent runs may both build once: the results are equal.
         """
         entry = self._prepared.get(key)
-        if entry is not None:
-            for held, given in zip(entry[0], sources):
-                if held is not given:
-                    break
-            else:
-                return entry[1]
+        if entry is not None and same_objects(entry[0], sources):
+            return entry[1]
         value = build()
         if len(self._prepared) >= _MAX_PREPARED:     # e.g. one plan per input shape seen
             self._prepared.clear()

@@ -17,6 +17,7 @@ that leave the graph are not remembered: callers may write to what `run` returns
 """
 from __future__ import annotations
 
+from .kernel_context import same_objects
 from .plan import Step
 
 SHAPE_ROOTS = {"Shape", "Size"}
@@ -71,12 +72,8 @@ def remembering(step: Step, kind: str):
 
     def by_inputs(ctx, *inputs, **attrs):
         entry = last[0]
-        if entry is not None:
-            for held, given in zip(entry[0], inputs):
-                if held is not given:
-                    break
-            else:
-                return entry[1]
+        if entry is not None and same_objects(entry[0], inputs):
+            return entry[1]
         return keep(inputs, fn(ctx, *inputs, **attrs))
     return by_inputs
 
