@@ -72,7 +72,8 @@ def markdown(data: dict) -> str:
     out = [f"# edgerun CPU benchmark ({data['created']})", "",
            f"Python {env['python']}, {env['platform']}, {env['cpu_count']} CPUs; numpy "
            f"{env['numpy']}, onnxruntime {env['onnxruntime']}, onnx {env['onnx']}, edgerun "
-           f"{env['edgerun']}. Repeat {data['settings']['repeat']} after "
+           f"{env['edgerun']}. At least {data['settings']['repeat']} runs and "
+           f"{data['settings'].get('min_time_s', 0):g} s after "
            f"{data['settings']['warmup']} warm-up run(s); the ReferenceEvaluator runs once "
            f"(skipped past {data['settings']['reference_cap_s']:g} s). Ratios are to "
            f"onnxruntime with 1 thread (lower is faster). numpy-based engines run with "

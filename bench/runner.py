@@ -34,6 +34,9 @@ def parse_args(argv):
                         f"{','.join(DEFAULT_ENGINES)})")
     p.add_argument("--repeat", type=int, default=20, help="timed runs after the warm-up")
     p.add_argument("--warmup", type=int, default=1, help="untimed runs before (>= 1)")
+    p.add_argument("--min-time-s", type=float, default=1.0,
+                   help="keep timing past --repeat runs until this many seconds have passed "
+                        "(fast models: a median over many runs, not over a few ms)")
     p.add_argument("--budget-s", type=float, default=30.0,
                    help="stop timed runs after this many seconds (at least 3 runs)")
     p.add_argument("--cap-s", type=float, default=60.0,
@@ -86,7 +89,8 @@ def run_worker(engine: str, model: str, feeds: str, tmp: str, args, outputs=None
         os.remove(result_path)
     cmd = [sys.executable, "-m", "bench.worker", engine, model, feeds, result_path,
            "--warmup", str(args.warmup), "--repeat", str(args.repeat),
-           "--budget-s", str(args.budget_s), "--cap-s", str(args.cap_s)]
+           "--min-time-s", str(args.min_time_s), "--budget-s", str(args.budget_s),
+           "--cap-s", str(args.cap_s)]
     if outputs:
         cmd += ["--outputs", outputs]
     if profile:
@@ -231,7 +235,7 @@ def main(argv=None) -> int:
     data = {
         "created": datetime.datetime.now().isoformat(timespec="seconds"),
         "seconds": round(time.time() - started, 1),
-        "settings": {"repeat": args.repeat, "warmup": args.warmup, "budget_s": args.budget_s,
+        "settings": {"repeat": args.repeat, "warmup": args.warmup, "min_time_s": args.min_time_s, "budget_s": args.budget_s,
                      "reference_cap_s": args.cap_s, "baseline": BASELINE},
         "environment": environment(),
         "memory_method": sorted(methods),

@@ -4,8 +4,8 @@
 
 Order: import the engine and load the feeds, take the memory baseline, create the session
 (timed), run warm-ups (the first one timed apart: edgerun plans on its first run), then timed
-runs until `--repeat` or `--budget-s` (at least 3 runs). Engines marked `runs_once` (the
-ReferenceEvaluator) run once, stopped after `--cap-s`. With `--profile N` it instead profiles
+runs until `--repeat` runs and `--min-time-s` have passed, or `--budget-s` (at least 3 runs).
+Engines marked `runs_once` (the ReferenceEvaluator) run once, stopped after `--cap-s`. With `--profile N` it instead profiles
 edgerun per operator type (bench/op_profile.py). The result is written as JSON.
 """
 from __future__ import annotations
@@ -69,9 +69,12 @@ def measure(engine, model: str, feeds: dict, args) -> tuple:
             run(feeds)
         times = []
         started = time.perf_counter()
-        while len(times) < args.repeat:
+        while True:
             times.append(timed(run, feeds)[0])
-            if time.perf_counter() - started > args.budget_s and len(times) >= 3:
+            elapsed = time.perf_counter() - started
+            if elapsed > args.budget_s and len(times) >= 3:
+                break
+            if len(times) >= args.repeat and elapsed >= args.min_time_s:
                 break
     result = {"status": "ok", "session_s": session_s, "first_run_s": first_s,
               "median_s": statistics.median(times), "min_s": min(times),
@@ -97,6 +100,7 @@ def main(argv=None) -> int:
     parser.add_argument("--outputs", help="save the outputs (.npz) for the accuracy check")
     parser.add_argument("--warmup", type=int, default=1)
     parser.add_argument("--repeat", type=int, default=20)
+    parser.add_argument("--min-time-s", type=float, default=1.0)
     parser.add_argument("--budget-s", type=float, default=30.0)
     parser.add_argument("--cap-s", type=float, default=60.0)
     parser.add_argument("--profile", type=int, default=0, metavar="RUNS")

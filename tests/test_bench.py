@@ -22,7 +22,8 @@ def test_smoke_run_writes_json_markdown_and_png(tmp_path):
     need(importlib.util.find_spec("matplotlib") is not None, "matplotlib",
          "pip install matplotlib")
     done = subprocess.run([sys.executable, "-m", "bench", "--models", "digits_mlp",
-                           "--repeat", "2", "--profile-top", "1", "--out", str(tmp_path)],
+                           "--repeat", "2", "--min-time-s", "0", "--profile-top", "1",
+                           "--out", str(tmp_path)],
                           cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "[1/1] digits_mlp: edgerun CPU" in done.stderr        # progress
