@@ -24,7 +24,7 @@ class Engine:
     label: str
     prepare: Callable[[], None]
     open: Callable[[str], Callable]
-    runs_once: bool = False     # too slow to repeat: one run, no warm-up, capped in time
+    runs_once: bool = False     # slow: a first run capped in time, a few more if they fit
     env: tuple = ()             # (name, value) pairs for the subprocess's environment
 
 

@@ -37,7 +37,7 @@ def test_smoke_run_writes_json_markdown_and_png(tmp_path):
         for field in ("session_s", "first_run_s", "median_s", "min_s", "peak_mb", "runs"):
             assert r[field] >= 0, (engine, field)
         assert r["ratio"]["latency"] > 0, engine
-    assert row["results"]["reference"]["runs"] == 1
+    assert row["results"]["reference"]["runs"] == 3  # a first run, then three timed
     assert row["results"]["edgerun"]["runs"] == 2
     # the engines computed the same thing as onnxruntime (labels and probabilities)
     assert row["results"]["edgerun"]["max_abs_diff"] < 1e-4
