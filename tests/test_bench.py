@@ -78,3 +78,15 @@ def test_unknown_model_pattern_names_the_choices():
 
     with pytest.raises(SystemExit, match="no model matches 'nope'.*digits_mlp"):
         cases.select("nope")
+
+
+def test_overhead_bench_times_a_deep_chain_on_every_engine(tmp_path):
+    from bench import overhead
+    assert overhead.main(["--depth", "40", "--min-time-s", "0.02", "--out", str(tmp_path)]) == 0
+    data = json.loads((tmp_path / "results.json").read_text())
+    assert data["depth"] == 40 and set(data["engines"]) == {"edgerun", "ort_1thread",
+                                                              "reference"}
+    for r in data["engines"].values():
+        assert r["runs"] >= 5 and r["us_per_node"] > 0
+        assert r["max_abs_diff"] < 1e-5          # the same chain computed everywhere
+    assert "us per node" in (tmp_path / "results.md").read_text()
