@@ -228,3 +228,42 @@ def test_optimized_model_filepath_writes_a_model_onnxruntime_runs(tmp_path):
     plain.graph_optimization_level = edgerun.GraphOptimizationLevel.ORT_DISABLE_ALL
     reloaded = edgerun.InferenceSession(opts.optimized_model_filepath, sess_options=plain)
     np.testing.assert_allclose(reloaded.run(None, feeds)[0], got[0], rtol=1e-5, atol=1e-6)
+
+
+def _chain(ops, bad_at=None):
+    """x -> op0 -> op1 -> ... -> y on float tensors; node `bad_at` reshapes to an impossible
+    shape (a kernel failure at run time)."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, None)
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    nodes, inits, current = [], [], "x"
+    for i, op in enumerate(ops):
+        out = "y" if i == len(ops) - 1 else f"v{i}"
+        if i == bad_at:
+            inits.append(helper.make_tensor(f"s{i}", TensorProto.INT64, [2], [5, 5]))
+            nodes.append(helper.make_node("Reshape", [current, f"s{i}"], [out], name=f"n{i}"))
+        else:
+            nodes.append(helper.make_node(op, [current], [out], name=f"n{i}"))
+        current = out
+    graph = helper.make_graph(nodes, "chain", [x], [y], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    return model.SerializeToString()
+
+
+def test_a_failing_step_deep_in_the_plan_is_named():
+    sess = edgerun.InferenceSession(_chain(["Neg", "Relu", "Neg", "Abs", "Neg"], bad_at=3))
+    assert sess._executor.plan.runner is not None          # the generated straight line
+    with pytest.raises(edgerun.Fail, match="node 'n3' \\(Reshape\\) failed"):
+        sess.run(None, {"x": np.ones(6, np.float32)})
+
+
+def test_long_plans_run_through_the_loop_with_the_same_results(monkeypatch):
+    from edgerun.runtime import straight_line
+    ops = ["Neg", "Relu", "Sigmoid", "Neg", "Abs", "Tanh"] * 5
+    x = np.linspace(-2, 2, 12, dtype=np.float32).reshape(3, 4)
+    short = edgerun.InferenceSession(_chain(ops))
+    monkeypatch.setattr(straight_line, "MAX_STEPS", 10)
+    long = edgerun.InferenceSession(_chain(ops))
+    assert short._executor.plan.runner is not None and long._executor.plan.runner is None
+    np.testing.assert_array_equal(short.run(None, {"x": x})[0], long.run(None, {"x": x})[0])
+    with pytest.raises(edgerun.Fail, match="node 'n7' \\(Reshape\\) failed"):
+        edgerun.InferenceSession(_chain(ops, bad_at=7)).run(None, {"x": x})

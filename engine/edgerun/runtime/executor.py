@@ -3,7 +3,9 @@
 A `GraphExecutor` is built once per graph (the main graph at session creation, each subgraph
 of If/Loop/Scan when its parent is built): it binds every node to a kernel, converts
 attributes and computes when each value dies. `run()` then only moves values between a
-per-call dict and the kernels, so concurrent runs share nothing mutable.
+per-call dict and the kernels, so concurrent runs share nothing mutable: through the plan's
+steps written out as one function (straight_line.py), or this module's loop for plans too long
+to compile and for profiled runs.
 """
 from __future__ import annotations
 
@@ -29,6 +31,7 @@ from .kernel_context import KernelContext
 from .partition import Partitioner
 from .plan import GraphPlan, Step, compute_frees, outer_scope_reads
 from .shape_memo import remembering, shape_determined_steps
+from .straight_line import straight_line
 
 
 class GraphExecutor:
@@ -127,10 +130,12 @@ class GraphExecutor:
                         (self._subgraph_step(s), None, s.inputs, {}, s.single_output,
                          s.free_after, s)
                         for i, s in enumerate(steps))
+        runner = straight_line(program, _ARRAY, _store_outputs, _kernel_failure,
+                               (EdgerunError,))
         return GraphPlan(graph=self.graph, steps=steps, constants=self.constants,
                          input_names=self.input_names, output_names=self.output_names,
                          input_keys=input_keys, output_keys=output_keys, copies=placer.copies,
-                         program=program)
+                         program=program, runner=runner)
 
     def _bind_unit(self, unit, visible: set) -> "_BoundUnit":
         node, provider = unit.node, unit.provider
@@ -217,6 +222,8 @@ class GraphExecutor:
                 env[key] = None           # an omitted optional input
         if profile is not None:
             self._run_profiled(env, profile, plan)
+        elif plan.runner is not None:
+            plan.runner(env)
         else:
             value_of = env.__getitem__
             for fn, ctx, inputs, attrs, single, frees, step in plan.program:

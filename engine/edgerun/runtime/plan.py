@@ -39,6 +39,7 @@ class GraphPlan:
     output_keys: tuple = ()  # graph output -> key read at the end (name@device when bound)
     copies: int = 0          # device <-> host copy steps among `steps`
     program: tuple = ()      # the steps as tuples run() unpacks (GraphExecutor._place)
+    runner: Optional[Callable] = None   # the program as one function of env (straight_line)
 
 
 def compute_frees(steps: list, keep: set, local_names: set) -> None:
