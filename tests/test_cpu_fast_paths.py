@@ -191,20 +191,28 @@ GATHER_CASES = [((1, 129, 3), (128, 129, 3), [1, 1], [1], [1]),
                 ((2, 3, 4, 3), (5, 3, 3, 2), [1, 0, 1, 1], [2, 1], [1, 2])]
 
 
-@pytest.mark.parametrize("x_shape,w_shape,pads,strides,dilations", GATHER_CASES)
-def test_conv_gather_method_matches_reference(x_shape, w_shape, pads, strides, dilations):
+def _check_conv_method(method, x_shape, w_shape, pads, strides, dilations, atol):
+    """Conv of random data takes `method` and matches the reference, on a first call and on
+    a second one that reuses what the node prepared (plan, weights)."""
     x = rng.standard_normal(x_shape).astype(np.float32)
     w = rng.standard_normal(w_shape).astype(np.float32)
     b = rng.standard_normal(w_shape[0]).astype(np.float32)
     kernel = tuple(w_shape[2:])
     plan = conv_ops._conv_plan(x_shape, w_shape, 1, kernel, tuple(strides), tuple(dilations),
                                tuple(pads), "NOTSET")
-    assert plan.method == "gather"
+    assert plan.method == method
     attrs = dict(pads=pads, strides=strides, dilations=dilations, kernel_shape=list(kernel))
-    got = _kernel("Conv", 11)(x, w, b, **attrs)
+    conv = _kernel("Conv", 11)
     want = _reference("Conv", {"x": x, "w": w, "b": b}, 11, **attrs)
-    assert got.shape == want.shape and got.dtype == np.float32
-    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    for _ in range(2):
+        got = conv(x, w, b, **attrs)
+        assert got.shape == want.shape and got.dtype == np.float32
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=atol)
+
+
+@pytest.mark.parametrize("x_shape,w_shape,pads,strides,dilations", GATHER_CASES)
+def test_conv_gather_method_matches_reference(x_shape, w_shape, pads, strides, dilations):
+    _check_conv_method("gather", x_shape, w_shape, pads, strides, dilations, atol=1e-4)
 
 
 def test_conv_gather_index_marks_padding():
@@ -431,17 +439,4 @@ TAPS_CASES = [((1, 32, 24, 24), (16, 32, 3, 3), [1, 1, 1, 1], [1, 1], [1, 1]),
 
 @pytest.mark.parametrize("x_shape,w_shape,pads,strides,dilations", TAPS_CASES)
 def test_conv_tap_gemms_match_reference(x_shape, w_shape, pads, strides, dilations):
-    x = rng.standard_normal(x_shape).astype(np.float32)
-    w = rng.standard_normal(w_shape).astype(np.float32)
-    b = rng.standard_normal(w_shape[0]).astype(np.float32)
-    kernel = tuple(w_shape[2:])
-    plan = conv_ops._conv_plan(x_shape, w_shape, 1, kernel, tuple(strides), tuple(dilations),
-                               tuple(pads), "NOTSET")
-    assert plan.method == "taps"
-    attrs = dict(pads=pads, strides=strides, dilations=dilations, kernel_shape=list(kernel))
-    conv = _kernel("Conv", 11)
-    want = _reference("Conv", {"x": x, "w": w, "b": b}, 11, **attrs)
-    for _ in range(2):                   # the second call reuses the per-tap weights
-        got = conv(x, w, b, **attrs)
-        assert got.shape == want.shape and got.dtype == np.float32
-        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-3)
+    _check_conv_method("taps", x_shape, w_shape, pads, strides, dilations, atol=1e-3)

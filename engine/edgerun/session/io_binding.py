@@ -49,10 +49,9 @@ class IOBinding:
 
     def _bind_input(self, name: str, value: OrtValue) -> None:
         s = self._session
-        by_name = {v.name: v for v in s._inputs}
-        overridable = {v.name for v in s._overridable}
+        checker = s._check_feeds
         check_feed(name, value._value if value.device_name() == "cpu" else value,
-                   by_name, overridable, s._inputs)
+                   checker.by_name, checker.overridable, s._inputs)
         self._inputs[name] = value
 
     # ---- outputs --------------------------------------------------------------------------

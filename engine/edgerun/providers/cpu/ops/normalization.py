@@ -42,18 +42,19 @@ def _in_place(op, y: np.ndarray, other: np.ndarray) -> np.ndarray:
     return op(y, other)
 
 
+def _mean(x: np.ndarray, axes: tuple) -> np.ndarray:
+    """The mean over `axes`, kept as size-1 dimensions; over trailing axes (LayerNorm) the
+    sum is one BLAS product per row (numpy reduces short rows one by one)."""
+    if axes and axes == tuple(range(axes[0], x.ndim)):
+        return trailing_sum(x, axes[0]) / x.dtype.type(math.prod(x.shape[axes[0]:]))
+    return x.mean(axis=axes, keepdims=True)
+
+
 def _mean_and_variance(x: np.ndarray, axes: tuple):
     """Population mean and variance over `axes`, kept as size-1 dimensions."""
-    if axes and axes == tuple(range(axes[0], x.ndim)):      # trailing axes (LayerNorm)
-        count = x.dtype.type(math.prod(x.shape[axes[0]:]))
-        mean = trailing_sum(x, axes[0]) / count
-        centered = x - mean
-        variance = trailing_sum(centered * centered, axes[0]) / count
-        return mean, centered, variance
-    mean = x.mean(axis=axes, keepdims=True)
+    mean = _mean(x, axes)
     centered = x - mean
-    variance = np.mean(centered * centered, axis=axes, keepdims=True)
-    return mean, centered, variance
+    return mean, centered, _mean(centered * centered, axes)
 
 
 def _channel_shape(param: np.ndarray, rank: int) -> np.ndarray:

@@ -9,6 +9,7 @@ float16/bfloat16 inputs are computed in float32 and cast back.
 import numpy as np
 
 from ..registry import kernel
+from .activations import sigmoid_fresh
 
 
 # --- activations ------------------------------------------------------------------------------
@@ -309,9 +310,7 @@ def _default_lstm_step(r_t, h3: int):
     return step
 
 
-# exp(-x) stays finite up to these arguments: clamping there replaces an errstate context,
-# which costs more than a whole small cell step
-_EXP_LIMIT = {np.dtype(np.float32): 88.0, np.dtype(np.float64): 709.0}
+_PLAIN_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
 
 def _forward_lstm_weights(w, r, b, hidden: int):
@@ -329,7 +328,8 @@ def _forward_lstm_weights(w, r, b, hidden: int):
 def _forward_lstm(ctx, x, w, r, b, initial_h, initial_c):
     """The common LSTM: one forward direction, sequence-major, default activations, no clip,
     peepholes or sequence_lens, float32/float64 throughout. Prepared weights are kept per
-    node (ctx.prepared), and the gates are activated in place without errstate contexts."""
+    node (ctx.prepared); the sigmoid gates clamp exp's argument instead of an errstate
+    context, which costs more than a whole small cell step."""
     hidden = r.shape[-1]
     w_t, r_t, bias = ctx.prepared("lstm", (w, r, b),
                                   lambda: _forward_lstm_weights(w, r, b, hidden))
@@ -341,11 +341,9 @@ def _forward_lstm(ctx, x, w, r, b, initial_h, initial_c):
     projected = projected.reshape(steps, batch, 4 * hidden)
     ys = np.empty((steps, 1, batch, hidden), x.dtype)
     h3 = 3 * hidden
-    limit = x.dtype.type(_EXP_LIMIT[x.dtype])
     for t in range(steps):
-        # small arrays: numpy's out= costs more than the allocation it saves
         gates = h @ r_t + projected[t]
-        sig = 1 / (1 + np.exp(-np.maximum(gates[:, :h3], -limit)))     # i, o, f (clamped exp)
+        sig = sigmoid_fresh(gates[:, :h3])                               # i, o, f
         c = sig[:, 2 * hidden:] * c + sig[:, :hidden] * np.tanh(gates[:, h3:])
         h = sig[:, hidden:2 * hidden] * np.tanh(c)
         ys[t, 0] = h
@@ -357,7 +355,7 @@ def _is_plain_forward_lstm(x, w, r, b, sequence_lens, initial_h, initial_c, p, a
     dtype = x.dtype
     if direction != "forward" or layout or p is not None or clip is not None or input_forget:
         return False
-    if dtype not in _EXP_LIMIT or w.dtype != dtype or r.dtype != dtype or \
+    if dtype not in _PLAIN_DTYPES or w.dtype != dtype or r.dtype != dtype or \
             (b is not None and b.dtype != dtype) or x.ndim != 3 or w.shape[0] != 1:
         return False
     for state in (initial_h, initial_c):
