@@ -440,3 +440,75 @@ TAPS_CASES = [((1, 32, 24, 24), (16, 32, 3, 3), [1, 1, 1, 1], [1, 1], [1, 1]),
 @pytest.mark.parametrize("x_shape,w_shape,pads,strides,dilations", TAPS_CASES)
 def test_conv_tap_gemms_match_reference(x_shape, w_shape, pads, strides, dilations):
     _check_conv_method("taps", x_shape, w_shape, pads, strides, dilations, atol=1e-3)
+
+
+# ---- Pooling: one axis at a time, the last over flattened rows ---------------------------------
+
+# (x shape, kernel, strides, pads, dilations, ceil_mode): separable pooling's cases, with
+# stride-1 last axes (flattened rows, whose scratch columns are dropped) and strided ones
+POOL_CASES = [((1, 5, 28, 28), [3, 3], [1, 1], [1, 1, 1, 1], [1, 1], 0),
+              ((2, 3, 17, 9), [3, 2], [1, 1], [0, 1, 2, 0], [1, 2], 0),
+              ((1, 4, 111, 111), [3, 3], [2, 2], [0, 0, 0, 0], [1, 1], 1),
+              ((1, 2, 16, 16), [2, 2], [2, 2], [0, 0, 1, 1], [1, 1], 0),
+              ((1, 3, 20), [5], [1], [0, 0], [2], 0),
+              ((1, 2, 6, 7, 8), [3, 2, 3], [1, 2, 1], [1, 0, 1, 1, 1, 1], [1, 1, 1], 0)]
+
+
+@pytest.mark.parametrize("x_shape,kernel,strides,pads,dilations,ceil_mode", POOL_CASES)
+def test_pools_match_reference(x_shape, kernel, strides, pads, dilations, ceil_mode):
+    x = rng.standard_normal(x_shape).astype(np.float32)
+    x.reshape(-1)[::7] = -np.inf                  # MaxPool's padding never beats the input
+    attrs = dict(kernel_shape=kernel, strides=strides, pads=pads, ceil_mode=ceil_mode)
+    got = _kernel("MaxPool", 12)(x, dilations=dilations, **attrs)
+    want = _reference("MaxPool", {"x": x}, 12, dilations=dilations, **attrs)
+    assert got.shape == want.shape and got.dtype == np.float32
+    np.testing.assert_array_equal(got, want)
+    x = np.nan_to_num(x, neginf=-3.0)
+    for include in (0, 1):
+        got = _kernel("AveragePool", 19)(x, count_include_pad=include, dilations=dilations,
+                                         **attrs)
+        want = _reference("AveragePool", {"x": x}, 19, count_include_pad=include,
+                          dilations=dilations, **attrs)
+        assert got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+# ---- np.maximum / np.minimum against a scalar through rows of copies ---------------------------
+
+
+@pytest.mark.parametrize("size", [5, 2048, 65536, 65536 * 2 + 3, 200000])
+def test_scalar_clamps_match_numpy(size):
+    from edgerun.providers.cpu.ops.clamp import clip_to, maximum_of, minimum_of
+    x = rng.standard_normal(size).astype(np.float32)
+    x[::11] = np.nan
+    np.testing.assert_array_equal(maximum_of(x, 0), np.maximum(x, np.float32(0)))
+    np.testing.assert_array_equal(minimum_of(x, 0.5), np.minimum(x, np.float32(0.5)))
+    y = x.copy()
+    assert clip_to(y, -1, 1, out=y) is y
+    np.testing.assert_array_equal(y, np.minimum(np.maximum(x, -1), 1))
+    strided = x[::2]                            # not contiguous: numpy's own call
+    np.testing.assert_array_equal(maximum_of(strided, 0), np.maximum(strided, 0))
+
+
+# ---- Pad: reflect/edge/wrap of small tensors through one prepared index ------------------------
+
+
+@pytest.mark.parametrize("mode", ["reflect", "edge", "wrap"])
+def test_pad_gather_matches_reference(mode):
+    pad = _kernel("Pad", 19)
+    cases = [((1, 512), [0, 64, 0, 64], None), ((3, 4, 5), [1, 0, 2, 2, 1, 0], None),
+             ((2, 6), [1, 3], [1]), ((4,), [3, 2], None)]
+    for shape, pads, axes in cases:
+        x = rng.standard_normal(shape).astype(np.float32)
+        pads_array = np.array(pads, np.int64)
+        inputs = {"x": x, "pads": pads_array}
+        args = [x, pads_array, None]
+        if axes is not None:
+            inputs["value"] = np.array(0, np.float32)
+            inputs["axes"] = np.array(axes, np.int64)
+            args = [x, pads_array, inputs["value"], inputs["axes"]]
+        want = _reference("Pad", inputs, 19, mode=mode)
+        for _ in range(2):                      # the second call reuses the prepared index
+            got = pad(*args, mode=mode)
+            assert got.shape == want.shape
+            np.testing.assert_array_equal(got, want)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..registry import kernel
+from .clamp import clip_to, maximum_of, minimum_of
 from .elementwise import erf, float_math, is_float
 from .erf import gelu_erf
 
@@ -32,7 +33,7 @@ def sigmoid_fresh(x: np.ndarray) -> np.ndarray:
     if x.size <= _SMALL:         # numpy's out= costs more than the allocation it saves
         return 1 / (1 + np.exp(-np.maximum(x, -_EXP_LIMIT[x.dtype])))
     y = np.negative(x)
-    np.minimum(y, _EXP_LIMIT[x.dtype], out=y)
+    minimum_of(y, _EXP_LIMIT[x.dtype], out=y)
     np.exp(y, out=y)
     y += 1
     return np.reciprocal(y, out=y)
@@ -57,7 +58,7 @@ def _activation(fn, x: np.ndarray) -> np.ndarray:
 
 @kernel("Relu")
 def relu(ctx, x, **_legacy):
-    return np.maximum(x, np.zeros((), dtype=x.dtype))
+    return maximum_of(x, 0)
 
 
 @kernel("LeakyRelu")
@@ -108,11 +109,9 @@ def hard_sigmoid(ctx, x, alpha=0.2, beta=0.5, **_legacy):
 @kernel("HardSwish")
 def hard_swish(ctx, x):
     if x.ndim and (x.dtype == np.float32 or x.dtype == np.float64):   # one buffer, in place
-        one = x.dtype.type(1)
         y = np.multiply(x, x.dtype.type(1 / 6))
         y += x.dtype.type(0.5)
-        np.maximum(y, 0, out=y)
-        np.minimum(y, one, out=y)
+        clip_to(y, 0, 1, out=y)
         y *= x
         return y
     return _activation(lambda v: v * np.clip(v / 6 + 0.5, 0, 1), x)

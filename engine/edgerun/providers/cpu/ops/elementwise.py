@@ -14,6 +14,7 @@ import functools
 import numpy as np
 
 from ..registry import kernel
+from .clamp import maximum_of, minimum_of
 
 # ---- shared helpers (activations.py, reduction.py and softmax.py use these too) -----------
 
@@ -348,9 +349,11 @@ def _clip(x: np.ndarray, low, high) -> np.ndarray:
     out = x
     with np.errstate(all="ignore"):
         if low is not None:
-            out = np.maximum(out, np.asarray(low).astype(x.dtype).reshape(()))
+            out = maximum_of(out, np.asarray(low).astype(x.dtype).reshape(()))
         if high is not None:
-            out = np.minimum(out, np.asarray(high).astype(x.dtype).reshape(()))
+            fresh = out is not x and type(out) is np.ndarray     # 0-d results are scalars
+            out = minimum_of(out, np.asarray(high).astype(x.dtype).reshape(()),
+                             out=out if fresh else None)
     return _same_dtype(out, x)
 
 

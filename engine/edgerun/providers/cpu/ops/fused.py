@@ -20,6 +20,7 @@ import numpy as np
 from ..registry import kernel
 from .activations import (gelu, hard_sigmoid, hard_swish, leaky_relu, relu, sigmoid,
                           sigmoid_fresh, tanh)
+from .clamp import clip_to, maximum_of
 from .conv import convolve
 from .matmul import gemm, matmul
 from .normalization import layer_normalization
@@ -56,7 +57,7 @@ def _activate(ctx, y, activation, params):
 # ---- the same activations overwriting a fresh float32/float64 result (no new buffers) ----
 
 def _relu_in_place(y, p):
-    return np.maximum(y, 0, out=y)
+    return maximum_of(y, 0, out=y)
 
 
 def _leaky_relu_in_place(y, p):
@@ -78,13 +79,13 @@ def _hard_sigmoid_in_place(y, p):
     with np.errstate(over="ignore"):
         y *= y.dtype.type(alpha)
         y += y.dtype.type(beta)
-    return np.clip(y, 0, 1, out=y)
+    return clip_to(y, 0, 1, out=y)
 
 
 def _clip_in_place(y, p):
     low = p[0] if len(p) > 0 else -np.inf
     high = p[1] if len(p) > 1 else np.inf
-    return np.clip(y, y.dtype.type(low), y.dtype.type(high), out=y)
+    return clip_to(y, low, high, out=y)
 
 
 _IN_PLACE_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))

@@ -1,10 +1,12 @@
 """Pooling and normalisation kernels: AveragePool, MaxPool, LpPool, their Global forms,
 MaxUnpool and LRN.
 
-Windowed pools share conv.py's geometry (`window_geometry`), flat tap layout and strided
-window view; they reduce by looping over the (few) kernel positions, each step one
-vectorised operation over contiguous rows (global-like pools reduce each window's view). Padding never contributes: MaxPool pads with the lowest value, the sums
-pad with zero and AveragePool divides by a per-window count built axis by axis.
+Windowed pools share conv.py's geometry (`window_geometry`) and padded input; box windows
+are separable, so they reduce one spatial axis at a time, each kernel position along it
+one strided operation (global-like pools reduce each window's view; MaxPool with indices
+walks every kernel position). Padding never contributes: MaxPool pads with the lowest
+value, the sums pad with zero and AveragePool divides by a per-window count built axis
+by axis.
 Outputs keep the input dtype; float16 and exotic floats are computed in float32.
 """
 import math
@@ -12,8 +14,8 @@ import math
 import numpy as np
 
 from ..registry import kernel
-from .conv import (_ints, compute_dtype, grid_to_output, kernel_positions, layout_of,
-                   padded_input, phase_buffers, sliding_windows, window_geometry)
+from .conv import (_ints, compute_dtype, kernel_positions, pad_spatial, padded_input,
+                   sliding_windows, window_geometry)
 
 
 # ---------------------------------------------------------------- shared helpers
@@ -42,40 +44,67 @@ def _window_planes(x, geometry, fill):
     return [(k, windows[everything + k]) for k in kernel_positions(geometry.kernel)]
 
 
-# Beyond this many phase buffers (strides past 3x3) the strided-plane loop is cheaper.
-_MAX_PHASES = 9
-
-
-def _flat_reduce(x, geometry, fill, combine):
-    """`combine` (np.maximum, np.add) over every window, through the flat tap layout:
-    each kernel position is one operation on contiguous rows. A fresh (N, C, *out_shape)
-    array, or None where the layout does not pay (or no window reads the input)."""
-    if math.prod(geometry.out_shape) < math.prod(geometry.kernel):
+def _separable_reduce(x, geometry, fill, combine):
+    """`combine` (np.maximum, np.add) over every window, one spatial axis at a time: box
+    windows are separable, so each axis costs kernel[i] operations over an array already
+    reduced along the axes before it. The leading axes are slices of whole rows; the last
+    axis is reduced over the flattened rows (one long strided operation per kernel position
+    instead of one short row at a time). A fresh (N, C, *out_shape) array."""
+    kernel, out_shape = geometry.kernel, geometry.out_shape
+    if math.prod(out_shape) < math.prod(kernel):
         # Few, large windows (global-like pools): reduce each window's view directly.
         windows = sliding_windows(padded_input(x, geometry, fill), geometry)
-        kernel_axes = tuple(range(2, 2 + len(geometry.kernel)))
-        return combine.reduce(windows, axis=kernel_axes)
-    layout = layout_of(x.shape[2:], geometry)
-    if len(layout.copies) > _MAX_PHASES or not layout.taps:
-        return None
-    buffers = phase_buffers(x, layout, fill)
-    span = layout.span
-    _, phase, offset = layout.taps[0]
-    grid = buffers[phase][:, offset:offset + span].copy()
-    for _, phase, offset in layout.taps[1:]:
-        combine(grid, buffers[phase][:, offset:offset + span], out=grid)
-    return grid_to_output(grid, x.shape[0], x.shape[1], geometry, layout)
+        return combine.reduce(windows, axis=tuple(range(2, 2 + len(kernel))))
+    values = padded_input(x, geometry, fill)
+    flat_last = geometry.strides[-1] == 1
+    for axis in range(len(kernel) - (1 if flat_last else 0)):
+        values = _reduce_axis(values, 2 + axis, out_shape[axis], kernel[axis],
+                              geometry.strides[axis], geometry.dilations[axis], combine)
+    if not flat_last:       # strided outputs: the strided views are cheaper
+        return values if values is not x else values.copy()
+    values = _reduce_last_axis(np.ascontiguousarray(values), geometry, combine)
+    return np.ascontiguousarray(values[..., :out_shape[-1]])
+
+
+def _reduce_last_axis(padded, geometry, combine):
+    """Rows as wide as `padded`'s (contiguous, stride 1 along the last axis) whose first
+    out_shape[-1] columns are the windows' reduction along the last axis: position j of the
+    flattened rows combines flat[j + k * dilation], so a window reaching past its row's
+    end only fills a scratch column the caller drops."""
+    kernel, dilation = geometry.kernel[-1], geometry.dilations[-1]
+    width, size = padded.shape[-1], geometry.out_shape[-1]
+    flat = padded.reshape(-1)
+    out = np.empty(padded.shape, padded.dtype)
+    count = out.size - (width - size)       # the last row's scratch columns would overrun
+    target = out.reshape(-1)
+    target[count:] = 0
+    np.copyto(target[:count], flat[:count])
+    for k in range(1, kernel):
+        start = k * dilation
+        combine(target[:count], flat[start:start + count], out=target[:count])
+    return out
+
+
+def _reduce_axis(values, axis: int, size: int, kernel: int, stride: int, dilation: int,
+                 combine):
+    """out[o] = combine over k < kernel of values[o * stride + k * dilation] along `axis`."""
+    if kernel == 1 and stride == 1 and values.shape[axis] == size:
+        return values
+    lead = (slice(None),) * axis
+    last = stride * (size - 1) + 1
+
+    def tap(k):
+        start = k * dilation
+        return values[lead + (slice(start, start + last, stride),)]
+
+    out = tap(0).copy()
+    for k in range(1, kernel):
+        combine(out, tap(k), out=out)
+    return out
 
 
 def _window_sum(x, geometry):
-    flat = _flat_reduce(x, geometry, 0, np.add)
-    if flat is not None:
-        return flat
-    planes = _window_planes(x, geometry, 0)
-    total = planes[0][1].copy()
-    for _, plane in planes[1:]:
-        total += plane
-    return total
+    return _separable_reduce(x, geometry, 0, np.add)
 
 
 def _window_counts(in_shape, geometry, include_pad: bool):
@@ -183,9 +212,8 @@ def max_pool(ctx, x, auto_pad="NOTSET", ceil_mode=0, dilations=None, kernel_shap
     values = _native(x)
     want_indices = ctx.num_outputs > 1
     if not want_indices:
-        best = _flat_reduce(values, geometry, _lowest(values.dtype), np.maximum)
-        if best is not None:
-            return best.astype(x.dtype, copy=False)
+        best = _separable_reduce(values, geometry, _lowest(values.dtype), np.maximum)
+        return best.astype(x.dtype, copy=False)
     planes = _window_planes(values, geometry, _lowest(values.dtype))
     best = planes[0][1].copy()
     arg = np.zeros(best.shape, dtype=np.int64) if want_indices else None

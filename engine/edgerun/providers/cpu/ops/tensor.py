@@ -368,8 +368,28 @@ def pad_1(ctx, data, pads=None, paddings=None, mode="constant", value=0.0):
     return _pad(data, begins, ends, mode, np.asarray(value).astype(data.dtype)[()])
 
 
+# reflect/edge/wrap Pad of tensors up to this size gathers through one prepared index
+_GATHERED_PAD_MAX = 1 << 16
+
+
+def _pad_gather_index(shape: tuple, pads, axes, mode: str) -> np.ndarray:
+    """For each output element of Pad in `mode`, the flat position of `shape` it copies:
+    the padding applied to an array of positions."""
+    begins, ends = _split_pads(_ints(pads), len(shape), axes)
+    positions = np.arange(math.prod(shape)).reshape(shape)
+    index = _pad(positions, begins, ends, mode, None)
+    index.flags.writeable = False
+    return index
+
+
 @kernel("Pad", since=11)
 def pad(ctx, data, pads, constant_value=None, axes=None, mode="constant"):
+    mode = _as_str(mode)
+    if mode != "constant" and ctx is not None and data.size <= _GATHERED_PAD_MAX:
+        # streaming models pad the same small window on every call: one take
+        index = ctx.prepared(("pad", data.shape, mode), (pads, axes),
+                             lambda: _pad_gather_index(data.shape, pads, axes, mode))
+        return data.reshape(-1).take(index)
     begins, ends = _split_pads(_ints(pads), data.ndim, axes)
     fill = None
     if constant_value is not None and np.asarray(constant_value).size:
