@@ -470,7 +470,8 @@ _MAX_PHASES = 4      # strides past 2x2 copy the input into too many small phase
 _TAPS_MIN_CHANNELS = 32    # "taps": input channels (each product's inner size) from here,
 _TAPS_MIN_SPAN = 512        # output grid positions from here,
 _TAPS_MAX_OUTPUTS = 96      # and at most this many output channels,
-_TAPS_WIDE_SPAN = 2048      # unless the grid is this wide
+_TAPS_WIDE_SPAN = 2048      # unless the grid is this wide;
+_TAPS_FEW_OUTPUTS = 32      # this few output channels take taps on any grid
 _GATHER_SPAN = 1     # output positions per output channel below which dropped taps go
                      # to the window method (see _conv_plan)
 
@@ -492,6 +493,8 @@ def _tap_gemms_pay(x_shape, w_shape, group: int, layout: TapLayout) -> bool:
     on 3x3 and 7x7 kernels, batch 1: 0.6x the time at M=32, C=128, 56x56)."""
     if x_shape[0] != 1 or group != 1 or not layout.taps or x_shape[1] < _TAPS_MIN_CHANNELS:
         return False
+    if w_shape[0] <= _TAPS_FEW_OUTPUTS:     # densenet's 128 -> 32 3x3 at 14x14: 0.67x
+        return True
     return layout.span >= _TAPS_MIN_SPAN and (w_shape[0] <= _TAPS_MAX_OUTPUTS or
                                                layout.span >= _TAPS_WIDE_SPAN)
 
