@@ -512,3 +512,16 @@ def test_pad_gather_matches_reference(mode):
             got = pad(*args, mode=mode)
             assert got.shape == want.shape
             np.testing.assert_array_equal(got, want)
+
+
+# ---- Conv: im2col chunk by chunk on wide grids --------------------------------------------------
+
+# grids of at least 8192 positions: padded, strided, a non-square kernel, a short last chunk
+CHUNKED_CASES = [((1, 32, 90, 90), (8, 32, 3, 3), [1, 1, 1, 1], [1, 1], [1, 1]),
+                 ((1, 32, 190, 190), (4, 32, 3, 3), [0, 0, 1, 1], [2, 2], [1, 1]),
+                 ((1, 33, 92, 91), (5, 33, 3, 2), [2, 0, 0, 0], [1, 1], [1, 1])]
+
+
+@pytest.mark.parametrize("x_shape,w_shape,pads,strides,dilations", CHUNKED_CASES)
+def test_conv_chunked_im2col_matches_reference(x_shape, w_shape, pads, strides, dilations):
+    _check_conv_method("chunked", x_shape, w_shape, pads, strides, dilations, atol=1e-3)
