@@ -172,11 +172,14 @@ class GraphExecutor:
         then_branch = self.subgraphs[id(node.attributes["then_branch"].value)]
         else_branch = self.subgraphs[id(node.attributes["else_branch"].value)]
 
+        single = len(node.outputs) == 1      # returned alone: run() stores it directly
+
         def run_if(env, cond):
             if type(cond) is not np.ndarray or cond.size != 1:
                 return through_kernel(env, cond)       # the kernel explains what is wrong
             branch = then_branch if cond.reshape(-1)[0] else else_branch
-            return tuple(branch.run(_NO_FEEDS, outer=env))
+            values = branch.run(_NO_FEEDS, outer=env)
+            return values[0] if single else tuple(values)
 
         return run_if
 

@@ -24,7 +24,7 @@ from numpy.lib.stride_tricks import as_strided
 
 from ..registry import kernel
 from .conv_gather import (GATHER_MAX_COLUMNS, GATHER_MAX_POSITIONS, channel_gather_index,
-                          gathered_conv)
+                          gathered_conv, with_ones_row)
 
 
 # ---------------------------------------------------------------- shared helpers
@@ -623,16 +623,23 @@ def convolve(x, w, b=None, auto_pad="NOTSET", dilations=None, group=1, kernel_sh
                           _frozen(dilations), _frozen(pads), _frozen(auto_pad))
         acc = compute_dtype(x.dtype)
         weights = w.astype(acc, copy=False)
+        bias = None if b is None else b.astype(acc, copy=False)
         if plan.method == "taps":
             weights = tap_weights(weights, plan.layout)
         elif plan.method == "chunked":
             weights = live_tap_matrix(weights, plan.layout)
-        return plan, acc, weights, None if b is None else b.astype(acc, copy=False)
+        elif plan.method == "gather":
+            weights = weights.reshape(weights.shape[0], -1)
+            if bias is not None and x.shape[0] == 1:    # the bias added inside the GEMM
+                weights = np.concatenate([weights, bias[:, None]], axis=1)
+                return plan, acc, weights, None, with_ones_row(*plan.gather, x.shape[1],
+                                                               math.prod(x.shape[2:]))
+        return plan, acc, weights, bias, plan.gather
 
     if ctx is None:
-        plan, acc, w, b = prepare()
+        plan, acc, w, b, gather = prepare()
     else:
-        plan, acc, w, b = ctx.prepared(("conv", x.shape, x.dtype), (w, b), prepare)
+        plan, acc, w, b, gather = ctx.prepared(("conv", x.shape, x.dtype), (w, b), prepare)
     x = x.astype(acc, copy=False)
     method = plan.method
     if method == "chunked":
@@ -640,7 +647,7 @@ def convolve(x, w, b=None, auto_pad="NOTSET", dilations=None, group=1, kernel_sh
     if method == "taps":
         return _tap_gemms(x, w, b, plan.geometry, plan.layout)
     if method == "gather":
-        y = gathered_conv(x, w.reshape(w.shape[0], -1), *plan.gather)
+        y = gathered_conv(x, w, *gather)
         return _add_bias(y.reshape(y.shape[:2] + tuple(plan.geometry.out_shape)), b)
     if method == "pointwise":
         if x.shape[0] == 1 and group == 1 and plan.geometry.strides == [1] * (x.ndim - 2):

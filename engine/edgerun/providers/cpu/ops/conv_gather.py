@@ -56,10 +56,33 @@ def channel_gather_index(in_shape: tuple, kernel: tuple, strides: tuple, dilatio
     return flat, reads_padding
 
 
-def gathered_columns(x, flat_index, reads_padding: bool):
-    """(N, C * kernel positions, output positions) contiguous columns of x (N, C, *S)."""
+def with_ones_row(flat_index, reads_padding: bool, channels: int, in_size: int) -> tuple:
+    """gathered_conv's index arguments with one more index row, reading a 1 placed after the
+    (batch 1) input rows of `in_size` values each: W with the bias as its last column then
+    adds the bias inside the GEMM."""
+    ones_at = channels * (in_size + (1 if reads_padding else 0))
+    extra = np.full((1, flat_index.shape[1]), ones_at, flat_index.dtype)
+    index = np.concatenate([flat_index, extra])
+    index.flags.writeable = False
+    return index, reads_padding, True
+
+
+def gathered_columns(x, flat_index, reads_padding: bool, ones: bool = False):
+    """(N, C * kernel positions, output positions) contiguous columns of x (N, C, *S); with
+    `ones` (batch 1), the index's last row reads a 1 appended after the rows."""
     n, c = x.shape[:2]
     rows = x.reshape(n, c, -1)
+    if ones:
+        length = rows.shape[2] + (1 if reads_padding else 0)
+        buffer = np.empty(c * length + 1, x.dtype)
+        buffer[-1] = 1
+        within = buffer[:-1].reshape(c, length)
+        if reads_padding:
+            within[:, :-1] = rows[0]
+            within[:, -1] = 0
+        else:
+            within[...] = rows[0]
+        return buffer.take(flat_index)[None]
     if reads_padding:                      # the appended zero of each row is the padding
         padded = np.zeros((n, c, rows.shape[2] + 1), x.dtype)
         padded[:, :, :-1] = rows
@@ -67,9 +90,10 @@ def gathered_columns(x, flat_index, reads_padding: bool):
     return rows.reshape(n, -1).take(flat_index, axis=1)
 
 
-def gathered_conv(x, w2, flat_index, reads_padding: bool):
-    """Conv of x (N, C, *S) with W as (M, C * kernel positions), group 1: (N, M, positions)."""
-    columns = gathered_columns(x, flat_index, reads_padding)
+def gathered_conv(x, w2, flat_index, reads_padding: bool, ones: bool = False):
+    """Conv of x (N, C, *S) with W as (M, C * kernel positions), group 1: (N, M, positions);
+    with `ones`, W's last column is the bias and the index reads a 1 for it."""
+    columns = gathered_columns(x, flat_index, reads_padding, ones)
     if x.shape[0] == 1:
         return (w2 @ columns[0])[None]
     return np.matmul(w2, columns)
