@@ -525,3 +525,17 @@ CHUNKED_CASES = [((1, 32, 90, 90), (8, 32, 3, 3), [1, 1, 1, 1], [1, 1], [1, 1]),
 @pytest.mark.parametrize("x_shape,w_shape,pads,strides,dilations", CHUNKED_CASES)
 def test_conv_chunked_im2col_matches_reference(x_shape, w_shape, pads, strides, dilations):
     _check_conv_method("chunked", x_shape, w_shape, pads, strides, dilations, atol=1e-3)
+
+
+# ---- Softmax: many short rows take their maxima column by column -------------------------------
+
+
+@pytest.mark.parametrize("shape", [(300, 10), (40, 3, 5), (200, 16)])
+def test_softmax_short_rows_match_reference(shape):
+    x = (rng.standard_normal(shape) * 30).astype(np.float32)     # spans past one shared shift
+    x.reshape(-1, shape[-1])[3] = -np.inf                         # a row of -inf: NaN, as ORT
+    x.reshape(-1, shape[-1])[5, 2] = np.nan
+    got = _kernel("Softmax", 13)(x, axis=-1)
+    want = _reference("Softmax", {"x": x}, 13, axis=-1)
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
+    assert np.isnan(got.reshape(-1, shape[-1])[5]).all()

@@ -40,14 +40,14 @@ def gemm(ctx, a, b, c=None, alpha=1.0, beta=1.0, transA=0, transB=0, broadcast=0
     right = _as_compute(b.T if transB else b, work)
     if left.shape[1] != right.shape[0]:
         raise ValueError(f"Gemm inner dimensions differ: A' is {left.shape}, B' is {right.shape}")
-    result = left @ right
+    result = left @ right                       # fresh: scaled and biased in place
     if alpha != 1.0:
-        result = result * _scalar(alpha, work)
+        result *= _scalar(alpha, work)
     if c is not None and beta != 0.0:
         bias = _as_compute(c, work)
         if beta != 1.0:
             bias = bias * _scalar(beta, work)
-        result = result + bias
+        result += bias
     return np.asarray(result).astype(a.dtype, copy=False)
 
 

@@ -39,9 +39,25 @@ def _coerced_2d(fn, x: np.ndarray, axis: int) -> np.ndarray:
     return fn(x.reshape(rows, -1), 1).reshape(x.shape)
 
 
+# numpy reduces short rows slowly ((360, 10): 21 us for the row maxima, 7 us as a running
+# maximum over the columns): rows up to this long, when there are many, take the columns
+_NARROW_ROW = 16
+
+
+def _row_maxima(v: np.ndarray, axis: int) -> np.ndarray:
+    """np.max(v, axis, keepdims=True), NaN propagating alike."""
+    width = v.shape[axis]
+    if axis != v.ndim - 1 or not 1 < width <= _NARROW_ROW or v.size < 8 * width * width:
+        return np.max(v, axis=axis, keepdims=True)
+    peak = v[..., :1].copy()
+    for j in range(1, width):
+        np.maximum(peak, v[..., j:j + 1], out=peak)
+    return peak
+
+
 def _shifted(v: np.ndarray, axis: int) -> np.ndarray:
     """v minus its maximum along axis (a row of -inf stays -inf rather than becoming NaN)."""
-    peak = np.max(v, axis=axis, keepdims=True)
+    peak = _row_maxima(v, axis)
     if not np.isfinite(peak).all():
         peak = np.where(np.isfinite(peak), peak, 0)
     return np.subtract(v, peak)
