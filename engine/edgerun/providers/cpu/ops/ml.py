@@ -218,9 +218,12 @@ def normalizer(ctx, x, norm="MAX"):
 def scaler(ctx, x, offset=None, scale=None):
     v = np.asarray(x).astype(np.float32, copy=False)
     features = v.shape[-1] if v.ndim else 1
-    shift = _per_feature(offset, features, "offset", 0.0)
-    factor = _per_feature(scale, features, "scale", 1.0)
-    return ((v - shift) * factor).astype(np.float32, copy=False)
+    shift, factor = ctx.prepared(("scaler", features), (offset, scale), lambda: (
+        _per_feature(offset, features, "offset", 0.0),
+        _per_feature(scale, features, "scale", 1.0)))
+    y = np.subtract(v, shift, dtype=np.float32)
+    y *= factor
+    return y
 
 
 def _per_feature(values, features: int, name: str, default: float) -> np.ndarray:
