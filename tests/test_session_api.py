@@ -267,3 +267,75 @@ def test_long_plans_run_through_the_loop_with_the_same_results(monkeypatch):
     np.testing.assert_array_equal(short.run(None, {"x": x})[0], long.run(None, {"x": x})[0])
     with pytest.raises(edgerun.Fail, match="node 'n7' \\(Reshape\\) failed"):
         edgerun.InferenceSession(_chain(ops, bad_at=7)).run(None, {"x": x})
+
+
+def _if_model(then_nodes, then_outputs, else_nodes, else_outputs, after=(), then_inits=(),
+              else_inits=()):
+    """x (float [3]), c (bool) -> If(c) -> y, z, then the `after` nodes; outer initializer k."""
+    def branch(name, nodes, outputs, inits):
+        return helper.make_graph(nodes, name, [], [
+            helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in outputs], inits)
+    node = helper.make_node("If", ["c"], ["y", "z"], name="outer_if",
+                            then_branch=branch("then", then_nodes, then_outputs, then_inits),
+                            else_branch=branch("else", else_nodes, else_outputs, else_inits))
+    k = helper.make_tensor("k", TensorProto.FLOAT, [3], [1, 2, 3])
+    outputs = ["y", "z"] + [n.output[0] for n in after]
+    return _model([node, *after],
+                  [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3]),
+                   helper.make_tensor_value_info("c", TensorProto.BOOL, [])],
+                  [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in outputs],
+                  initializers=[k])
+
+
+def _inlined_ifs(sess) -> list:
+    from edgerun.runtime.straight_line import InlineIf
+    return [entry[6].node.name for entry in sess._executor.plan.program
+            if isinstance(entry[0], InlineIf)]
+
+
+def test_if_branches_written_inline_match_the_reference():
+    from onnx.reference import ReferenceEvaluator
+    inner = helper.make_node(
+        "If", ["c"], ["t2"], name="inner_if",
+        then_branch=helper.make_graph([helper.make_node("Neg", ["t1"], ["t3"])], "inner_then",
+                                      [], [helper.make_tensor_value_info("t3", 1, None)]),
+        else_branch=helper.make_graph([], "inner_else", [],
+                                      [helper.make_tensor_value_info("kc", 1, None)],
+                                      [helper.make_tensor("kc", 1, [3], [7, 8, 9])]))
+    model = _if_model(
+        [helper.make_node("Add", ["x", "k"], ["t1"]), inner], ["t2", "k"],
+        [helper.make_node("Mul", ["x", "k2"], ["e1"]), helper.make_node("Neg", ["x"], ["unread"])],
+        ["e1", "x"], else_inits=[helper.make_tensor("k2", 1, [3], [10, 20, 30])],
+        after=[helper.make_node("Add", ["y", "z"], ["w"])])
+    sess = edgerun.InferenceSession(model)
+    assert _inlined_ifs(sess) == ["outer_if"]
+    reference = ReferenceEvaluator(onnx.load_from_string(model))
+    x = np.array([0.5, -1.0, 2.0], np.float32)
+    for c in (True, False):
+        feeds = {"x": x, "c": np.array(c)}
+        for got, want in zip(sess.run(None, feeds), reference.run(None, feeds)):
+            np.testing.assert_array_equal(got, want)
+
+
+def test_if_branches_storing_a_name_the_graph_uses_are_called_not_inlined():
+    model = _if_model([helper.make_node("Neg", ["x"], ["w"])], ["w", "x"],
+                      [helper.make_node("Abs", ["x"], ["a"])], ["a", "k"],
+                      after=[helper.make_node("Sigmoid", ["y"], ["w"])])   # "w" again
+    sess = edgerun.InferenceSession(model)
+    assert _inlined_ifs(sess) == []
+    x = np.array([0.5, -1.0, 2.0], np.float32)
+    y, z, w = sess.run(None, {"x": x, "c": np.array(True)})
+    np.testing.assert_array_equal(y, -x)
+    np.testing.assert_allclose(w, 1 / (1 + np.exp(x)), rtol=1e-6)
+
+
+def test_a_failing_step_in_an_inlined_branch_is_named():
+    bad = [helper.make_node("Reshape", ["x", "s"], ["r"], name="bad_reshape")]
+    model = _if_model(bad, ["r", "x"], [helper.make_node("Abs", ["x"], ["a"])], ["a", "k"],
+                      then_inits=[helper.make_tensor("s", TensorProto.INT64, [2], [5, 5])])
+    sess = edgerun.InferenceSession(model)
+    assert _inlined_ifs(sess) == ["outer_if"]
+    x = np.ones(3, np.float32)
+    np.testing.assert_array_equal(sess.run(None, {"x": x, "c": np.array(False)})[0], x)
+    with pytest.raises(edgerun.Fail, match="node 'bad_reshape' \\(Reshape\\) failed"):
+        sess.run(None, {"x": x, "c": np.array(True)})

@@ -31,7 +31,7 @@ from .kernel_context import KernelContext
 from .partition import Partitioner
 from .plan import GraphPlan, Step, compute_frees, outer_scope_reads
 from .shape_memo import remembering, shape_determined_steps
-from .straight_line import straight_line
+from .straight_line import Branch, InlineIf, straight_line
 
 
 class GraphExecutor:
@@ -124,11 +124,13 @@ class GraphExecutor:
         # the steps as flat tuples: run() unpacks them instead of reading attributes; a node
         # with subgraphs gets ctx None and a function of (this run's env, *inputs)
         remembered = shape_determined_steps(steps, self.constants, set(output_keys))
+        names = (set(self._initial_env) | set(input_keys.values()) | set(self.outer_reads) |
+                 {n for s in steps for n in s.inputs + s.outputs if n})
         program = tuple((remembering(s, remembered[i]) if i in remembered else s.fn, s.ctx,
                          s.inputs, s.attrs, s.single_output, s.free_after, s)
                         if s.ctx is not None else
-                        (self._subgraph_step(s), None, s.inputs, {}, s.single_output,
-                         s.free_after, s)
+                        (self._inlined(s, self._subgraph_step(s), names), None, s.inputs, {},
+                         s.single_output, s.free_after, s)
                         for i, s in enumerate(steps))
         runner = straight_line(program, _ARRAY, _store_outputs, _kernel_failure,
                                (EdgerunError,))
@@ -181,7 +183,34 @@ class GraphExecutor:
             values = branch.run(_NO_FEEDS, outer=env)
             return values[0] if single else tuple(values)
 
+        run_if.runs_branches = True
         return run_if
+
+    def _inlined(self, step: Step, fn, names: set):
+        """`fn` as an InlineIf where it is a CPU If (see `_subgraph_step`) whose branches
+        store no name in `names` (those this graph's values use)."""
+        if not getattr(fn, "runs_branches", False):
+            return fn
+        node = step.node
+        branches = [self._as_branch(self.subgraphs[id(node.attributes[key].value)])
+                    for key in ("then_branch", "else_branch")]
+        if None in branches:
+            return fn
+        written = frozenset().union(*(_written(b.program) for b in branches))
+        if written & names:
+            return fn
+        return InlineIf(fn, branches[0], branches[1], written)
+
+    @staticmethod
+    def _as_branch(sub: "GraphExecutor"):
+        """`sub`'s default plan as a Branch, or None when it is not written out itself."""
+        plan = sub.plan
+        if plan.program and plan.runner is None:        # too long to write out
+            return None
+        freed = {name for entry in plan.program for name in entry[5]}
+        stored = [name for entry in plan.program for name in entry[6].outputs if name]
+        return Branch(plan.program, sub._initial_env, plan.output_keys,
+                      tuple(name for name in stored if name not in freed))
 
     def _annotate_types(self, body: Graph) -> None:
         """Give a partition's inputs and outputs the types shape inference finds, so
@@ -381,6 +410,16 @@ def _call_compiled(compiled):
 
 def _has_subgraphs(node: Node) -> bool:
     return any(True for _ in _subgraph_attributes(node))
+
+
+def _written(program: tuple) -> set:
+    """Every name `program` stores, those of its inlined branches included."""
+    names = set()
+    for entry in program:
+        names.update(name for name in entry[6].outputs if name)
+        if isinstance(entry[0], InlineIf):
+            names |= entry[0].written
+    return names
 
 
 def _store_outputs(env: dict, step: Step, result) -> None:
