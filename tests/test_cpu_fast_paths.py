@@ -318,7 +318,8 @@ def _lstm_reference(x, w, r, b, h0, c0):
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("steps,batch,with_bias,with_states",
-                         [(1, 1, True, True), (5, 3, True, False), (4, 2, False, True)])
+                         [(1, 1, True, True), (1, 2, False, False), (5, 3, True, False),
+                          (4, 2, False, True)])
 def test_forward_lstm_fast_path_matches_reference(dtype, steps, batch, with_bias, with_states):
     hidden, size = 6, 4
     x = rng.standard_normal((steps, batch, size)).astype(dtype)

@@ -336,18 +336,28 @@ def _forward_lstm(ctx, x, w, r, b, initial_h, initial_c):
     steps, batch = x.shape[0], x.shape[1]
     h = np.zeros((batch, hidden), x.dtype) if initial_h is None else initial_h[0]
     c = np.zeros((batch, hidden), x.dtype) if initial_c is None else initial_c[0]
+    if steps == 1:          # streaming models: x and h through one product with [Wᵀ; Rᵀ]
+        stacked = ctx.prepared("lstm1", (w, r), lambda: np.concatenate([w_t, r_t]))
+        gates = np.concatenate([x[0], h], axis=1) @ stacked
+        gates += bias
+        c, h = _lstm_cell(gates, c, hidden)
+        return h[None, None].copy(), h[None], c[None]     # Y and Y_h: separate buffers
     projected = x.reshape(steps * batch, -1) @ w_t
     projected += bias
     projected = projected.reshape(steps, batch, 4 * hidden)
     ys = np.empty((steps, 1, batch, hidden), x.dtype)
-    h3 = 3 * hidden
     for t in range(steps):
-        gates = h @ r_t + projected[t]
-        sig = sigmoid_fresh(gates[:, :h3])                               # i, o, f
-        c = sig[:, 2 * hidden:] * c + sig[:, :hidden] * np.tanh(gates[:, h3:])
-        h = sig[:, hidden:2 * hidden] * np.tanh(c)
+        c, h = _lstm_cell(h @ r_t + projected[t], c, hidden)
         ys[t, 0] = h
     return ys, h[None], c[None]
+
+
+def _lstm_cell(gates, c, hidden: int):
+    """(c, h) after one step from the gates' pre-activations (i, o, f, c order)."""
+    h3 = 3 * hidden
+    sig = sigmoid_fresh(gates[:, :h3])                                   # i, o, f
+    c = sig[:, 2 * hidden:] * c + sig[:, :hidden] * np.tanh(gates[:, h3:])
+    return c, sig[:, hidden:2 * hidden] * np.tanh(c)
 
 
 def _is_plain_forward_lstm(x, w, r, b, sequence_lens, initial_h, initial_c, p, activations,
