@@ -531,7 +531,7 @@ def test_conv_chunked_im2col_matches_reference(x_shape, w_shape, pads, strides, 
 # ---- Softmax: many short rows take their maxima column by column -------------------------------
 
 
-@pytest.mark.parametrize("shape", [(300, 10), (40, 3, 5), (200, 16)])
+@pytest.mark.parametrize("shape", [(300, 10), (40, 3, 5), (200, 12)])
 def test_softmax_short_rows_match_reference(shape):
     x = (rng.standard_normal(shape) * 30).astype(np.float32)     # spans past one shared shift
     x.reshape(-1, shape[-1])[3] = -np.inf                         # a row of -inf: NaN, as ORT
