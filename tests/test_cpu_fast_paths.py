@@ -540,3 +540,26 @@ def test_softmax_short_rows_match_reference(shape):
     want = _reference("Softmax", {"x": x}, 13, axis=-1)
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
     assert np.isnan(got.reshape(-1, shape[-1])[5]).all()
+
+
+# ---- MatMul: a constant right operand as contiguous column panels -------------------------------
+
+
+@pytest.mark.parametrize("a_shape,b_shape", [((16, 384), (384, 1536)), ((1, 5, 64), (64, 256)),
+                                             ((2, 3, 100), (100, 384))])
+def test_matmul_panels_match_the_plain_product(a_shape, b_shape):
+    fn = registry.lookup("MatMul", "", 13)
+    ctx = KernelContext(Node(op_type="MatMul", inputs=[], outputs=["y"]), 13)
+    a = rng.standard_normal(a_shape).astype(np.float32)
+    b = rng.standard_normal(b_shape).astype(np.float32)
+    want = (a.astype(np.float64) @ b).astype(np.float32)
+    for _ in range(3):                      # the panels are built from the second call on
+        got = fn(ctx, a, b)
+        assert got.shape == want.shape and got.dtype == np.float32
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-4)
+    assert "panels" in ctx._prepared
+    fresh = KernelContext(Node(op_type="MatMul", inputs=[], outputs=["y"]), 13)
+    for _ in range(3):                      # a new B on every call (an activation): no panels
+        b2 = b.copy()
+        np.testing.assert_allclose(fn(fresh, a, b2), want, rtol=1e-5, atol=1e-4)
+    assert "panels" not in fresh._prepared

@@ -23,8 +23,47 @@ def _as_compute(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
     return x if x.dtype == dtype else x.astype(dtype)
 
 
+# Panels: a float32 (K, N) constant right operand with a short inner size, multiplied by a
+# few rows, goes through OpenBLAS faster as N / 128 contiguous (K, 128) panels, each product
+# written into its columns of the result (MiniLM's (16, 384) @ (384, 1536): 480 -> 300 us with
+# the weights streamed from memory, (384, 384): 108 -> 63 us; long inner sizes, single rows
+# and 128 rows gain nothing or lose). The panels are built once the same B object comes back
+# (a constant), so activations never pay for the copy.
+_PANEL = 128
+_PANEL_MAX_INNER = 512
+_PANEL_ROWS = (2, 64)
+
+
+def _panels_pay(a, b) -> bool:
+    if b.ndim != 2 or a.ndim < 2 or a.dtype != np.float32 or b.dtype != np.float32:
+        return False
+    inner, columns = b.shape
+    rows = a.size // inner if inner else 0
+    return inner <= _PANEL_MAX_INNER and columns % _PANEL == 0 and columns > _PANEL and \
+        _PANEL_ROWS[0] <= rows <= _PANEL_ROWS[1] and a.flags.c_contiguous
+
+
+def _panels(b):
+    inner, columns = b.shape
+    return np.ascontiguousarray(b.reshape(inner, columns // _PANEL, _PANEL).transpose(1, 0, 2))
+
+
+def _matmul_by_panels(a, panels):
+    inner = a.shape[-1]
+    rows = a.reshape(-1, inner)
+    y = np.empty((rows.shape[0], panels.shape[0] * _PANEL), np.float32)
+    for j, panel in enumerate(panels):
+        np.matmul(rows, panel, out=y[:, j * _PANEL:(j + 1) * _PANEL])
+    return y.reshape(a.shape[:-1] + (y.shape[1],))
+
+
 @kernel("MatMul")
 def matmul(ctx, a, b):
+    if ctx is not None and _panels_pay(a, b):
+        calls = ctx.prepared("panels-seen", (b,), lambda: [0])
+        calls[0] += 1
+        if calls[0] > 1:
+            return _matmul_by_panels(a, ctx.prepared("panels", (b,), lambda: _panels(b)))
     work = _compute_dtype(a.dtype)
     result = np.matmul(_as_compute(a, work), _as_compute(b, work))
     return np.asarray(result).astype(a.dtype, copy=False)
