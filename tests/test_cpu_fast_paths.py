@@ -546,6 +546,7 @@ def test_softmax_short_rows_match_reference(shape):
 
 
 @pytest.mark.parametrize("a_shape,b_shape", [((16, 384), (384, 1536)), ((1, 5, 64), (64, 256)),
+                                             ((1, 16, 1536), (1536, 384)),
                                              ((2, 3, 100), (100, 384))])
 def test_matmul_panels_match_the_plain_product(a_shape, b_shape):
     fn = registry.lookup("MatMul", "", 13)
