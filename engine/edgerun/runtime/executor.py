@@ -31,13 +31,14 @@ from .kernel_context import KernelContext
 from .partition import Partitioner
 from .plan import GraphPlan, Step, compute_frees, outer_scope_reads
 from .shape_memo import remembering, shape_determined_steps
-from .straight_line import Branch, InlineIf, straight_line
+from .straight_line import Branch, InlineIf, compiled_on_first_call, straight_line
 
 
 class GraphExecutor:
     def __init__(self, graph: Graph, opsets: dict, partitioner: Partitioner,
-                 outer_names: frozenset = frozenset()):
+                 outer_names: frozenset = frozenset(), subgraph: bool = False):
         self.graph = graph
+        self.is_subgraph = subgraph   # its plans' functions are compiled when first run
         self.opsets = opsets
         self.partitioner = partitioner
         self.constants = {name: initializer_value(t) for name, t in graph.initializers.items()}
@@ -132,8 +133,8 @@ class GraphExecutor:
                         (self._inlined(s, self._subgraph_step(s), names), None, s.inputs, {},
                          s.single_output, s.free_after, s)
                         for i, s in enumerate(steps))
-        runner = straight_line(program, _ARRAY, _store_outputs, _kernel_failure,
-                               (EdgerunError,))
+        generate = compiled_on_first_call if self.is_subgraph else straight_line
+        runner = generate(program, _ARRAY, _store_outputs, _kernel_failure, (EdgerunError,))
         return GraphPlan(graph=self.graph, steps=steps, constants=self.constants,
                          input_names=self.input_names, output_names=self.output_names,
                          input_keys=input_keys, output_keys=output_keys, copies=placer.copies,
@@ -150,7 +151,7 @@ class GraphExecutor:
         host_reads = []
         for sub in _subgraph_attributes(node):
             self.subgraphs[id(sub)] = GraphExecutor(sub, self.opsets, self.partitioner,
-                                                    frozenset(visible))
+                                                    frozenset(visible), subgraph=True)
             host_reads += [n for n in sorted(outer_scope_reads(sub)) if n in visible]
         static_ctx = None if _has_subgraphs(node) else KernelContext(node, opset)
         return _BoundUnit(node, provider, provider.device, fn, static_ctx,

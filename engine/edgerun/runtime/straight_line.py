@@ -3,7 +3,7 @@
 `run()`'s loop pays, per step, for unpacking the step, iterating its inputs and frees and
 branching on what it holds. Written out, each step is one call with its inputs read by name,
 one store and its `del`s: about a third less time per node on graphs of tiny operators. The
-function is built once per plan; a failing step is found by the step number kept in `i`.
+function is built once per plan; a failing step is found by the line its exception left.
 
 A CPU If whose branches store no name the parent graph uses is written out too (`InlineIf`):
 the condition picks one branch's steps in place, instead of a call that builds the branch's
@@ -62,14 +62,36 @@ def straight_line(program: tuple, array_type, store: Callable, failure: Callable
     exceptions of the `passthrough` types are re-raised unchanged."""
     if not program or step_count(program) > MAX_STEPS:
         return None
+    return _generate(program, array_type, store, failure, passthrough)
+
+
+def compiled_on_first_call(program: tuple, *how) -> Callable:
+    """`straight_line(program, *how)`, generated and compiled when first called (subgraph
+    plans: a branch written into its parent's function never pays for its own). None where
+    straight_line gives None."""
+    if not program or step_count(program) > MAX_STEPS:
+        return None
+    compiled: list = []
+
+    def run_program(env):
+        if not compiled:
+            compiled.append(_generate(program, *how))
+        return compiled[0](env)
+
+    return run_program
+
+
+def _generate(program: tuple, array_type, store: Callable, failure: Callable,
+              passthrough: tuple) -> Callable:
     writer = _Writer({"ARRAY": array_type, "store": store, "failure": failure,
                       "PASSTHROUGH": passthrough})
-    writer.lines += ["def run_program(env):", "    i = 0", "    try:"]
+    writer.lines += ["def run_program(env):", "    try:"]
     writer.write(program, {}, " " * 8)
     writer.lines += ["    except PASSTHROUGH:", "        raise",
                      "    except Exception as e:",
-                     "        raise failure(steps[i], e) from e"]
+                     "        raise failure(steps[STEP_AT[e.__traceback__.tb_lineno]], e) from e"]
     writer.names["steps"] = writer.steps
+    writer.names["STEP_AT"] = writer.step_at
     code = compile("\n".join(writer.lines), "<edgerun plan>", "exec")
     exec(code, writer.names)
     return writer.names["run_program"]
@@ -82,6 +104,7 @@ class _Writer:
         self.names = names
         self.lines: list = []
         self.steps: list = []           # step number -> Step, for failure()
+        self.step_at: dict = {}         # source line number -> the step it belongs to
 
     def bind(self, value) -> str:
         name = f"k{len(self.names)}"
@@ -98,13 +121,15 @@ class _Writer:
         for fn, ctx, inputs, attrs, single, frees, step in program:
             i = len(self.steps)
             self.steps.append(step)
-            self.lines.append(f"{pad}i = {i}")
+            first_line = len(self.lines) + 1
             if isinstance(fn, InlineIf):
                 self.write_if(i, fn, inputs, single, step, constants, pad)
             else:
                 self.write_call(i, fn, ctx, inputs, attrs, single, constants, pad)
             for name in frees:
                 self.lines.append(f"{pad}del env[{name!r}]")
+            for line in range(first_line, len(self.lines) + 1):   # a failure's line: its step
+                self.step_at.setdefault(line, i)
 
     def write_call(self, i, fn, ctx, inputs, attrs, single, constants, pad, first=None):
         self.names[f"f{i}"] = fn
