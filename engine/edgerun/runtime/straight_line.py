@@ -60,7 +60,7 @@ def straight_line(program: tuple, array_type, store: Callable, failure: Callable
     the program is empty or too long. `store(env, step, result)` stores a result that is not one
     array; `failure(step, exception)` builds the error raised for a failing kernel;
     exceptions of the `passthrough` types are re-raised unchanged."""
-    if not program or step_count(program) > MAX_STEPS:
+    if not _writable(program):
         return None
     return _generate(program, array_type, store, failure, passthrough)
 
@@ -69,7 +69,7 @@ def compiled_on_first_call(program: tuple, *how) -> Callable:
     """`straight_line(program, *how)`, generated and compiled when first called (subgraph
     plans: a branch written into its parent's function never pays for its own). None where
     straight_line gives None."""
-    if not program or step_count(program) > MAX_STEPS:
+    if not _writable(program):
         return None
     compiled: list = []
 
@@ -79,6 +79,10 @@ def compiled_on_first_call(program: tuple, *how) -> Callable:
         return compiled[0](env)
 
     return run_program
+
+
+def _writable(program: tuple) -> bool:
+    return bool(program) and step_count(program) <= MAX_STEPS
 
 
 def _generate(program: tuple, array_type, store: Callable, failure: Callable,
@@ -158,7 +162,7 @@ class _Writer:
         self.lines.append(f"{pad}    else:")
         self.write_branch(inline.else_branch, step, constants, inner)
         self.lines.append(f"{pad}else:")
-        self.write_call(i, inline, None, inputs, {}, single, constants, pad + "    ",
+        self.write_call(i, inline.fallback, None, inputs, {}, single, constants, pad + "    ",
                         first="cond")
 
     def write_branch(self, branch: Branch, step, constants: dict, pad: str) -> None:

@@ -406,6 +406,14 @@ def _pointwise(x, w, b, geometry: WindowGeometry, group: int):
     return _add_bias(y.reshape((n, m) + tuple(geometry.out_shape)), b)
 
 
+def live_weights(w, layout: TapLayout):
+    """W (M, C, *kernel) as (M, C, live taps): the taps that read only padding dropped (a
+    copy), or a view when every tap is live."""
+    weights = w.reshape(w.shape[0], w.shape[1], -1)
+    live = [number for number, _, _ in layout.taps]
+    return weights if len(live) == weights.shape[2] else weights[:, :, live]
+
+
 def _depthwise(x, w, b, geometry: WindowGeometry, layout: TapLayout):
     """One input channel per group: per channel, a (1, taps) x (taps, positions) product.
 
@@ -420,10 +428,7 @@ def _depthwise(x, w, b, geometry: WindowGeometry, layout: TapLayout):
     if not layout.taps:
         return grid_to_output(np.zeros((n * m, span), x.dtype), n, m, geometry, layout, b)
     columns = tap_columns(phase_buffers(x, layout), layout)
-    weights = w.reshape(m, 1, -1)
-    live = [number for number, _, _ in layout.taps]
-    if len(live) != weights.shape[2]:
-        weights = weights[:, :, live]
+    weights = live_weights(w, layout)
     if n > 1:
         weights = np.tile(weights, (n, 1, 1))
     grid = np.matmul(weights, columns).reshape(n * m, span)
@@ -435,11 +440,8 @@ def _flat_im2col(x, w, b, geometry: WindowGeometry, layout: TapLayout, group: in
     Taps that read only padding drop out of both the columns and the weights."""
     n, c = x.shape[:2]
     m = w.shape[0]
-    live = [number for number, _, _ in layout.taps]
-    weights = w.reshape(m, w.shape[1], -1)
-    if len(live) != weights.shape[2]:
-        weights = weights[:, :, live]
-    if not live:
+    weights = live_weights(w, layout)
+    if not layout.taps:
         return grid_to_output(np.zeros((n * m, layout.span), x.dtype), n, m, geometry,
                               layout, b)
     columns = tap_columns(phase_buffers(x, layout), layout)      # (N * C, taps, span)
@@ -512,9 +514,7 @@ def _chunked_pays(x_shape, group: int, layout: TapLayout) -> bool:
 
 def live_tap_matrix(w, layout: TapLayout):
     """W (M, C, *kernel) as one contiguous (M, C * live taps) matrix, channel-major."""
-    live = [number for number, _, _ in layout.taps]
-    return np.ascontiguousarray(w.reshape(w.shape[0], w.shape[1], -1)[:, :, live]
-                                .reshape(w.shape[0], -1))
+    return np.ascontiguousarray(live_weights(w, layout).reshape(w.shape[0], -1))
 
 
 def _chunked_im2col(x, w2, b, geometry: WindowGeometry, layout: TapLayout):
@@ -535,9 +535,7 @@ def _chunked_im2col(x, w2, b, geometry: WindowGeometry, layout: TapLayout):
 
 def tap_weights(w, layout: TapLayout):
     """W (M, C, *kernel) as one contiguous (M, C) matrix per live tap: (taps, M, C)."""
-    live = [number for number, _, _ in layout.taps]
-    return np.ascontiguousarray(w.reshape(w.shape[0], w.shape[1], -1)[:, :, live]
-                                .transpose(2, 0, 1))
+    return np.ascontiguousarray(live_weights(w, layout).transpose(2, 0, 1))
 
 
 def _tap_gemms(x, w_taps, b, geometry: WindowGeometry, layout: TapLayout):

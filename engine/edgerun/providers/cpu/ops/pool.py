@@ -14,8 +14,8 @@ import math
 import numpy as np
 
 from ..registry import kernel
-from .conv import (_ints, compute_dtype, kernel_positions, pad_spatial, padded_input,
-                   sliding_windows, window_geometry)
+from .conv import (_ints, compute_dtype, kernel_positions, padded_input, sliding_windows,
+                   window_geometry)
 
 
 # ---------------------------------------------------------------- shared helpers
