@@ -83,6 +83,33 @@ def test_float_reductions_match_reference(op_type, dtype):
             np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
 
 
+@pytest.mark.parametrize("op_type", ["ReduceSum", "ReduceMean"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_sums_over_trailing_axes_match_reference(op_type, dtype):
+    for shape, axes in [((3, 40, 7), [1, 2]), ((5, 9), [-1]), ((2, 3, 4), [2, 1]),
+                        ((0, 4), [1]), ((2, 0), [1])]:
+        for keepdims in (0, 1):
+            x = (rng.standard_normal(shape) * 10).astype(dtype)
+            for view in (x, x[..., ::-1]):                      # contiguous or not
+                got = _kernel(op_type, 18)(view, np.array(axes, np.int64), keepdims=keepdims)
+                want = _reference(op_type, {"x": np.ascontiguousarray(view),
+                                            "axes": np.array(axes, np.int64)}, 18,
+                                  keepdims=keepdims)
+                assert got.dtype == want.dtype and got.shape == want.shape, (shape, axes)
+                np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
+@pytest.mark.parametrize("shape", [(2, 88, 3, 96), (1, 3, 7), (1, 2, 70, 70), (2, 3, 2, 2, 2)])
+def test_global_average_pool_matches_reference(shape, dtype):
+    x = rng.standard_normal(shape).astype(dtype)
+    got = _kernel("GlobalAveragePool", 1)(x)
+    want = _reference("GlobalAveragePool", {"x": x}, 13)
+    assert got.dtype == dtype and got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=1e-3 if dtype == np.float16 else 1e-5,
+                               atol=1e-6)
+
+
 def test_reduce_mean_of_huge_values_overflows_quietly():
     x = np.full((4,), 3e38, np.float32)
     with np.errstate(all="raise"):
@@ -191,28 +218,35 @@ GATHER_CASES = [((1, 129, 3), (128, 129, 3), [1, 1], [1], [1]),
                 ((2, 3, 4, 3), (5, 3, 3, 2), [1, 0, 1, 1], [2, 1], [1, 2])]
 
 
-def _check_conv_method(method, x_shape, w_shape, pads, strides, dilations, atol):
+def _check_conv_method(method, x_shape, w_shape, pads, strides, dilations, atol,
+                       bias=True, dtype=np.float32):
     """Conv of random data takes `method` and matches the reference, on a first call and on
     a second one that reuses what the node prepared (plan, weights)."""
-    x = rng.standard_normal(x_shape).astype(np.float32)
-    w = rng.standard_normal(w_shape).astype(np.float32)
-    b = rng.standard_normal(w_shape[0]).astype(np.float32)
+    x = rng.standard_normal(x_shape).astype(dtype)
+    w = rng.standard_normal(w_shape).astype(dtype)
+    inputs = {"x": x, "w": w}
+    if bias:
+        inputs["b"] = rng.standard_normal(w_shape[0]).astype(dtype)
     kernel = tuple(w_shape[2:])
     plan = conv_ops._conv_plan(x_shape, w_shape, 1, kernel, tuple(strides), tuple(dilations),
                                tuple(pads), "NOTSET")
     assert plan.method == method
     attrs = dict(pads=pads, strides=strides, dilations=dilations, kernel_shape=list(kernel))
     conv = _kernel("Conv", 11)
-    want = _reference("Conv", {"x": x, "w": w, "b": b}, 11, **attrs)
+    want = _reference("Conv", inputs, 11, **attrs)
     for _ in range(2):
-        got = conv(x, w, b, **attrs)
-        assert got.shape == want.shape and got.dtype == np.float32
+        got = conv(*inputs.values(), **attrs)
+        assert got.shape == want.shape and got.dtype == dtype
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=atol)
 
 
+@pytest.mark.parametrize("bias,dtype", [(True, np.float32), (False, np.float32),
+                                        (True, np.float64)])
 @pytest.mark.parametrize("x_shape,w_shape,pads,strides,dilations", GATHER_CASES)
-def test_conv_gather_method_matches_reference(x_shape, w_shape, pads, strides, dilations):
-    _check_conv_method("gather", x_shape, w_shape, pads, strides, dilations, atol=1e-4)
+def test_conv_gather_method_matches_reference(x_shape, w_shape, pads, strides, dilations,
+                                              bias, dtype):
+    _check_conv_method("gather", x_shape, w_shape, pads, strides, dilations, atol=1e-4,
+                       bias=bias, dtype=dtype)
 
 
 def test_conv_gather_index_marks_padding():
@@ -531,15 +565,22 @@ def test_conv_chunked_im2col_matches_reference(x_shape, w_shape, pads, strides, 
 # ---- Softmax: many short rows take their maxima column by column -------------------------------
 
 
+@pytest.mark.parametrize("op_type", ["Softmax", "LogSoftmax"])
 @pytest.mark.parametrize("shape", [(300, 10), (40, 3, 5), (200, 12)])
-def test_softmax_short_rows_match_reference(shape):
+def test_softmax_short_rows_match_reference(shape, op_type):
     x = (rng.standard_normal(shape) * 30).astype(np.float32)     # spans past one shared shift
     x.reshape(-1, shape[-1])[3] = -np.inf                         # a row of -inf: NaN, as ORT
     x.reshape(-1, shape[-1])[5, 2] = np.nan
-    got = _kernel("Softmax", 13)(x, axis=-1)
-    want = _reference("Softmax", {"x": x}, 13, axis=-1)
-    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
-    assert np.isnan(got.reshape(-1, shape[-1])[5]).all()
+    wide = x.astype(np.float64)
+    with np.errstate(all="ignore"):      # the reference's log(softmax) underflows to -inf
+        shifted = wide - wide.max(axis=-1, keepdims=True)
+        total = np.exp(shifted).sum(axis=-1, keepdims=True)
+    want = np.exp(shifted) / total if op_type == "Softmax" else shifted - np.log(total)
+    for opset, axis in ((13, -1), (11, x.ndim - 1)):
+        got = _kernel(op_type, opset)(x, axis=axis)
+        assert got.shape == x.shape and got.flags.c_contiguous and got.dtype == np.float32
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+        assert np.isnan(got.reshape(-1, shape[-1])[5]).all()
 
 
 # ---- MatMul: a constant right operand as contiguous column panels -------------------------------

@@ -154,6 +154,48 @@ def test_matmul_add_to_gemm_only_for_2d():
     assert _ops(_check(data3, {"x": _rand(2, 3, 4)}, BASIC)) == ["Add", "MatMul"]
 
 
+ML = helper.make_opsetid("ai.onnx.ml", 1)
+
+
+def _scaler_gemm_model(input_elem, cast, offset, scale, trans_b, alpha=1.0, beta=1.0,
+                       bias=True):
+    """x -> Scaler [-> Cast to float] -> Gemm (4 features -> 3)."""
+    nodes = [helper.make_node("Scaler", ["x"], ["s"], domain="ai.onnx.ml", offset=offset,
+                              scale=scale)]
+    if cast:
+        nodes.append(helper.make_node("Cast", ["s"], ["c"], to=F))
+    nodes.append(helper.make_node("Gemm", ["c" if cast else "s", "w"] + (["b"] if bias else []),
+                                  ["y"], transB=trans_b, alpha=alpha, beta=beta))
+    inits = [("w", _rand(3, 4) if trans_b else _rand(4, 3))] + ([("b", _rand(3))] if bias else [])
+    return _model(nodes, [_vi("x", [5, 4], input_elem)], [_vi("y", [5, 3])], inits,
+                  extra_opsets=[ML])
+
+
+@pytest.mark.parametrize("input_elem,cast,trans_b,alpha,beta,bias", [
+    (F, True, 0, 1.0, 1.0, True), (TensorProto.DOUBLE, False, 1, 0.5, 2.0, True),
+    (TensorProto.INT64, False, 0, 1.0, 0.0, True), (F, False, 1, 2.0, 1.0, False)])
+def test_scaler_folds_into_gemm(input_elem, cast, trans_b, alpha, beta, bias, tmp_path):
+    data = _scaler_gemm_model(input_elem, cast, [0.5, -1.0, 2.0, 0.0], [2.0, 0.5, 1.5, 3.0],
+                              trans_b, alpha, beta, bias)
+    x = (rng.standard_normal((5, 4)) * 3)
+    feeds = {"x": x.astype(helper.tensor_dtype_to_np_dtype(input_elem))}
+    model = _check(data, feeds, BASIC)
+    assert _ops(model) == ["Cast", "Gemm"]
+    _check_saved_in_onnxruntime(model, feeds, _run(data, feeds), tmp_path, "scaler")
+
+
+def test_scaler_with_a_large_offset_or_other_readers_stays():
+    far = _scaler_gemm_model(F, True, [100.0, 0, 0, 0], [1.0, 1, 1, 1], 0)
+    assert "Scaler" in _ops(_check(far, {"x": _rand(5, 4)}, BASIC))
+    shared = _model([helper.make_node("Scaler", ["x"], ["s"], domain="ai.onnx.ml",
+                                      offset=[1.0], scale=[2.0]),
+                     helper.make_node("Gemm", ["s", "w"], ["y"]),
+                     helper.make_node("Relu", ["s"], ["r"])],
+                    [_vi("x", [5, 4])], [_vi("y", [5, 3]), _vi("r", [5, 4])],
+                    [("w", _rand(4, 3))], extra_opsets=[ML])
+    assert "Scaler" in _ops(_check(shared, {"x": _rand(5, 4)}, BASIC))
+
+
 # ---- extended fusions -------------------------------------------------------------------------
 
 

@@ -18,14 +18,15 @@ main graph and on every subgraph (If/Loop/Scan bodies), in the order of PASSES:
 | 6     | fuse_conv_bn              | basic    | Conv + BatchNormalization -> Conv              | BatchNormalization       |
 | 7     | fuse_conv_add             | basic    | Conv + per-channel Add -> Conv with bias       | Conv                     |
 | 8     | fuse_matmul_add           | basic    | 2-D MatMul + Add -> Gemm                       | MatMul                   |
-| 9     | eliminate_dead            | basic    | unread nodes and initializers removed          | any node                 |
-| 10    | fuse_gelu                 | extended | Erf / Tanh GELU formulas -> Gelu               | Erf, Tanh, Pow           |
-| 11    | fuse_layer_norm           | extended | ReduceMean ... Add formula -> LayerNorm        | ReduceMean               |
-| 12    | fuse_attention            | extended | MatMul/Softmax/MatMul -> Attention             | Softmax                  |
-| 13    | fuse_hard_swish           | extended | x * HardSigmoid(x) or x * Clip(x+3,0,6)/6      | HardSigmoid, Clip        |
+| 9     | fold_scaler               | basic    | ML Scaler [+ Cast] + Gemm -> Cast + Gemm       | Scaler                   |
+| 10    | eliminate_dead            | basic    | unread nodes and initializers removed          | any node                 |
+| 11    | fuse_gelu                 | extended | Erf / Tanh GELU formulas -> Gelu               | Erf, Tanh, Pow           |
+| 12    | fuse_layer_norm           | extended | ReduceMean ... Add formula -> LayerNorm        | ReduceMean               |
+| 13    | fuse_attention            | extended | MatMul/Softmax/MatMul -> Attention             | Softmax                  |
+| 14    | fuse_hard_swish           | extended | x * HardSigmoid(x) or x * Clip(x+3,0,6)/6      | HardSigmoid, Clip        |
 |       |                           |          | -> HardSwish                                   |                          |
-| 14    | fuse_activation           | extended | Conv/Gemm/MatMul + activation -> Fused*        | Conv, Gemm, MatMul       |
-| 15    | eliminate_dead            | extended | what the fusions left unread                   | any node                 |
+| 15    | fuse_activation           | extended | Conv/Gemm/MatMul + activation -> Fused*        | Conv, Gemm, MatMul       |
+| 16    | eliminate_dead            | extended | what the fusions left unread                   | any node                 |
 
 A pass is skipped on a graph that has none of the operators in its last column: building a
 pass's view of a graph costs more than most passes, and models with many small subgraphs
@@ -46,6 +47,7 @@ from .constant_folding import constant_folding
 from .constants_to_initializers import constants_to_initializers
 from .eliminate_dead import eliminate_dead
 from .eliminate_identity import eliminate_identity
+from .fold_scaler import fold_scaler
 from .fold_shapes import fold_shapes
 from .fuse_activation import fuse_activation
 from .fuse_attention import fuse_attention
@@ -72,6 +74,7 @@ PASSES = [
     (fuse_conv_bn, BASIC, {"BatchNormalization"}),
     (fuse_conv_add, BASIC, {"Conv"}),
     (fuse_matmul_add, BASIC, {"MatMul"}),
+    (fold_scaler, BASIC, {"Scaler"}),
     (eliminate_dead, BASIC, None),
     (fuse_gelu, EXTENDED, {"Erf", "Tanh", "Pow"}),
     (fuse_layer_norm, EXTENDED, {"ReduceMean"}),

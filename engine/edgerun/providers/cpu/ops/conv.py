@@ -23,8 +23,8 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from ..registry import kernel
-from .conv_gather import (GATHER_MAX_COLUMNS, GATHER_MAX_POSITIONS, channel_gather_index,
-                          gathered_conv, with_ones_row)
+from .conv_gather import (GATHER_MAX_COLUMNS, GATHER_MAX_POSITIONS, GatherIndex,
+                          channel_gather_index, gathered_conv, with_ones_row)
 
 
 # ---------------------------------------------------------------- shared helpers
@@ -486,7 +486,7 @@ class ConvPlan:
     geometry: WindowGeometry
     method: str   # "pointwise", "gather", "depthwise", "chunked", "taps", "flat" or "windows"
     layout: TapLayout = None
-    gather: tuple = None        # channel_gather_index(...) for the "gather" method
+    gather: GatherIndex = None  # channel_gather_index(...) for the "gather" method
 
 
 def _tap_gemms_pay(x_shape, w_shape, group: int, layout: TapLayout) -> bool:
@@ -630,7 +630,7 @@ def convolve(x, w, b=None, auto_pad="NOTSET", dilations=None, group=1, kernel_sh
             weights = weights.reshape(weights.shape[0], -1)
             if bias is not None and x.shape[0] == 1:    # the bias added inside the GEMM
                 weights = np.concatenate([weights, bias[:, None]], axis=1)
-                return plan, acc, weights, None, with_ones_row(*plan.gather, x.shape[1],
+                return plan, acc, weights, None, with_ones_row(plan.gather, x.shape[1],
                                                                math.prod(x.shape[2:]))
         return plan, acc, weights, bias, plan.gather
 
@@ -645,7 +645,7 @@ def convolve(x, w, b=None, auto_pad="NOTSET", dilations=None, group=1, kernel_sh
     if method == "taps":
         return _tap_gemms(x, w, b, plan.geometry, plan.layout)
     if method == "gather":
-        y = gathered_conv(x, w, *gather)
+        y = gathered_conv(x, w, gather)
         return _add_bias(y.reshape(y.shape[:2] + tuple(plan.geometry.out_shape)), b)
     if method == "pointwise":
         if x.shape[0] == 1 and group == 1 and plan.geometry.strides == [1] * (x.ndim - 2):

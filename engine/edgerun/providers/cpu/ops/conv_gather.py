@@ -4,12 +4,14 @@ Streaming models (silero VAD) run many convolutions whose output holds one to a 
 positions per channel. Their GEMM is small, so the fixed cost of building the columns
 decides: here it is one precomputed index (kernel positions x output positions into the
 flattened input) and a single `take`, with padding read from one zero column appended to
-each row instead of a padded copy of the input.
+each input instead of a padded copy of it.
 """
 from __future__ import annotations
 
 import functools
 import math
+from dataclasses import dataclass
+from typing import Optional
 
 import numpy as np
 
@@ -40,60 +42,65 @@ def gather_index(in_shape: tuple, kernel: tuple, strides: tuple, dilations: tupl
     return index, not bool(valid.all())
 
 
+@dataclass(frozen=True)
+class GatherIndex:
+    """Where gathered columns come from: `index[c * K + k, p]` is the position that channel
+    c's kernel position k reads for output position p in one batch's input, flattened, with
+    `tail` appended (a 0 that windows over padding read, a 1 for a bias row), or None when
+    nothing is appended."""
+    index: np.ndarray
+    tail: Optional[np.ndarray]
+
+
+_ZERO = np.zeros(1, np.float32)
+
+
 @functools.lru_cache(maxsize=256)
 def channel_gather_index(in_shape: tuple, kernel: tuple, strides: tuple, dilations: tuple,
-                         pads_begin: tuple, out_shape: tuple, channels: int) -> tuple:
-    """(flat_index, reads_padding): flat_index[c * K + k, p] is where channel c's kernel
-    position k reads for output position p in the input rows (C, L), flattened, with one
-    zero appended to each row when some window reads padding (index -1 reads that zero)."""
+                         pads_begin: tuple, out_shape: tuple, channels: int) -> GatherIndex:
+    """The GatherIndex of a group-1 convolution over (channels, *in_shape) inputs."""
     index, reads_padding = gather_index(in_shape, kernel, strides, dilations, pads_begin,
                                         out_shape)
-    length = math.prod(in_shape) + (1 if reads_padding else 0)
-    within_row = np.where(index < 0, length - 1, index)
-    flat = np.arange(channels)[:, None, None] * length + within_row[None]
+    length = math.prod(in_shape)
+    within_channel = np.where(index < 0, channels * length, index)     # -1: the tail's 0
+    flat = np.where(index < 0, within_channel,
+                    np.arange(channels)[:, None, None] * length + within_channel[None])
     flat = flat.reshape(channels * index.shape[0], index.shape[1])
     flat.flags.writeable = False
-    return flat, reads_padding
+    return GatherIndex(flat, _ZERO if reads_padding else None)
 
 
-def with_ones_row(flat_index, reads_padding: bool, channels: int, in_size: int) -> tuple:
-    """gathered_conv's index arguments with one more index row, reading a 1 placed after the
-    (batch 1) input rows of `in_size` values each: W with the bias as its last column then
-    adds the bias inside the GEMM."""
-    ones_at = channels * (in_size + (1 if reads_padding else 0))
-    extra = np.full((1, flat_index.shape[1]), ones_at, flat_index.dtype)
-    index = np.concatenate([flat_index, extra])
+def with_ones_row(gather: GatherIndex, channels: int, in_size: int) -> GatherIndex:
+    """`gather` with one more index row reading a 1 appended to (batch 1) inputs of
+    `channels` x `in_size` values: W with the bias as its last column then adds the bias
+    inside the GEMM."""
+    tail = np.array([0, 1] if gather.tail is not None else [1], np.float32)
+    extra = np.full((1, gather.index.shape[1]), channels * in_size + len(tail) - 1,
+                    gather.index.dtype)
+    index = np.concatenate([gather.index, extra])
     index.flags.writeable = False
-    return index, reads_padding, True
+    return GatherIndex(index, tail)
 
 
-def gathered_columns(x, flat_index, reads_padding: bool, ones: bool = False):
-    """(N, C * kernel positions, output positions) contiguous columns of x (N, C, *S); with
-    `ones` (batch 1), the index's last row reads a 1 appended after the rows."""
-    n, c = x.shape[:2]
-    rows = x.reshape(n, c, -1)
-    if ones:
-        length = rows.shape[2] + (1 if reads_padding else 0)
-        buffer = np.empty(c * length + 1, x.dtype)
-        buffer[-1] = 1
-        within = buffer[:-1].reshape(c, length)
-        if reads_padding:
-            within[:, :-1] = rows[0]
-            within[:, -1] = 0
-        else:
-            within[...] = rows[0]
-        return buffer.take(flat_index)[None]
-    if reads_padding:                      # the appended zero of each row is the padding
-        padded = np.zeros((n, c, rows.shape[2] + 1), x.dtype)
-        padded[:, :, :-1] = rows
-        rows = padded
-    return rows.reshape(n, -1).take(flat_index, axis=1)
+def gathered_columns(x, gather: GatherIndex):
+    """(N, C * kernel positions [+ 1], output positions) contiguous columns of x (N, C, *S)."""
+    n = x.shape[0]
+    tail = gather.tail
+    if n == 1:
+        flat = x.reshape(-1)
+        if tail is not None:
+            flat = np.concatenate((flat, tail.astype(x.dtype, copy=False)))
+        return flat.take(gather.index)[None]
+    rows = x.reshape(n, -1)
+    if tail is not None:
+        rows = np.concatenate((rows, np.zeros((n, 1), x.dtype)), axis=1)
+    return rows.take(gather.index, axis=1)
 
 
-def gathered_conv(x, w2, flat_index, reads_padding: bool, ones: bool = False):
-    """Conv of x (N, C, *S) with W as (M, C * kernel positions), group 1: (N, M, positions);
-    with `ones`, W's last column is the bias and the index reads a 1 for it."""
-    columns = gathered_columns(x, flat_index, reads_padding, ones)
+def gathered_conv(x, w2, gather: GatherIndex):
+    """Conv of x (N, C, *S) with W as (M, C * kernel positions [+ bias column]), group 1:
+    (N, M, positions)."""
+    columns = gathered_columns(x, gather)
     if x.shape[0] == 1:
         return (w2 @ columns[0])[None]
     return np.matmul(w2, columns)

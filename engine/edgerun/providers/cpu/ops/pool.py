@@ -16,6 +16,7 @@ import numpy as np
 from ..registry import kernel
 from .conv import (_ints, compute_dtype, kernel_positions, padded_input, sliding_windows,
                    window_geometry)
+from .reduction import trailing_sum
 
 
 # ---------------------------------------------------------------- shared helpers
@@ -276,7 +277,8 @@ def global_average_pool(ctx, x):
     acc = compute_dtype(x.dtype)
     _spatial_axes(x)
     rows = x.astype(acc, copy=False).reshape(x.shape[0], x.shape[1], math.prod(x.shape[2:]))
-    return rows.mean(axis=2).reshape(x.shape[:2] + (1,) * (x.ndim - 2)).astype(x.dtype)
+    mean = trailing_sum(rows, 2) / acc.type(rows.shape[2])
+    return mean.reshape(x.shape[:2] + (1,) * (x.ndim - 2)).astype(x.dtype, copy=False)
 
 
 @kernel("GlobalMaxPool")

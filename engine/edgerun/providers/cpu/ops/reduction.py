@@ -71,14 +71,24 @@ def _float64_if_integer(x: np.ndarray) -> np.ndarray:
 
 
 def _sum(x, axes, keepdims):
+    if axes and axes[0] + len(axes) == x.ndim and x.dtype in _BLAS_SUM_DTYPES:
+        return _float_sum(x, axes, keepdims)
     return np.sum(x, axis=axes, keepdims=keepdims, dtype=x.dtype)
+
+
+def _float_sum(x, axes, keepdims):
+    """The sum of float x over sorted, distinct `axes`: trailing ones by BLAS."""
+    if axes and axes[0] + len(axes) == x.ndim:
+        total = trailing_sum(x, axes[0])
+        return total if keepdims else total.reshape(x.shape[:axes[0]])
+    return np.add.reduce(x, axis=axes, keepdims=keepdims)
 
 
 def _mean(x, axes, keepdims):
     """sum / count; integers divide truncating toward zero, an empty float set gives NaN."""
     count = math.prod([x.shape[a] for a in axes])
     if is_float(x.dtype):
-        return np.add.reduce(x, axis=axes, keepdims=keepdims) / x.dtype.type(count)
+        return _float_sum(x, axes, keepdims) / x.dtype.type(count)
     total = np.sum(x, axis=axes, keepdims=keepdims, dtype=np.int64)
     return truncating_divide(total, np.int64(max(count, 1)))
 
@@ -194,17 +204,18 @@ _register_reduction("ReduceSumSquare", _sum_square, 18)
 
 def _arg_extreme(find, data: np.ndarray, axis: int, keepdims: int, select_last_index: int):
     """Index (int64) of the first, or with select_last_index the last, extreme along axis."""
-    (axis,) = normalized_axes(data.ndim, [axis])
+    if not -data.ndim <= axis < data.ndim:
+        raise ValueError(f"axis {axis} is out of range for a tensor of rank {data.ndim}")
+    axis %= data.ndim
     if data.shape[axis] == 0:
         raise ValueError(f"cannot take the arg-extreme of an empty axis {axis} "
                          f"(shape {data.shape})")
     x = widened(data)
+    keepdims = bool(keepdims)
     if select_last_index:
-        index = data.shape[axis] - 1 - find(np.flip(x, axis=axis), axis=axis)
+        index = data.shape[axis] - 1 - find(np.flip(x, axis=axis), axis=axis, keepdims=keepdims)
     else:
-        index = find(x, axis=axis)
-    if keepdims:
-        index = np.expand_dims(index, axis)
+        index = find(x, axis=axis, keepdims=keepdims)
     return np.asarray(index, dtype=np.int64)
 
 
