@@ -1,21 +1,22 @@
 """Pooling and normalisation kernels: AveragePool, MaxPool, LpPool, their Global forms,
 MaxUnpool and LRN.
 
-Windowed pools share conv.py's geometry (`window_geometry`) and padded input; box windows
-are separable, so they reduce one spatial axis at a time, each kernel position along it
-one strided operation (global-like pools reduce each window's view; MaxPool with indices
-walks every kernel position). Padding never contributes: MaxPool pads with the lowest
-value, the sums pad with zero and AveragePool divides by a per-window count built axis
-by axis.
+Windowed pools share conv.py's window geometry; box windows are separable, so they reduce
+one spatial axis at a time, each kernel position along it one strided operation over the
+outputs whose window it falls in: padding is never copied nor combined (a stride-1 last
+axis is padded and reduced over flattened rows instead). A window covering the whole input
+is one reduction over trailing axes; MaxPool with indices walks every kernel position.
+AveragePool divides by a per-window count (cached per shape), built axis by axis.
 Outputs keep the input dtype; float16 and exotic floats are computed in float32.
 """
+import functools
 import math
 
 import numpy as np
 
 from ..registry import kernel
-from .conv import (_ints, compute_dtype, kernel_positions, padded_input, sliding_windows,
-                   window_geometry)
+from .conv import (_ints, compute_dtype, kernel_positions, pad_spatial, padded_input,
+                   sliding_windows, window_geometry)
 from .reduction import trailing_sum
 
 
@@ -34,8 +35,20 @@ def _check_pool_input(x, kernel_shape):
 
 def _geometry(x, kernel_shape, strides, dilations, pads, auto_pad, ceil_mode):
     _check_pool_input(x, kernel_shape)
-    return window_geometry(x.shape[2:], _ints(kernel_shape), strides, dilations, pads,
-                           auto_pad, ceil_mode)
+    return _cached_geometry(x.shape[2:], _key(kernel_shape), _key(strides), _key(dilations),
+                            _key(pads), auto_pad, ceil_mode)
+
+
+def _key(values):
+    return None if values is None else tuple(_ints(values))
+
+
+@functools.lru_cache(maxsize=256)
+def _cached_geometry(in_shape, kernel_shape, strides, dilations, pads, auto_pad, ceil_mode):
+    """window_geometry per shape and attributes, computed once (a few us per call otherwise);
+    callers never modify it."""
+    return window_geometry(in_shape, kernel_shape, strides, dilations, pads, auto_pad,
+                           ceil_mode)
 
 
 def _window_planes(x, geometry, fill):
@@ -48,23 +61,51 @@ def _window_planes(x, geometry, fill):
 def _separable_reduce(x, geometry, fill, combine):
     """`combine` (np.maximum, np.add) over every window, one spatial axis at a time: box
     windows are separable, so each axis costs kernel[i] operations over an array already
-    reduced along the axes before it. The leading axes are slices of whole rows; the last
-    axis is reduced over the flattened rows (one long strided operation per kernel position
-    instead of one short row at a time). A fresh (N, C, *out_shape) array."""
+    reduced along the axes before it. Leading axes (and a strided last axis) combine the
+    taps that fall inside the input, each over the outputs it reaches, so they never copy
+    padding; a stride-1 last axis is padded and reduced over the flattened rows (one long
+    operation per kernel position instead of one short row at a time). A fresh
+    (N, C, *out_shape) array."""
     kernel, out_shape = geometry.kernel, geometry.out_shape
+    if _is_whole_input(x, geometry):
+        return _whole_input_reduce(x, combine)
     if math.prod(out_shape) < math.prod(kernel):
         # Few, large windows (global-like pools): reduce each window's view directly.
         windows = sliding_windows(padded_input(x, geometry, fill), geometry)
         return combine.reduce(windows, axis=tuple(range(2, 2 + len(kernel))))
-    values = padded_input(x, geometry, fill)
+    values = x
     flat_last = geometry.strides[-1] == 1
     for axis in range(len(kernel) - (1 if flat_last else 0)):
-        values = _reduce_axis(values, 2 + axis, out_shape[axis], kernel[axis],
-                              geometry.strides[axis], geometry.dilations[axis], combine)
-    if not flat_last:       # strided outputs: the strided views are cheaper
+        values = _reduce_axis(values, axis, geometry, combine, fill)
+    if not flat_last:
         return values if values is not x else values.copy()
-    values = _reduce_last_axis(np.ascontiguousarray(values), geometry, combine)
+    values = _reduce_last_axis(_pad_last_axis(values, geometry, fill), geometry, combine)
     return np.ascontiguousarray(values[..., :out_shape[-1]])
+
+
+def _is_whole_input(x, geometry) -> bool:
+    """One window per channel covering exactly the whole input (a global pool)."""
+    return (all(o == 1 for o in geometry.out_shape) and not any(geometry.pads_begin)
+            and not any(geometry.pads_end) and all(d == 1 for d in geometry.dilations)
+            and list(geometry.kernel) == list(x.shape[2:]))
+
+
+def _whole_input_reduce(x, combine):
+    if combine is np.add and x.dtype in (np.float32, np.float64):
+        return trailing_sum(np.ascontiguousarray(x), 2)
+    rows = np.ascontiguousarray(x).reshape(x.shape[0], x.shape[1], -1)
+    return combine.reduce(rows, axis=2, keepdims=True).reshape(
+        x.shape[:2] + (1,) * (x.ndim - 2))
+
+
+def _pad_last_axis(values, geometry, fill):
+    """values padded along its last axis only, so every window of that axis lies inside."""
+    rank = values.ndim - 2
+    last = rank - 1
+    end = max(geometry.pads_end[last],
+              geometry.padded_extent(last) - values.shape[-1] - geometry.pads_begin[last])
+    return np.ascontiguousarray(pad_spatial(values, [0] * last + [geometry.pads_begin[last]],
+                                            [0] * last + [end], fill))
 
 
 def _reduce_last_axis(padded, geometry, combine):
@@ -86,21 +127,48 @@ def _reduce_last_axis(padded, geometry, combine):
     return out
 
 
-def _reduce_axis(values, axis: int, size: int, kernel: int, stride: int, dilation: int,
-                 combine):
-    """out[o] = combine over k < kernel of values[o * stride + k * dilation] along `axis`."""
-    if kernel == 1 and stride == 1 and values.shape[axis] == size:
+def _tap_ranges(length: int, size: int, kernel: int, stride: int, dilation: int,
+                pad_begin: int) -> list:
+    """(first, stop, source slice) per kernel position along one axis: outputs first..stop-1
+    read input positions o * stride + k * dilation - pad_begin that lie inside 0..length-1
+    (positions in the padding are skipped: they never win a max nor add to a sum)."""
+    ranges = []
+    for k in range(kernel):
+        offset = k * dilation - pad_begin
+        first = max(0, -(offset // stride))
+        stop = max(0, min(size, (length - 1 - offset) // stride + 1))
+        if stop > first:
+            ranges.append((first, stop, slice(first * stride + offset,
+                                              (stop - 1) * stride + offset + 1, stride)))
+    return ranges
+
+
+def _reduce_axis(values, axis: int, geometry, combine, fill):
+    """out[o] = combine over k of values[o * stride + k * dilation - pad_begin] along spatial
+    `axis`, over the positions inside values (`fill` where a window holds none)."""
+    size, length = geometry.out_shape[axis], values.shape[2 + axis]
+    kernel, stride = geometry.kernel[axis], geometry.strides[axis]
+    pad_begin = geometry.pads_begin[axis]
+    if kernel == 1 and stride == 1 and pad_begin == 0 and length == size:
         return values
-    lead = (slice(None),) * axis
-    last = stride * (size - 1) + 1
-
-    def tap(k):
-        start = k * dilation
-        return values[lead + (slice(start, start + last, stride),)]
-
-    out = tap(0).copy()
-    for k in range(1, kernel):
-        combine(out, tap(k), out=out)
+    lead = (slice(None),) * (2 + axis)
+    ranges = _tap_ranges(length, size, kernel, stride, geometry.dilations[axis], pad_begin)
+    whole = [source for first, stop, source in ranges if first == 0 and stop == size]
+    part = [(first, stop, source) for first, stop, source in ranges
+            if not (first == 0 and stop == size)]
+    if len(whole) >= 2:
+        out = combine(values[lead + (whole[0],)], values[lead + (whole[1],)])
+        whole = whole[2:]
+    elif whole:
+        out = values[lead + (whole.pop(),)].copy()
+    else:
+        shape = values.shape[:2 + axis] + (size,) + values.shape[3 + axis:]
+        out = np.full(shape, fill, values.dtype)
+    for source in whole:
+        combine(out, values[lead + (source,)], out=out)
+    for first, stop, source in part:
+        target = out[lead + (slice(first, stop),)]
+        combine(target, values[lead + (source,)], out=target)
     return out
 
 
@@ -108,21 +176,24 @@ def _window_sum(x, geometry):
     return _separable_reduce(x, geometry, 0, np.add)
 
 
-def _window_counts(in_shape, geometry, include_pad: bool):
-    """(1, 1, *out_shape) count of the positions each window averages over: those inside
-    the input, or with `include_pad` inside the declared padding too (never the extra
-    positions a ceil_mode window reaches beyond it). Windows are boxes, so the count is
-    the outer product of per-axis counts."""
+@functools.lru_cache(maxsize=256)
+def _window_divisor(in_shape, out_shape, pads_begin, pads_end, kernel, strides, dilations,
+                    include_pad: bool, dtype):
+    """(1, 1, *out_shape) read-only count of the positions each window averages over: those
+    inside the input, or with `include_pad` inside the declared padding too (never the extra
+    positions a ceil_mode window reaches beyond it), at least 1. Windows are boxes, so the
+    count is the outer product of per-axis counts."""
     counts = np.ones((), dtype=np.int64)
     for i, size in enumerate(in_shape):
-        low = -geometry.pads_begin[i] if include_pad else 0
-        high = size + geometry.pads_end[i] if include_pad else size
-        starts = np.arange(geometry.out_shape[i])[:, None] * geometry.strides[i]
-        positions = (starts - geometry.pads_begin[i]
-                     + np.arange(geometry.kernel[i])[None, :] * geometry.dilations[i])
+        low = -pads_begin[i] if include_pad else 0
+        high = size + pads_end[i] if include_pad else size
+        starts = np.arange(out_shape[i])[:, None] * strides[i]
+        positions = starts - pads_begin[i] + np.arange(kernel[i])[None, :] * dilations[i]
         axis_counts = ((positions >= low) & (positions < high)).sum(axis=1)
         counts = np.multiply.outer(counts, axis_counts)
-    return counts.reshape((1, 1) + counts.shape)
+    divisor = np.maximum(counts, 1).astype(dtype).reshape((1, 1) + counts.shape)
+    divisor.flags.writeable = False
+    return divisor
 
 
 def _lowest(dtype):
@@ -149,8 +220,10 @@ def average_pool(ctx, x, auto_pad="NOTSET", ceil_mode=0, count_include_pad=0, di
     geometry = _geometry(x, kernel_shape, strides, dilations, pads, auto_pad, ceil_mode)
     acc = compute_dtype(x.dtype)
     total = _window_sum(x.astype(acc, copy=False), geometry)
-    counts = _window_counts(x.shape[2:], geometry, bool(count_include_pad))
-    total /= np.maximum(counts, 1).astype(acc)        # total is fresh: divide in place
+    g = geometry
+    total /= _window_divisor(x.shape[2:], *(tuple(v) for v in (
+        g.out_shape, g.pads_begin, g.pads_end, g.kernel, g.strides, g.dilations)),
+        bool(count_include_pad), acc)                 # total is fresh: divide in place
     return total.astype(x.dtype, copy=False)
 
 

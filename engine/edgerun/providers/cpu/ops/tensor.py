@@ -174,7 +174,7 @@ def flatten(ctx, x, axis=1):
 def _one_axis(axes):
     """The axis of a one-entry integer tensor, else None."""
     if type(axes) is np.ndarray and axes.size == 1 and axes.dtype.kind in "iu":
-        return int(axes.reshape(-1)[0])
+        return axes.item()             # a Python int
     return None
 
 
