@@ -6,7 +6,8 @@ Order: import the engine and load the feeds, take the memory baseline, create th
 (timed), run warm-ups (the first one timed apart: edgerun plans on its first run), then timed
 runs until `--repeat` runs and `--min-time-s` have passed, or `--budget-s` (at least 3 runs).
 Engines marked `runs_once` (the ReferenceEvaluator) run once, stopped after `--cap-s`; where
-three more runs fit in `--cap-s`, their median is reported instead of that first run. With `--profile N` it instead profiles
+three more runs fit in `--cap-s`, the runs after it (at least 3, and `--min-time-s`) give the
+median instead of that first run. With `--profile N` it instead profiles
 edgerun per operator type (bench/op_profile.py). The result is written as JSON.
 """
 from __future__ import annotations
@@ -54,6 +55,20 @@ def timed(run, feeds):
     return time.perf_counter() - t0, outputs
 
 
+def timed_runs(run, feeds, at_least: int, args) -> list:
+    """Run times until `at_least` runs and --min-time-s have passed, or --budget-s (at least
+    3 runs)."""
+    times = []
+    started = time.perf_counter()
+    while True:
+        times.append(timed(run, feeds)[0])
+        elapsed = time.perf_counter() - started
+        if elapsed > args.budget_s and len(times) >= 3:
+            return times
+        if len(times) >= at_least and elapsed >= args.min_time_s:
+            return times
+
+
 def measure(engine, model: str, feeds: dict, args) -> tuple:
     memory = PeakMemory()
     memory.start()
@@ -70,21 +85,13 @@ def measure(engine, model: str, feeds: dict, args) -> tuple:
         times = [first_s]
         if first_s * (SLOW_ENGINE_RUNS + 1) <= args.cap_s:
             # the first run also pays one-time costs (page faults, numpy's first calls):
-            # time a few more and report their median, as for the other engines
-            times = [timed(run, feeds)[0] for _ in range(SLOW_ENGINE_RUNS)]
+            # time more and report their median, as for the other engines
+            times = timed_runs(run, feeds, SLOW_ENGINE_RUNS, args)
     else:
         first_s, outputs = timed(run, feeds)
         for _ in range(args.warmup - 1):
             run(feeds)
-        times = []
-        started = time.perf_counter()
-        while True:
-            times.append(timed(run, feeds)[0])
-            elapsed = time.perf_counter() - started
-            if elapsed > args.budget_s and len(times) >= 3:
-                break
-            if len(times) >= args.repeat and elapsed >= args.min_time_s:
-                break
+        times = timed_runs(run, feeds, args.repeat, args)
     result = {"status": "ok", "session_s": session_s, "first_run_s": first_s,
               "median_s": statistics.median(times), "min_s": min(times),
               "runs": len(times), "peak_mb": memory.peak_mb(),

@@ -52,6 +52,23 @@ def test_smoke_run_writes_json_markdown_and_png(tmp_path):
     assert (tmp_path / "results.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_timed_runs_stop_after_enough_runs_and_time_or_the_budget():
+    from types import SimpleNamespace
+
+    from bench.worker import timed_runs
+    clock = {"now": 0.0}
+
+    def run(feeds, cost=0.25):                 # a fake engine: each run advances the clock
+        clock["now"] += cost
+    args = SimpleNamespace(min_time_s=1.0, budget_s=30.0)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("bench.worker.time.perf_counter", lambda: clock["now"])
+        assert len(timed_runs(run, {}, 3, args)) == 4          # 3 runs, then until 1 s
+        assert len(timed_runs(run, {}, 20, args)) == 20        # 20 runs (past 1 s)
+        args.budget_s = 2.0
+        assert len(timed_runs(run, {}, 20, args)) == 9         # the budget ends it
+
+
 def test_nested_profile_events_are_not_counted_twice():
     from bench.op_profile import summarize
 
