@@ -62,9 +62,8 @@ def channel_gather_index(in_shape: tuple, kernel: tuple, strides: tuple, dilatio
     index, reads_padding = gather_index(in_shape, kernel, strides, dilations, pads_begin,
                                         out_shape)
     length = math.prod(in_shape)
-    within_channel = np.where(index < 0, channels * length, index)     # -1: the tail's 0
-    flat = np.where(index < 0, within_channel,
-                    np.arange(channels)[:, None, None] * length + within_channel[None])
+    flat = np.where(index < 0, channels * length,                      # -1: the tail's 0
+                    np.arange(channels)[:, None, None] * length + index[None])
     flat = flat.reshape(channels * index.shape[0], index.shape[1])
     flat.flags.writeable = False
     return GatherIndex(flat, _ZERO if reads_padding else None)

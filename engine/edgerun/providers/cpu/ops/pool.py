@@ -91,9 +91,9 @@ def _is_whole_input(x, geometry) -> bool:
 
 
 def _whole_input_reduce(x, combine):
-    if combine is np.add and x.dtype in (np.float32, np.float64):
-        return trailing_sum(np.ascontiguousarray(x), 2)
-    rows = np.ascontiguousarray(x).reshape(x.shape[0], x.shape[1], -1)
+    if combine is np.add:
+        return trailing_sum(x, 2)
+    rows = x.reshape(x.shape[0], x.shape[1], -1)
     return combine.reduce(rows, axis=2, keepdims=True).reshape(
         x.shape[:2] + (1,) * (x.ndim - 2))
 
@@ -176,13 +176,19 @@ def _window_sum(x, geometry):
     return _separable_reduce(x, geometry, 0, np.add)
 
 
+def _window_divisor(in_shape, geometry, include_pad: bool, dtype):
+    fields = (geometry.out_shape, geometry.pads_begin, geometry.pads_end, geometry.kernel,
+              geometry.strides, geometry.dilations)
+    return _cached_divisor(in_shape, tuple(map(tuple, fields)), include_pad, dtype)
+
+
 @functools.lru_cache(maxsize=256)
-def _window_divisor(in_shape, out_shape, pads_begin, pads_end, kernel, strides, dilations,
-                    include_pad: bool, dtype):
+def _cached_divisor(in_shape, fields: tuple, include_pad: bool, dtype):
     """(1, 1, *out_shape) read-only count of the positions each window averages over: those
     inside the input, or with `include_pad` inside the declared padding too (never the extra
     positions a ceil_mode window reaches beyond it), at least 1. Windows are boxes, so the
     count is the outer product of per-axis counts."""
+    out_shape, pads_begin, pads_end, kernel, strides, dilations = fields
     counts = np.ones((), dtype=np.int64)
     for i, size in enumerate(in_shape):
         low = -pads_begin[i] if include_pad else 0
@@ -220,10 +226,8 @@ def average_pool(ctx, x, auto_pad="NOTSET", ceil_mode=0, count_include_pad=0, di
     geometry = _geometry(x, kernel_shape, strides, dilations, pads, auto_pad, ceil_mode)
     acc = compute_dtype(x.dtype)
     total = _window_sum(x.astype(acc, copy=False), geometry)
-    g = geometry
-    total /= _window_divisor(x.shape[2:], *(tuple(v) for v in (
-        g.out_shape, g.pads_begin, g.pads_end, g.kernel, g.strides, g.dilations)),
-        bool(count_include_pad), acc)                 # total is fresh: divide in place
+    # total is fresh: divide in place
+    total /= _window_divisor(x.shape[2:], geometry, bool(count_include_pad), acc)
     return total.astype(x.dtype, copy=False)
 
 

@@ -71,7 +71,7 @@ def _float64_if_integer(x: np.ndarray) -> np.ndarray:
 
 
 def _sum(x, axes, keepdims):
-    if axes and axes[0] + len(axes) == x.ndim and x.dtype in _BLAS_SUM_DTYPES:
+    if x.dtype in _BLAS_SUM_DTYPES:
         return _float_sum(x, axes, keepdims)
     return np.sum(x, axis=axes, keepdims=keepdims, dtype=x.dtype)
 

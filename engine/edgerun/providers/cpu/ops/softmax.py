@@ -41,9 +41,10 @@ def _coerced_2d(fn, x: np.ndarray, axis: int) -> np.ndarray:
     return fn(x.reshape(rows, -1), 1).reshape(x.shape)
 
 
-# numpy reduces short rows slowly ((360, 10): 8 us for the row maxima): many rows up to
+# numpy reduces short rows slowly ((360, 10): 18 us for the row maxima): many rows up to
 # this long are computed transposed, where each reduction runs along whole columns
-# (digits_mlp's Softmax 32 -> 13 us)
+# ((360, 10): 33 -> 18 us where the values span more than one shared shift, as digits_mlp's
+# logits do; checked before that span, whose global max and min would add ~3 us)
 _NARROW_ROW = 12
 
 
