@@ -56,3 +56,40 @@ def test_shape_chains_are_chosen_and_data_is_not():
     picked = {plan.steps[i].node.op_type: kind for i, kind in chosen.items()}
     assert picked == {"Shape": "shape", "Gather": "inputs", "Unsqueeze": "inputs",
                       "Concat": "inputs"}     # not Reshape or Add (they read x), not `s`
+
+
+def test_a_shape_value_computed_as_a_numpy_scalar_is_remembered_downstream(monkeypatch):
+    """Not over a 0-d bool gives a numpy scalar, which env stores as a 0-d array: the
+    remembered result must be that array, or each run stores a fresh one and the Cast that
+    reads it misses its memory every time (silero VAD's LSTM wrapper: three such Casts)."""
+    from edgerun.providers.cpu import registry
+
+    calls = []
+    (since, cast), = [e for e in registry._KERNELS[("", "Cast")] if e[0] <= 17][-1:]
+
+    def counted_cast(ctx, *args, **attrs):
+        calls.append(1)
+        return cast(ctx, *args, **attrs)
+
+    monkeypatch.setitem(registry._KERNELS, ("", "Cast"), [(since, counted_cast)])
+    nodes = [helper.make_node("Shape", ["x"], ["shape"]),
+             helper.make_node("Size", ["shape"], ["rank"]),
+             helper.make_node("Equal", ["rank", "two"], ["is_matrix"]),
+             helper.make_node("Not", ["is_matrix"], ["not_matrix"]),
+             helper.make_node("Cast", ["not_matrix"], ["flag"], to=TensorProto.FLOAT),
+             helper.make_node("Add", ["x", "flag"], ["y"])]
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, None)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [helper.make_tensor("two", TensorProto.INT64, [], [2])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    so = edgerun.SessionOptions()
+    so.graph_optimization_level = edgerun.GraphOptimizationLevel.ORT_DISABLE_ALL
+    sess = edgerun.InferenceSession(model.SerializeToString(), so)
+    x = np.ones((2, 3), np.float32)
+    for _ in range(4):
+        np.testing.assert_array_equal(sess.run(None, {"x": x})[0], x)
+    assert len(calls) == 1
+    np.testing.assert_array_equal(sess.run(None, {"x": np.ones(3, np.float32)})[0],
+                                  np.full(3, 2, np.float32))
+    assert len(calls) == 2

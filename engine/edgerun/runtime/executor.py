@@ -127,7 +127,7 @@ class GraphExecutor:
         remembered = shape_determined_steps(steps, self.constants, set(output_keys))
         names = (set(self._initial_env) | set(input_keys.values()) | set(self.outer_reads) |
                  {n for s in steps for n in s.inputs + s.outputs if n})
-        program = tuple((remembering(s, remembered[i]) if i in remembered else s.fn, s.ctx,
+        program = tuple((remembering(s, remembered[i], _as_value) if i in remembered else s.fn, s.ctx,
                          s.inputs, s.attrs, s.single_output, s.free_after, s)
                         if s.ctx is not None else
                         (self._inlined(s, self._subgraph_step(s), names), None, s.inputs, {},

@@ -13,9 +13,13 @@ shape-determined. Its CPU step keeps its last inputs and result:
   the chain downstream of an unchanged shape is recognised one `is` test per input.
 
 Kernels never write to their inputs or outputs, so a remembered array stays valid. Values
-that leave the graph are not remembered: callers may write to what `run` returns.
+that leave the graph are not remembered: callers may write to what `run` returns. A result
+is remembered in the form env stores (a numpy scalar as a 0-d array): otherwise each run
+would store a fresh array and the steps downstream would never see the same object.
 """
 from __future__ import annotations
+
+from typing import Callable
 
 from .kernel_context import same_objects
 from .plan import Step
@@ -51,12 +55,15 @@ def shape_determined_steps(steps: list, constants, graph_outputs) -> dict:
     return chosen
 
 
-def remembering(step: Step, kind: str):
-    """The step's kernel, returning its last result while its key is unchanged."""
+def remembering(step: Step, kind: str, as_value: Callable):
+    """The step's kernel, returning its last result while its key is unchanged. `as_value`:
+    the form env stores a kernel's single result in."""
     fn = step.fn
     last = [None]               # (key, result), replaced whole: concurrent runs stay consistent
 
     def keep(key, result):
+        if not isinstance(result, (tuple, list)):
+            result = as_value(result)
         if _small(result):
             last[0] = (key, result)
         return result
