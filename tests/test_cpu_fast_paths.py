@@ -213,6 +213,9 @@ def test_gelu_matches_reference(dtype):
 # (x shape, w shape, pads, strides, dilations): short outputs the "gather" method takes
 GATHER_CASES = [((1, 129, 3), (128, 129, 3), [1, 1], [1], [1]),
                 ((1, 64, 1), (128, 64, 3), [1, 1], [1], [1]),
+                ((1, 8, 2), (6, 8, 3), [1, 1], [2], [1]),     # one position: x in order
+                ((1, 4, 6), (6, 4, 3), [1, 0], [1], [3]),     # one position, pad + take
+                ((1, 3, 2, 2), (5, 3, 3, 3), [1, 1, 1, 1], [2, 2], [1, 1]),
                 ((1, 1, 576), (30, 1, 256), [0, 0], [128], [1]),
                 ((3, 4, 5), (6, 4, 3), [2, 0], [2], [2]),
                 ((2, 3, 4, 3), (5, 3, 3, 2), [1, 0, 1, 1], [2, 1], [1, 2])]
@@ -247,6 +250,14 @@ def test_conv_gather_method_matches_reference(x_shape, w_shape, pads, strides, d
                                               bias, dtype):
     _check_conv_method("gather", x_shape, w_shape, pads, strides, dilations, atol=1e-4,
                        bias=bias, dtype=dtype)
+
+
+@pytest.mark.parametrize("bias", [True, False])
+@pytest.mark.parametrize("x_shape,strides", [((1, 6, 5, 4), [1, 1]), ((1, 6, 5, 4), [2, 1]),
+                                             ((2, 6, 5, 4), [1, 1])])
+def test_conv_pointwise_method_matches_reference(x_shape, strides, bias):
+    _check_conv_method("pointwise", x_shape, (7, 6, 1, 1), [0, 0, 0, 0], strides, [1, 1],
+                       atol=1e-4, bias=bias)
 
 
 def test_conv_gather_index_marks_padding():

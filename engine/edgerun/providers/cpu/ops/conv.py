@@ -24,7 +24,7 @@ from numpy.lib.stride_tricks import as_strided
 
 from ..registry import kernel
 from .conv_gather import (GATHER_MAX_COLUMNS, GATHER_MAX_POSITIONS, GatherIndex,
-                          channel_gather_index, gathered_conv, with_ones_row)
+                          channel_gather_index, gathered_conv, single_image_conv)
 
 
 # ---------------------------------------------------------------- shared helpers
@@ -406,6 +406,21 @@ def _pointwise(x, w, b, geometry: WindowGeometry, group: int):
     return _add_bias(y.reshape((n, m) + tuple(geometry.out_shape)), b)
 
 
+def _single_image_pointwise(w, b, x_shape: tuple):
+    """fn(x): a batch-1, stride-1 pointwise conv as one plain GEMM over x's (C, positions)."""
+    w2 = w.reshape(w.shape[0], -1)
+    bias = None if b is None else b.reshape(-1, 1)
+    channels, shape = x_shape[1], (1, w.shape[0]) + tuple(x_shape[2:])
+
+    def pointwise(x):
+        y = w2 @ x.reshape(channels, -1)
+        if bias is not None:
+            y += bias
+        return y.reshape(shape)
+
+    return pointwise
+
+
 def live_weights(w, layout: TapLayout):
     """W (M, C, *kernel) as (M, C, live taps): the taps that read only padding dropped (a
     copy), or a view when every tap is live."""
@@ -617,6 +632,7 @@ def convolve(x, w, b=None, auto_pad="NOTSET", dilations=None, group=1, kernel_sh
         _check_conv_shapes(x, w, group)
 
     def prepare():
+        """(plan, compute dtype, weights, bias, fn(x) running the whole conv or None)."""
         plan = _conv_plan(x.shape, w.shape, group, _frozen(kernel_shape), _frozen(strides),
                           _frozen(dilations), _frozen(pads), _frozen(auto_pad))
         acc = compute_dtype(x.dtype)
@@ -628,31 +644,30 @@ def convolve(x, w, b=None, auto_pad="NOTSET", dilations=None, group=1, kernel_sh
             weights = live_tap_matrix(weights, plan.layout)
         elif plan.method == "gather":
             weights = weights.reshape(weights.shape[0], -1)
-            if bias is not None and x.shape[0] == 1:    # the bias added inside the GEMM
-                weights = np.concatenate([weights, bias[:, None]], axis=1)
-                return plan, acc, weights, None, with_ones_row(plan.gather, x.shape[1],
-                                                               math.prod(x.shape[2:]))
-        return plan, acc, weights, bias, plan.gather
+            if x.shape[0] == 1:
+                return plan, acc, None, None, single_image_conv(
+                    weights, bias, plan.gather, x.shape, plan.geometry.out_shape)
+        elif plan.method == "pointwise" and x.shape[0] == 1 and group == 1 and \
+                all(s == 1 for s in plan.geometry.strides):
+            return plan, acc, None, None, _single_image_pointwise(weights, bias, x.shape)
+        return plan, acc, weights, bias, None
 
     if ctx is None:
-        plan, acc, w, b, gather = prepare()
+        plan, acc, w, b, whole = prepare()
     else:
-        plan, acc, w, b, gather = ctx.prepared(("conv", x.shape, x.dtype), (w, b), prepare)
+        plan, acc, w, b, whole = ctx.prepared(("conv", x.shape, x.dtype), (w, b), prepare)
     x = x.astype(acc, copy=False)
+    if whole is not None:
+        return whole(x)
     method = plan.method
     if method == "chunked":
         return _chunked_im2col(x, w, b, plan.geometry, plan.layout)
     if method == "taps":
         return _tap_gemms(x, w, b, plan.geometry, plan.layout)
     if method == "gather":
-        y = gathered_conv(x, w, gather)
+        y = gathered_conv(x, w, plan.gather)
         return _add_bias(y.reshape(y.shape[:2] + tuple(plan.geometry.out_shape)), b)
     if method == "pointwise":
-        if x.shape[0] == 1 and group == 1 and plan.geometry.strides == [1] * (x.ndim - 2):
-            y = w.reshape(w.shape[0], -1) @ x.reshape(x.shape[1], -1)   # one plain GEMM
-            if b is not None:
-                y += b.reshape(-1, 1)
-            return y.reshape((1, w.shape[0]) + x.shape[2:])
         return _pointwise(x, w, b, plan.geometry, group)
     if method == "depthwise":
         return _depthwise(x, w, b, plan.geometry, plan.layout)

@@ -81,25 +81,53 @@ def with_ones_row(gather: GatherIndex, channels: int, in_size: int) -> GatherInd
     return GatherIndex(index, tail)
 
 
-def gathered_columns(x, gather: GatherIndex):
-    """(N, C * kernel positions [+ 1], output positions) contiguous columns of x (N, C, *S)."""
-    n = x.shape[0]
-    tail = gather.tail
-    if n == 1:
+def single_image_conv(w2, bias, gather: GatherIndex, in_shape: tuple, out_shape: tuple):
+    """fn(x): the conv of a batch-1 x of `in_shape` (1, C, *S), as (1, M, *out_shape), with W
+    as (M, C * kernel positions) and `bias` (M,) or None, in x's dtype. Everything but the
+    gather and one GEMM is prepared here: a conv of a few positions costs a few us, and this
+    glue as much again when done per call."""
+    channels, in_size = in_shape[1], math.prod(in_shape[2:])
+    shape = (1, w2.shape[0]) + tuple(out_shape)
+    if gather.index.shape[1] == 1:
+        return _one_position_conv(w2, bias, gather.index[:, 0], channels * in_size, shape)
+    if bias is not None:
+        w2 = np.concatenate([w2, bias[:, None]], axis=1)
+        gather = with_ones_row(gather, channels, in_size)
+    index = gather.index
+    tail = None if gather.tail is None else gather.tail.astype(w2.dtype)
+
+    def positions(x):
         flat = x.reshape(-1)
         if tail is not None:
-            flat = np.concatenate((flat, tail.astype(x.dtype, copy=False)))
-        return flat.take(gather.index)[None]
-    rows = x.reshape(n, -1)
-    if tail is not None:
-        rows = np.concatenate((rows, np.zeros((n, 1), x.dtype)), axis=1)
-    return rows.take(gather.index, axis=1)
+            flat = np.concatenate((flat, tail))
+        return (w2 @ flat.take(index)).reshape(shape)
+
+    return positions
+
+
+def _one_position_conv(w2, bias, rows, in_values: int, shape: tuple):
+    """One output position: the taps that read padding multiply zeros, so they are dropped
+    with their weights (a k3 conv of a length-1 input keeps a third of W); when the live taps
+    read the input in order, x itself is the column."""
+    live = rows < in_values                     # the rest read the appended zero
+    weights = np.ascontiguousarray(w2[:, live])
+    rows = rows[live]
+    if np.array_equal(rows, np.arange(in_values)):
+        rows = None
+
+    def one_position(x):
+        flat = x.reshape(-1)
+        y = weights @ (flat if rows is None else flat.take(rows))
+        if bias is not None:
+            y += bias
+        return y.reshape(shape)
+
+    return one_position
 
 
 def gathered_conv(x, w2, gather: GatherIndex):
-    """Conv of x (N, C, *S) with W as (M, C * kernel positions [+ bias column]), group 1:
-    (N, M, positions)."""
-    columns = gathered_columns(x, gather)
-    if x.shape[0] == 1:
-        return (w2 @ columns[0])[None]
-    return np.matmul(w2, columns)
+    """Conv of x (N, C, *S) with W as (M, C * kernel positions), group 1: (N, M, positions)."""
+    rows = x.reshape(x.shape[0], -1)
+    if gather.tail is not None:
+        rows = np.concatenate((rows, np.zeros((x.shape[0], 1), x.dtype)), axis=1)
+    return np.matmul(w2, rows.take(gather.index, axis=1))
