@@ -260,6 +260,17 @@ def test_conv_pointwise_method_matches_reference(x_shape, strides, bias):
                        atol=1e-4, bias=bias)
 
 
+@pytest.mark.parametrize("dtype,atol", [(np.float32, 2e-3), (np.float64, 1e-9)])
+@pytest.mark.parametrize("x_shape,w_shape,pads", [
+    ((1, 96, 14, 14), (128, 96, 3, 3), [1, 1, 1, 1]),
+    ((2, 96, 16, 15), (128, 96, 3, 3), [0, 1, 0, 0]),       # batch 2, asymmetric pads
+    ((1, 128, 14, 18), (160, 128, 3, 3), [2, 1, 0, 1])])
+def test_conv_winograd_method_matches_reference(x_shape, w_shape, pads, dtype, atol):
+    """Outputs of about 30 (96 x 9 products of unit normals): 2e-3 is ~7e-5 relative."""
+    _check_conv_method("winograd", x_shape, w_shape, pads, [1, 1], [1, 1], atol=atol,
+                       dtype=dtype)
+
+
 def test_conv_gather_index_marks_padding():
     from edgerun.providers.cpu.ops.conv_gather import gather_index
     index, reads_padding = gather_index((3,), (3,), (1,), (1,), (1,), (3,))

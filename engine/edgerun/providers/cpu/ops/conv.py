@@ -7,7 +7,9 @@ Every kernel works on N-D channels-first tensors (N, C, D1, ..., Dk).
   so every kernel position reads one contiguous slice per row) or, where that layout would
   waste much GEMM work on wide rows, from a strided view of the padded input. Depthwise
   convolutions (one input channel per group) use the flat columns with one small product
-  per channel. Taps that read only padding are dropped, weights included.
+  per channel. Taps that read only padding are dropped, weights included. Outputs of a few
+  positions gather their columns by one index (conv_gather.py); 3x3 stride-1 convs with many
+  channels use Winograd F(2x2, 3x3) (conv_winograd.py).
 - ConvTranspose and Col2Im go the other way: columns are folded back into an image by
   adding each kernel position's plane into a strided slice of the output.
 - The window geometry (auto_pad, pads, output size) lives in `window_geometry`, which
@@ -25,6 +27,7 @@ from numpy.lib.stride_tricks import as_strided
 from ..registry import kernel
 from .conv_gather import (GATHER_MAX_COLUMNS, GATHER_MAX_POSITIONS, GatherIndex,
                           channel_gather_index, gathered_conv, single_image_conv)
+from .conv_winograd import winograd_conv, winograd_pays, winograd_weights
 
 
 # ---------------------------------------------------------------- shared helpers
@@ -499,7 +502,8 @@ _GATHER_SPAN = 1     # output positions per output channel below which dropped t
 class ConvPlan:
     """What one Conv shape signature needs: its geometry and the method that runs it."""
     geometry: WindowGeometry
-    method: str   # "pointwise", "gather", "depthwise", "chunked", "taps", "flat" or "windows"
+    method: str   # "pointwise", "gather", "winograd", "depthwise", "chunked", "taps", "flat"
+    #               or "windows"
     layout: TapLayout = None
     gather: GatherIndex = None  # channel_gather_index(...) for the "gather" method
 
@@ -600,6 +604,9 @@ def _conv_plan(x_shape, w_shape, group, kernel_shape, strides, dilations, pads,
             tuple(x_shape[2:]), tuple(kernel), tuple(geometry.strides),
             tuple(geometry.dilations), tuple(geometry.pads_begin), tuple(geometry.out_shape),
             channels))
+    if winograd_pays(x_shape, w_shape, group, geometry.strides, geometry.dilations,
+                     geometry.out_shape):
+        return ConvPlan(geometry, "winograd")
     layout = layout_of(x_shape[2:], geometry)
     if len(layout.copies) > _MAX_PHASES:
         return ConvPlan(geometry, "windows")
@@ -642,6 +649,8 @@ def convolve(x, w, b=None, auto_pad="NOTSET", dilations=None, group=1, kernel_sh
             weights = tap_weights(weights, plan.layout)
         elif plan.method == "chunked":
             weights = live_tap_matrix(weights, plan.layout)
+        elif plan.method == "winograd":
+            weights = winograd_weights(weights)
         elif plan.method == "gather":
             weights = weights.reshape(weights.shape[0], -1)
             if x.shape[0] == 1:
@@ -664,6 +673,8 @@ def convolve(x, w, b=None, auto_pad="NOTSET", dilations=None, group=1, kernel_sh
         return _chunked_im2col(x, w, b, plan.geometry, plan.layout)
     if method == "taps":
         return _tap_gemms(x, w, b, plan.geometry, plan.layout)
+    if method == "winograd":
+        return winograd_conv(x, w, b, plan.geometry.pads_begin, plan.geometry.out_shape)
     if method == "gather":
         y = gathered_conv(x, w, plan.gather)
         return _add_bias(y.reshape(y.shape[:2] + tuple(plan.geometry.out_shape)), b)
