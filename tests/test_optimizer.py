@@ -144,6 +144,30 @@ def test_conv_batchnorm_and_conv_add_folded():
     assert len(model.graph.nodes[1].inputs) == 3
 
 
+def test_conv_mul_add_folded_into_the_conv(tmp_path):
+    """BatchNormalization exported as Mul + Add after a Conv (inception_v2): both fold, with
+    and without a conv bias and for a scalar scale; a Mul that varies along a spatial axis
+    stays."""
+    c = 4
+    data = _model([helper.make_node("Conv", ["x", "w"], ["c1"], pads=[1, 1, 1, 1]),
+                   helper.make_node("Mul", ["c1", "scale"], ["m1"]),
+                   helper.make_node("Add", ["m1", "shift"], ["a1"]),
+                   helper.make_node("Relu", ["a1"], ["r1"]),
+                   helper.make_node("Conv", ["r1", "w2", "b2"], ["c2"]),
+                   helper.make_node("Mul", ["half", "c2"], ["y"]),
+                   helper.make_node("Conv", ["x", "w3"], ["c3"]),
+                   helper.make_node("Mul", ["c3", "rows"], ["z"])],
+                  [_vi("x", [2, 3, 6, 6])], [_vi("y", [2, c, 6, 6]), _vi("z", [2, c, 6, 6])],
+                  [("w", _rand(c, 3, 3, 3)), ("scale", _rand(1, c, 1, 1)),
+                   ("shift", _rand(c, 1, 1)), ("w2", _rand(c, c, 1, 1)), ("b2", _rand(c)),
+                   ("half", np.array(0.5, np.float32)), ("w3", _rand(c, 3, 1, 1)),
+                   ("rows", _rand(1, 1, 6, 1))])
+    feeds = {"x": _rand(2, 3, 6, 6)}
+    model = _check(data, feeds, BASIC)
+    assert _ops(model) == ["Conv", "Conv", "Conv", "Mul", "Relu"]
+    _check_saved_in_onnxruntime(model, feeds, _run(data, feeds), tmp_path)
+
+
 def test_matmul_add_to_gemm_only_for_2d():
     nodes = [helper.make_node("MatMul", ["x", "w"], ["m"]),
              helper.make_node("Add", ["m", "b"], ["y"])]

@@ -16,17 +16,18 @@ main graph and on every subgraph (If/Loop/Scan bodies), in the order of PASSES:
 | 4     | fold_shapes               | basic    | static Shape-derived values -> constants       | (main graph only)        |
 | 5     | constant_folding          | basic    | again, over what fold_shapes made constant     | any node                 |
 | 6     | fuse_conv_bn              | basic    | Conv + BatchNormalization -> Conv              | BatchNormalization       |
-| 7     | fuse_conv_add             | basic    | Conv + per-channel Add -> Conv with bias       | Conv                     |
-| 8     | fuse_matmul_add           | basic    | 2-D MatMul + Add -> Gemm                       | MatMul                   |
-| 9     | fold_scaler               | basic    | ML Scaler [+ Cast] + Gemm -> Cast + Gemm       | Scaler                   |
-| 10    | eliminate_dead            | basic    | unread nodes and initializers removed          | any node                 |
-| 11    | fuse_gelu                 | extended | Erf / Tanh GELU formulas -> Gelu               | Erf, Tanh, Pow           |
-| 12    | fuse_layer_norm           | extended | ReduceMean ... Add formula -> LayerNorm        | ReduceMean               |
-| 13    | fuse_attention            | extended | MatMul/Softmax/MatMul -> Attention             | Softmax                  |
-| 14    | fuse_hard_swish           | extended | x * HardSigmoid(x) or x * Clip(x+3,0,6)/6      | HardSigmoid, Clip        |
+| 7     | fuse_conv_mul             | basic    | Conv + per-channel Mul -> Conv, W and B scaled | Conv                     |
+| 8     | fuse_conv_add             | basic    | Conv + per-channel Add -> Conv with bias       | Conv                     |
+| 9     | fuse_matmul_add           | basic    | 2-D MatMul + Add -> Gemm                       | MatMul                   |
+| 10    | fold_scaler               | basic    | ML Scaler [+ Cast] + Gemm -> Cast + Gemm       | Scaler                   |
+| 11    | eliminate_dead            | basic    | unread nodes and initializers removed          | any node                 |
+| 12    | fuse_gelu                 | extended | Erf / Tanh GELU formulas -> Gelu               | Erf, Tanh, Pow           |
+| 13    | fuse_layer_norm           | extended | ReduceMean ... Add formula -> LayerNorm        | ReduceMean               |
+| 14    | fuse_attention            | extended | MatMul/Softmax/MatMul -> Attention             | Softmax                  |
+| 15    | fuse_hard_swish           | extended | x * HardSigmoid(x) or x * Clip(x+3,0,6)/6      | HardSigmoid, Clip        |
 |       |                           |          | -> HardSwish                                   |                          |
-| 15    | fuse_activation           | extended | Conv/Gemm/MatMul + activation -> Fused*        | Conv, Gemm, MatMul       |
-| 16    | eliminate_dead            | extended | what the fusions left unread                   | any node                 |
+| 16    | fuse_activation           | extended | Conv/Gemm/MatMul + activation -> Fused*        | Conv, Gemm, MatMul       |
+| 17    | eliminate_dead            | extended | what the fusions left unread                   | any node                 |
 
 A pass is skipped on a graph that has none of the operators in its last column: building a
 pass's view of a graph costs more than most passes, and models with many small subgraphs
@@ -53,6 +54,7 @@ from .fuse_activation import fuse_activation
 from .fuse_attention import fuse_attention
 from .fuse_conv_add import fuse_conv_add
 from .fuse_conv_bn import fuse_conv_bn
+from .fuse_conv_mul import fuse_conv_mul
 from .fuse_gelu import fuse_gelu
 from .fuse_hard_swish import fuse_hard_swish
 from .fuse_layer_norm import fuse_layer_norm
@@ -72,6 +74,7 @@ PASSES = [
     (fold_shapes, BASIC, MAIN_GRAPH),
     (constant_folding, BASIC, None),
     (fuse_conv_bn, BASIC, {"BatchNormalization"}),
+    (fuse_conv_mul, BASIC, {"Conv"}),
     (fuse_conv_add, BASIC, {"Conv"}),
     (fuse_matmul_add, BASIC, {"MatMul"}),
     (fold_scaler, BASIC, {"Scaler"}),

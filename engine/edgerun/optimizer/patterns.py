@@ -48,3 +48,30 @@ def intermediate(view: GraphView, name: str, *op_types: str):
     if node is None or len(view.readers(name)) != 1 or name in view.output_names:
         return None
     return node
+
+
+def per_channel_constant(view: GraphView, conv, name: str):
+    """The constant `name` as one value per output channel of `conv` (an (M,) array of W's
+    float dtype), when it broadcasts along the channel axis only ([M,1,...,1], [1,M,1,...,1]
+    or one value), so an Add or Mul of it cannot change the conv's output shape; else None."""
+    w = view.constant(conv.inputs[1])
+    c = view.constant(name)
+    if w is None or c is None or c.dtype != w.dtype or w.dtype.kind != "f":
+        return None
+    channels, rank = w.shape[0], w.ndim
+    shape = list(c.shape)
+    if len(shape) > rank or (len(shape) == rank and shape[0] != 1):
+        return None
+    padded = [1] * (rank - len(shape)) + shape
+    if any(d != 1 for i, d in enumerate(padded) if i != 1) or padded[1] not in (1, channels):
+        return None
+    import numpy as np
+
+    return np.broadcast_to(c.reshape(-1), (channels,))
+
+
+def conv_bias(view: GraphView, conv):
+    """The conv's constant bias, 0 when it has none, None when its bias is not a constant."""
+    if len(conv.inputs) > 2 and conv.inputs[2]:
+        return view.constant(conv.inputs[2])
+    return 0
