@@ -633,3 +633,17 @@ def test_matmul_panels_match_the_plain_product(a_shape, b_shape):
         b2 = b.copy()
         np.testing.assert_allclose(fn(fresh, a, b2), want, rtol=1e-5, atol=1e-4)
     assert "panels" not in fresh._prepared
+
+
+# ---- ArrayFeatureExtractor: range checked by two reductions ----------------------------------
+
+
+def test_array_feature_extractor_takes_in_range_indices_and_names_a_bad_one():
+    afe = _kernel("ArrayFeatureExtractor", 1, "ai.onnx.ml")
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    np.testing.assert_array_equal(afe(x, np.array([3, 0, 3], np.int64)), x[:, [3, 0, 3]])
+    np.testing.assert_array_equal(afe(np.arange(4.0), np.array([2])), [[2.0]])
+    for bad, index in (([0, 4, 1], 4), ([1, -1], -1)):
+        with pytest.raises(ValueError, match=f"index {index} is out of range for a last axis "
+                                             "of size 4"):
+            afe(x, np.array(bad, np.int64))
