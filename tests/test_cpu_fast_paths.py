@@ -499,7 +499,7 @@ def test_conv_tap_gemms_match_reference(x_shape, w_shape, pads, strides, dilatio
     _check_conv_method("taps", x_shape, w_shape, pads, strides, dilations, atol=1e-3)
 
 
-# ---- Pooling: one axis at a time, a stride-1 last one over flattened rows ----------------------
+# ---- Pooling: over flattened planes, or one axis at a time ---------------------------------------
 
 # (x shape, kernel, strides, pads, dilations, ceil_mode): separable pooling's cases, with
 # stride-1 last axes (flattened rows, whose scratch columns are dropped) and strided ones
@@ -509,6 +509,10 @@ POOL_CASES = [((1, 5, 28, 28), [3, 3], [1, 1], [1, 1, 1, 1], [1, 1], 0),
               ((1, 2, 16, 16), [2, 2], [2, 2], [0, 0, 1, 1], [1, 1], 0),
               ((1, 3, 20), [5], [1], [0, 0], [2], 0),
               ((1, 2, 6, 7, 8), [3, 2, 3], [1, 2, 1], [1, 0, 1, 1, 1, 1], [1, 1, 1], 0),
+              # 2-D, stride 1 or no padding: over the flattened planes
+              ((2, 4, 15, 17), [3, 3], [2, 2], [0, 0, 0, 0], [1, 1], 0),
+              ((1, 3, 12, 10), [2, 3], [1, 1], [1, 0, 0, 2], [2, 1], 0),
+              ((1, 2, 9, 9), [3, 3], [3, 2], [0, 0, 0, 0], [1, 1], 1),     # ceil fits
               # strided axes combine only the taps inside the input, never padding
               ((1, 6, 27, 28), [3, 3], [2, 2], [1, 1, 1, 1], [1, 1], 0),
               ((1, 3, 13, 13), [3, 3], [2, 2], [1, 1, 1, 1], [1, 1], 1),
