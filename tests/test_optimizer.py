@@ -168,6 +168,32 @@ def test_conv_mul_add_folded_into_the_conv(tmp_path):
     _check_saved_in_onnxruntime(model, feeds, _run(data, feeds), tmp_path)
 
 
+def test_batchnorm_absorbs_the_per_channel_mul_and_add_after_it(tmp_path):
+    """BN -> Mul -> Add -> Relu (densenet121's pre-activations, after a Concat): one
+    BatchNormalization remains. A BN whose output has a second reader, and a Mul that varies
+    along a spatial axis, stay."""
+    c = 3
+    bn_inputs = lambda tag: [f"s{tag}", f"b{tag}", f"m{tag}", f"v{tag}"]      # noqa: E731
+    data = _model([helper.make_node("BatchNormalization", ["x"] + bn_inputs(1), ["n1"],
+                                    epsilon=1e-3),
+                   helper.make_node("Mul", ["n1", "scale"], ["p1"]),
+                   helper.make_node("Add", ["shift", "p1"], ["a1"]),
+                   helper.make_node("Relu", ["a1"], ["y"]),
+                   helper.make_node("BatchNormalization", ["x"] + bn_inputs(2), ["n2"]),
+                   helper.make_node("Mul", ["n2", "rows"], ["p2"]),
+                   helper.make_node("Add", ["p2", "n2"], ["z"])],
+                  [_vi("x", [2, c, 5, 4])], [_vi("y", [2, c, 5, 4]), _vi("z", [2, c, 5, 4])],
+                  [(f"s{i}", _rand(c)) for i in (1, 2)] + [(f"b{i}", _rand(c)) for i in (1, 2)]
+                  + [(f"m{i}", _rand(c)) for i in (1, 2)]
+                  + [(f"v{i}", np.abs(_rand(c)) + 0.5) for i in (1, 2)]
+                  + [("scale", _rand(c, 1, 1)), ("shift", _rand(1, c, 1, 1)),
+                     ("rows", _rand(1, 1, 5, 1))])
+    feeds = {"x": _rand(2, c, 5, 4)}
+    model = _check(data, feeds, BASIC)
+    assert _ops(model) == ["Add", "BatchNormalization", "BatchNormalization", "Mul", "Relu"]
+    _check_saved_in_onnxruntime(model, feeds, _run(data, feeds), tmp_path)
+
+
 def test_matmul_add_to_gemm_only_for_2d():
     nodes = [helper.make_node("MatMul", ["x", "w"], ["m"]),
              helper.make_node("Add", ["m", "b"], ["y"])]

@@ -18,16 +18,17 @@ main graph and on every subgraph (If/Loop/Scan bodies), in the order of PASSES:
 | 6     | fuse_conv_bn              | basic    | Conv + BatchNormalization -> Conv              | BatchNormalization       |
 | 7     | fuse_conv_mul             | basic    | Conv + per-channel Mul -> Conv, W and B scaled | Conv                     |
 | 8     | fuse_conv_add             | basic    | Conv + per-channel Add -> Conv with bias       | Conv                     |
-| 9     | fuse_matmul_add           | basic    | 2-D MatMul + Add -> Gemm                       | MatMul                   |
-| 10    | fold_scaler               | basic    | ML Scaler [+ Cast] + Gemm -> Cast + Gemm       | Scaler                   |
-| 11    | eliminate_dead            | basic    | unread nodes and initializers removed          | any node                 |
-| 12    | fuse_gelu                 | extended | Erf / Tanh GELU formulas -> Gelu               | Erf, Tanh, Pow           |
-| 13    | fuse_layer_norm           | extended | ReduceMean ... Add formula -> LayerNorm        | ReduceMean               |
-| 14    | fuse_attention            | extended | MatMul/Softmax/MatMul -> Attention             | Softmax                  |
-| 15    | fuse_hard_swish           | extended | x * HardSigmoid(x) or x * Clip(x+3,0,6)/6      | HardSigmoid, Clip        |
+| 9     | fuse_bn_mul_add           | basic    | BatchNorm + per-channel Mul/Add -> BatchNorm   | BatchNormalization       |
+| 10    | fuse_matmul_add           | basic    | 2-D MatMul + Add -> Gemm                       | MatMul                   |
+| 11    | fold_scaler               | basic    | ML Scaler [+ Cast] + Gemm -> Cast + Gemm       | Scaler                   |
+| 12    | eliminate_dead            | basic    | unread nodes and initializers removed          | any node                 |
+| 13    | fuse_gelu                 | extended | Erf / Tanh GELU formulas -> Gelu               | Erf, Tanh, Pow           |
+| 14    | fuse_layer_norm           | extended | ReduceMean ... Add formula -> LayerNorm        | ReduceMean               |
+| 15    | fuse_attention            | extended | MatMul/Softmax/MatMul -> Attention             | Softmax                  |
+| 16    | fuse_hard_swish           | extended | x * HardSigmoid(x) or x * Clip(x+3,0,6)/6      | HardSigmoid, Clip        |
 |       |                           |          | -> HardSwish                                   |                          |
-| 16    | fuse_activation           | extended | Conv/Gemm/MatMul + activation -> Fused*        | Conv, Gemm, MatMul       |
-| 17    | eliminate_dead            | extended | what the fusions left unread                   | any node                 |
+| 17    | fuse_activation           | extended | Conv/Gemm/MatMul + activation -> Fused*        | Conv, Gemm, MatMul       |
+| 18    | eliminate_dead            | extended | what the fusions left unread                   | any node                 |
 
 A pass is skipped on a graph that has none of the operators in its last column: building a
 pass's view of a graph costs more than most passes, and models with many small subgraphs
@@ -52,6 +53,7 @@ from .fold_scaler import fold_scaler
 from .fold_shapes import fold_shapes
 from .fuse_activation import fuse_activation
 from .fuse_attention import fuse_attention
+from .fuse_bn_mul_add import fuse_bn_mul_add
 from .fuse_conv_add import fuse_conv_add
 from .fuse_conv_bn import fuse_conv_bn
 from .fuse_conv_mul import fuse_conv_mul
@@ -76,6 +78,7 @@ PASSES = [
     (fuse_conv_bn, BASIC, {"BatchNormalization"}),
     (fuse_conv_mul, BASIC, {"Conv"}),
     (fuse_conv_add, BASIC, {"Conv"}),
+    (fuse_bn_mul_add, BASIC, {"BatchNormalization"}),
     (fuse_matmul_add, BASIC, {"MatMul"}),
     (fold_scaler, BASIC, {"Scaler"}),
     (eliminate_dead, BASIC, None),

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from .. import ir
 from .graph_edit import GraphView, PassContext, is_onnx
-from .patterns import conv_bias, per_channel_constant
+from .patterns import conv_bias, conv_channel_constant
 
 
 def fuse_conv_add(view: GraphView, ctx: PassContext) -> int:
@@ -19,7 +19,7 @@ def fuse_conv_add(view: GraphView, ctx: PassContext) -> int:
             conv = view.produced_by(add.inputs[side], "Conv")
             if conv is None or view.only_reader(conv.outputs[0]) is not add:
                 continue
-            shift = per_channel_constant(view, conv, add.inputs[1 - side])
+            shift = conv_channel_constant(view, conv, add.inputs[1 - side])
             old = conv_bias(view, conv)
             if shift is None or old is None:
                 continue

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from .. import ir
 from .graph_edit import GraphView, PassContext, is_onnx
-from .patterns import conv_bias, per_channel_constant
+from .patterns import conv_bias, conv_channel_constant
 
 
 def fuse_conv_mul(view: GraphView, ctx: PassContext) -> int:
@@ -22,7 +22,7 @@ def fuse_conv_mul(view: GraphView, ctx: PassContext) -> int:
             conv = view.produced_by(mul.inputs[side], "Conv")
             if conv is None or view.only_reader(conv.outputs[0]) is not mul:
                 continue
-            scale = per_channel_constant(view, conv, mul.inputs[1 - side])
+            scale = conv_channel_constant(view, conv, mul.inputs[1 - side])
             bias = conv_bias(view, conv)
             w = view.constant(conv.inputs[1])
             if scale is None or bias is None:

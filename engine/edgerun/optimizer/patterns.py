@@ -50,15 +50,14 @@ def intermediate(view: GraphView, name: str, *op_types: str):
     return node
 
 
-def per_channel_constant(view: GraphView, conv, name: str):
-    """The constant `name` as one value per output channel of `conv` (an (M,) array of W's
-    float dtype), when it broadcasts along the channel axis only ([M,1,...,1], [1,M,1,...,1]
-    or one value), so an Add or Mul of it cannot change the conv's output shape; else None."""
-    w = view.constant(conv.inputs[1])
+def per_channel_constant(view: GraphView, name: str, channels: int, rank: int, dtype):
+    """The constant `name` as one value per channel of a rank-`rank` (N, C, ...) tensor (an
+    (channels,) array), when it has `dtype` and broadcasts along the channel axis only
+    ([C,1,...,1], [1,C,1,...,1] or one value), so an Add or Mul of it cannot change the
+    tensor's shape; else None."""
     c = view.constant(name)
-    if w is None or c is None or c.dtype != w.dtype or w.dtype.kind != "f":
+    if c is None or c.dtype != dtype or rank is None or rank < 2:
         return None
-    channels, rank = w.shape[0], w.ndim
     shape = list(c.shape)
     if len(shape) > rank or (len(shape) == rank and shape[0] != 1):
         return None
@@ -68,6 +67,15 @@ def per_channel_constant(view: GraphView, conv, name: str):
     import numpy as np
 
     return np.broadcast_to(c.reshape(-1), (channels,))
+
+
+def conv_channel_constant(view: GraphView, conv, name: str):
+    """per_channel_constant for the output of `conv` (whose float weights give the channel
+    count, rank and dtype), or None."""
+    w = view.constant(conv.inputs[1])
+    if w is None or w.dtype.kind != "f":
+        return None
+    return per_channel_constant(view, name, w.shape[0], w.ndim, w.dtype)
 
 
 def conv_bias(view: GraphView, conv):
