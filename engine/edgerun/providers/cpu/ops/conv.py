@@ -26,7 +26,7 @@ from numpy.lib.stride_tricks import as_strided
 
 from ..registry import kernel
 from .conv_gather import (GATHER_MAX_COLUMNS, GATHER_MAX_POSITIONS, GatherIndex,
-                          channel_gather_index, gathered_conv, single_image_conv)
+                          channel_gather_index, gathered_conv)
 from .conv_winograd import winograd_conv, winograd_pays, winograd_weights
 
 
@@ -652,10 +652,9 @@ def convolve(x, w, b=None, auto_pad="NOTSET", dilations=None, group=1, kernel_sh
         elif plan.method == "winograd":
             weights = winograd_weights(weights)
         elif plan.method == "gather":
-            weights = weights.reshape(weights.shape[0], -1)
-            if x.shape[0] == 1:
-                return plan, acc, None, None, single_image_conv(
-                    weights, bias, plan.gather, x.shape, plan.geometry.out_shape)
+            return plan, acc, None, None, gathered_conv(
+                weights.reshape(weights.shape[0], -1), bias, plan.gather, x.shape,
+                plan.geometry.out_shape)
         elif plan.method == "pointwise" and x.shape[0] == 1 and group == 1 and \
                 all(s == 1 for s in plan.geometry.strides):
             return plan, acc, None, None, _single_image_pointwise(weights, bias, x.shape)
@@ -675,9 +674,6 @@ def convolve(x, w, b=None, auto_pad="NOTSET", dilations=None, group=1, kernel_sh
         return _tap_gemms(x, w, b, plan.geometry, plan.layout)
     if method == "winograd":
         return winograd_conv(x, w, b, plan.geometry.pads_begin, plan.geometry.out_shape)
-    if method == "gather":
-        y = gathered_conv(x, w, plan.gather)
-        return _add_bias(y.reshape(y.shape[:2] + tuple(plan.geometry.out_shape)), b)
     if method == "pointwise":
         return _pointwise(x, w, b, plan.geometry, group)
     if method == "depthwise":

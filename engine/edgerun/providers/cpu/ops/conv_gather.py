@@ -70,9 +70,9 @@ def channel_gather_index(in_shape: tuple, kernel: tuple, strides: tuple, dilatio
 
 
 def with_ones_row(gather: GatherIndex, channels: int, in_size: int) -> GatherIndex:
-    """`gather` with one more index row reading a 1 appended to (batch 1) inputs of
-    `channels` x `in_size` values: W with the bias as its last column then adds the bias
-    inside the GEMM."""
+    """`gather` with one more index row reading a 1 appended to each image's `channels` x
+    `in_size` values: W with the bias as its last column then adds the bias inside the
+    GEMM."""
     tail = np.array([0, 1] if gather.tail is not None else [1], np.float32)
     extra = np.full((1, gather.index.shape[1]), channels * in_size + len(tail) - 1,
                     gather.index.dtype)
@@ -81,53 +81,55 @@ def with_ones_row(gather: GatherIndex, channels: int, in_size: int) -> GatherInd
     return GatherIndex(index, tail)
 
 
-def single_image_conv(w2, bias, gather: GatherIndex, in_shape: tuple, out_shape: tuple):
-    """fn(x): the conv of a batch-1 x of `in_shape` (1, C, *S), as (1, M, *out_shape), with W
-    as (M, C * kernel positions) and `bias` (M,) or None, in x's dtype. Everything but the
-    gather and one GEMM is prepared here: a conv of a few positions costs a few us, and this
-    glue as much again when done per call."""
-    channels, in_size = in_shape[1], math.prod(in_shape[2:])
-    shape = (1, w2.shape[0]) + tuple(out_shape)
+def gathered_conv(w2, bias, gather: GatherIndex, in_shape: tuple, out_shape: tuple):
+    """fn(x): the conv of x of `in_shape` (N, C, *S), as (N, M, *out_shape), with W as
+    (M, C * kernel positions) and `bias` (M,) or None, in x's dtype: one gather of every
+    image's columns side by side, one GEMM. Everything else is prepared here: a conv of a
+    few positions costs a few us, and this glue as much again when done per call."""
+    batch, channels, in_size = in_shape[0], in_shape[1], math.prod(in_shape[2:])
+    m = w2.shape[0]
     if gather.index.shape[1] == 1:
-        return _one_position_conv(w2, bias, gather.index[:, 0], channels * in_size, shape)
+        return _one_position_conv(w2, bias, gather.index[:, 0], channels * in_size,
+                                  (batch, m) + tuple(out_shape))
     if bias is not None:
         w2 = np.concatenate([w2, bias[:, None]], axis=1)
         gather = with_ones_row(gather, channels, in_size)
-    index = gather.index
     tail = None if gather.tail is None else gather.tail.astype(w2.dtype)
+    image = channels * in_size + (0 if tail is None else tail.size)      # values per image
+    index, positions = gather.index, gather.index.shape[1]
+    if batch > 1:                   # image n's columns after image n - 1's
+        index = (np.arange(batch)[:, None] * image + index[:, None, :]).reshape(
+            len(index), batch * positions)
+    shape = (batch,) + tuple(out_shape) if batch > 1 else (1, m) + tuple(out_shape)
 
-    def positions(x):
-        flat = x.reshape(-1)
+    def gathered(x):
+        flat = x.reshape(batch, -1)
         if tail is not None:
-            flat = np.concatenate((flat, tail))
-        return (w2 @ flat.take(index)).reshape(shape)
+            flat = np.concatenate((flat, np.broadcast_to(tail, (batch, tail.size))), axis=1)
+        y = w2 @ flat.reshape(-1).take(index)
+        if batch == 1:
+            return y.reshape(shape)
+        return np.moveaxis(y.reshape((m,) + shape), 0, 1).copy()
 
-    return positions
+    return gathered
 
 
 def _one_position_conv(w2, bias, rows, in_values: int, shape: tuple):
     """One output position: the taps that read padding multiply zeros, so they are dropped
     with their weights (a k3 conv of a length-1 input keeps a third of W); when the live taps
-    read the input in order, x itself is the column."""
+    read the input in order, x itself is the column (each image's, side by side)."""
     live = rows < in_values                     # the rest read the appended zero
     weights = np.ascontiguousarray(w2[:, live])
     rows = rows[live]
     if np.array_equal(rows, np.arange(in_values)):
         rows = None
+    batch = shape[0]
 
     def one_position(x):
-        flat = x.reshape(-1)
-        y = weights @ (flat if rows is None else flat.take(rows))
+        flat = x.reshape(batch, -1)
+        y = weights @ (flat if rows is None else flat.take(rows, axis=1)).T     # (M, N)
         if bias is not None:
-            y += bias
-        return y.reshape(shape)
+            y += bias[:, None]
+        return (y.T if batch > 1 else y).reshape(shape)
 
     return one_position
-
-
-def gathered_conv(x, w2, gather: GatherIndex):
-    """Conv of x (N, C, *S) with W as (M, C * kernel positions), group 1: (N, M, positions)."""
-    rows = x.reshape(x.shape[0], -1)
-    if gather.tail is not None:
-        rows = np.concatenate((rows, np.zeros((x.shape[0], 1), x.dtype)), axis=1)
-    return np.matmul(w2, rows.take(gather.index, axis=1))
