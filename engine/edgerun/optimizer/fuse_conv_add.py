@@ -5,31 +5,15 @@ The constant must broadcast along the channel axis only (shape [M,1,...,1] or
 """
 from __future__ import annotations
 
-from .. import ir
-from .graph_edit import GraphView, PassContext, is_onnx
-from .patterns import conv_bias, conv_channel_constant
+from .graph_edit import GraphView, PassContext
+from .patterns import fold_into_conv
 
 
 def fuse_conv_add(view: GraphView, ctx: PassContext) -> int:
-    count = 0
-    for add in view.live_nodes():
-        if view.is_dead(add) or not is_onnx(add, "Add") or len(add.inputs) != 2:
-            continue
-        for side in (0, 1):
-            conv = view.produced_by(add.inputs[side], "Conv")
-            if conv is None or view.only_reader(conv.outputs[0]) is not add:
-                continue
-            shift = conv_channel_constant(view, conv, add.inputs[1 - side])
-            old = conv_bias(view, conv)
-            if shift is None or old is None:
-                continue
-            bias = (shift + old).astype(shift.dtype)
-            b_name = view.add_constant(f"{conv.name or 'conv'}_bias_added", bias)
-            fused = ir.Node(op_type="Conv", domain=conv.domain,
-                            inputs=[conv.inputs[0], conv.inputs[1], b_name],
-                            outputs=[add.outputs[0]], attributes=dict(conv.attributes),
-                            name=conv.name)
-            view.replace([conv, add], fused)
-            count += 1
-            break
-    return count
+    return fold_into_conv(view, "Add", _with_bias_added)
+
+
+def _with_bias_added(view: GraphView, conv, shift, bias) -> list:
+    total = (shift + bias).astype(shift.dtype)
+    return [conv.inputs[0], conv.inputs[1],
+            view.add_constant(f"{conv.name or 'conv'}_bias_added", total)]

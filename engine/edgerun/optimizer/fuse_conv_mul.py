@@ -8,36 +8,19 @@ the Relu that follows fuses with it. The constant must broadcast along the chann
 """
 from __future__ import annotations
 
-from .. import ir
-from .graph_edit import GraphView, PassContext, is_onnx
-from .patterns import conv_bias, conv_channel_constant
+from .graph_edit import GraphView, PassContext
+from .patterns import fold_into_conv
 
 
 def fuse_conv_mul(view: GraphView, ctx: PassContext) -> int:
-    count = 0
-    for mul in view.live_nodes():
-        if view.is_dead(mul) or not is_onnx(mul, "Mul") or len(mul.inputs) != 2:
-            continue
-        for side in (0, 1):
-            conv = view.produced_by(mul.inputs[side], "Conv")
-            if conv is None or view.only_reader(conv.outputs[0]) is not mul:
-                continue
-            scale = conv_channel_constant(view, conv, mul.inputs[1 - side])
-            bias = conv_bias(view, conv)
-            w = view.constant(conv.inputs[1])
-            if scale is None or bias is None:
-                continue
-            stem = conv.name or "conv"
-            inputs = [conv.inputs[0], view.add_constant(
-                f"{stem}_weight_scaled", (w * scale.reshape((-1,) + (1,) * (w.ndim - 1)))
-                .astype(w.dtype))]
-            if len(conv.inputs) > 2 and conv.inputs[2]:
-                inputs.append(view.add_constant(f"{stem}_bias_scaled",
-                                                (bias * scale).astype(w.dtype)))
-            fused = ir.Node(op_type="Conv", domain=conv.domain, inputs=inputs,
-                            outputs=[mul.outputs[0]], attributes=dict(conv.attributes),
-                            name=conv.name)
-            view.replace([conv, mul], fused)
-            count += 1
-            break
-    return count
+    return fold_into_conv(view, "Mul", _scaled)
+
+
+def _scaled(view: GraphView, conv, scale, bias) -> list:
+    w = view.constant(conv.inputs[1])
+    stem = conv.name or "conv"
+    weights = (w * scale.reshape((-1,) + (1,) * (w.ndim - 1))).astype(w.dtype)
+    inputs = [conv.inputs[0], view.add_constant(f"{stem}_weight_scaled", weights)]
+    if len(conv.inputs) > 2 and conv.inputs[2]:
+        inputs.append(view.add_constant(f"{stem}_bias_scaled", (bias * scale).astype(w.dtype)))
+    return inputs

@@ -5,21 +5,19 @@ from __future__ import annotations
 
 from .. import ir
 from .graph_edit import GraphView, PassContext, attr_int, is_onnx
+from .patterns import fed_by
 from .ranks import known_rank
 
 
 def fuse_matmul_add(view: GraphView, ctx: PassContext) -> int:
     count = 0
     for add in view.live_nodes():
-        if view.is_dead(add) or not is_onnx(add, "Add") or len(add.inputs) != 2:
+        if view.is_dead(add) or not is_onnx(add, "Add"):
             continue
-        for side in (0, 1):
-            mm = view.produced_by(add.inputs[side], "MatMul")
-            if mm is None or view.only_reader(mm.outputs[0]) is not add:
+        for mm, bias in fed_by(view, add, "MatMul"):
+            if not _gemm_compatible(view, mm, bias):
                 continue
-            if not _gemm_compatible(view, mm, add.inputs[1 - side]):
-                continue
-            gemm = ir.Node(op_type="Gemm", inputs=[mm.inputs[0], mm.inputs[1], add.inputs[1 - side]],
+            gemm = ir.Node(op_type="Gemm", inputs=[mm.inputs[0], mm.inputs[1], bias],
                            outputs=[add.outputs[0]], name=mm.name)
             if ctx.opset() < 7:     # before opset 7 Gemm broadcasts C only when told to
                 gemm.attributes["broadcast"] = attr_int("broadcast", 1)

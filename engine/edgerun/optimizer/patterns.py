@@ -1,7 +1,7 @@
 """Small matching helpers the fusion passes share."""
 from __future__ import annotations
 
-from .graph_edit import GraphView
+from .graph_edit import GraphView, is_onnx
 
 
 def other_input(node, name: str):
@@ -50,6 +50,17 @@ def intermediate(view: GraphView, name: str, *op_types: str):
     return node
 
 
+def fed_by(view: GraphView, node, op_type: str):
+    """For a two-input `node`, each (producer, other input) where one input is the output of
+    an `op_type` node that nothing else reads: the pairs a "producer + node" fusion tries."""
+    if len(node.inputs) != 2:
+        return
+    for side in (0, 1):
+        producer = intermediate(view, node.inputs[side], op_type)
+        if producer is not None and producer.outputs[0] == node.inputs[side]:
+            yield producer, node.inputs[1 - side]
+
+
 def per_channel_constant(view: GraphView, name: str, channels: int, rank: int, dtype):
     """The constant `name` as one value per channel of a rank-`rank` (N, C, ...) tensor (an
     (channels,) array), when it has `dtype` and broadcasts along the channel axis only
@@ -76,6 +87,30 @@ def conv_channel_constant(view: GraphView, conv, name: str):
     if w is None or w.dtype.kind != "f":
         return None
     return per_channel_constant(view, name, w.shape[0], w.ndim, w.dtype)
+
+
+def fold_into_conv(view: GraphView, op_type: str, fold) -> int:
+    """Every `op_type` node (Mul, Add) applying a per-channel constant to a Conv's unshared
+    output is folded into that Conv: fold(view, conv, constant (M,), bias (M,) or 0) gives the
+    new Conv's inputs. Returns how many were folded."""
+    from .. import ir
+
+    count = 0
+    for node in view.live_nodes():
+        if view.is_dead(node) or not is_onnx(node, op_type):
+            continue
+        for conv, other in fed_by(view, node, "Conv"):
+            constant = conv_channel_constant(view, conv, other)
+            bias = conv_bias(view, conv)
+            if constant is None or bias is None:
+                continue
+            fused = ir.Node(op_type="Conv", domain=conv.domain,
+                            inputs=fold(view, conv, constant, bias), outputs=[node.outputs[0]],
+                            attributes=dict(conv.attributes), name=conv.name)
+            view.replace([conv, node], fused)
+            count += 1
+            break
+    return count
 
 
 def conv_bias(view: GraphView, conv):
