@@ -83,33 +83,31 @@ def with_ones_row(gather: GatherIndex, channels: int, in_size: int) -> GatherInd
 
 def gathered_conv(w2, bias, gather: GatherIndex, in_shape: tuple, out_shape: tuple):
     """fn(x): the conv of x of `in_shape` (N, C, *S), as (N, M, *out_shape), with W as
-    (M, C * kernel positions) and `bias` (M,) or None, in x's dtype: one gather of every
-    image's columns side by side, one GEMM. Everything else is prepared here: a conv of a
-    few positions costs a few us, and this glue as much again when done per call."""
+    (M, C * kernel positions) and `bias` (M,) or None, in x's dtype: one gather of the
+    columns and one GEMM per image (OpenBLAS multiplies small products without packing W:
+    one GEMM over all images' columns side by side crosses that size and runs slower).
+    Everything else is prepared here: a conv of a few positions costs a few us, and this
+    glue as much again when done per call."""
     batch, channels, in_size = in_shape[0], in_shape[1], math.prod(in_shape[2:])
-    m = w2.shape[0]
+    shape = (batch, w2.shape[0]) + tuple(out_shape)
     if gather.index.shape[1] == 1:
-        return _one_position_conv(w2, bias, gather.index[:, 0], channels * in_size,
-                                  (batch, m) + tuple(out_shape))
+        return _one_position_conv(w2, bias, gather.index[:, 0], channels * in_size, shape)
     if bias is not None:
         w2 = np.concatenate([w2, bias[:, None]], axis=1)
         gather = with_ones_row(gather, channels, in_size)
     tail = None if gather.tail is None else gather.tail.astype(w2.dtype)
-    image = channels * in_size + (0 if tail is None else tail.size)      # values per image
-    index, positions = gather.index, gather.index.shape[1]
-    if batch > 1:                   # image n's columns after image n - 1's
-        index = (np.arange(batch)[:, None] * image + index[:, None, :]).reshape(
-            len(index), batch * positions)
-    shape = (batch,) + tuple(out_shape) if batch > 1 else (1, m) + tuple(out_shape)
+    index = gather.index
 
     def gathered(x):
-        flat = x.reshape(batch, -1)
-        if tail is not None:
-            flat = np.concatenate((flat, np.broadcast_to(tail, (batch, tail.size))), axis=1)
-        y = w2 @ flat.reshape(-1).take(index)
         if batch == 1:
-            return y.reshape(shape)
-        return np.moveaxis(y.reshape((m,) + shape), 0, 1).copy()
+            flat = x.reshape(-1)
+            if tail is not None:
+                flat = np.concatenate((flat, tail))
+            return (w2 @ flat.take(index)).reshape(shape)
+        rows = x.reshape(batch, -1)
+        if tail is not None:
+            rows = np.concatenate((rows, np.broadcast_to(tail, (batch, tail.size))), axis=1)
+        return np.matmul(w2, rows.take(index, axis=1)).reshape(shape)
 
     return gathered
 
@@ -130,6 +128,6 @@ def _one_position_conv(w2, bias, rows, in_values: int, shape: tuple):
         y = weights @ (flat if rows is None else flat.take(rows, axis=1)).T     # (M, N)
         if bias is not None:
             y += bias[:, None]
-        return (y.T if batch > 1 else y).reshape(shape)
+        return (np.ascontiguousarray(y.T) if batch > 1 else y).reshape(shape)
 
     return one_position
