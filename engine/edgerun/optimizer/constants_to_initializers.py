@@ -20,7 +20,12 @@ def constants_to_initializers(view: GraphView, ctx: PassContext) -> int:
     for node in view.live_nodes():
         if not is_onnx(node, "Constant") or len(node.outputs) != 1:
             continue
-        value = _constant_value(node)
+        if "value" in node.attributes:     # the tensor as stored, not converted to numpy
+            view.remove(node)
+            view.set_constant_tensor(node.outputs[0], node.attributes["value"].value)
+            count += 1
+            continue
+        value = _scalar_form_value(node)
         if value is None:
             continue
         view.remove(node)
@@ -29,11 +34,9 @@ def constants_to_initializers(view: GraphView, ctx: PassContext) -> int:
     return count
 
 
-def _constant_value(node):
+def _scalar_form_value(node):
     import numpy as np
 
-    if "value" in node.attributes:
-        return node.attributes["value"].value.numpy()
     for name, (dtype, is_list) in _SCALAR_FORMS.items():
         if name in node.attributes:
             raw = node.attr(name)

@@ -224,6 +224,14 @@ class GraphView:
         self.graph.initializers[name] = numpy_to_tensor(array, name)
         self._constants[name] = array
 
+    def set_constant_tensor(self, name: str, tensor: ir.Tensor) -> None:
+        """set_constant from a tensor as stored (its bytes shared, not converted): its numpy
+        value is made only if a pass asks for it."""
+        import dataclasses
+
+        self.graph.initializers[name] = dataclasses.replace(tensor, name=name)
+        self._constants.pop(name, None)
+
     def remove(self, *nodes: ir.Node) -> None:
         for node in nodes:
             if id(node) in self._dead:
