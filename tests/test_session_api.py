@@ -339,3 +339,53 @@ def test_a_failing_step_in_an_inlined_branch_is_named():
     np.testing.assert_array_equal(sess.run(None, {"x": x, "c": np.array(False)})[0], x)
     with pytest.raises(edgerun.Fail, match="node 'bad_reshape' \\(Reshape\\) failed"):
         sess.run(None, {"x": x, "c": np.array(True)})
+
+
+def test_generated_code_keeps_values_in_locals_but_what_subgraphs_and_callers_read():
+    """The straight line holds single-array results in Python locals. What must stay in env
+    does: values an inlined If's branches read (its kernel runs them against env when the
+    condition is not a one-element array), values a Loop body reads, the graph outputs; a
+    kernel's numpy scalar result (Not of a 0-d bool) is kept as env would keep it."""
+    loop_body = helper.make_graph(
+        [helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+         helper.make_node("Add", ["acc_in", "b"], ["acc_out"])], "body",
+        [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+         helper.make_tensor_value_info("cond_in", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("acc_in", TensorProto.FLOAT, None)],
+        [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("acc_out", TensorProto.FLOAT, None)])
+    then_branch = helper.make_graph([helper.make_node("Mul", ["a", "a"], ["sq"])], "then", [],
+                                    [helper.make_tensor_value_info("sq", 1, None)])
+    else_branch = helper.make_graph([helper.make_node("Neg", ["a"], ["ng"])], "else", [],
+                                    [helper.make_tensor_value_info("ng", 1, None)])
+    nodes = [helper.make_node("Neg", ["x"], ["a"]),
+             helper.make_node("ReduceSum", ["a"], ["s"], keepdims=0),
+             helper.make_node("Add", ["a", "s"], ["b"]),
+             helper.make_node("If", ["c"], ["f"], name="branchy", then_branch=then_branch,
+                              else_branch=else_branch),
+             helper.make_node("Loop", ["trips", "", "f"], ["acc"], body=loop_body),
+             helper.make_node("Not", ["c"], ["not_c"]),       # a numpy bool, not an array
+             helper.make_node("Cast", ["not_c"], ["flag"], to=TensorProto.FLOAT),
+             helper.make_node("Sub", ["acc", "b"], ["d"]),
+             helper.make_node("Add", ["d", "flag"], ["y"])]
+    model = _model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3]),
+                           helper.make_tensor_value_info("c", TensorProto.BOOL, [])],
+                   [helper.make_tensor_value_info("y", TensorProto.FLOAT, None),
+                    helper.make_tensor_value_info("s", TensorProto.FLOAT, None)],
+                   initializers=[helper.make_tensor("trips", TensorProto.INT64, [], [3])])
+    sess = edgerun.InferenceSession(model)
+    assert _inlined_ifs(sess) == ["branchy"]
+    executor = sess._executor
+    assert any(name.startswith("v") for name in executor.plan.runner.__code__.co_varnames)
+    x = np.array([0.5, -1.0, 2.0], np.float32)
+    a, s = -x, np.float32(-x.sum())
+    b = a + s
+    for c in (True, False):
+        f = a * a if c else -a
+        y, got_s = sess.run(None, {"x": x, "c": np.array(c)})
+        np.testing.assert_allclose(y, f + 3 * b - b + (not c), rtol=1e-6)
+        assert isinstance(got_s, np.ndarray) and got_s.shape == () and got_s == s
+        # a numpy bool (not an array) takes the If kernel's path, which reads `a` from env
+        env = {**executor._initial_env, "x": x, "c": np.bool_(c)}
+        executor.plan.runner(env)
+        np.testing.assert_allclose(env["y"], f + 2 * b + (not c), rtol=1e-6)

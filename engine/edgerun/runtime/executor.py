@@ -134,7 +134,8 @@ class GraphExecutor:
                          s.single_output, s.free_after, s)
                         for i, s in enumerate(steps))
         generate = compiled_on_first_call if self.is_subgraph else straight_line
-        runner = generate(program, _ARRAY, _store_outputs, _kernel_failure, (EdgerunError,))
+        runner = generate(program, _ARRAY, _store_outputs, _kernel_failure, (EdgerunError,),
+                          output_keys)
         return GraphPlan(graph=self.graph, steps=steps, constants=self.constants,
                          input_names=self.input_names, output_names=self.output_names,
                          input_keys=input_keys, output_keys=output_keys, copies=placer.copies,

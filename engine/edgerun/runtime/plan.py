@@ -49,7 +49,7 @@ def compute_frees(steps: list, keep: set, local_names: set) -> None:
         for name in step.inputs:
             if name:
                 last_use[name] = i
-        for name in _subgraph_reads(step.node):
+        for name in subgraph_reads(step.node):
             last_use[name] = i
     frees: dict = {}
     for name, i in last_use.items():
@@ -59,7 +59,7 @@ def compute_frees(steps: list, keep: set, local_names: set) -> None:
         step.free_after = tuple(frees.get(i, ()))
 
 
-def _subgraph_reads(node: Node) -> set:
+def subgraph_reads(node: Node) -> set:
     """Names a node's subgraphs read from the enclosing scope."""
     names: set = set()
     for attr in node.attributes.values():
@@ -76,7 +76,7 @@ def outer_scope_reads(graph: Graph) -> set:
     reads: set = set()
     for node in graph.nodes:
         reads |= {n for n in node.inputs if n and n not in defined}
-        reads |= {n for n in _subgraph_reads(node) if n not in defined}
+        reads |= {n for n in subgraph_reads(node) if n not in defined}
         defined |= {n for n in node.outputs if n}
     reads |= {v.name for v in graph.outputs if v.name not in defined}
     return reads

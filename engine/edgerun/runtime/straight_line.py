@@ -14,6 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+from .plan import subgraph_reads
+
 # Past this many steps the generated source takes longer to compile than it saves.
 MAX_STEPS = 4000
 
@@ -55,14 +57,15 @@ def step_count(program: tuple) -> int:
 
 
 def straight_line(program: tuple, array_type, store: Callable, failure: Callable,
-                  passthrough: tuple) -> Callable:
+                  passthrough: tuple, outputs: tuple = ()) -> Callable:
     """fn(env) running `program` (GraphExecutor's step tuples) against `env`, or None when
     the program is empty or too long. `store(env, step, result)` stores a result that is not one
     array; `failure(step, exception)` builds the error raised for a failing kernel;
-    exceptions of the `passthrough` types are re-raised unchanged."""
+    exceptions of the `passthrough` types are re-raised unchanged; `outputs`: the names read
+    from env after the run."""
     if not _writable(program):
         return None
-    return _generate(program, array_type, store, failure, passthrough)
+    return _generate(program, array_type, store, failure, passthrough, outputs)
 
 
 def compiled_on_first_call(program: tuple, *how) -> Callable:
@@ -86,9 +89,16 @@ def _writable(program: tuple) -> bool:
 
 
 def _generate(program: tuple, array_type, store: Callable, failure: Callable,
-              passthrough: tuple) -> Callable:
+              passthrough: tuple, outputs: tuple) -> Callable:
+    def one_value(step, result):
+        """What `store` keeps for a single-output step's result that is not an array."""
+        scratch = {}
+        store(scratch, step, result)
+        return scratch[step.single_output]
+
     writer = _Writer({"ARRAY": array_type, "store": store, "failure": failure,
-                      "PASSTHROUGH": passthrough})
+                      "PASSTHROUGH": passthrough, "one_value": one_value},
+                     _locals(program, set(outputs)))
     writer.lines += ["def run_program(env):", "    try:"]
     writer.write(program, {}, " " * 8)
     writer.lines += ["    except PASSTHROUGH:", "        raise",
@@ -101,11 +111,38 @@ def _generate(program: tuple, array_type, store: Callable, failure: Callable,
     return writer.names["run_program"]
 
 
-class _Writer:
-    """Source lines of one generated function and the names its code refers to."""
+def _locals(program: tuple, outputs: set) -> dict:
+    """Value name -> the Python local that holds it in the generated function: every single
+    array a written step stores, but those that must be found in env: `outputs`, what steps
+    with subgraphs store or read through them (their subgraphs see env; an inlined If's too,
+    for the calls that do not take the written path), and multi-output steps' results."""
+    stored, resident = set(), set(outputs)
+    _collect_names(program, stored, resident)
+    return {name: f"v{i}" for i, name in enumerate(sorted(stored - resident))}
 
-    def __init__(self, names: dict):
+
+def _collect_names(program: tuple, stored: set, resident: set) -> None:
+    for fn, ctx, inputs, attrs, single, frees, step in program:
+        outputs = {name for name in step.outputs if name}
+        if isinstance(fn, InlineIf) or ctx is None:
+            resident |= outputs | subgraph_reads(step.node)
+            if isinstance(fn, InlineIf):
+                _collect_names(fn.then_branch.program, stored, resident)
+                _collect_names(fn.else_branch.program, stored, resident)
+        elif single:
+            stored.add(single)
+        else:
+            resident |= outputs
+
+
+class _Writer:
+    """Source lines of one generated function and the names its code refers to. Values
+    live in Python locals (`local`: name -> identifier) where they can, else in env: a
+    local read or write costs about half a dict's."""
+
+    def __init__(self, names: dict, local: dict):
         self.names = names
+        self.local = local
         self.lines: list = []
         self.steps: list = []           # step number -> Step, for failure()
         self.step_at: dict = {}         # source line number -> the step it belongs to
@@ -116,10 +153,15 @@ class _Writer:
         return name
 
     def ref(self, name: str, constants: dict) -> str:
-        """Source reading value `name`: a bound constant of an inlined branch, or env's."""
+        """Source reading value `name`: a bound constant of an inlined branch, a local, or
+        env's."""
         if name in constants:
             return self.bind(constants[name])
-        return f"env[{name!r}]"
+        return self.target(name)
+
+    def target(self, name: str) -> str:
+        """Source naming where value `name` lives (to read, store or delete it)."""
+        return self.local.get(name) or f"env[{name!r}]"
 
     def write(self, program: tuple, constants: dict, pad: str) -> None:
         for fn, ctx, inputs, attrs, single, frees, step in program:
@@ -131,7 +173,7 @@ class _Writer:
             else:
                 self.write_call(i, fn, ctx, inputs, attrs, single, constants, pad)
             for name in frees:
-                self.lines.append(f"{pad}del env[{name!r}]")
+                self.lines.append(f"{pad}del {self.target(name)}")
             for line in range(first_line, len(self.lines) + 1):   # a failure's line: its step
                 self.step_at.setdefault(line, i)
 
@@ -145,7 +187,10 @@ class _Writer:
             self.names[f"a{i}"] = attrs
             args.append(f"**a{i}")
         self.lines.append(f"{pad}r = f{i}({', '.join(args)})")
-        if single:
+        if single in self.local:
+            self.lines.append(f"{pad}{self.local[single]} = r if type(r) is ARRAY else "
+                              f"one_value(steps[{i}], r)")
+        elif single:
             self.lines.append(f"{pad}if type(r) is ARRAY: env[{single!r}] = r")
             self.lines.append(f"{pad}else: store(env, steps[{i}], r)")
         else:
@@ -174,4 +219,4 @@ class _Writer:
                 self.lines.append(f"{pad}env[{name!r}] = {self.ref(key, scope)}")
         for name in branch.leftovers:
             if name not in step.outputs:
-                self.lines.append(f"{pad}del env[{name!r}]")
+                self.lines.append(f"{pad}del {self.target(name)}")
