@@ -654,3 +654,13 @@ def test_array_feature_extractor_takes_in_range_indices_and_names_a_bad_one():
         with pytest.raises(ValueError, match=f"index {index} is out of range for a last axis "
                                              "of size 4"):
             afe(x, np.array(bad, np.int64))
+
+
+@pytest.mark.parametrize("x_shape,w_shape", [((0, 4, 3), (5, 4, 3)),
+                                             ((0, 96, 16, 16), (128, 96, 3, 3))])
+def test_conv_of_an_empty_batch_is_an_empty_output(x_shape, w_shape):
+    """Batch 0 takes no GEMM method (the gather and Winograd ones would reshape nothing)."""
+    conv = _kernel("Conv", 11)
+    y = conv(np.ones(x_shape, np.float32), np.ones(w_shape, np.float32),
+             np.ones(w_shape[0], np.float32), pads=[1] * (2 * (len(x_shape) - 2)))
+    assert y.shape == (0, w_shape[0]) + x_shape[2:] and y.dtype == np.float32

@@ -93,3 +93,27 @@ def test_a_shape_value_computed_as_a_numpy_scalar_is_remembered_downstream(monke
     np.testing.assert_array_equal(sess.run(None, {"x": np.ones(3, np.float32)})[0],
                                   np.full(3, 2, np.float32))
     assert len(calls) == 2
+
+
+def test_an_output_computed_from_a_remembered_value_is_the_callers_own_copy():
+    """Squeeze/Reshape of a remembered shape value is a view of it: the output must still be
+    a copy, or a caller writing to it changes what the next run returns."""
+    nodes = [helper.make_node("Shape", ["x"], ["shape"]),
+             helper.make_node("Gather", ["shape", "one"], ["width"], axis=0),
+             helper.make_node("Reshape", ["width", "flat"], ["y"]),
+             helper.make_node("Unsqueeze", ["width", "axes"], ["z"])]
+    inits = [helper.make_tensor("one", TensorProto.INT64, [], [1]),
+             helper.make_tensor("flat", TensorProto.INT64, [1], [-1]),
+             helper.make_tensor("axes", TensorProto.INT64, [1], [0])]
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, None)],
+        [helper.make_tensor_value_info(n, TensorProto.INT64, None) for n in ("y", "z")], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    sess = edgerun.InferenceSession(model.SerializeToString())
+    x = np.zeros((2, 3), np.float32)
+    for _ in range(3):
+        y, z = sess.run(None, {"x": x})
+        np.testing.assert_array_equal(y, [3])
+        np.testing.assert_array_equal(z, [3])
+        y[...] = 99
+        z[...] = 98

@@ -101,8 +101,8 @@ def fold_into_conv(view: GraphView, op_type: str, fold) -> int:
             continue
         for conv, other in fed_by(view, node, "Conv"):
             constant = conv_channel_constant(view, conv, other)
-            bias = conv_bias(view, conv)
-            if constant is None or bias is None:
+            bias = None if constant is None else conv_bias(view, conv)
+            if bias is None:
                 continue
             fused = ir.Node(op_type="Conv", domain=conv.domain,
                             inputs=fold(view, conv, constant, bias), outputs=[node.outputs[0]],

@@ -30,7 +30,7 @@ from .attributes import initializer_value, kernel_attributes
 from .kernel_context import KernelContext
 from .partition import Partitioner
 from .plan import GraphPlan, Step, compute_frees, outer_scope_reads
-from .shape_memo import remembering, shape_determined_steps
+from .shape_memo import outputs_sharing_memory, remembering, shape_determined_steps
 from .straight_line import Branch, InlineIf, compiled_on_first_call, straight_line
 
 
@@ -139,7 +139,8 @@ class GraphExecutor:
         return GraphPlan(graph=self.graph, steps=steps, constants=self.constants,
                          input_names=self.input_names, output_names=self.output_names,
                          input_keys=input_keys, output_keys=output_keys, copies=placer.copies,
-                         program=program, runner=runner)
+                         program=program, runner=runner,
+                         copied_outputs=outputs_sharing_memory(steps, remembered, output_keys))
 
     def _bind_unit(self, unit, visible: set) -> "_BoundUnit":
         node, provider = unit.node, unit.provider
@@ -279,7 +280,10 @@ class GraphExecutor:
                 if frees:
                     for name in frees:
                         del env[name]
-        return [env[key] for key in plan.output_keys]
+        outputs = [env[key] for key in plan.output_keys]
+        for i in plan.copied_outputs:
+            outputs[i] = _copied(outputs[i])
+        return outputs
 
     def _run_profiled(self, env: dict, profile: list, plan: GraphPlan) -> None:
         """The loop of `run`, timing every step into `profile`."""
@@ -433,6 +437,11 @@ def _store_outputs(env: dict, step: Step, result) -> None:
     for name, value in zip(names, values):
         if name:
             env[name] = _as_value(value)
+
+
+def _copied(value):
+    """An array output as a fresh array (other values are returned as they are)."""
+    return value.copy() if isinstance(value, _ARRAY) else value
 
 
 def _as_value(value):

@@ -40,6 +40,7 @@ class GraphPlan:
     copies: int = 0          # device <-> host copy steps among `steps`
     program: tuple = ()      # the steps as tuples run() unpacks (GraphExecutor._place)
     runner: Optional[Callable] = None   # the program as one function of env (straight_line)
+    copied_outputs: tuple = ()  # positions in output_keys handed out as copies (shape_memo)
 
 
 def compute_frees(steps: list, keep: set, local_names: set) -> None:

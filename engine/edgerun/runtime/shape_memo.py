@@ -13,7 +13,9 @@ shape-determined. Its CPU step keeps its last inputs and result:
   the chain downstream of an unchanged shape is recognised one `is` test per input.
 
 Kernels never write to their inputs or outputs, so a remembered array stays valid. Values
-that leave the graph are not remembered: callers may write to what `run` returns. A result
+that leave the graph are not remembered: callers may write to what `run` returns; and an
+output computed from a remembered value (a Reshape or Squeeze of one is a view of it, an If
+may return it as is) is handed out as a copy (`outputs_sharing_memory`). A result
 is remembered in the form env stores (a numpy scalar as a 0-d array): otherwise each run
 would store a fresh array and the steps downstream would never see the same object.
 """
@@ -22,7 +24,7 @@ from __future__ import annotations
 from typing import Callable
 
 from .kernel_context import same_objects
-from .plan import Step
+from .plan import Step, subgraph_reads
 
 SHAPE_ROOTS = {"Shape", "Size"}
 # deterministic, cheap on small tensors, no subgraphs or sequences
@@ -53,6 +55,16 @@ def shape_determined_steps(steps: list, constants, graph_outputs) -> dict:
             continue
         determined.update(o for o in step.outputs if o)
     return chosen
+
+
+def outputs_sharing_memory(steps: list, remembered: dict, output_keys: tuple) -> tuple:
+    """Positions in `output_keys` of the graph outputs a step computes from a remembered
+    value (read directly or by its subgraphs): they may be that value or a view of it."""
+    kept = {name for i in remembered for name in steps[i].outputs if name}
+    risky = {name for step in steps
+             if any(n in kept for n in step.inputs) or kept & subgraph_reads(step.node)
+             for name in step.outputs if name}
+    return tuple(i for i, key in enumerate(output_keys) if key in risky)
 
 
 def remembering(step: Step, kind: str, as_value: Callable):

@@ -59,7 +59,7 @@ def step_count(program: tuple) -> int:
 
 
 def straight_line(program: tuple, array_type, store: Callable, failure: Callable,
-                  passthrough: tuple, outputs: tuple = ()) -> Callable:
+                  passthrough: tuple, outputs: tuple) -> Callable:
     """fn(env) running `program` (GraphExecutor's step tuples) against `env`, or None when
     the program is empty or too long. `store(env, step, result)` stores a result that is not one
     array; `failure(step, exception)` builds the error raised for a failing kernel;

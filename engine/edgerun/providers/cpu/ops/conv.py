@@ -592,7 +592,7 @@ def _conv_plan(x_shape, w_shape, group, kernel_shape, strides, dilations, pads,
         raise ValueError(f"kernel_shape {list(kernel_shape)} does not match W's spatial "
                          f"shape {kernel}")
     geometry = window_geometry(x_shape[2:], kernel, strides, dilations, pads, auto_pad)
-    if not all(geometry.out_shape):
+    if not x_shape[0] or not all(geometry.out_shape):      # an empty output
         return ConvPlan(geometry, "windows")
     unpadded = not any(geometry.pads_begin) and not any(geometry.pads_end)
     if all(k == 1 for k in kernel) and unpadded:

@@ -68,8 +68,8 @@ def _one_image(x, u, bias, pads_begin, out_shape):
     tiles_h, tiles_w = (out_shape[0] + 1) // 2, (out_shape[1] + 1) // 2
     tiles = tiles_h * tiles_w
     padded = _padded(x, pads_begin, 2 * tiles_h + 2, 2 * tiles_w + 2)
+    step = max(1, _BLOCK // tiles)          # channels per block of the transforms
     v = np.empty((4, 4, channels, tiles_h, tiles_w), x.dtype)
-    step = max(1, _BLOCK // tiles)
     scratch = np.empty((4, 4, min(step, channels), tiles_h, tiles_w), x.dtype)
     for c0 in range(0, channels, step):
         c1 = min(channels, c0 + step)
@@ -77,7 +77,6 @@ def _one_image(x, u, bias, pads_begin, out_shape):
                          tiles_h, tiles_w)
     products = np.matmul(u, v.reshape(16, channels, tiles)).reshape(4, 4, m, tiles_h, tiles_w)
     y = np.empty((m, tiles_h, 2, tiles_w, 2), x.dtype)
-    step = max(1, _BLOCK // tiles)
     scratch = np.empty((2, 4, min(step, m), tiles_h, tiles_w), x.dtype)
     for m0 in range(0, m, step):
         m1 = min(m, m0 + step)
@@ -90,11 +89,11 @@ def _one_image(x, u, bias, pads_begin, out_shape):
 
 
 def _padded(x, pads_begin, height: int, width: int):
-    """x (C, H, W) placed at pads_begin in zeros of (C, height, width), cut to fit."""
+    """x (C, H, W) placed at pads_begin in zeros of (C, height, width) (which hold it: the
+    tiles cover every output, so the padded input's last row and column)."""
     padded = np.zeros((x.shape[0], height, width), x.dtype)
     top, left = pads_begin
-    rows, cols = min(x.shape[1], height - top), min(x.shape[2], width - left)
-    padded[:, top:top + rows, left:left + cols] = x[:, :rows, :cols]
+    padded[:, top:top + x.shape[1], left:left + x.shape[2]] = x
     return padded
 
 
