@@ -342,10 +342,10 @@ def test_a_failing_step_in_an_inlined_branch_is_named():
 
 
 def test_generated_code_keeps_values_in_locals_but_what_subgraphs_and_callers_read():
-    """The straight line holds single-array results in Python locals. What must stay in env
-    does: values an inlined If's branches read (its kernel runs them against env when the
-    condition is not a one-element array), values a Loop body reads, the graph outputs; a
-    kernel's numpy scalar result (Not of a 0-d bool) is kept as env would keep it."""
+    """The straight line holds single-array results in Python locals. What must be in env
+    is: values a Loop body reads, the graph outputs, and the values an inlined If's branches
+    read once its kernel runs them against env (a condition that is not a one-element
+    array); a kernel's numpy scalar result (Not of a 0-d bool) is kept as env would keep it."""
     loop_body = helper.make_graph(
         [helper.make_node("Identity", ["cond_in"], ["cond_out"]),
          helper.make_node("Add", ["acc_in", "b"], ["acc_out"])], "body",

@@ -116,8 +116,9 @@ def _generate(program: tuple, array_type, store: Callable, failure: Callable,
 def _locals(program: tuple, outputs: set) -> dict:
     """Value name -> the Python local that holds it in the generated function: every single
     array a written step stores, but those that must be found in env: `outputs`, what steps
-    with subgraphs store or read through them (their subgraphs see env; an inlined If's too,
-    for the calls that do not take the written path), and multi-output steps' results."""
+    with subgraphs store or read through them (their subgraphs see env), and multi-output
+    steps' results. An inlined If whose condition is not a one-element array goes through
+    its kernel: the locals its branches read are copied into env just before."""
     stored, resident = set(), set(outputs)
     _collect_names(program, stored, resident)
     return {name: f"v{i}" for i, name in enumerate(sorted(stored - resident))}
@@ -126,11 +127,12 @@ def _locals(program: tuple, outputs: set) -> dict:
 def _collect_names(program: tuple, stored: set, resident: set) -> None:
     for fn, ctx, inputs, attrs, single, frees, step in program:
         outputs = {name for name in step.outputs if name}
-        if isinstance(fn, InlineIf) or ctx is None:
+        if isinstance(fn, InlineIf):
+            resident |= outputs
+            _collect_names(fn.then_branch.program, stored, resident)
+            _collect_names(fn.else_branch.program, stored, resident)
+        elif ctx is None:
             resident |= outputs | subgraph_reads(step.node)
-            if isinstance(fn, InlineIf):
-                _collect_names(fn.then_branch.program, stored, resident)
-                _collect_names(fn.else_branch.program, stored, resident)
         elif single:
             stored.add(single)
         else:
@@ -209,6 +211,8 @@ class _Writer:
         self.lines.append(f"{pad}    else:")
         self.write_branch(inline.else_branch, step, constants, inner)
         self.lines.append(f"{pad}else:")
+        for name in sorted(subgraph_reads(step.node) & self.local.keys()):   # what it reads
+            self.lines.append(f"{pad}    env[{name!r}] = {self.local[name]}")
         self.write_call(i, inline.fallback, None, inputs, {}, single, constants, pad + "    ",
                         first="cond")
 
