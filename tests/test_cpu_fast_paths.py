@@ -543,6 +543,15 @@ def test_pools_match_reference(x_shape, kernel, strides, pads, dilations, ceil_m
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("op,opset", [("MaxPool", 12), ("AveragePool", 19), ("LpPool", 18)])
+def test_pools_refuse_pads_as_large_as_the_kernel(op, opset):
+    """onnxruntime refuses them too: a window would hold only padding, nothing to pool."""
+    x = np.ones((1, 1, 4, 4), np.float32)
+    with pytest.raises(ValueError, match=r"pads \[0, 2, 0, 0\] must be smaller than "
+                                         r"kernel_shape \[2, 2\].*axis 1"):
+        _kernel(op, opset)(x, kernel_shape=[2, 2], pads=[0, 2, 0, 0])
+
+
 # ---- np.maximum / np.minimum against a scalar through rows of copies ---------------------------
 
 

@@ -49,8 +49,22 @@ def _key(values):
 def _cached_geometry(in_shape, kernel_shape, strides, dilations, pads, auto_pad, ceil_mode):
     """window_geometry per shape and attributes, computed once (a few us per call otherwise);
     callers never modify it."""
+    _check_pads(kernel_shape, pads)
     return window_geometry(in_shape, kernel_shape, strides, dilations, pads, auto_pad,
                            ceil_mode)
+
+
+def _check_pads(kernel_shape, pads) -> None:
+    """Explicit pads must be smaller than the kernel, as onnxruntime requires: a larger pad
+    puts whole windows in the padding, with nothing to pool."""
+    rank = len(kernel_shape)
+    if not pads or len(pads) != 2 * rank:      # window_geometry names a wrong length
+        return
+    for axis, size in enumerate(kernel_shape):
+        if pads[axis] >= size or pads[axis + rank] >= size:
+            raise ValueError(f"pads {list(pads)} must be smaller than kernel_shape "
+                             f"{list(kernel_shape)} on every axis (axis {axis}: a window "
+                             f"would lie entirely in the padding)")
 
 
 def _window_planes(x, geometry, fill):
