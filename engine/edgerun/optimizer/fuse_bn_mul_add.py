@@ -14,14 +14,14 @@ from __future__ import annotations
 
 from .. import ir
 from .graph_edit import GraphView, PassContext, is_onnx
-from .patterns import other_input, per_channel_constant
+from .patterns import is_inference_batch_norm, other_input, per_channel_constant
 from .ranks import known_rank
 
 
 def fuse_bn_mul_add(view: GraphView, ctx: PassContext) -> int:
     count = 0
     for bn in view.live_nodes():
-        if view.is_dead(bn) or not _is_inference_bn(view, bn):
+        if view.is_dead(bn) or not is_inference_batch_norm(bn):
             continue
         scale, bias = view.constant(bn.inputs[1]), view.constant(bn.inputs[2])
         if scale is None or bias is None or scale.dtype.kind != "f" or scale.ndim != 1:
@@ -40,12 +40,6 @@ def fuse_bn_mul_add(view: GraphView, ctx: PassContext) -> int:
         view.replace([bn] + chain, fused)
         count += 1
     return count
-
-
-def _is_inference_bn(view: GraphView, bn) -> bool:
-    return (is_onnx(bn, "BatchNormalization") and len(bn.inputs) >= 5
-            and len([o for o in bn.outputs if o]) == 1 and not bn.attr("training_mode", 0)
-            and bn.attr("spatial", 1) == 1)
 
 
 def _absorbed_chain(view: GraphView, bn, scale, bias, rank):

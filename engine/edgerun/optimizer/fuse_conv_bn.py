@@ -9,6 +9,7 @@ spatial=1). The fused Conv writes the BatchNormalization's output name.
 from __future__ import annotations
 
 from .graph_edit import GraphView, PassContext, is_onnx
+from .patterns import conv_bias, is_inference_batch_norm
 
 
 def fuse_conv_bn(view: GraphView, ctx: PassContext) -> int:
@@ -32,23 +33,19 @@ def fuse_conv_bn(view: GraphView, ctx: PassContext) -> int:
 def _folded_weights(view: GraphView, conv, bn):
     import numpy as np
 
-    if len([o for o in bn.outputs if o]) != 1 or bn.attr("training_mode", 0):
-        return None
-    if bn.attr("spatial", 1) != 1 or len(bn.inputs) < 5:
+    if not is_inference_batch_norm(bn):
         return None
     w = view.constant(conv.inputs[1])
     params = [view.constant(n) for n in bn.inputs[1:5]]
-    b = view.constant(conv.inputs[2]) if len(conv.inputs) > 2 and conv.inputs[2] else None
-    if w is None or any(p is None for p in params) or w.dtype.kind != "f":
-        return None
-    if len(conv.inputs) > 2 and conv.inputs[2] and b is None:
+    b = conv_bias(view, conv)
+    if w is None or any(p is None for p in params) or w.dtype.kind != "f" or b is None:
         return None
     gamma, beta, mean, var = (p.astype(np.float64).reshape(-1) for p in params)
     channels = w.shape[0]
     if any(p.size != channels for p in (gamma, beta, mean, var)):
         return None
     scale = gamma / np.sqrt(var + bn.attr("epsilon", 1e-5))
-    bias = np.zeros(channels) if b is None else b.astype(np.float64).reshape(-1)
+    bias = np.broadcast_to(np.asarray(b, np.float64).reshape(-1), (channels,))
     new_w = (w.astype(np.float64) * scale.reshape((-1,) + (1,) * (w.ndim - 1))).astype(w.dtype)
     new_b = ((bias - mean) * scale + beta).astype(w.dtype)
     return new_w, new_b

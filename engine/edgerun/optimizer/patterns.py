@@ -113,6 +113,14 @@ def fold_into_conv(view: GraphView, op_type: str, fold) -> int:
     return count
 
 
+def is_inference_batch_norm(node) -> bool:
+    """A BatchNormalization in inference form: one output, no training_mode, spatial=1, and
+    its four parameter inputs."""
+    return (is_onnx(node, "BatchNormalization") and len(node.inputs) >= 5
+            and len([o for o in node.outputs if o]) == 1 and not node.attr("training_mode", 0)
+            and node.attr("spatial", 1) == 1)
+
+
 def conv_bias(view: GraphView, conv):
     """The conv's constant bias, 0 when it has none, None when its bias is not a constant."""
     if len(conv.inputs) > 2 and conv.inputs[2]:
