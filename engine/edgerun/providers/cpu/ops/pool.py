@@ -6,8 +6,8 @@ one spatial axis at a time. 2-D pools with stride 1 or no padding do it over the
 padded planes (each kernel position one long shifted operation); the others take each kernel
 position along an axis as one strided operation over the outputs whose window it falls in:
 padding is never copied nor combined (a stride-1 last axis is padded and reduced over
-flattened rows instead). A window covering the whole input
-is one reduction over trailing axes; MaxPool with indices walks every kernel position.
+flattened rows instead). A window covering the whole input is one reduction over trailing
+axes; MaxPool with indices walks every kernel position.
 AveragePool divides by a per-window count (cached per shape), built axis by axis.
 Outputs keep the input dtype; float16 and exotic floats are computed in float32.
 """
@@ -98,8 +98,10 @@ def _separable_reduce(x, geometry, fill, combine):
         values = _reduce_axis(values, axis, geometry, combine, fill)
     if not flat_last:
         return values if values is not x else values.copy()
-    values = _reduce_last_axis(_pad_last_axis(values, geometry, fill), geometry, combine)
-    return np.ascontiguousarray(values[..., :out_shape[-1]])
+    padded = _pad_last_axis(values, geometry, fill)
+    rows = _shifted_combine(padded.reshape(-1), kernel[-1], geometry.dilations[-1], fill,
+                            combine).reshape(padded.shape)
+    return np.array(rows[..., :out_shape[-1]])      # a copy: rows may be x itself
 
 
 def _unpadded(x, geometry) -> bool:
@@ -137,8 +139,10 @@ def _flat_reduce_2d(x, geometry, fill, combine):
 
 
 def _shifted_combine(flat, kernel: int, step: int, fill, combine):
-    """out[i] = combine over k < kernel of flat[i + k * step], fresh; the last
-    (kernel - 1) * step positions, which no window starts at, hold `fill`."""
+    """out[i] = combine over k < kernel of flat[i + k * step], fresh (flat itself for a
+    kernel of 1); the last (kernel - 1) * step positions, where windows would run past the
+    end, hold `fill`. Over flattened rows or planes, a window that reaches past its row's or
+    plane's end only fills a position the caller drops."""
     if kernel == 1:
         return flat
     count = flat.size - (kernel - 1) * step
@@ -173,25 +177,6 @@ def _pad_last_axis(values, geometry, fill):
               geometry.padded_extent(last) - values.shape[-1] - geometry.pads_begin[last])
     return np.ascontiguousarray(pad_spatial(values, [0] * last + [geometry.pads_begin[last]],
                                             [0] * last + [end], fill))
-
-
-def _reduce_last_axis(padded, geometry, combine):
-    """Rows as wide as `padded`'s (contiguous, stride 1 along the last axis) whose first
-    out_shape[-1] columns are the windows' reduction along the last axis: position j of the
-    flattened rows combines flat[j + k * dilation], so a window reaching past its row's
-    end only fills a scratch column the caller drops."""
-    kernel, dilation = geometry.kernel[-1], geometry.dilations[-1]
-    width, size = padded.shape[-1], geometry.out_shape[-1]
-    flat = padded.reshape(-1)
-    out = np.empty(padded.shape, padded.dtype)
-    count = out.size - (width - size)       # the last row's scratch columns would overrun
-    target = out.reshape(-1)
-    target[count:] = 0
-    np.copyto(target[:count], flat[:count])
-    for k in range(1, kernel):
-        start = k * dilation
-        combine(target[:count], flat[start:start + count], out=target[:count])
-    return out
 
 
 def _tap_ranges(length: int, size: int, kernel: int, stride: int, dilation: int,
