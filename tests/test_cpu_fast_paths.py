@@ -673,3 +673,111 @@ def test_conv_of_an_empty_batch_is_an_empty_output(x_shape, w_shape):
     y = conv(np.ones(x_shape, np.float32), np.ones(w_shape, np.float32),
              np.ones(w_shape[0], np.float32), pads=[1] * (2 * (len(x_shape) - 2)))
     assert y.shape == (0, w_shape[0]) + x_shape[2:] and y.dtype == np.float32
+
+
+# ---- Conv: depthwise 2-D by row mixing -----------------------------------------------------
+
+
+def _depthwise_float64(x, w, b, strides, dilations, pads):
+    """Depthwise 2-D conv in float64, one shifted window view per kernel position."""
+    n, channels, height, width = x.shape
+    out_channels, _, kh, kw = w.shape
+    top, left, bottom, right = pads
+    xp = np.zeros((n, channels, height + top + bottom, width + left + right))
+    xp[:, :, top:top + height, left:left + width] = x
+    rows = (xp.shape[2] - (kh - 1) * dilations[0] - 1) // strides[0] + 1
+    cols = (xp.shape[3] - (kw - 1) * dilations[1] - 1) // strides[1] + 1
+    source = np.repeat(xp, out_channels // channels, axis=1)
+    y = np.zeros((n, out_channels, rows, cols)) + (0 if b is None else b[:, None, None])
+    for t in range(kh):
+        for k in range(kw):
+            r0, c0 = t * dilations[0], k * dilations[1]
+            window = source[:, :, r0:r0 + (rows - 1) * strides[0] + 1:strides[0],
+                            c0:c0 + (cols - 1) * strides[1] + 1:strides[1]]
+            y += w[None, :, 0, t, k, None, None] * window
+    return y
+
+
+# (x shape, kernel, strides, dilations, pads, channel multiplier): ppocr's short maps (one
+# band reading only input rows, kernels taller than the input), several bands with and
+# without a cropped last one, strides and dilations on either axis, all-padding rows.
+ROW_MIX_CASES = [((2, 6, 2, 9), (5, 5), (1, 1), (1, 1), (2, 2, 2, 2), 1),
+                 ((2, 5, 3, 11), (5, 5), (2, 1), (1, 1), (2, 2, 2, 2), 1),
+                 ((1, 3, 1, 7), (3, 3), (1, 1), (1, 1), (1, 1, 1, 1), 1),
+                 ((1, 4, 14, 14), (3, 3), (1, 1), (1, 1), (1, 1, 1, 1), 1),
+                 ((1, 4, 13, 9), (3, 3), (2, 2), (1, 1), (1, 0, 1, 2), 1),
+                 ((3, 2, 11, 10), (3, 2), (1, 3), (2, 1), (0, 1, 3, 0), 2),
+                 ((1, 3, 6, 5), (2, 3), (1, 1), (1, 2), (4, 0, 0, 4), 1),
+                 ((1, 2, 3, 4), (3, 3), (1, 1), (1, 1), (5, 1, 0, 1), 1)]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("x_shape,kernel,strides,dilations,pads,multiplier", ROW_MIX_CASES)
+def test_conv_depthwise_row_mix_matches_reference(x_shape, kernel, strides, dilations, pads,
+                                                  multiplier, dtype):
+    """Through the Conv kernel (its cost model's band), then with every band height: one
+    band, several, a last one cropped."""
+    from edgerun.providers.cpu.ops import conv_depthwise
+    channels = x_shape[1]
+    w_shape = (channels * multiplier, 1) + kernel
+    plan = conv_ops._conv_plan(x_shape, w_shape, channels, kernel, strides, dilations, pads,
+                               "NOTSET")
+    assert plan.method == "row_mix"
+    x = rng.standard_normal(x_shape).astype(dtype)
+    w = rng.standard_normal(w_shape).astype(dtype)
+    b = rng.standard_normal(w_shape[0]).astype(dtype)
+    attrs = dict(pads=list(pads), strides=list(strides), dilations=list(dilations),
+                 group=channels, kernel_shape=list(kernel))
+    want = _reference("Conv", {"x": x, "w": w, "b": b}, 11, **attrs)
+    conv = _kernel("Conv", 11)
+    for _ in range(2):          # the second call reuses the prepared weights and layout
+        got = conv(x, w, b, **attrs)
+        assert got.dtype == dtype and got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    out_shape = tuple(plan.geometry.out_shape)
+    for band in range(1, out_shape[0] + 1):
+        shape = (x_shape, kernel, strides, dilations, pads[:2], out_shape)
+        layout = conv_depthwise.row_mix_layout(*shape, band)
+        assert layout.bands == -(-out_shape[0] // band)
+        mix = conv_depthwise.row_mix_weights(w, layout, strides, dilations)
+        for bias in (b, None):
+            fn = conv_depthwise.row_mix_conv(mix, bias, layout, *shape)
+            expected = want if bias is not None else want - b[:, None, None]
+            np.testing.assert_allclose(fn(x), expected, rtol=1e-5, atol=1e-5,
+                                       err_msg=f"band {band}")
+
+
+def test_conv_depthwise_row_mix_matches_float64_on_random_geometries():
+    """Random sizes, kernels, strides, dilations, pads (up to 4 per side), multipliers and
+    batches, with and without bias; float32 within 1e-4 of float64 (sums of at most 25
+    products of unit normals)."""
+    conv = _kernel("Conv", 11)
+    checked = 0
+    while checked < 150:
+        n, channels, multiplier = rng.integers(1, 4), rng.integers(2, 6), rng.choice([1, 1, 2])
+        height, width = rng.integers(1, 18, size=2)
+        kernel = tuple(int(k) for k in rng.integers(1, 6, size=2))
+        strides = tuple(int(s) for s in rng.integers(1, 4, size=2))
+        dilations = tuple(int(d) for d in rng.integers(1, 3, size=2))
+        pads = tuple(int(p) for p in rng.integers(0, 5, size=4))
+        if height + pads[0] + pads[2] < (kernel[0] - 1) * dilations[0] + 1 or \
+                width + pads[1] + pads[3] < (kernel[1] - 1) * dilations[1] + 1:
+            continue
+        x = rng.standard_normal((n, channels, height, width)).astype(np.float32)
+        w = rng.standard_normal((channels * multiplier, 1) + kernel).astype(np.float32)
+        b = rng.standard_normal(w.shape[0]).astype(np.float32) if checked % 3 else None
+        got = conv(x, w, b, pads=list(pads), strides=list(strides), dilations=list(dilations),
+                   group=int(channels))
+        want = _depthwise_float64(x, w, b, strides, dilations, pads)
+        assert got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4,
+                                   err_msg=f"{x.shape} {kernel} {strides} {dilations} {pads}")
+        checked += 1
+
+
+def test_conv_depthwise_band_height_follows_the_map():
+    """One band over ppocr's 3-row maps (its zeros cost less than more GEMM calls); bands of
+    a few rows over a 56x56 map (one band would multiply 19x the zeros)."""
+    from edgerun.providers.cpu.ops.conv_depthwise import band_rows
+    assert band_rows((2, 88, 3, 96), (5, 5), (1, 1), (1, 1), (2, 2), (3, 96)) == 3
+    assert 2 <= band_rows((1, 144, 56, 56), (3, 3), (1, 1), (1, 1), (1, 1), (56, 56)) <= 8

@@ -5,9 +5,10 @@ Every kernel works on N-D channels-first tensors (N, C, D1, ..., Dk).
   on the (C, D1 * ... * Dk) view; other kernels are im2col + GEMM. The columns come from a
   flat tap layout (`TapLayout`: the input split into stride phases, padded and flattened,
   so every kernel position reads one contiguous slice per row) or, where that layout would
-  waste much GEMM work on wide rows, from a strided view of the padded input. Depthwise
-  convolutions (one input channel per group) use the flat columns with one small product
-  per channel. Taps that read only padding are dropped, weights included. Outputs of a few
+  waste much GEMM work on wide rows, from a strided view of the padded input. 2-D depthwise
+  convolutions (one input channel per group) mix bands of rows by small GEMMs
+  (conv_depthwise.py); other depthwise ones use the flat columns with one small product per
+  channel. Taps that read only padding are dropped, weights included. Outputs of a few
   positions gather their columns by one index (conv_gather.py); 3x3 stride-1 convs with many
   channels use Winograd F(2x2, 3x3) (conv_winograd.py).
 - ConvTranspose and Col2Im go the other way: columns are folded back into an image by
@@ -25,6 +26,8 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from ..registry import kernel
+from .conv_depthwise import (RowMixLayout, band_rows, row_mix_conv, row_mix_layout,
+                             row_mix_weights)
 from .conv_gather import (GATHER_MAX_COLUMNS, GATHER_MAX_POSITIONS, GatherIndex,
                           channel_gather_index, gathered_conv)
 from .conv_winograd import winograd_conv, winograd_pays, winograd_weights
@@ -502,10 +505,11 @@ _GATHER_SPAN = 1     # output positions per output channel below which dropped t
 class ConvPlan:
     """What one Conv shape signature needs: its geometry and the method that runs it."""
     geometry: WindowGeometry
-    method: str   # "pointwise", "gather", "winograd", "depthwise", "chunked", "taps", "flat"
-    #               or "windows"
+    method: str   # "pointwise", "gather", "winograd", "row_mix", "depthwise", "chunked",
+    #               "taps", "flat" or "windows"
     layout: TapLayout = None
     gather: GatherIndex = None  # channel_gather_index(...) for the "gather" method
+    row_mix: RowMixLayout = None    # for the "row_mix" method
 
 
 def _tap_gemms_pay(x_shape, w_shape, group: int, layout: TapLayout) -> bool:
@@ -607,6 +611,11 @@ def _conv_plan(x_shape, w_shape, group, kernel_shape, strides, dilations, pads,
     if winograd_pays(x_shape, w_shape, group, geometry.strides, geometry.dilations,
                      geometry.out_shape):
         return ConvPlan(geometry, "winograd")
+    if len(x_shape) == 4 and group > 1 and group == channels and w_shape[1] == 1:
+        shape = (tuple(x_shape), tuple(kernel), tuple(geometry.strides),
+                 tuple(geometry.dilations), tuple(geometry.pads_begin),
+                 tuple(geometry.out_shape))
+        return ConvPlan(geometry, "row_mix", row_mix=row_mix_layout(*shape, band_rows(*shape)))
     layout = layout_of(x_shape[2:], geometry)
     if len(layout.copies) > _MAX_PHASES:
         return ConvPlan(geometry, "windows")
@@ -651,6 +660,13 @@ def convolve(x, w, b=None, auto_pad="NOTSET", dilations=None, group=1, kernel_sh
             weights = live_tap_matrix(weights, plan.layout)
         elif plan.method == "winograd":
             weights = winograd_weights(weights)
+        elif plan.method == "row_mix":
+            g = plan.geometry
+            shape = (tuple(g.kernel), tuple(g.strides), tuple(g.dilations))
+            mix = row_mix_weights(weights, plan.row_mix, *shape[1:])
+            return plan, acc, None, None, row_mix_conv(
+                mix, bias, plan.row_mix, x.shape, *shape, tuple(g.pads_begin),
+                tuple(g.out_shape))
         elif plan.method == "gather":
             return plan, acc, None, None, gathered_conv(
                 weights.reshape(weights.shape[0], -1), bias, plan.gather, x.shape,
