@@ -117,3 +117,37 @@ def test_an_output_computed_from_a_remembered_value_is_the_callers_own_copy():
         np.testing.assert_array_equal(z, [3])
         y[...] = 99
         z[...] = 98
+
+
+def test_generated_code_tests_remembered_keys_without_calling_the_step(monkeypatch):
+    """On a hit the plan's generated code takes the remembered result itself (no call of the
+    step's wrapper); a new input shape calls it again."""
+    from edgerun.runtime import executor, shape_memo
+
+    calls = []
+
+    def counted_remembering(step, kind, as_value):
+        remembered = shape_memo.remembering(step, kind, as_value)
+
+        def counted(*args, **attrs):
+            calls.append(step.node.op_type)
+            return remembered(*args, **attrs)
+
+        counted.memory, counted.keyed_by = remembered.memory, remembered.keyed_by
+        return counted
+
+    monkeypatch.setattr(executor, "remembering", counted_remembering)
+    so = edgerun.SessionOptions()
+    so.graph_optimization_level = edgerun.GraphOptimizationLevel.ORT_DISABLE_ALL
+    sess = edgerun.InferenceSession(_reshape_by_shape_model(), so)
+    x = np.ones((2, 3, 4), np.float32)
+    sess.run(None, {"x": x})
+    first = len(calls)
+    assert first == 4                   # Shape, Gather, Unsqueeze, Concat
+    for _ in range(3):
+        y, _ = sess.run(None, {"x": x})
+        np.testing.assert_array_equal(y, np.full((2, 12), 2, np.float32))
+    assert len(calls) == first
+    y, _ = sess.run(None, {"x": np.ones((3, 2), np.float32)})
+    np.testing.assert_array_equal(y, np.full((3, 2), 2, np.float32))
+    assert len(calls) == 2 * first

@@ -12,6 +12,9 @@ shape-determined. Its CPU step keeps its last inputs and result:
   objects on every run, and a remembered result is handed out as the same object again, so
   the chain downstream of an unchanged shape is recognised one `is` test per input.
 
+The generated plan code (straight_line) reads the step's memory and tests the key itself,
+calling the step only on a miss.
+
 Kernels never write to their inputs or outputs, so a remembered array stays valid. Values
 that leave the graph are not remembered: callers may write to what `run` returns; and an
 output computed from a remembered value (a Reshape or Squeeze of one is a view of it, an If
@@ -87,14 +90,17 @@ def remembering(step: Step, kind: str, as_value: Callable):
             if entry is not None and entry[0] == shape:
                 return entry[1]
             return keep(shape, fn(ctx, data, **attrs))
-        return by_shape
-
-    def by_inputs(ctx, *inputs, **attrs):
-        entry = last[0]
-        if entry is not None and same_objects(entry[0], inputs):
-            return entry[1]
-        return keep(inputs, fn(ctx, *inputs, **attrs))
-    return by_inputs
+        remembered = by_shape
+    else:
+        def by_inputs(ctx, *inputs, **attrs):
+            entry = last[0]
+            if entry is not None and same_objects(entry[0], inputs):
+                return entry[1]
+            return keep(inputs, fn(ctx, *inputs, **attrs))
+        remembered = by_inputs
+    # what generated plan code reads to test the key itself, without the call (straight_line)
+    remembered.memory, remembered.keyed_by = last, kind
+    return remembered
 
 
 def _small(result) -> bool:

@@ -4,8 +4,9 @@
 branching on what it holds. Written out, each step is one call with its inputs read by name,
 one store and its `del`s: about a third less time per node on graphs of tiny operators. Values
 live in Python locals where nothing outside the function needs them (see `_locals`), which
-halves what each read and store costs again. The function is built once per plan; a failing
-step is found by the line its exception left.
+halves what each read and store costs again. A step whose result is remembered between runs
+(shape_memo) tests its key in place and calls nothing on a hit. The function is built once
+per plan; a failing step is found by the line its exception left.
 
 A CPU If whose branches store no name the parent graph uses is written out too (`InlineIf`):
 the condition picks one branch's steps in place, instead of a call that builds the branch's
@@ -190,7 +191,12 @@ class _Writer:
         if attrs and ctx is not None:
             self.names[f"a{i}"] = attrs
             args.append(f"**a{i}")
-        self.lines.append(f"{pad}r = f{i}({', '.join(args)})")
+        memory = getattr(fn, "memory", None)
+        if memory is not None and not first:
+            self.write_memory_test(i, memory, fn.keyed_by, inputs, args[1:], constants, pad)
+            self.lines.append(f"{pad}else: r = f{i}({', '.join(args)})")
+        else:
+            self.lines.append(f"{pad}r = f{i}({', '.join(args)})")
         if single in self.local:
             self.lines.append(f"{pad}{self.local[single]} = r if type(r) is ARRAY else "
                               f"one_value(steps[{i}], r)")
@@ -199,6 +205,22 @@ class _Writer:
             self.lines.append(f"{pad}else: store(env, steps[{i}], r)")
         else:
             self.lines.append(f"{pad}store(env, steps[{i}], r)")
+
+    def write_memory_test(self, i, memory: list, keyed_by: str, inputs, sources: list,
+                          constants: dict, pad: str) -> None:
+        """`r = ` a remembered result (shape_memo) when its key still holds, tested in
+        place: the call, its argument packing and the wrapper's own test cost several times
+        as much on the shape chains that streaming models run every time. `sources`: the
+        call's input arguments."""
+        self.names[f"m{i}"] = memory
+        if keyed_by == "shape":
+            test = f"m[0] == {sources[0]}.shape"
+        else:           # a bound constant is the same object on every run: not tested
+            test = " and ".join(f"m[0][{j}] is {source}"
+                                for j, (name, source) in enumerate(zip(inputs, sources))
+                                if name not in constants) or "True"
+        self.lines.append(f"{pad}m = m{i}[0]")
+        self.lines.append(f"{pad}if m is not None and {test}: r = m[1]")
 
     def write_if(self, i, inline: InlineIf, inputs, single, step, constants, pad):
         """The branch chosen by a one-element numpy condition, written in place; any other
