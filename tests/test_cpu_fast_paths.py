@@ -552,21 +552,42 @@ def test_pools_refuse_pads_as_large_as_the_kernel(op, opset):
         _kernel(op, opset)(x, kernel_shape=[2, 2], pads=[0, 2, 0, 0])
 
 
-# ---- np.maximum / np.minimum against a scalar through rows of copies ---------------------------
+# ---- np.maximum / np.minimum / np.clip against scalars through numpy's clip ufunc -----------
 
 
-@pytest.mark.parametrize("size", [5, 2048, 65536, 65536 * 2 + 3, 200000])
-def test_scalar_clamps_match_numpy(size):
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
+@pytest.mark.parametrize("size", [5, 2048, 200000])
+def test_scalar_clamps_match_numpy(size, dtype):
     from edgerun.providers.cpu.ops.clamp import clip_to, maximum_of, minimum_of
-    x = rng.standard_normal(size).astype(np.float32)
+    x = rng.standard_normal(size).astype(dtype)
     x[::11] = np.nan
-    np.testing.assert_array_equal(maximum_of(x, 0), np.maximum(x, np.float32(0)))
-    np.testing.assert_array_equal(minimum_of(x, 0.5), np.minimum(x, np.float32(0.5)))
+    x[1::13] = np.inf
+    x[2::13] = -np.inf
+    np.testing.assert_array_equal(maximum_of(x, 0), np.maximum(x, dtype(0)))
+    np.testing.assert_array_equal(minimum_of(x, 0.5), np.minimum(x, dtype(0.5)))
     y = x.copy()
     assert clip_to(y, -1, 1, out=y) is y
-    np.testing.assert_array_equal(y, np.minimum(np.maximum(x, -1), 1))
-    strided = x[::2]                            # not contiguous: numpy's own call
-    np.testing.assert_array_equal(maximum_of(strided, 0), np.maximum(strided, 0))
+    np.testing.assert_array_equal(y, np.minimum(np.maximum(x, dtype(-1)), dtype(1)))
+    np.testing.assert_array_equal(clip_to(x, 2, 1), np.clip(x, dtype(2), dtype(1)))
+    strided = x[::2]
+    np.testing.assert_array_equal(maximum_of(strided, 0), np.maximum(strided, dtype(0)))
+    assert maximum_of(x, 0).dtype == dtype and clip_to(x, 0, 1).dtype == dtype
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int32, np.int64, np.bool_])
+def test_scalar_clamps_of_integers_and_bools_match_numpy(dtype):
+    from edgerun.providers.cpu.ops.clamp import clip_to, maximum_of, minimum_of
+    info = np.iinfo(dtype) if dtype is not np.bool_ else None
+    x = (rng.integers(-100, 100, 300) if info is None or info.min < 0 else
+         rng.integers(0, 200, 300)).astype(dtype)
+    if info is not None:
+        x[:2] = info.min, info.max
+    low, high = (False, True) if dtype is np.bool_ else (3, 50)
+    np.testing.assert_array_equal(maximum_of(x, low), np.maximum(x, dtype(low)))
+    np.testing.assert_array_equal(minimum_of(x, high), np.minimum(x, dtype(high)))
+    np.testing.assert_array_equal(clip_to(x, low, high),
+                                  np.minimum(np.maximum(x, dtype(low)), dtype(high)))
+    assert clip_to(x, low, high).dtype == dtype
 
 
 # ---- Pad: reflect/edge/wrap of small tensors through one prepared index ------------------------

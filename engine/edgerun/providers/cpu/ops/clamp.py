@@ -1,57 +1,58 @@
-"""np.maximum / np.minimum of a float array and one scalar, at the speed of two arrays.
+"""np.maximum / np.minimum / np.clip of an array and scalar bounds, at numpy's best speed.
 
-numpy (2.x) runs maximum and minimum of a float32 array against a scalar about 2.7x slower
-than against an array of the same shape (the scalar operand takes a loop that branches per
-element; 300 vs 110 us on 800k values): Relu, Clip and the hard activations all hit it.
-Here the scalar is a cached row of copies and x is viewed as rows of that length plus a
-tail, so both operands are contiguous. NaN propagates as with numpy's own call.
+numpy (2.x) runs maximum and minimum of a float array against a scalar through a loop that
+branches per element (300 us on 800k float32 values), and np.clip through a Python wrapper
+(~2 us per call). Its `clip` ufunc called directly has a vectorised loop for scalar bounds:
+0.7 us on 300 values, 22 us on 200k, 87 us on 800k (2-core EPYC). Relu, Clip, HardSwish,
+HardSigmoid and the fused activations all run through here. A one-sided bound is a clip
+whose other bound is the dtype's extreme (infinity for floats). NaN propagates as with
+np.maximum / np.minimum.
 """
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 
-_ROW = 1 << 16       # elements per row: the per-row call overhead vanishes against the work
-_SMALL = 2048        # below this many elements the plain call is cheaper
-_FAST_DTYPES = (np.dtype(np.float32),)
+try:
+    from numpy._core.umath import clip as _clip          # numpy 2
+except ImportError:                                     # pragma: no cover - numpy 1.x
+    from numpy.core.umath import clip as _clip
 
 
-@functools.lru_cache(maxsize=32)
-def _scalar_row(dtype: np.dtype, value: float) -> np.ndarray:
-    row = np.full(_ROW, value, dtype)
-    row.flags.writeable = False
-    return row
+_EXTREMES: dict = {}
 
 
-def _against_scalar(ufunc, x: np.ndarray, value, out):
-    if x.dtype not in _FAST_DTYPES or x.size < _SMALL or not x.flags.c_contiguous or \
-            (out is not None and not out.flags.c_contiguous):
-        return ufunc(x, x.dtype.type(value), out=out)
-    if out is None:
-        out = np.empty_like(x)
-    row = _scalar_row(x.dtype, float(value))
-    source, target = x.reshape(-1), out.reshape(-1)
-    whole = source.size - source.size % _ROW
-    if whole:
-        ufunc(source[:whole].reshape(-1, _ROW), row, out=target[:whole].reshape(-1, _ROW))
-    if whole < source.size:
-        tail = source.size - whole
-        ufunc(source[whole:], row[:tail], out=target[whole:])
-    return out
+def _extremes(dtype: np.dtype):
+    """(lowest, highest) value of a numeric dtype, or None."""
+    if dtype not in _EXTREMES:
+        if dtype.kind == "f":
+            _EXTREMES[dtype] = dtype.type(-np.inf), dtype.type(np.inf)
+        elif dtype.kind in "iu":
+            info = np.iinfo(dtype)
+            _EXTREMES[dtype] = dtype.type(info.min), dtype.type(info.max)
+        else:
+            _EXTREMES[dtype] = None
+    return _EXTREMES[dtype]
 
 
 def maximum_of(x: np.ndarray, value, out=None) -> np.ndarray:
     """np.maximum(x, value) for a scalar `value`, in x's dtype."""
-    return _against_scalar(np.maximum, x, value, out)
+    extremes = _extremes(x.dtype)
+    if extremes is None:
+        return np.maximum(x, x.dtype.type(value), out=out)
+    return _clip(x, x.dtype.type(value), extremes[1], out=out)
 
 
 def minimum_of(x: np.ndarray, value, out=None) -> np.ndarray:
     """np.minimum(x, value) for a scalar `value`, in x's dtype."""
-    return _against_scalar(np.minimum, x, value, out)
+    extremes = _extremes(x.dtype)
+    if extremes is None:
+        return np.minimum(x, x.dtype.type(value), out=out)
+    return _clip(x, extremes[0], x.dtype.type(value), out=out)
 
 
 def clip_to(x: np.ndarray, low, high, out=None) -> np.ndarray:
-    """np.clip(x, low, high) for scalar bounds."""
-    y = maximum_of(x, low, out)
-    return minimum_of(y, high, out=y)
+    """np.clip(x, low, high) for scalar bounds, in x's dtype."""
+    if _extremes(x.dtype) is None:
+        return np.minimum(np.maximum(x, x.dtype.type(low), out=out), x.dtype.type(high),
+                          out=out)
+    return _clip(x, x.dtype.type(low), x.dtype.type(high), out=out)
