@@ -599,9 +599,12 @@ def _conv_plan(x_shape, w_shape, group, kernel_shape, strides, dilations, pads,
     if not x_shape[0] or not all(geometry.out_shape):      # an empty output
         return ConvPlan(geometry, "windows")
     unpadded = not any(geometry.pads_begin) and not any(geometry.pads_end)
-    if all(k == 1 for k in kernel) and unpadded:
-        return ConvPlan(geometry, "pointwise")
     positions = x_shape[0] * math.prod(geometry.out_shape)
+    one_position_batch = group == 1 and positions == x_shape[0] > 1
+    if all(k == 1 for k in kernel) and unpadded and not one_position_batch:
+        return ConvPlan(geometry, "pointwise")
+    # (a batch of one position each, as in squeeze-excite blocks: gathered, every image's
+    # values in one GEMM instead of one per image)
     if group == 1 and positions <= GATHER_MAX_POSITIONS and \
             positions * channels * math.prod(kernel) <= GATHER_MAX_COLUMNS:
         return ConvPlan(geometry, "gather", gather=channel_gather_index(

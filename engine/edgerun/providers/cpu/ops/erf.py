@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .clamp import clip_to
+
 # ---- float64: fdlibm ---------------------------------------------------------------------
 
 _ERF_SMALL_P = (1.28379167095512558561e-01, -3.25042107247001499370e-01,
@@ -123,7 +125,7 @@ def _blockwise(block_fn, x: np.ndarray) -> np.ndarray:
 def _rational_erf(value, scratch):
     """erf of the float64 values in `value`, computed in place (scratch: 3 buffers)."""
     square, numerator, denominator = scratch
-    np.clip(value, -_RATIONAL_LIMIT, _RATIONAL_LIMIT, out=value)    # NaN stays NaN
+    clip_to(value, -_RATIONAL_LIMIT, _RATIONAL_LIMIT, out=value)    # NaN stays NaN
     np.multiply(value, value, out=square)
     _horner(_RATIONAL_P, square, numerator)
     _horner(_RATIONAL_Q, square, denominator)
