@@ -804,3 +804,23 @@ def test_conv_depthwise_band_height_follows_the_map():
     from edgerun.providers.cpu.ops.conv_depthwise import band_rows
     assert band_rows((2, 88, 3, 96), (5, 5), (1, 1), (1, 1), (2, 2), (3, 96)) == 3
     assert 2 <= band_rows((1, 144, 56, 56), (3, 3), (1, 1), (1, 1), (1, 1), (56, 56)) <= 8
+
+
+def test_ignored_float_errors_silence_the_block_and_restore_the_callers_state():
+    import warnings
+    from edgerun.providers.cpu.ops.float_errors import ignored_float_errors
+    x = np.array([-1.0, 0.0, 1e300])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with np.errstate(invalid="raise", divide="warn"):
+            with ignored_float_errors():
+                np.sqrt(x)
+                np.log(x)
+                with ignored_float_errors():        # nested
+                    _ = x * 1e300
+                np.divide(1.0, x)
+            with pytest.raises(FloatingPointError):
+                np.sqrt(x)
+            with pytest.raises(RuntimeWarning):
+                np.log(x)
+    assert np.geterr()["invalid"] == "warn"

@@ -13,6 +13,7 @@ from ..registry import kernel
 from .clamp import clip_to, maximum_of, minimum_of
 from .elementwise import erf, float_math, is_float
 from .erf import gelu_erf
+from .float_errors import ignored_float_errors
 
 
 def _sigmoid(x: np.ndarray) -> np.ndarray:
@@ -52,7 +53,7 @@ def _activation(fn, x: np.ndarray) -> np.ndarray:
     """fn(x) in x's dtype: floats through float_math, integers through float64."""
     if is_float(x.dtype):
         return float_math(fn, x)
-    with np.errstate(all="ignore"):
+    with ignored_float_errors():
         return fn(x.astype(np.float64)).astype(x.dtype)
 
 

@@ -14,6 +14,7 @@ import numpy as np
 
 from ....ir import dtypes
 from ..registry import kernel
+from .float_errors import ignored_float_errors
 
 FLOAT8_CODES = frozenset({dtypes.FLOAT8E4M3FN, dtypes.FLOAT8E4M3FNUZ,
                           dtypes.FLOAT8E5M2, dtypes.FLOAT8E5M2FNUZ})
@@ -44,7 +45,7 @@ def cast_array(x: np.ndarray, to: int, saturate: bool = True, round_mode: str = 
     saturating; opset 24 changed that to +-max.
     """
     x = np.asarray(x)
-    with np.errstate(invalid="ignore", over="ignore"):   # out-of-range casts are undefined
+    with ignored_float_errors():   # out-of-range casts are undefined
         return _cast(x, to, saturate, round_mode, fnuz_inf_to_nan)
 
 

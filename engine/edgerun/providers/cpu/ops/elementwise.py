@@ -15,6 +15,7 @@ import numpy as np
 
 from ..registry import kernel
 from .clamp import maximum_of, minimum_of
+from .float_errors import ignored_float_errors
 
 # ---- shared helpers (activations.py, reduction.py and softmax.py use these too) -----------
 
@@ -42,7 +43,7 @@ def float_math(fn, x: np.ndarray) -> np.ndarray:
     Composite formulas (sigmoid, erf, softplus, ...) round once at the end instead of
     after every step when x is float16 or an ml_dtypes float.
     """
-    with np.errstate(all="ignore"):
+    with ignored_float_errors():
         return np.asarray(fn(widened(x))).astype(x.dtype, copy=False)
 
 
@@ -77,11 +78,11 @@ def _unary(op_type: str, fn, float_only: bool = False):
 
     def run(ctx, x, **_legacy):
         if x.dtype == np.float32 or x.dtype == np.float64:    # the common case, kept cheap
-            with np.errstate(all="ignore"):
+            with ignored_float_errors():
                 return np.asarray(fn(x))
         if float_only or is_ml_float(x.dtype):
             return float_math(fn, x)
-        with np.errstate(all="ignore"):
+        with ignored_float_errors():
             return _same_dtype(fn(x), x)
 
     run.__name__ = op_type.lower()
@@ -137,7 +138,7 @@ def _arithmetic(fn, a, b, broadcast=0, axis=None):
     if a.dtype == b.dtype and a.dtype.kind == "f" and not broadcast:
         return fn(a, b)       # the common case, kept cheap: same float dtype, numpy rules
     b = align_legacy_broadcast(a, b, broadcast, axis)
-    with np.errstate(all="ignore"):
+    with ignored_float_errors():
         if is_ml_float(a.dtype):
             return _same_dtype(fn(widened(a), widened(b)), a)
         return _same_dtype(fn(a, b), a)
@@ -182,7 +183,7 @@ def pow_(ctx, x, y, broadcast=0, axis=None):
             and y.dtype.kind in "fiu" and y.reshape(-1)[0] == 2:
         return np.multiply(x, x)       # squaring (variances, norms): exact in x's dtype
     y = align_legacy_broadcast(x, y, broadcast, axis)
-    with np.errstate(all="ignore"):
+    with ignored_float_errors():
         if x.dtype.kind in "iu":
             if y.dtype.kind in "iu" and not np.any(y < 0):
                 return _same_dtype(np.power(x, y.astype(x.dtype)), x)
@@ -211,7 +212,7 @@ def _variadic(fn, inputs) -> np.ndarray:
     if not inputs:
         raise ValueError("expected at least one input")
     first = inputs[0]
-    with np.errstate(all="ignore"):
+    with ignored_float_errors():
         if is_ml_float(first.dtype):
             inputs = [widened(x) for x in inputs]
         return _same_dtype(functools.reduce(fn, inputs), first)
@@ -347,7 +348,7 @@ def where(ctx, condition, x, y):
 def _clip(x: np.ndarray, low, high) -> np.ndarray:
     """min(max(x, low), high): with low > high every element becomes high; NaN stays NaN."""
     out = x
-    with np.errstate(all="ignore"):
+    with ignored_float_errors():
         if low is not None:
             out = maximum_of(out, np.asarray(low).astype(x.dtype).reshape(()))
         if high is not None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from .clamp import clip_to
+from .float_errors import ignored_float_errors
 
 # ---- float64: fdlibm ---------------------------------------------------------------------
 
@@ -99,7 +100,7 @@ _SQRT_HALF = 0.5 ** 0.5
 def erf(x: np.ndarray) -> np.ndarray:
     """The error function of a float array: float64 stays float64, anything else is float32."""
     x = np.asarray(x)
-    with np.errstate(all="ignore"):
+    with ignored_float_errors():
         if x.dtype == np.float64:
             return _erf_double(x)
         return _blockwise(_erf_block, x.astype(np.float32, copy=False))
@@ -107,7 +108,7 @@ def erf(x: np.ndarray) -> np.ndarray:
 
 def gelu_erf(x: np.ndarray) -> np.ndarray:
     """0.5 * x * (1 + erf(x / sqrt(2))) of a float32 array, as a fresh float32 array."""
-    with np.errstate(all="ignore"):
+    with ignored_float_errors():
         return _blockwise(_gelu_block, x)
 
 

@@ -22,6 +22,7 @@ from .activations import (gelu, hard_sigmoid, hard_swish, leaky_relu, relu, sigm
                           sigmoid_fresh, tanh)
 from .clamp import clip_to, maximum_of
 from .conv import convolve
+from .float_errors import ignored_float_errors
 from .matmul import gemm, matmul
 from .normalization import layer_normalization
 from .softmax import softmax_13
@@ -76,7 +77,7 @@ def _tanh_in_place(y, p):
 def _hard_sigmoid_in_place(y, p):
     alpha = p[0] if len(p) > 0 else 0.2
     beta = p[1] if len(p) > 1 else 0.5
-    with np.errstate(over="ignore"):
+    with ignored_float_errors():
         y *= y.dtype.type(alpha)
         y += y.dtype.type(beta)
     return clip_to(y, 0, 1, out=y)

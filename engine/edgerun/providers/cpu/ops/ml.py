@@ -18,6 +18,7 @@ import weakref
 import numpy as np
 
 from ..registry import kernel
+from .float_errors import ignored_float_errors
 
 ML = "ai.onnx.ml"
 
@@ -104,7 +105,7 @@ def _erf_inv(x: np.ndarray) -> np.ndarray:
     # scores agree with it rather than with an exact inverse.
     a = np.float32(0.147)
     sign = np.where(x < 0, np.float32(-1), np.float32(1))
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with ignored_float_errors():
         ln = np.log((1 - x) * (1 + x))
         t = np.float32(2 / (np.pi * 0.147)) + np.float32(0.5) * ln
         inner = -t + np.sqrt(t * t - ln / a)
@@ -129,7 +130,7 @@ def _softmax_zero_rows(s: np.ndarray) -> np.ndarray:
     nonzero = np.abs(s) > 1e-7
     e = np.where(nonzero, np.exp(s - vmax), s * np.exp(-vmax))
     total = np.where(nonzero, e, 0).sum(axis=1, keepdims=True)
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with ignored_float_errors():
         return e / total
 
 

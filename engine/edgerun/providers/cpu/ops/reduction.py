@@ -20,6 +20,7 @@ import numpy as np
 
 from ..registry import kernel
 from .elementwise import is_float, truncating_divide, widened
+from .float_errors import ignored_float_errors
 
 
 def normalized_axes(ndim: int, axes, noop_with_empty_axes: int = 0):
@@ -158,7 +159,7 @@ def _reduce(fn, data: np.ndarray, axes, keepdims: int, noop_with_empty_axes: int
     if fn in _QUIET and data.size and (data.dtype == np.float32 or data.dtype == np.float64):
         result = fn(data, axes, bool(keepdims))     # the common case, without errstate
     else:
-        with np.errstate(all="ignore"):
+        with ignored_float_errors():
             result = fn(widened(data), axes, bool(keepdims))
     return np.asarray(result).astype(data.dtype, copy=False)
 

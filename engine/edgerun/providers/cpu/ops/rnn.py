@@ -10,12 +10,13 @@ import numpy as np
 
 from ..registry import kernel
 from .activations import sigmoid_fresh
+from .float_errors import ignored_float_errors
 
 
 # --- activations ------------------------------------------------------------------------------
 
 def _sigmoid(x, alpha, beta):
-    with np.errstate(over="ignore"):
+    with ignored_float_errors():
         return 1.0 / (1.0 + np.exp(-x))
 
 
@@ -296,7 +297,7 @@ def _default_lstm_step(r_t, h3: int):
         h, c = states
         gates = h @ r_t
         gates += xw
-        with np.errstate(over="ignore"):
+        with ignored_float_errors():
             _sigmoid_in_place(gates[:, :h3])
         cell = np.tanh(gates[:, h3:], out=gates[:, h3:])
         hidden = h3 // 3
