@@ -134,8 +134,10 @@ class GraphExecutor:
                          s.single_output, s.free_after, s)
                         for i, s in enumerate(steps))
         generate = compiled_on_first_call if self.is_subgraph else straight_line
+        fixed = {name: value for name, value in self.constants.items()
+                 if name not in self.input_names}      # a feed may replace an initializer
         runner = generate(program, _ARRAY, _store_outputs, _kernel_failure, (EdgerunError,),
-                          output_keys)
+                          output_keys, fixed)
         return GraphPlan(graph=self.graph, steps=steps, constants=self.constants,
                          input_names=self.input_names, output_names=self.output_names,
                          input_keys=input_keys, output_keys=output_keys, copies=placer.copies,

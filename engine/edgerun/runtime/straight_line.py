@@ -5,8 +5,10 @@ branching on what it holds. Written out, each step is one call with its inputs r
 one store and its `del`s: about a third less time per node on graphs of tiny operators. Values
 live in Python locals where nothing outside the function needs them (see `_locals`), which
 halves what each read and store costs again. A step whose result is remembered between runs
-(shape_memo) tests its key in place and calls nothing on a hit. The function is built once
-per plan; a failing step is found by the line its exception left.
+(shape_memo) tests its key in place and calls nothing on a hit; a CPU node that only
+re-views a tensor by constant axes or bounds (Unsqueeze, Squeeze, Slice, Gather of one index,
+Reshape, Identity) is written as its numpy expression instead of a kernel call (inline_ops).
+The function is built once per plan; a failing step is found by the line its exception left.
 
 A CPU If whose branches store no name the parent graph uses is written out too (`InlineIf`):
 the condition picks one branch's steps in place, instead of a call that builds the branch's
@@ -17,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+from .inline_ops import inline_expression
 from .plan import subgraph_reads
 
 # Past this many steps the generated source takes longer to compile than it saves.
@@ -60,15 +63,16 @@ def step_count(program: tuple) -> int:
 
 
 def straight_line(program: tuple, array_type, store: Callable, failure: Callable,
-                  passthrough: tuple, outputs: tuple) -> Callable:
+                  passthrough: tuple, outputs: tuple, fixed: dict = None) -> Callable:
     """fn(env) running `program` (GraphExecutor's step tuples) against `env`, or None when
     the program is empty or too long. `store(env, step, result)` stores a result that is not one
     array; `failure(step, exception)` builds the error raised for a failing kernel;
     exceptions of the `passthrough` types are re-raised unchanged; `outputs`: the names read
-    from env after the run."""
+    from env after the run; `fixed`: values env holds on every run (constants no feed
+    replaces), which simple operators' expressions may build on (inline_ops)."""
     if not _writable(program):
         return None
-    return _generate(program, array_type, store, failure, passthrough, outputs)
+    return _generate(program, array_type, store, failure, passthrough, outputs, fixed)
 
 
 def compiled_on_first_call(program: tuple, *how) -> Callable:
@@ -92,16 +96,20 @@ def _writable(program: tuple) -> bool:
 
 
 def _generate(program: tuple, array_type, store: Callable, failure: Callable,
-              passthrough: tuple, outputs: tuple) -> Callable:
+              passthrough: tuple, outputs: tuple, fixed: dict = None) -> Callable:
     def one_value(step, result):
         """What `store` keeps for a single-output step's result that is not an array."""
         scratch = {}
         store(scratch, step, result)
         return scratch[step.single_output]
 
+    stored, resident = set(), set(outputs)
+    _collect_names(program, stored, resident)
+    fixed = {name: value for name, value in (fixed or {}).items()
+             if name not in stored and name not in resident}
     writer = _Writer({"ARRAY": array_type, "store": store, "failure": failure,
                       "PASSTHROUGH": passthrough, "one_value": one_value},
-                     _locals(program, set(outputs)))
+                     _locals(program, set(outputs)), fixed)
     writer.lines += ["def run_program(env):", "    try:"]
     writer.write(program, {}, " " * 8)
     writer.lines += ["    except PASSTHROUGH:", "        raise",
@@ -145,9 +153,10 @@ class _Writer:
     live in Python locals (`local`: name -> identifier) where they can, else in env: a
     local read or write costs about half a dict's."""
 
-    def __init__(self, names: dict, local: dict):
+    def __init__(self, names: dict, local: dict, fixed: dict):
         self.names = names
         self.local = local
+        self.fixed = fixed              # env's values that are the same on every run
         self.lines: list = []
         self.steps: list = []           # step number -> Step, for failure()
         self.step_at: dict = {}         # source line number -> the step it belongs to
@@ -176,13 +185,14 @@ class _Writer:
             if isinstance(fn, InlineIf):
                 self.write_if(i, fn, inputs, single, step, constants, pad)
             else:
-                self.write_call(i, fn, ctx, inputs, attrs, single, constants, pad)
+                self.write_call(i, fn, ctx, inputs, attrs, single, constants, pad, step)
             for name in frees:
                 self.lines.append(f"{pad}del {self.target(name)}")
             for line in range(first_line, len(self.lines) + 1):   # a failure's line: its step
                 self.step_at.setdefault(line, i)
 
-    def write_call(self, i, fn, ctx, inputs, attrs, single, constants, pad, first=None):
+    def write_call(self, i, fn, ctx, inputs, attrs, single, constants, pad, step=None,
+                   first=None):
         self.names[f"f{i}"] = fn
         args = [f"c{i}"] if ctx is not None else ["env"]
         if ctx is not None:
@@ -192,9 +202,15 @@ class _Writer:
             self.names[f"a{i}"] = attrs
             args.append(f"**a{i}")
         memory = getattr(fn, "memory", None)
+        expression = None
+        if step is not None and ctx is not None and step.provider == "cpu" and \
+                step.node.domain in ("", "ai.onnx"):
+            expression = self.inline(step, inputs, attrs, args[1:len(inputs) + 1], constants)
         if memory is not None and not first:
             self.write_memory_test(i, memory, fn.keyed_by, inputs, args[1:], constants, pad)
             self.lines.append(f"{pad}else: r = f{i}({', '.join(args)})")
+        elif expression is not None:
+            self.lines.append(f"{pad}r = {expression}")
         else:
             self.lines.append(f"{pad}r = f{i}({', '.join(args)})")
         if single in self.local:
@@ -205,6 +221,17 @@ class _Writer:
             self.lines.append(f"{pad}else: store(env, steps[{i}], r)")
         else:
             self.lines.append(f"{pad}store(env, steps[{i}], r)")
+
+    def inline(self, step, inputs, attrs, sources, constants: dict):
+        """The node as one numpy expression (inline_ops), or None: its kernel is called."""
+        def constant(j):
+            name = inputs[j]
+            if name in constants:
+                return constants[name]
+            return self.fixed.get(name)
+
+        sources = [source if name else None for name, source in zip(inputs, sources)]
+        return inline_expression(step.node.op_type, attrs, sources, constant, self.bind)
 
     def write_memory_test(self, i, memory: list, keyed_by: str, inputs, sources: list,
                           constants: dict, pad: str) -> None:
