@@ -48,6 +48,9 @@ CASES = [
     ("Reshape", 14, (4, 3), [("shape", [-1, 2])], None, True),
     ("Reshape", 14, (4, 3), [("shape", [0, 3])], None, False),
     ("Identity", 13, (2, 2), [], None, True),
+    ("Pow", 13, (2, 3), [("two", 2)], None, True),
+    ("Pow", 13, (2, 3), [("three", 3)], None, False),
+    ("Pow", 13, (2, 3), [("two", [2])], None, False),
 ]
 
 

@@ -1,13 +1,14 @@
 """Simple CPU operators written into the generated plan code as one numpy expression.
 
 Streaming models run many nodes that only re-view a tensor (silero VAD: ~20 Unsqueeze,
-Squeeze, Slice, Gather and Identity nodes per call around its LSTM and STFT). Through its
-kernel each costs a call and the parsing of its constant axes or bounds, ~1 us; written as an
-indexing or `squeeze` expression with those constants bound once, ~0.2 us. Only forms whose
-numpy semantics are the operator's are written: constant, non-negative axes, Slice steps > 0
-(Python's slice clamping is ONNX's there), a scalar Gather index, Reshape without 0 dims.
-Every other node, and any input that does not fit at run time (numpy raises, and the step's
-failure names the node), goes through the kernel as before.
+Squeeze, Slice, Gather and Identity nodes per call around its LSTM and STFT) or square one.
+Through its kernel each costs a call and the parsing of its constant axes or bounds, ~1 us;
+written as an indexing, `squeeze` or product expression with those constants bound once,
+~0.2 us. Only forms whose numpy semantics are the operator's are written: constant,
+non-negative axes, Slice steps > 0 (Python's slice clamping is ONNX's there), a scalar Gather
+index, Reshape without 0 dims, Pow by a scalar 2. Every other node, and any input that does
+not fit at run time (numpy raises, and the step's failure names the node), goes through the
+kernel as before.
 
 `inline_expression(op_type, attrs, sources, constant, bind)` gives the expression or None:
 `sources[i]` is the code reading input i, `constant(i)` that input's value when it is a
@@ -108,5 +109,14 @@ def _reshape(attrs, sources, constant, bind):
     return f"{sources[0]}.reshape({bind(tuple(shape))})"
 
 
-_WRITERS = {"Identity": _identity, "Unsqueeze": _unsqueeze, "Squeeze": _squeeze,
+def _pow(attrs, sources, constant, bind):
+    """x ** 2 as x * x (variances, STFT magnitudes): exact in x's dtype, as the kernel's."""
+    exponent = constant(1) if len(sources) > 1 else None
+    kind = getattr(getattr(exponent, "dtype", None), "kind", None)
+    if kind not in ("f", "i", "u") or exponent.ndim != 0 or float(exponent) != 2.0:
+        return None
+    return f"{sources[0]} * {sources[0]}"
+
+
+_WRITERS = {"Pow": _pow, "Identity": _identity, "Unsqueeze": _unsqueeze, "Squeeze": _squeeze,
             "Slice": _slice, "Gather": _gather, "Reshape": _reshape}
