@@ -151,14 +151,24 @@ def _erf_block(source, destination, scratch):
     np.copyto(destination, _rational_erf(value, scratch[1:4]), casting="same_kind")
 
 
+# GELU's fit in x itself: 0.5 * erf(x / sqrt(2)) = x * P'(x^2) / Q'(x^2), with
+# P'_k = P_k * 2^-k * 0.5 / sqrt(2) and Q'_k = Q_k * 2^-k (z = x / sqrt(2), z^2 = x^2 / 2)
+_GELU_P = tuple(c * 0.5 ** k * 0.5 * _SQRT_HALF for k, c in enumerate(_RATIONAL_P))
+_GELU_Q = tuple(c * 0.5 ** k for k, c in enumerate(_RATIONAL_Q))
+_GELU_LIMIT = _RATIONAL_LIMIT / _SQRT_HALF
+
+
 def _gelu_block(source, destination, scratch):
-    x, z = scratch[0], scratch[4]
-    np.copyto(x, source)
-    np.multiply(x, _SQRT_HALF, out=z)
-    tail = z < -_RATIONAL_LIMIT          # 1 + erf < 2e-8 there: exactly 0, not the fit's
-    e = _rational_erf(z, scratch[1:4])   # residue times a growing x
-    e += 1.0
-    np.copyto(e, 0.0, where=tail)
-    e *= x
-    e *= 0.5
-    np.copyto(destination, e, casting="same_kind")
+    """x * Phi(x), Phi = 0.5 + 0.5 * erf(x / sqrt(2)) from the fit over x clipped to where
+    it holds, then clipped to [0, 1]: exactly 0 below (the fit's residue there times a large
+    |x| would not be) and exactly x above. 27 passes over the block."""
+    x, square, numerator, denominator = scratch[:4]
+    clip_to(source, -_GELU_LIMIT, _GELU_LIMIT, out=x)       # float32 in, float64 out
+    np.multiply(x, x, out=square)
+    _horner(_GELU_P, square, numerator)
+    _horner(_GELU_Q, square, denominator)
+    numerator *= x
+    numerator /= denominator
+    numerator += 0.5
+    clip_to(numerator, 0.0, 1.0, out=numerator)
+    np.multiply(numerator, source, out=destination, casting="same_kind")
