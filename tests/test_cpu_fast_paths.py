@@ -758,13 +758,16 @@ def test_conv_depthwise_row_mix_matches_reference(x_shape, kernel, strides, dila
         assert got.dtype == dtype and got.shape == want.shape
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
     out_shape = tuple(plan.geometry.out_shape)
+    column_taps = conv_ops.tap_ranges(x_shape[3], out_shape[1], kernel[1], strides[1],
+                                      dilations[1], pads[1])
     for band in range(1, out_shape[0] + 1):
         shape = (x_shape, kernel, strides, dilations, pads[:2], out_shape)
         layout = conv_depthwise.row_mix_layout(*shape, band)
         assert layout.bands == -(-out_shape[0] // band)
         mix = conv_depthwise.row_mix_weights(w, layout, strides, dilations)
         for bias in (b, None):
-            fn = conv_depthwise.row_mix_conv(mix, bias, layout, *shape)
+            fn = conv_depthwise.row_mix_conv(mix, bias, layout, x_shape, strides[0], pads[0],
+                                             column_taps, out_shape)
             expected = want if bias is not None else want - b[:, None, None]
             np.testing.assert_allclose(fn(x), expected, rtol=1e-5, atol=1e-5,
                                        err_msg=f"band {band}")

@@ -174,6 +174,23 @@ def kernel_positions(kernel):
     return list(np.ndindex(*kernel))
 
 
+def tap_ranges(length: int, size: int, kernel: int, stride: int, dilation: int,
+               pad_begin: int) -> list:
+    """(k, first, stop, source slice) per kernel position k along one axis whose outputs
+    first..stop-1 read input positions o * stride + k * dilation - pad_begin inside
+    0..length-1; positions that read only padding are left out (pools skip them, convs
+    read zeros there)."""
+    ranges = []
+    for k in range(kernel):
+        offset = k * dilation - pad_begin
+        first = max(0, -(offset // stride))
+        stop = max(0, min(size, (length - 1 - offset) // stride + 1))
+        if stop > first:
+            ranges.append((k, first, stop, slice(first * stride + offset,
+                                                 (stop - 1) * stride + offset + 1, stride)))
+    return ranges
+
+
 def fold(columns, out_shape, pads_begin, strides, dilations):
     """Sum sliding-window columns (N, C, *kernel, *blocks) back into (N, C, *out_shape).
 
@@ -665,10 +682,11 @@ def convolve(x, w, b=None, auto_pad="NOTSET", dilations=None, group=1, kernel_sh
             weights = winograd_weights(weights)
         elif plan.method == "row_mix":
             g = plan.geometry
-            shape = (tuple(g.kernel), tuple(g.strides), tuple(g.dilations))
-            mix = row_mix_weights(weights, plan.row_mix, *shape[1:])
+            mix = row_mix_weights(weights, plan.row_mix, g.strides, g.dilations)
+            column_taps = tap_ranges(x.shape[3], g.out_shape[1], g.kernel[1], g.strides[1],
+                                     g.dilations[1], g.pads_begin[1])
             return plan, acc, None, None, row_mix_conv(
-                mix, bias, plan.row_mix, x.shape, *shape, tuple(g.pads_begin),
+                mix, bias, plan.row_mix, x.shape, g.strides[0], g.pads_begin[0], column_taps,
                 tuple(g.out_shape))
         elif plan.method == "gather":
             return plan, acc, None, None, gathered_conv(

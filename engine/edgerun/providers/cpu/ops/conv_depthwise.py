@@ -93,36 +93,28 @@ def row_mix_weights(w: np.ndarray, layout: RowMixLayout, strides: tuple,
     return mix.reshape(1, channels, 1, layout.band, layout.rows * kw)
 
 
-def row_mix_conv(mix: np.ndarray, bias, layout: RowMixLayout, x_shape: tuple, kernel: tuple,
-                 strides: tuple, dilations: tuple, pads_begin: tuple, out_shape: tuple):
+def row_mix_conv(mix: np.ndarray, bias, layout: RowMixLayout, x_shape: tuple, row_stride: int,
+                 top: int, column_taps: list, out_shape: tuple):
     """fn(x): the depthwise conv of x (N, C, H, W) as a fresh (N, M, Ho, Wo) array, with
-    `mix` from row_mix_weights and `bias` (M,) or None. Each input channel feeds M / C
-    consecutive output channels."""
+    `mix` from row_mix_weights, `bias` (M,) or None, the rows' stride and padding before,
+    and `column_taps` (conv.tap_ranges along W: per kernel column k, the output columns
+    o0:o1 that read the input and the input columns they read). Each input channel feeds
+    M / C consecutive output channels."""
     n, in_channels, height, width = x_shape
     channels = mix.shape[1]
     repeats = channels // in_channels
-    kw, sh, dw = kernel[1], strides[0], dilations[1]
-    sw = strides[1]
-    top, left = pads_begin
+    kw = mix.shape[4] // layout.rows
     out_rows, out_cols = out_shape
     band, bands, s_rows = layout.band, layout.bands, layout.s_rows
     shift = top - layout.first                  # input row r is S row r + shift
     first_input = max(0, -shift)
     last_input = min(height, s_rows - shift)
-    # per kernel column: (output columns o0:o1, the input columns they read)
-    shifts = []
-    for k in range(kw):
-        offset = k * dw - left              # output o reads input column o * sw + offset
-        o0 = max(0, -(offset // sw))
-        o1 = min(out_cols, (width - 1 - offset) // sw + 1)
-        if o1 > o0:
-            shifts.append((k, o0, o1, slice(o0 * sw + offset, (o1 - 1) * sw + offset + 1, sw)))
     planes = n * channels
     item = np.dtype(mix.dtype).itemsize
     row = kw * out_cols * item
     view_shape = (n, channels, bands, layout.rows * kw, out_cols)
-    view_strides = (channels * s_rows * row, s_rows * row, band * sh * row, out_cols * item,
-                    item)
+    view_strides = (channels * s_rows * row, s_rows * row, band * row_stride * row,
+                    out_cols * item, item)
     column = None if bias is None else bias.reshape(-1, 1, 1)
 
     def depthwise(x):
@@ -132,7 +124,7 @@ def row_mix_conv(mix: np.ndarray, bias, layout: RowMixLayout, x_shape: tuple, ke
         if last_input > first_input:
             source = x.reshape(planes, height, width)[:, first_input:last_input]
             target = s[:, first_input + shift:last_input + shift]
-            for k, o0, o1, columns in shifts:
+            for k, o0, o1, columns in column_taps:
                 target[:, :, k, o0:o1] = source[:, :, columns]
         windows = np.ndarray(view_shape, s.dtype, buffer=s, strides=view_strides)
         y = np.matmul(mix, windows).reshape(n, channels, bands * band, out_cols)

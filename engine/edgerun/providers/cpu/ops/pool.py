@@ -18,7 +18,7 @@ import numpy as np
 
 from ..registry import kernel
 from .conv import (_ints, compute_dtype, kernel_positions, pad_spatial, padded_input,
-                   sliding_windows, window_geometry)
+                   sliding_windows, tap_ranges, window_geometry)
 from .reduction import trailing_sum
 
 
@@ -179,22 +179,6 @@ def _pad_last_axis(values, geometry, fill):
                                             [0] * last + [end], fill))
 
 
-def _tap_ranges(length: int, size: int, kernel: int, stride: int, dilation: int,
-                pad_begin: int) -> list:
-    """(first, stop, source slice) per kernel position along one axis: outputs first..stop-1
-    read input positions o * stride + k * dilation - pad_begin that lie inside 0..length-1
-    (positions in the padding are skipped: they never win a max nor add to a sum)."""
-    ranges = []
-    for k in range(kernel):
-        offset = k * dilation - pad_begin
-        first = max(0, -(offset // stride))
-        stop = max(0, min(size, (length - 1 - offset) // stride + 1))
-        if stop > first:
-            ranges.append((first, stop, slice(first * stride + offset,
-                                              (stop - 1) * stride + offset + 1, stride)))
-    return ranges
-
-
 def _reduce_axis(values, axis: int, geometry, combine, fill):
     """out[o] = combine over k of values[o * stride + k * dilation - pad_begin] along spatial
     `axis`, over the positions inside values (`fill` where a window holds none)."""
@@ -204,9 +188,9 @@ def _reduce_axis(values, axis: int, geometry, combine, fill):
     if kernel == 1 and stride == 1 and pad_begin == 0 and length == size:
         return values
     lead = (slice(None),) * (2 + axis)
-    ranges = _tap_ranges(length, size, kernel, stride, geometry.dilations[axis], pad_begin)
-    whole = [source for first, stop, source in ranges if first == 0 and stop == size]
-    part = [(first, stop, source) for first, stop, source in ranges
+    ranges = tap_ranges(length, size, kernel, stride, geometry.dilations[axis], pad_begin)
+    whole = [source for _, first, stop, source in ranges if first == 0 and stop == size]
+    part = [(first, stop, source) for _, first, stop, source in ranges
             if not (first == 0 and stop == size)]
     if len(whole) >= 2:
         out = combine(values[lead + (whole[0],)], values[lead + (whole[1],)])
