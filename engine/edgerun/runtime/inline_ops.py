@@ -37,8 +37,13 @@ def _int_list(value) -> Optional[list]:
     return None
 
 
+def _dtype_kind(value):
+    """The numpy dtype kind of a constant array ('i', 'u', 'f', ...), else None."""
+    return getattr(getattr(value, "dtype", None), "kind", None)
+
+
 def _integer_kind(value) -> bool:
-    return getattr(getattr(value, "dtype", None), "kind", None) in ("i", "u")
+    return _dtype_kind(value) in ("i", "u")
 
 
 def _axes(attrs: dict, sources: list, constant: Callable) -> Optional[list]:
@@ -112,8 +117,8 @@ def _reshape(attrs, sources, constant, bind):
 def _pow(attrs, sources, constant, bind):
     """x ** 2 as x * x (variances, STFT magnitudes): exact in x's dtype, as the kernel's."""
     exponent = constant(1) if len(sources) > 1 else None
-    kind = getattr(getattr(exponent, "dtype", None), "kind", None)
-    if kind not in ("f", "i", "u") or exponent.ndim != 0 or float(exponent) != 2.0:
+    if _dtype_kind(exponent) not in ("f", "i", "u") or exponent.ndim != 0 or \
+            float(exponent) != 2.0:
         return None
     return f"{sources[0]} * {sources[0]}"
 

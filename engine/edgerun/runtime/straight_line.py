@@ -109,7 +109,7 @@ def _generate(program: tuple, array_type, store: Callable, failure: Callable,
              if name not in stored and name not in resident}
     writer = _Writer({"ARRAY": array_type, "store": store, "failure": failure,
                       "PASSTHROUGH": passthrough, "one_value": one_value},
-                     _locals(program, set(outputs)), fixed)
+                     _locals(stored, resident), fixed)
     writer.lines += ["def run_program(env):", "    try:"]
     writer.write(program, {}, " " * 8)
     writer.lines += ["    except PASSTHROUGH:", "        raise",
@@ -122,18 +122,19 @@ def _generate(program: tuple, array_type, store: Callable, failure: Callable,
     return writer.names["run_program"]
 
 
-def _locals(program: tuple, outputs: set) -> dict:
+def _locals(stored: set, resident: set) -> dict:
     """Value name -> the Python local that holds it in the generated function: every single
-    array a written step stores, but those that must be found in env: `outputs`, what steps
-    with subgraphs store or read through them (their subgraphs see env), and multi-output
-    steps' results. An inlined If whose condition is not a one-element array goes through
-    its kernel: the locals its branches read are copied into env just before."""
-    stored, resident = set(), set(outputs)
-    _collect_names(program, stored, resident)
+    array a written step stores, but those that must be found in env (`resident`: the graph's
+    outputs, what steps with subgraphs store or read through them (their subgraphs see env),
+    and multi-output steps' results). An inlined If whose condition is not a one-element
+    array goes through its kernel: the locals its branches read are copied into env just
+    before."""
     return {name: f"v{i}" for i, name in enumerate(sorted(stored - resident))}
 
 
 def _collect_names(program: tuple, stored: set, resident: set) -> None:
+    """Add to `stored` the single arrays the program's written steps store, and to
+    `resident` the names that must live in env (see `_locals`)."""
     for fn, ctx, inputs, attrs, single, frees, step in program:
         outputs = {name for name in step.outputs if name}
         if isinstance(fn, InlineIf):
@@ -203,8 +204,8 @@ class _Writer:
             args.append(f"**a{i}")
         memory = getattr(fn, "memory", None)
         expression = None
-        if step is not None and ctx is not None and step.provider == "cpu" and \
-                step.node.domain in ("", "ai.onnx"):
+        if memory is None and step is not None and ctx is not None and \
+                step.provider == "cpu" and step.node.domain in ("", "ai.onnx"):
             expression = self.inline(step, inputs, attrs, args[1:len(inputs) + 1], constants)
         if memory is not None and not first:
             self.write_memory_test(i, memory, fn.keyed_by, inputs, args[1:], constants, pad)

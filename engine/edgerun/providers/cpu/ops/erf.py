@@ -93,7 +93,7 @@ _RATIONAL_P = (-1.60960333262415e-02, -2.95459980854025e-03, -7.34990630326855e-
 _RATIONAL_Q = (-1.42647390514189e-02, -7.37332916720468e-03, -1.68282697438203e-03,
                -2.13374055278905e-04, -1.45660718464996e-05)
 _RATIONAL_LIMIT = 4.0
-_BLOCK = 32768           # elements per block: its five float64 buffers (1.3 MB) stay in L2
+_BLOCK = 32768           # elements per block: its four float64 buffers (1 MB) stay in L2
 _SQRT_HALF = 0.5 ** 0.5
 
 
@@ -116,7 +116,7 @@ def _blockwise(block_fn, x: np.ndarray) -> np.ndarray:
     """A fresh float32 array: block_fn(source, destination, scratch) over blocks of x."""
     flat = np.ascontiguousarray(x).reshape(-1)
     out = np.empty(flat.shape, np.float32)
-    scratch = np.empty((5, min(flat.size, _BLOCK)), np.float64)    # reused by every block
+    scratch = np.empty((4, min(flat.size, _BLOCK)), np.float64)    # reused by every block
     for start in range(0, flat.size, _BLOCK):
         stop = min(start + _BLOCK, flat.size)
         block_fn(flat[start:stop], out[start:stop], scratch[:, :stop - start])
