@@ -167,3 +167,51 @@ REAL_MODELS = {
                     "rapidocr_onnxruntime/models/ch_ppocr_mobile_v2.0_cls_infer.onnx"),
         {"x": _rng().random((2, 3, 48, 192)).astype(np.float32)}),
 }
+
+
+# ---- the same models at batch 1 and at a larger batch, dynamic dimensions varied ----------
+
+
+def _silero_batch(feeds: dict, batch: int) -> dict:
+    out = dict(feeds)
+    out["input"] = (_rng(5).standard_normal((batch, feeds["input"].shape[1])) * 0.1).astype(
+        np.float32)
+    out["state"] = (_rng(6).standard_normal((2, batch, 128)) * 0.1).astype(np.float32)
+    return out
+
+
+def _magika(batch: int) -> dict:
+    return {"bytes": _rng(batch).integers(0, 257, (batch, 2048)).astype(np.int32)}
+
+
+def _ppocr(batch: int, width: int) -> dict:
+    return {"x": _rng(width).random((batch, 3, 48, width)).astype(np.float32)}
+
+
+# name -> {label: feeds as REAL_MODELS gives them -> the variant's feeds}; models whose
+# inputs are fixed in size (the light CNNs, silero's OpenVINO export) have only their own
+_SILERO_BATCHES = {"batch1": lambda f: f, "batch3": lambda f: _silero_batch(f, 3)}
+_VARIANTS = {
+    "digits_mlp": {"batch1": lambda f: {"input": f["input"][:1]}, "batch360": lambda f: f},
+    "magika": {f"batch{n}": (lambda f, n=n: _magika(n)) for n in (1, 2, 8)},
+    "ppocr_mobile_cls": {"batch1_w192": lambda f: _ppocr(1, 192),
+                         "batch4_w320": lambda f: _ppocr(4, 320),
+                         "batch2_w100": lambda f: _ppocr(2, 100)},
+    "silero_vad_16k_sequence": {"seq4": lambda f: f,
+                                "seq1": lambda f: {**f, "input": f["input"][:1]}},
+    **{name: _SILERO_BATCHES for name in ("silero_vad", "silero_vad_8k", "silero_vad_16k_op15",
+                                          "silero_vad_op18_ifless", "silero_vad_half")},
+}
+_AS_SHIPPED = {"batch1": lambda f: f}
+
+
+def model_variant(name: str, label: str) -> tuple:
+    """(path, feeds) of one variant of a real model."""
+    path, feeds = REAL_MODELS[name]()
+    return path, _VARIANTS.get(name, _AS_SHIPPED)[label](feeds)
+
+
+def variant_ids() -> list:
+    """'name/label' for every variant of every model (pytest ids), without loading them."""
+    return [f"{name}/{label}" for name in sorted(REAL_MODELS)
+            for label in _VARIANTS.get(name, _AS_SHIPPED)]

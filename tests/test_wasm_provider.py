@@ -228,14 +228,21 @@ def _real_models():
     return REAL_MODELS
 
 
+def _variant_ids():
+    from real_models import variant_ids
+    return variant_ids()
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("name", sorted(_real_models()))
+@pytest.mark.parametrize("name", _variant_ids())
 def test_real_model_matches_onnxruntime(wasm, name):
+    """Every variant: batch 1 and a larger batch, dynamic dimensions varied."""
     import onnxruntime
+    from real_models import model_variant
 
     import edgerun
 
-    path, feeds = _real_models()[name]()
+    path, feeds = model_variant(*name.split("/"))
     so = onnxruntime.SessionOptions()
     so.log_severity_level = 3
     so.intra_op_num_threads = 1
@@ -258,21 +265,22 @@ def test_explain_names_wasm_placements_and_refusals(wasm):
 
     import edgerun
 
-    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 3, 3, 3])
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 3, 3, 3, 3])
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
-    w = helper.make_tensor("w", TensorProto.FLOAT, [2, 2, 1, 1, 1], [1.0, 0, 0, 1.0])
+    w = helper.make_tensor("w", TensorProto.FLOAT, [2, 2, 1, 1, 1, 1], [1.0, 0, 0, 1.0])
     nodes = [helper.make_node("Relu", ["x"], ["r"], name="relu"),
-             helper.make_node("Conv", ["r", "w"], ["c"], name="conv3d", kernel_shape=[1, 1, 1]),
+             helper.make_node("Conv", ["r", "w"], ["c"], name="conv4d",
+                              kernel_shape=[1, 1, 1, 1]),
              helper.make_node("Exp", ["c"], ["y"], name="exp")]
     model = helper.make_model(helper.make_graph(nodes, "g", [x], [y], initializer=[w]),
                               opset_imports=[helper.make_opsetid("", 17)])
     sess = edgerun.InferenceSession(model.SerializeToString(), providers=["wasm", "cpu"])
     info = {n["node"]: n for n in sess.explain()["nodes"]}
     assert info["relu"]["provider"] == "wasm" and info["exp"]["provider"] == "wasm"
-    assert info["conv3d"]["provider"] == "cpu"
-    assert info["conv3d"]["refused_by"] == [
-        "wasm: Conv over 3 spatial dimensions (the wasm kernel does 1-D and 2-D)"]
-    xv = np.random.default_rng(0).standard_normal((1, 2, 3, 3, 3)).astype(np.float32)
+    assert info["conv4d"]["provider"] == "cpu"
+    assert info["conv4d"]["refused_by"] == [
+        "wasm: Conv over 4 spatial dimensions (the wasm kernels do 1-D, 2-D and 3-D)"]
+    xv = np.random.default_rng(0).standard_normal((1, 2, 3, 3, 3, 3)).astype(np.float32)
     (got,) = sess.run(None, {"x": xv})
     np.testing.assert_allclose(got, np.exp(np.maximum(xv, 0)), rtol=1e-6)
     assert sess.explain()["copies_per_run"] == 4     # x up, r down, c up, y down

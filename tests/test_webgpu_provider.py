@@ -137,9 +137,24 @@ RUN = {"digits_mlp": True, "light_squeezenet": True, "light_bvlc_alexnet": True,
        "silero_vad_16k_sequence": True, "minilm_l6": True}
 
 
-@pytest.mark.parametrize("name", sorted(RUN))
-def test_real_model_parity(gpu, name):
-    path, feeds = _real_model(name)
+def _run_variants():
+    from real_models import variant_ids
+    ids = [v for v in variant_ids() if v.split("/")[0] in RUN]
+    return ids + ["minilm_l6/batch1_seq16", "minilm_l6/batch2_seq9"]
+
+
+@pytest.mark.parametrize("variant", _run_variants())
+def test_real_model_parity(gpu, variant):
+    """At batch 1 and a larger batch, dynamic dimensions varied (real_models.py)."""
+    name = variant.split("/")[0]
+    if name == "minilm_l6":
+        path, feeds = _real_model(name)
+        if variant.endswith("batch2_seq9"):      # two sentences of 9 tokens
+            feeds = {k: np.ascontiguousarray(np.concatenate([v[:, :9], v[:, :9]]))
+                     for k, v in feeds.items()}
+    else:
+        from real_models import model_variant
+        path, feeds = model_variant(*variant.split("/"))
     sess = webgpu_session(path)
     expected = edgerun.InferenceSession(path, providers=["cpu"]).run(None, feeds)
     before = dict(gpu.stats)

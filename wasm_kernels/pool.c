@@ -24,7 +24,7 @@ EXPORT void er_maxpool2d(const float *x, float *y) {
         const float *xp = x + p * s.h * s.w;
         for (i32 oy = 0; oy < s.oh; oy++) {
             for (i32 ox = 0; ox < s.ow; ox++) {
-                float best = -__builtin_inff();
+                float best = -3.402823466e+38f;   /* FLT_MAX: padding-only windows, as onnxruntime */
                 for (i32 i = 0; i < s.kh; i++) {
                     i32 yy = oy * s.sh - s.pt + i * s.dh;
                     if (yy < 0 || yy >= s.h) continue;

@@ -4,6 +4,7 @@ values of small int tensors (shape arithmetic) flow through."""
 from __future__ import annotations
 
 from ...ir import dtypes
+from ...ir.shape_rules import split_lengths
 from .. import symbolic, values as V
 from ..context import tensor
 from ..registry import infer
@@ -227,8 +228,7 @@ def split(ctx):
         sizes = [None] * n
     elif not sizes:
         if symbolic.is_int(dim):
-            chunk = -(-dim // n)          # opset 18 num_outputs: the last chunk may be smaller
-            sizes = [min(chunk, dim - chunk * i) for i in range(n)]
+            sizes = split_lengths(dim, n)   # opset 18 num_outputs: the last may be smaller
         else:
             sizes = [symbolic.floordiv(dim, n)] * n
     if len(s) == 1 and ctx.value(0) is not None and all(symbolic.is_int(x) for x in sizes):

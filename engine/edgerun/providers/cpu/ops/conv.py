@@ -18,6 +18,7 @@ Every kernel works on N-D channels-first tensors (N, C, D1, ..., Dk).
 
 Half and exotic float types are computed in float32 and cast back; float64 stays float64.
 """
+import contextlib
 import functools
 import math
 from dataclasses import dataclass
@@ -337,9 +338,9 @@ def tap_columns(buffers: list, layout: TapLayout):
     span = layout.span
     if layout.tap_steps is not None:
         buffer = buffers[0]
-        item = buffer.itemsize
+        step = buffer.strides[1]        # an in-place buffer may be a strided view of x
         shape = (rows,) + layout.kernel + (span,)
-        strides = (buffer.strides[0],) + tuple(s * item for s in layout.tap_steps) + (item,)
+        strides = (buffer.strides[0],) + tuple(s * step for s in layout.tap_steps) + (step,)
         if buffer.flags.c_contiguous:
             view = np.ndarray(shape, buffer.dtype, buffer=buffer, strides=strides)
         else:
@@ -604,10 +605,57 @@ def _frozen(value):
     return tuple(_ints(value))
 
 
+CONV_METHODS = ("pointwise", "gather", "winograd", "row_mix", "depthwise", "chunked", "taps",
+                "flat", "windows")
+_forced_method = None      # tests: the method every Conv takes where it applies
+
+
+@contextlib.contextmanager
+def forced_method(method: str):
+    """Within the block, every Conv whose shapes the method handles takes `method` instead
+    of the one the cost model picks (tests force each fast path on shapes of their own)."""
+    global _forced_method
+    if method not in CONV_METHODS:
+        raise ValueError(f"unknown Conv method {method!r}; methods: {CONV_METHODS}")
+    previous, _forced_method = _forced_method, method
+    _conv_plan.cache_clear()
+    try:
+        yield
+    finally:
+        _forced_method = previous
+        _conv_plan.cache_clear()
+
+
+def method_applies(method: str, x_shape, w_shape, group: int,
+                   geometry: WindowGeometry) -> bool:
+    """Whether `method` can run this conv (the cost model aside)."""
+    channels, kernel = x_shape[1], list(w_shape[2:])
+    depthwise = group > 1 and group == channels and w_shape[1] == 1
+    if method == "pointwise":
+        return all(k == 1 for k in kernel) and not any(geometry.pads_begin) and \
+            not any(geometry.pads_end)
+    if method == "gather":
+        return group == 1
+    if method == "winograd":
+        return len(x_shape) == 4 and kernel == [3, 3] and group == 1 and \
+            all(s == 1 for s in geometry.strides) and all(d == 1 for d in geometry.dilations)
+    if method == "row_mix":
+        return len(x_shape) == 4 and depthwise
+    if method == "windows":
+        return True
+    layout = layout_of(x_shape[2:], geometry)
+    if len(layout.copies) > _MAX_PHASES:
+        return False
+    if method == "depthwise":
+        return depthwise
+    if method in ("chunked", "taps"):
+        return x_shape[0] == 1 and group == 1 and bool(layout.taps)
+    return method == "flat"
+
+
 @functools.lru_cache(maxsize=1024)
 def _conv_plan(x_shape, w_shape, group, kernel_shape, strides, dilations, pads,
                auto_pad) -> ConvPlan:
-    channels = x_shape[1]
     kernel = list(w_shape[2:])
     if kernel_shape and list(kernel_shape) != kernel:
         raise ValueError(f"kernel_shape {list(kernel_shape)} does not match W's spatial "
@@ -615,46 +663,67 @@ def _conv_plan(x_shape, w_shape, group, kernel_shape, strides, dilations, pads,
     geometry = window_geometry(x_shape[2:], kernel, strides, dilations, pads, auto_pad)
     if not x_shape[0] or not all(geometry.out_shape):      # an empty output
         return ConvPlan(geometry, "windows")
+    if _forced_method and method_applies(_forced_method, x_shape, w_shape, group, geometry):
+        method = _forced_method
+    else:
+        method = _choose_method(x_shape, w_shape, group, geometry)
+    return _plan_for(method, x_shape, w_shape, geometry)
+
+
+def _plan_for(method: str, x_shape, w_shape, geometry: WindowGeometry) -> ConvPlan:
+    """The ConvPlan of `method`: what it precomputes per shape."""
+    kernel = tuple(w_shape[2:])
+    if method == "gather":
+        return ConvPlan(geometry, "gather", gather=channel_gather_index(
+            tuple(x_shape[2:]), kernel, tuple(geometry.strides), tuple(geometry.dilations),
+            tuple(geometry.pads_begin), tuple(geometry.out_shape), x_shape[1]))
+    if method == "row_mix":
+        shape = (tuple(x_shape), kernel, tuple(geometry.strides), tuple(geometry.dilations),
+                 tuple(geometry.pads_begin), tuple(geometry.out_shape))
+        return ConvPlan(geometry, "row_mix", row_mix=row_mix_layout(*shape, band_rows(*shape)))
+    if method in ("depthwise", "chunked", "taps", "flat"):
+        return ConvPlan(geometry, method, layout_of(x_shape[2:], geometry))
+    return ConvPlan(geometry, method)
+
+
+def _choose_method(x_shape, w_shape, group: int, geometry: WindowGeometry) -> str:
+    """The method the cost model rates fastest for this shape signature."""
+    channels = x_shape[1]
+    kernel = list(w_shape[2:])
     unpadded = not any(geometry.pads_begin) and not any(geometry.pads_end)
     positions = x_shape[0] * math.prod(geometry.out_shape)
     one_position_batch = group == 1 and positions == x_shape[0] > 1
     if all(k == 1 for k in kernel) and unpadded and not one_position_batch:
-        return ConvPlan(geometry, "pointwise")
+        return "pointwise"
     # (a batch of one position each, as in squeeze-excite blocks: gathered, every image's
     # values in one GEMM instead of one per image)
     if group == 1 and positions <= GATHER_MAX_POSITIONS and \
             positions * channels * math.prod(kernel) <= GATHER_MAX_COLUMNS:
-        return ConvPlan(geometry, "gather", gather=channel_gather_index(
-            tuple(x_shape[2:]), tuple(kernel), tuple(geometry.strides),
-            tuple(geometry.dilations), tuple(geometry.pads_begin), tuple(geometry.out_shape),
-            channels))
+        return "gather"
     if winograd_pays(x_shape, w_shape, group, geometry.strides, geometry.dilations,
                      geometry.out_shape):
-        return ConvPlan(geometry, "winograd")
+        return "winograd"
     if len(x_shape) == 4 and group > 1 and group == channels and w_shape[1] == 1:
-        shape = (tuple(x_shape), tuple(kernel), tuple(geometry.strides),
-                 tuple(geometry.dilations), tuple(geometry.pads_begin),
-                 tuple(geometry.out_shape))
-        return ConvPlan(geometry, "row_mix", row_mix=row_mix_layout(*shape, band_rows(*shape)))
+        return "row_mix"
     layout = layout_of(x_shape[2:], geometry)
     if len(layout.copies) > _MAX_PHASES:
-        return ConvPlan(geometry, "windows")
+        return "windows"
     if group > 1 and group == channels and w_shape[1] == 1:
-        return ConvPlan(geometry, "depthwise", layout)
+        return "depthwise"
     if _chunked_pays(x_shape, group, layout):
-        return ConvPlan(geometry, "chunked", layout)
+        return "chunked"
     if _tap_gemms_pay(x_shape, w_shape, group, layout):
-        return ConvPlan(geometry, "taps", layout)
+        return "taps"
     if len(layout.taps) < math.prod(kernel) and \
             x_shape[0] * layout.span <= w_shape[0] * _GATHER_SPAN:
         # Dropping the taps that read only padding copies the live part of the weights on
         # every call: more than the skipped multiplications save on short outputs.
-        return ConvPlan(geometry, "windows")
+        return "windows"
     waste = math.prod(layout.extent[1:]) / math.prod(geometry.out_shape[1:])
     columns = x_shape[0] * x_shape[1] * layout.span * math.prod(kernel)
     if waste <= _FLAT_WASTE or columns <= _SMALL_GRID:
-        return ConvPlan(geometry, "flat", layout)
-    return ConvPlan(geometry, "windows")
+        return "flat"
+    return "windows"
 
 
 def convolve(x, w, b=None, auto_pad="NOTSET", dilations=None, group=1, kernel_shape=None,
@@ -751,6 +820,10 @@ def _transpose_output_geometry(in_shape, kernel, strides, dilations, pads, auto_
 
     if output_shape and (auto_pad in ("SAME_UPPER", "SAME_LOWER") or not pads):
         totals = [n - o for n, o in zip(natural, output_shape)]
+        if auto_pad not in ("SAME_UPPER", "SAME_LOWER"):
+            # an explicit output_shape past the natural size adds positions at the end
+            # (onnxruntime and the reference clamp the padding at 0)
+            totals = [max(t, 0) for t in totals]
         if auto_pad == "SAME_UPPER":
             begin = [t // 2 for t in totals]
         else:

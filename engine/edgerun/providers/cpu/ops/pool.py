@@ -11,6 +11,7 @@ axes; MaxPool with indices walks every kernel position.
 AveragePool divides by a per-window count (cached per shape), built axis by axis.
 Outputs keep the input dtype; float16 and exotic floats are computed in float32.
 """
+import contextlib
 import functools
 import math
 
@@ -84,13 +85,14 @@ def _separable_reduce(x, geometry, fill, combine):
     strided map costs more than the flat path saves); a stride-1 last axis is padded and
     reduced over the flattened rows. A fresh (N, C, *out_shape) array."""
     kernel, out_shape = geometry.kernel, geometry.out_shape
-    if _is_whole_input(x, geometry):
+    path = _reduce_path(x, geometry)
+    if path == "whole":
         return _whole_input_reduce(x, combine)
-    if math.prod(out_shape) < math.prod(kernel):
+    if path == "windows":
         # Few, large windows (global-like pools): reduce each window's view directly.
         windows = sliding_windows(padded_input(x, geometry, fill), geometry)
         return combine.reduce(windows, axis=tuple(range(2, 2 + len(kernel))))
-    if x.ndim == 4 and (all(s == 1 for s in geometry.strides) or _unpadded(x, geometry)):
+    if path == "flat":
         return _flat_reduce_2d(x, geometry, fill, combine)
     values = x
     flat_last = geometry.strides[-1] == 1
@@ -102,6 +104,39 @@ def _separable_reduce(x, geometry, fill, combine):
     rows = _shifted_combine(padded.reshape(-1), kernel[-1], geometry.dilations[-1], fill,
                             combine).reshape(padded.shape)
     return np.array(rows[..., :out_shape[-1]])      # a copy: rows may be x itself
+
+
+REDUCE_PATHS = ("whole", "windows", "flat", "axes")
+_forced_path = None        # tests: the path every pool takes where it applies
+
+
+@contextlib.contextmanager
+def forced_path(path: str):
+    """Within the block, every pool whose shapes the path handles reduces along `path`
+    (tests force each one on shapes of their own)."""
+    global _forced_path
+    if path not in REDUCE_PATHS:
+        raise ValueError(f"unknown pool path {path!r}; paths: {REDUCE_PATHS}")
+    previous, _forced_path = _forced_path, path
+    try:
+        yield
+    finally:
+        _forced_path = previous
+
+
+def _reduce_path(x, geometry) -> str:
+    """How `_separable_reduce` runs: one reduction of a whole input, one per window, over
+    flattened 2-D planes, or axis by axis (whichever is cheapest, or the forced one)."""
+    if _forced_path == "whole" and _is_whole_input(x, geometry) or \
+            _forced_path == "flat" and x.ndim == 4 or _forced_path in ("windows", "axes"):
+        return _forced_path
+    if _is_whole_input(x, geometry):
+        return "whole"
+    if math.prod(geometry.out_shape) < math.prod(geometry.kernel):
+        return "windows"
+    if x.ndim == 4 and (all(s == 1 for s in geometry.strides) or _unpadded(x, geometry)):
+        return "flat"
+    return "axes"
 
 
 def _unpadded(x, geometry) -> bool:
@@ -239,8 +274,10 @@ def _cached_divisor(in_shape, fields: tuple, include_pad: bool, dtype):
 
 
 def _lowest(dtype):
+    """MaxPool's floor: a window's max is at least this, and a window holding only padding
+    gives it (the lowest finite float, as onnxruntime: not -inf)."""
     if dtype.kind == "f":
-        return -np.inf
+        return np.finfo(dtype).min
     if dtype.kind in "iu":
         return np.iinfo(dtype).min
     raise TypeError(f"unsupported element type {dtype}")

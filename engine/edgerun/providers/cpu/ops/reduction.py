@@ -151,7 +151,9 @@ def _log_sum_exp(x, axes, keepdims):
 def _reduce(fn, data: np.ndarray, axes, keepdims: int, noop_with_empty_axes: int = 0):
     axes = normalized_axes(data.ndim, axes, noop_with_empty_axes)
     if axes is None:
-        return data
+        if fn in _ONE_ELEMENT_IDENTITY:
+            return data
+        axes = ()    # no reduction, but the per-element part stays: ReduceL1 gives |x|
     if fn in _ONE_ELEMENT_IDENTITY and all(data.shape[a] == 1 for a in axes):
         shape = data.shape            # each reduced set holds one element: that element
         return data.reshape(shape if keepdims else

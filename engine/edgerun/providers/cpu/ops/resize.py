@@ -130,8 +130,10 @@ def _source_coordinates(transform, out_size, in_size, scale, out_length, roi_sta
     if transform == "tf_crop_and_resize":
         # roi stays in its own (usually float32) type and the terms keep this order, so
         # coordinates that should be whole numbers stay whole for the floor/ceil modes.
+        # (the whole output size, not the fractional one align_corners divides by: what
+        # onnxruntime computes, checked by hand in the difftest)
         if out_size > 1:
-            coords = y * (roi_end - roi_start) * (in_size - 1) / (out_length - 1)
+            coords = y * (roi_end - roi_start) * (in_size - 1) / (out_size - 1)
         else:
             coords = np.full(out_size, (roi_end - roi_start) * (in_size - 1) / 2, np.float64)
         return coords + roi_start * (in_size - 1)

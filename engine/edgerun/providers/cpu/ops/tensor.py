@@ -10,6 +10,7 @@ import math
 import numpy as np
 
 from ....ir.dtypes import numpy_dtype
+from ....ir.shape_rules import split_lengths
 from ..registry import kernel
 
 
@@ -223,17 +224,6 @@ def concat(ctx, *inputs, axis=1):
     return np.concatenate(inputs, axis=_normalize_axis(axis, inputs[0].ndim))
 
 
-def _split_lengths(dim: int, count: int) -> list:
-    """Lengths of `count` near-equal chunks: all ceil(dim / count) but the last."""
-    chunk = -(-dim // count)
-    lengths = []
-    remaining = dim
-    for _ in range(count):
-        lengths.append(min(chunk, remaining))
-        remaining -= lengths[-1]
-    return lengths
-
-
 @kernel("Split")
 def split(ctx, x, split_input=None, axis=0, split=None, num_outputs=None):
     # `split` is an attribute before opset 13 (opset 1 also takes it as an input) and an
@@ -245,7 +235,7 @@ def split(ctx, x, split_input=None, axis=0, split=None, num_outputs=None):
         if sum(lengths) != x.shape[axis]:
             raise ValueError(f"Split lengths {lengths} do not add up to dim {x.shape[axis]}")
     else:
-        lengths = _split_lengths(x.shape[axis], num_outputs or ctx.num_outputs)
+        lengths = split_lengths(x.shape[axis], num_outputs or ctx.num_outputs)
     lead = (slice(None),) * axis
     parts, start = [], 0
     for length in lengths:                 # views, as np.split gives (it is much slower)

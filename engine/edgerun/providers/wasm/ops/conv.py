@@ -1,8 +1,9 @@
-"""Conv (2-D, and 1-D as H = 1): im2col + SGEMM, pointwise as plain GEMM, depthwise direct."""
+"""Conv (2-D, 1-D as H = 1, 3-D as a sum of 2-D ones): im2col + SGEMM, pointwise as plain
+GEMM, depthwise direct."""
 from __future__ import annotations
 
 from . import EDGERUN, operator
-from .common import float_or_fallback
+from .common import float_or_fallback, product
 from .elementwise import activation_of, apply_activation, check_activation
 from .matmul import broadcast_into
 
@@ -17,19 +18,22 @@ def check_conv(node, opset) -> str:
         if why:
             return why
     kernel = node.attr("kernel_shape")
-    if kernel is not None and len(kernel) not in (1, 2):
-        return f"Conv over {len(kernel)} spatial dimensions (the wasm kernel does 1-D and 2-D)"
+    if kernel is not None and len(kernel) not in (1, 2, 3):
+        return (f"Conv over {len(kernel)} spatial dimensions (the wasm kernels do 1-D, 2-D "
+                f"and 3-D)")
     pad = _text(node.attr("auto_pad", b"NOTSET"))
     if pad not in ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID"):
         return f"Conv auto_pad={pad!r}"
     return ""
 
 
-def conv_geometry(x_shape, w_shape, node) -> dict:
-    """Output size and start pads for a 1-D or 2-D convolution or pooling window."""
+def conv_geometry(x_shape, w_shape, node, max_spatial: int = 2) -> dict:
+    """Output size and start pads of a 1-D or 2-D (up to `max_spatial`-D) convolution or
+    pooling window; 1-D comes back as 2-D with H = 1."""
     spatial = len(x_shape) - 2
-    if spatial not in (1, 2):
-        raise ValueError(f"input of rank {len(x_shape)}: the wasm kernel does 1-D and 2-D")
+    if not 1 <= spatial <= max_spatial:
+        raise ValueError(f"input of rank {len(x_shape)}: the wasm kernel does 1-D to "
+                         f"{max_spatial}-D")
     kernel = list(node.attr("kernel_shape") or w_shape[2:])
     strides = list(node.attr("strides") or [1] * spatial)
     dil = list(node.attr("dilations") or [1] * spatial)
@@ -79,25 +83,73 @@ def bind_conv(dev, node, opset):
         if c % group or m % group or w.shape[1] * group != c:
             raise ValueError(f"Conv group={group}: input has {c} channels, weight "
                              f"{list(w.shape)}")
+        if len(x.shape) == 5:
+            y = conv3d(dev, node, x, w, b, group)
+            apply_activation(dev, y, *act)
+            return y
         g = conv_geometry(x.shape, w.shape, node)
-        (kh, kw), (sh, sw), (dh, dw) = g["kernel"], g["strides"], g["dilations"]
-        (oh, ow), (h, wd) = g["out"], g["size"]
         y = dev.empty([n, m] + g["out"][-(len(x.shape) - 2):])
         if y.size == 0:
             return y
         accumulate = 0
         if b is not None:
-            broadcast_into(dev, b.view((m, 1)), y.view((n, m, oh * ow)))
+            broadcast_into(dev, b.view((m, 1)), y.view((n, m, product(g["out"]))))
             accumulate = 1
-        dev.set_args([n, c, h, wd, m, group, kh, kw, sh, sw, g["begin"][0], g["begin"][1],
-                      dh, dw, oh, ow])
-        if group == c == m and group > 1:
-            dev.call("er_depthwise2d", x.ptr, w.ptr, y.ptr, accumulate)
-        else:
-            pointwise = (kh == kw == sh == sw == 1 and g["begin"] == [0, 0] and
-                         (oh, ow) == (h, wd))
-            col = None if pointwise else dev.scratch((c // group) * kh * kw * oh * ow * 4)
-            dev.call("er_conv2d", x.ptr, w.ptr, y.ptr, col.ptr if col else 0, accumulate)
+        conv2d_into(dev, x, w, y, g, group, accumulate)
         apply_activation(dev, y, *act)
         return y
     return float_or_fallback(dev, node, opset, run)
+
+
+def conv2d_into(dev, x, w, y, g: dict, group: int, accumulate: int) -> None:
+    """y (N, M, OH, OW) = (or +=) the 2-D conv of x (N, C, H, W) by w, geometry `g`."""
+    n, c = x.shape[:2]
+    m = w.shape[0]
+    (kh, kw), (sh, sw), (dh, dw) = g["kernel"], g["strides"], g["dilations"]
+    (oh, ow), (h, wd) = g["out"], g["size"]
+    dev.set_args([n, c, h, wd, m, group, kh, kw, sh, sw, g["begin"][0], g["begin"][1],
+                  dh, dw, oh, ow])
+    if group == c == m and group > 1:
+        dev.call("er_depthwise2d", x.ptr, w.ptr, y.ptr, accumulate)
+        return
+    pointwise = (kh == kw == sh == sw == 1 and g["begin"] == [0, 0] and (oh, ow) == (h, wd))
+    col = None if pointwise else dev.scratch((c // group) * kh * kw * oh * ow * 4)
+    dev.call("er_conv2d", x.ptr, w.ptr, y.ptr, col.ptr if col else 0, accumulate)
+
+
+def conv3d(dev, node, x, w, b, group: int):
+    """A 3-D conv as a sum of 2-D ones: output depth slice od adds, for each kernel depth kd
+    that lands inside the input, the 2-D conv of input slice od * sd + kd * dd - pd by the
+    weights' slice kd. Depth moves outermost first (one transposed copy of x and of w), so
+    every slice is contiguous; the result moves back at the end."""
+    from .tensor import transpose
+
+    g = conv_geometry(x.shape, w.shape, node, max_spatial=3)
+    (kd, _, _), (sd, _, _), (dd, _, _) = g["kernel"], g["strides"], g["dilations"]
+    depth, out_depth = x.shape[2], g["out"][0]
+    n, m = x.shape[0], w.shape[0]
+    plane = {key: value[1:] for key, value in g.items()}
+    out_plane = [n, m] + g["out"][1:]
+    y_t = dev.empty([out_depth] + out_plane)           # (OD, N, M, OH, OW)
+    if y_t.size == 0:
+        return transpose(dev, y_t, [1, 2, 0, 3, 4])
+    x_t = transpose(dev, x, [2, 0, 1, 3, 4])          # (D, N, C, H, W)
+    w_t = transpose(dev, w, [2, 0, 1, 3, 4])          # (KD, M, C/g, KH, KW)
+    x_step, w_step, y_step = (product(t.shape[1:]) * 4 for t in (x_t, w_t, y_t))
+    x_plane, w_plane = [n] + list(x.shape[1:2]) + list(x.shape[3:]), [m] + list(w.shape[1:2]) \
+        + list(w.shape[3:])
+    for od in range(out_depth):
+        y = y_t.part(od * y_step, out_plane)
+        accumulate = 0
+        if b is not None:
+            broadcast_into(dev, b.view((m, 1)), y.view((n, m, product(out_plane[2:]))))
+            accumulate = 1
+        for k in range(kd):
+            source = od * sd + k * dd - g["begin"][0]
+            if 0 <= source < depth:
+                conv2d_into(dev, x_t.part(source * x_step, x_plane),
+                            w_t.part(k * w_step, w_plane), y, plane, group, accumulate)
+                accumulate = 1
+        if not accumulate:                 # every kernel depth reads padding here
+            dev.fill(y, bytes(4))
+    return transpose(dev, y_t, [1, 2, 0, 3, 4])

@@ -13,6 +13,7 @@ from .common import float_or_fallback
 from .conv import _text
 from .elementwise import BINARY, binary
 from .matmul import broadcast_into
+from .tensor import copy_strided
 
 DEFAULT_ACTIVATIONS = ["Sigmoid", "Tanh", "Tanh"]
 F32 = 4
@@ -42,8 +43,8 @@ def bind_lstm(dev, node, opset):
         if dirs != (2 if direction == "bidirectional" else 1):
             raise ValueError(f"LSTM direction={direction} with weights for {dirs} directions")
         if sequence_lens is not None and any(v != seq for v in dev.ints(sequence_lens)):
-            raise ValueError(f"LSTM sequence_lens {list(dev.ints(sequence_lens))} shorter than "
-                             f"the sequence ({seq}): not supported by the wasm kernel")
+            return run_ragged(dev, direction, x, w, r, b, dev.ints(sequence_lens), initial_h,
+                              initial_c, p, hidden, clip)
         y = dev.empty((seq, dirs, batch, hidden))
         y_h, y_c = dev.empty((dirs, batch, hidden)), dev.empty((dirs, batch, hidden))
         for d in range(dirs):
@@ -86,6 +87,45 @@ def run_direction(dev, d, reverse, x, w, r, b, initial_h, initial_c, p, y, y_h, 
                  hidden, clip)
         h_prev = h
     copy_bytes(dev, y_h.ptr + d * state, h_prev, state)
+
+
+def run_ragged(dev, direction, x, w, r, b, lengths, initial_h, initial_c, p, hidden, clip):
+    """LSTM over sequences of different lengths: each batch entry runs alone over its own
+    steps (a reverse direction starts at its last one); Y is zero past each length and Y_h,
+    Y_c hold the state after the entry's last step."""
+    seq, batch, input_size = x.shape
+    dirs = w.shape[0]
+    if any(not 1 <= n <= seq for n in lengths) or len(lengths) != batch:
+        raise ValueError(f"LSTM sequence_lens {list(lengths)} must hold {batch} lengths in "
+                         f"1..{seq}")
+    y = dev.zeros((seq, dirs, batch, hidden))
+    y_h, y_c = dev.empty((dirs, batch, hidden)), dev.empty((dirs, batch, hidden))
+    state_strides = [batch * hidden, hidden, 1]            # (dirs, batch, hidden)
+    for entry, length in enumerate(lengths):
+        x_b = dev.empty((length, 1, input_size))
+        copy_strided(dev, x_b.ptr, x.ptr + entry * input_size * F32, F32,
+                     (length, input_size), [input_size, 1], [batch * input_size, 1])
+        states = []
+        for state in (initial_h, initial_c):
+            if state is None:
+                states.append(None)
+                continue
+            one = dev.empty((dirs, 1, hidden))
+            copy_strided(dev, one.ptr, state.ptr + entry * hidden * F32, F32, (dirs, hidden),
+                         [hidden, 1], state_strides[::2])
+            states.append(one)
+        y_b = dev.empty((length, dirs, 1, hidden))
+        yh_b, yc_b = dev.empty((dirs, 1, hidden)), dev.empty((dirs, 1, hidden))
+        for d in range(dirs):
+            reverse = direction == "reverse" or d == 1
+            run_direction(dev, d, reverse, x_b, w, r, b, states[0], states[1], p, y_b, yh_b,
+                          yc_b, (length, 1, input_size, dirs, hidden), clip)
+        copy_strided(dev, y.ptr + entry * hidden * F32, y_b.ptr, F32, (length, dirs, hidden),
+                     [dirs * batch * hidden, batch * hidden, 1], [dirs * hidden, hidden, 1])
+        for whole, part in ((y_h, yh_b), (y_c, yc_b)):
+            copy_strided(dev, whole.ptr + entry * hidden * F32, part.ptr, F32, (dirs, hidden),
+                         state_strides[::2], [hidden, 1])
+    return y, y_h, y_c
 
 
 def copy_bytes(dev, dst: int, src: int, nbytes: int) -> None:

@@ -23,9 +23,14 @@ def bind_reduce(dev, node, opset):
     def run(ctx, x, axes_t=None, **_):
         axes = dev.ints(axes_t) if axes_from_input else attr_axes
         rank = len(x.shape)
-        if not axes:
-            if noop_empty:
+        if not axes and noop_empty:
+            if node.op_type != "ReduceSumSquare":
                 return x
+            y = dev.empty(list(x.shape))      # no reduction, but each element is squared
+            if y.size:
+                dev.call("er_reduce", code, x.ptr, y.ptr, y.size, 1, 1)
+            return y
+        if not axes:
             axes = range(rank)
         axes = sorted({normalize_axis(int(a), rank, "reduce axis") for a in axes})
         out_full = [1 if i in axes else d for i, d in enumerate(x.shape)]

@@ -10,6 +10,7 @@ keep a run from being recorded as a program, see program.py).
 from __future__ import annotations
 
 from ....ir import dtypes
+from ....ir.shape_rules import split_lengths
 from . import operator
 from .common import (broadcast_shape, broadcast_strides, contiguous_strides, merge_dims,
                      normalize_axis, product)
@@ -246,8 +247,7 @@ def bind_split(dev, node, opset):
         sizes = list(dev.ints(split_t) if opset >= 13 and split_t is not None else
                      (split_attr or []))
         if not sizes and num_outputs:                # opset 18: the last chunk may be smaller
-            chunk = -(-d // int(num_outputs))
-            sizes = [chunk] * (int(num_outputs) - 1) + [d - chunk * (int(num_outputs) - 1)]
+            sizes = split_lengths(d, int(num_outputs))
         elif not sizes:
             if d % count:
                 raise ValueError(f"Split of a dimension of {d} into {count} equal outputs")

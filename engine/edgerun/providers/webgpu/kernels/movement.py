@@ -7,6 +7,7 @@ import math
 from ....ir import dtypes
 from .. import host_values
 from ..memory import GpuTensor
+from ....ir.shape_rules import split_lengths
 from .common import (as_gpu, as_gpu_any, broadcast_strides, count, host_floats_or_ints,
                      host_ints, normalize_axis, padded, strided_copy, strides_of)
 from .registry import Unsupported, gpu_op
@@ -89,9 +90,7 @@ def run_split(gpu, ctx, x, split_input=None, axis=0, split=None, num_outputs=Non
     outputs = ctx.num_outputs
     length = x.shape[axis]
     if not split:
-        parts = num_outputs or outputs
-        chunk = -(-length // parts)
-        split = [min(chunk, max(length - i * chunk, 0)) for i in range(parts)]
+        split = split_lengths(length, num_outputs or outputs)
     results, start = [], 0
     for size in split:
         results.append(slice_view(gpu, x, [start], [start + size], [axis], [1]))

@@ -44,9 +44,11 @@ def _reduce_op(op):
     def run(gpu, ctx, x, axes_input=None, axes=None, keepdims=1, noop_with_empty_axes=0):
         if ctx.opset >= AXES_INPUT_SINCE.get(op, 18):
             axes = host_ints(gpu, axes_input)
-        if not axes:
-            if noop_with_empty_axes:
+        if not axes and noop_with_empty_axes:
+            if REDUCTIONS[op][0] == "v" and "log" not in REDUCTIONS[op][2]:
                 return as_gpu(gpu, x)
+            return reduce(gpu, x, op, [], bool(keepdims))   # |x|, x * x, log(x) remain
+        if not axes:
             axes = list(range(len(x.shape)))
         return reduce(gpu, x, op, axes, bool(keepdims))
     return run
