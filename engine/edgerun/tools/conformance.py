@@ -1,6 +1,7 @@
 """Run ONNX's node conformance cases through edgerun.
 
     python -m edgerun.tools.conformance [-k SUBSTRING] [--op OPTYPE] [--json report.json]
+                                        [--providers cpu|wasm|webgpu] [--update-expected]
 
 Cases come from `onnx.backend.test.case.node.collect_testcases` (onnx==1.23.2, a test
 dependency) and are cached under ~/.cache/edgerun/ so later runs need no onnx import.
@@ -33,10 +34,18 @@ EXPECTED_FAILURES_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__))
                                       "conformance_expected_failures.json")
 
 
-def expected_failures() -> dict:
-    if not os.path.exists(EXPECTED_FAILURES_PATH):
+def expected_failures_path(provider: str = "cpu") -> str:
+    """The expected-failure list of a provider (the CPU provider's has no suffix)."""
+    if provider == "cpu":
+        return EXPECTED_FAILURES_PATH
+    return EXPECTED_FAILURES_PATH.replace(".json", f"_{provider}.json")
+
+
+def expected_failures(provider: str = "cpu") -> dict:
+    path = expected_failures_path(provider)
+    if not os.path.exists(path):
         return {}
-    with open(EXPECTED_FAILURES_PATH) as f:
+    with open(path) as f:
         return json.load(f)
 
 
@@ -107,24 +116,46 @@ def select(cases: list, substring: str = None, op: str = None) -> list:
     return out
 
 
-def run_case(case: dict) -> tuple:
-    """(passed, reason); reason says what differs or what was raised."""
+# Absolute tolerance floors per provider (the cases' own atol is 1e-7 by default): GPU
+# transcendentals and summation orders differ from float64-derived expectations by more.
+PROVIDER_ATOL = {"cpu": 0.0, "wasm": 1e-6, "webgpu": 1e-4}
+PROVIDERS = tuple(PROVIDER_ATOL)
+
+
+def run_case(case: dict, provider: str = "cpu") -> tuple:
+    """(passed, reason) of the case run wholly on `provider`; reason says what differs,
+    what was raised, or which node the provider refused (and why)."""
     from edgerun import InferenceSession
 
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            sess = InferenceSession(case["model"])
+            sess = InferenceSession(case["model"], providers=[provider])
+            refused = _off_provider(sess, provider)
+            if refused:
+                return False, refused
             names = [i.name for i in sess.get_inputs()]
             shape_only = _shape_only(case)
+            atol = max(case["atol"], PROVIDER_ATOL[provider])
             for inputs, expected in case["data_sets"]:
                 got = sess.run(None, dict(zip(names, inputs)))
-                problem = compare_outputs(expected, got, case["rtol"], case["atol"], shape_only)
+                problem = compare_outputs(expected, got, case["rtol"], atol, shape_only)
                 if problem:
                     return False, problem
     except Exception as e:  # noqa: BLE001 - a conformance run reports every failure
         return False, f"{type(e).__name__}: {e}"
     return True, ""
+
+
+def _off_provider(sess, provider: str) -> str:
+    """'' when every node runs on `provider`, else which did not and why."""
+    if provider == "cpu":
+        return ""
+    for node in sess.explain()["nodes"]:
+        if node["provider"] != provider:
+            why = "; ".join(node["refused_by"]) or f"ran on {node['provider']}"
+            return f"not claimed: {node['domain']}::{node['op_type']} ({why})"
+    return ""
 
 
 def _shape_only(case: dict) -> bool:
@@ -183,12 +214,6 @@ def _compare_value(e, g, rtol, atol, shape_only) -> str:
     return ""
 
 
-def _short_reason(reason: str) -> str:
-    if reason.startswith("expected failure: "):
-        reason = reason[len("expected failure: "):].split(" (", 1)[0]
-    return reason[:200]
-
-
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m edgerun.tools.conformance",
                                      description=__doc__.splitlines()[0])
@@ -198,36 +223,45 @@ def main(argv=None) -> int:
     parser.add_argument("-q", "--quiet", action="store_true", help="print only the totals")
     parser.add_argument("--update-expected", action="store_true",
                         help="rewrite the expected-failures list from this (full) run")
+    parser.add_argument("--providers", default="cpu",
+                        help="the provider every node must run on: cpu (default), wasm or "
+                             "webgpu; a case it does not claim wholly fails, naming the node")
     args = parser.parse_args(argv)
-    expected = expected_failures()
+    provider = args.providers
+    if provider not in PROVIDERS:
+        raise SystemExit(f"--providers takes one of {', '.join(PROVIDERS)}, got {provider!r}")
+    expected = expected_failures(provider)
 
     cases = select(load_cases(), args.k, args.op)
     report, passed = [], 0
     started = time.perf_counter()
     for n, case in enumerate(cases, 1):
         t0 = time.perf_counter()
-        ok, reason = run_case(case)
+        ok, reason = run_case(case, provider)
+        why = reason
         if ok and case["name"] in expected:
             reason = f"passes but is listed as an expected failure: {expected[case['name']]}"
         elif not ok and case["name"] in expected:
             reason = f"expected failure: {expected[case['name']]} ({reason})"
         passed += ok
-        report.append({"name": case["name"], "passed": ok, "reason": reason,
+        report.append({"name": case["name"], "passed": ok, "reason": reason, "why": why,
                        "ops": case["ops"], "seconds": round(time.perf_counter() - t0, 4)})
         if not ok and not args.quiet:
             print(f"FAIL {case['name']}: {reason[:400]}")
         if sys.stderr.isatty() and n % 50 == 0:
             print(f"  {n}/{len(cases)} ...", file=sys.stderr)
     failed = len(cases) - passed
-    print(f"{passed} passed, {failed} failed ({time.perf_counter() - started:.1f} s)")
+    print(f"{provider}: {passed} passed, {failed} failed "
+          f"({time.perf_counter() - started:.1f} s)")
     if args.update_expected:
         if args.k or args.op:
             raise SystemExit("--update-expected needs a full run (no -k/--op)")
-        failures = {r["name"]: _short_reason(r["reason"]) for r in report if not r["passed"]}
-        with open(EXPECTED_FAILURES_PATH, "w") as f:
+        failures = {r["name"]: r["why"][:200] for r in report if not r["passed"]}
+        path = expected_failures_path(provider)
+        with open(path, "w") as f:
             json.dump(failures, f, indent=1, sort_keys=True)
             f.write("\n")
-        print(f"wrote {len(failures)} expected failures to {EXPECTED_FAILURES_PATH}")
+        print(f"wrote {len(failures)} expected failures to {path}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"onnx": ONNX_VERSION, "passed": passed, "failed": failed,
