@@ -109,3 +109,30 @@ def test_strided_input_through_the_flat_in_place_layout():
                 got = edgerun.InferenceSession(data).run(None, {"x": x})[0]
             np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4,
                                        err_msg=f"batch {batch}, {method}")
+
+
+@pytest.mark.parametrize("provider", ["cpu", "wasm", "webgpu"])
+def test_maxpool_windows_of_padding_only_give_the_lowest_float(provider, request):
+    """A dilated kernel with large pads has windows that read only padding: onnxruntime's
+    value there is the lowest float (the reference gives NaN, the spec says nothing); an
+    input's -inf elsewhere stays -inf (onnxruntime floors it too, the spec does not)."""
+    import onnxruntime
+    from onnx import TensorProto, helper
+
+    import edgerun
+
+    if provider == "webgpu":
+        request.getfixturevalue("gpu")
+    graph = helper.make_graph(
+        [helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[2, 2], pads=[1, 1, 1, 1],
+                          dilations=[3, 3])], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 2, 2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 12)])
+    model.ir_version = 7
+    x = np.arange(8, dtype=np.float32).reshape(1, 2, 2, 2)
+    want = onnxruntime.InferenceSession(model.SerializeToString()).run(None, {"x": x})[0]
+    got = edgerun.InferenceSession(model.SerializeToString(), providers=[provider]).run(
+        None, {"x": x})[0]
+    assert (want == np.finfo(np.float32).min).any()
+    np.testing.assert_array_equal(got, want)

@@ -24,7 +24,8 @@ EXPORT void er_maxpool2d(const float *x, float *y) {
         const float *xp = x + p * s.h * s.w;
         for (i32 oy = 0; oy < s.oh; oy++) {
             for (i32 ox = 0; ox < s.ow; ox++) {
-                float best = -3.402823466e+38f;   /* FLT_MAX: padding-only windows, as onnxruntime */
+                float best = -__builtin_inff();
+                i32 seen = 0;
                 for (i32 i = 0; i < s.kh; i++) {
                     i32 yy = oy * s.sh - s.pt + i * s.dh;
                     if (yy < 0 || yy >= s.h) continue;
@@ -33,9 +34,11 @@ EXPORT void er_maxpool2d(const float *x, float *y) {
                         if (xx < 0 || xx >= s.w) continue;
                         float v = xp[yy * s.w + xx];
                         best = v > best || v != v ? v : best;
+                        seen = 1;
                     }
                 }
-                *y++ = best;
+                /* a window of padding only: the lowest float, as onnxruntime and the CPU */
+                *y++ = seen ? best : -3.402823466e+38f;
             }
         }
     }

@@ -19,7 +19,10 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
   let plane = (i / (OW * OH)) * u32(H * W);
   let h0 = i32(oh * pu(7u)) - pi(9u);
   let w0 = i32(ow * pu(8u)) - pi(10u);
-  var best = -3.402823e38;
+  // -inf (an input's -inf stays -inf); a window of padding only gives the lowest float,
+  // as onnxruntime and the CPU provider
+  var best = bitcast<f32>(0xff800000u);
+  var seen = false;
   for (var kh = 0; kh < pi(5u); kh++) {
     let ih = h0 + kh * pi(11u);
     if (ih < 0 || ih >= H) { continue; }
@@ -27,9 +30,10 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
       let iw = w0 + kw * pi(12u);
       if (iw < 0 || iw >= W) { continue; }
       best = max(best, x[plane + u32(ih * W + iw)]);
+      seen = true;
     }
   }
-  out[i] = best;
+  out[i] = select(bitcast<f32>(0xff7fffffu), best, seen);   // -FLT_MAX
 }
 
 //! kernel avgpool

@@ -4,7 +4,8 @@
     edgerun run MODEL [--input name=file.npy ...] [--providers cpu,...] [--repeat N]
     edgerun info MODEL
     edgerun explain MODEL [--providers webgpu,cpu] [--json]
-    edgerun conformance [-k SUBSTRING] [--op OP] [--json FILE]
+    edgerun conformance [-k SUBSTRING] [--op OP] [--json FILE] [--providers cpu|wasm|webgpu]
+    edgerun difftest [--providers cpu,wasm,webgpu] [--cases N] [--seed S] [--jobs J]
     edgerun bench [--models NAMES] [--repeat N] [--out DIR]   (source checkout: bench/)
     edgerun pack MODEL --target web|android|ios --out DIR [--force] [--input-shape NAME=1,3,224,224]
 """
@@ -49,6 +50,10 @@ def main(argv=None) -> int:
     conf = sub.add_parser("conformance", help="run the ONNX node conformance cases")
     conf.add_argument("args", nargs=argparse.REMAINDER)
 
+    diff = sub.add_parser("difftest", help="random graphs on edgerun's providers against "
+                                           "onnxruntime (python -m edgerun.tools.difftest)")
+    diff.add_argument("args", nargs=argparse.REMAINDER)
+
     bench = sub.add_parser("bench", help="CPU benchmark against onnxruntime (python -m bench)")
     bench.add_argument("args", nargs=argparse.REMAINDER)
 
@@ -67,6 +72,9 @@ def main(argv=None) -> int:
     if argv[:1] == ["conformance"]:   # likewise -k/--op belong to the conformance runner
         from .tools import conformance
         return conformance.main(argv[1:])
+    if argv[:1] == ["difftest"]:
+        from .tools.difftest.__main__ import main as difftest
+        return difftest(argv[1:])
     args = parser.parse_args(argv)
     from .errors import EdgerunError
 

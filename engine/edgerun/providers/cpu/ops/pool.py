@@ -274,10 +274,9 @@ def _cached_divisor(in_shape, fields: tuple, include_pad: bool, dtype):
 
 
 def _lowest(dtype):
-    """MaxPool's floor: a window's max is at least this, and a window holding only padding
-    gives it (the lowest finite float, as onnxruntime: not -inf)."""
+    """What MaxPool's padding holds: it never beats an input value (-inf included)."""
     if dtype.kind == "f":
-        return np.finfo(dtype).min
+        return -np.inf
     if dtype.kind in "iu":
         return np.iinfo(dtype).min
     raise TypeError(f"unsupported element type {dtype}")
@@ -364,7 +363,7 @@ def max_pool(ctx, x, auto_pad="NOTSET", ceil_mode=0, dilations=None, kernel_shap
     want_indices = ctx.num_outputs > 1
     if not want_indices:
         best = _separable_reduce(values, geometry, _lowest(values.dtype), np.maximum)
-        return best.astype(x.dtype, copy=False)
+        return _floor_padding_only_windows(best, x.shape, geometry).astype(x.dtype, copy=False)
     planes = _window_planes(values, geometry, _lowest(values.dtype))
     best = planes[0][1].copy()
     arg = np.zeros(best.shape, dtype=np.int64) if want_indices else None
@@ -375,10 +374,47 @@ def max_pool(ctx, x, auto_pad="NOTSET", ceil_mode=0, dilations=None, kernel_shap
             np.copyto(best, plane, where=better)
         else:
             np.maximum(best, plane, out=best)
-    y = best.astype(x.dtype, copy=False)
-    if not want_indices:
-        return y
+    y = _floor_padding_only_windows(best, x.shape, geometry).astype(x.dtype, copy=False)
     return y, _flat_indices(arg, x.shape, geometry, storage_order)
+
+
+def _floor_padding_only_windows(y, x_shape, geometry):
+    """y with the windows that hold only padding (dilated kernels with large pads) set to
+    the lowest finite float, onnxruntime's value there (the spec leaves it open; -inf
+    would read as an input value)."""
+    if y.dtype.kind != "f":
+        return y
+    uncovered = _padding_only_outputs(tuple(x_shape[2:]), tuple(geometry.kernel),
+                                      tuple(geometry.strides), tuple(geometry.dilations),
+                                      tuple(geometry.pads_begin), tuple(geometry.out_shape))
+    for axis, outputs in uncovered:
+        y[(slice(None),) * (2 + axis) + (outputs,)] = np.finfo(y.dtype).min
+    return y
+
+
+@functools.lru_cache(maxsize=256)
+def _padding_only_outputs(in_shape, kernel, strides, dilations, pads_begin, out_shape):
+    """(axis, output positions whose every tap along it reads padding), per such axis."""
+    found = []
+    for axis, (length, size) in enumerate(zip(in_shape, out_shape)):
+        covered = np.zeros(size, bool)
+        for _, first, stop, _ in tap_ranges(length, size, kernel[axis], strides[axis],
+                                            dilations[axis], pads_begin[axis]):
+            covered[first:stop] = True
+        if not covered.all():
+            found.append((axis, np.flatnonzero(~covered)))
+    return tuple(found)
+    for axis, length in enumerate(x_shape[2:]):
+        size = geometry.out_shape[axis]
+        covered = np.zeros(size, bool)
+        for _, first, stop, _ in tap_ranges(length, size, geometry.kernel[axis],
+                                            geometry.strides[axis], geometry.dilations[axis],
+                                            geometry.pads_begin[axis]):
+            covered[first:stop] = True
+        if not covered.all():
+            index = (slice(None),) * (2 + axis) + (~covered,)
+            y[index] = np.finfo(y.dtype).min
+    return y
 
 
 # ---------------------------------------------------------------- MaxUnpool
