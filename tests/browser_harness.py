@@ -46,11 +46,12 @@ def chromium(profile_dir: str):
 
 
 @contextlib.contextmanager
-def served(folder: str):
-    """Serve `folder` on 127.0.0.1; yields the base URL."""
+def served(folder: str, also=()):
+    """Serve `folder` on 127.0.0.1; yields the base URL. `also`: folders its links may reach
+    (repo_site links into the checkout and Pyodide's package)."""
     from edgerun.web.serve import serve
 
-    server, url = serve(folder)
+    server, url = serve(folder, also=also)
     try:
         yield url
     finally:

@@ -77,7 +77,7 @@ def browser():
 
     with tempfile.TemporaryDirectory() as tmp:
         site = _site(tmp)
-        server, url = serve(site)
+        server, url = serve(site, also=(ROOT, PYODIDE, tmp))     # _site's links lead there
         try:
             with sync_playwright() as p:
                 context = p.chromium.launch_persistent_context(

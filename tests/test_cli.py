@@ -82,3 +82,36 @@ def test_run_on_a_corrupt_file_is_a_clear_error(tmp_path):
     out = _edgerun("run", str(bad))
     assert out.returncode == 2 and "InvalidProtobuf" in out.stderr
     assert "Traceback" not in out.stderr
+
+
+def test_serve_gives_files_only_inside_its_folder(tmp_path):
+    """No directory listings, nothing a symlink reaches outside the served folder."""
+    import urllib.error
+    import urllib.request
+
+    from edgerun.web.serve import serve
+
+    site = tmp_path / "site"
+    (site / "sub").mkdir(parents=True)
+    (site / "index.html").write_text("<p>hi</p>")
+    (site / "sub" / "a.js").write_text("1")
+    secret = tmp_path / "secret.txt"
+    secret.write_text("private")
+    (site / "leak.txt").symlink_to(secret)
+    (site / "inside.js").symlink_to(site / "sub" / "a.js")
+    server, url = serve(str(site))
+    try:
+        def get(path):
+            try:
+                with urllib.request.urlopen(url + path) as r:
+                    return r.status, r.read().decode()
+            except urllib.error.HTTPError as e:
+                return e.code, ""
+        assert get("/index.html") == (200, "<p>hi</p>")
+        assert get("/") == (200, "<p>hi</p>")               # a folder's index.html
+        assert get("/inside.js") == (200, "1")              # a link within the folder
+        assert get("/leak.txt")[0] == 404
+        assert get("/sub/")[0] == 404                        # no listing
+        assert get("/../secret.txt")[0] == 404
+    finally:
+        server.shutdown()

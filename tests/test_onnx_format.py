@@ -135,11 +135,12 @@ def test_tensors_of_every_dtype_in_typed_fields():
         ["ab", "ü"]
 
 
-def _model_with_external(tmp_path, location):
+def _model_with_external(tmp_path, location, offset="0", length=None):
     arr = np.arange(12, dtype=np.float32).reshape(3, 4)
     tensor = numpy_helper.from_array(arr, "w")
     tensor.data_location = onnx.TensorProto.EXTERNAL
-    for k, v in {"location": location, "offset": "0", "length": str(arr.nbytes)}.items():
+    for k, v in {"location": location, "offset": offset,
+                 "length": str(arr.nbytes) if length is None else length}.items():
         entry = tensor.external_data.add()
         entry.key, entry.value = k, v
     node = helper.make_node("Identity", ["w"], ["y"])
@@ -176,6 +177,39 @@ def test_external_data_from_bytes_needs_a_folder(tmp_path):
 def test_missing_external_file_is_named(tmp_path):
     path, _ = _model_with_external(tmp_path, "weights.bin")
     with pytest.raises(InvalidGraph, match="weights.bin"):
+        load_model(str(path))
+
+
+@pytest.mark.parametrize("offset,length,message", [
+    ("0", str(10 ** 12), "has length 1000000000000, but its dims"),     # allocates nothing
+    ("abc", None, "offset 'abc' is not a non-negative integer"),
+    ("-4", None, "offset '-4' is not a non-negative integer"),
+    ("1.5", None, "offset '1.5'"),
+    ("40", None, "run past the end of the file"),
+])
+def test_external_data_offsets_and_lengths_are_checked_before_reading(tmp_path, offset, length,
+                                                                      message):
+    path, arr = _model_with_external(tmp_path, "weights.bin", offset, length)
+    (tmp_path / "weights.bin").write_bytes(arr.tobytes())
+    with pytest.raises(InvalidGraph, match=message):
+        load_model(str(path))
+
+
+def test_external_data_location_with_a_nul_is_refused(tmp_path):
+    path, arr = _model_with_external(tmp_path, "weights\0.bin")
+    with pytest.raises(InvalidGraph, match="NUL"):
+        load_model(str(path))
+
+
+def test_external_data_that_is_not_a_regular_file_is_refused_without_hanging(tmp_path):
+    """A FIFO in the model's folder: open() would wait for a writer forever."""
+    path, _ = _model_with_external(tmp_path, "weights.bin")
+    os.mkfifo(tmp_path / "weights.bin")
+    with pytest.raises(InvalidGraph, match="not a regular file"):
+        load_model(str(path))
+    path, _ = _model_with_external(tmp_path, "folder")
+    (tmp_path / "folder").mkdir()
+    with pytest.raises(InvalidGraph, match="not a regular file|cannot open"):
         load_model(str(path))
 
 

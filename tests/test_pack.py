@@ -129,6 +129,60 @@ def test_unknown_target_and_bad_arguments_are_clear_errors(tmp_path, capsys):
         pack(str(tmp_path / "missing.onnx"), "ios", str(tmp_path / "b"), log=_quiet)
 
 
+def test_never_deletes_what_it_did_not_write(tmp_path, monkeypatch):
+    """`--out` holding the model, or the current folder, is refused even with --force (the
+    pack used to delete the model and everything beside it, then fail); --force replaces
+    only an earlier pack; a failed pack leaves nothing."""
+    import shutil
+
+    folder = tmp_path / "work"
+    folder.mkdir()
+    model = folder / "digits.onnx"
+    shutil.copy(DIGITS, model)
+    (folder / "notes.txt").write_text("mine")
+    monkeypatch.chdir(folder)
+    with pytest.raises(PackError, match="holds the model"):
+        pack(str(model), "web", ".", force=True, log=_quiet)
+    with pytest.raises(PackError, match="holds the model"):
+        pack("digits.onnx", "android", str(folder), force=True, log=_quiet)
+    other = tmp_path / "data"
+    other.mkdir()
+    (other / "keep.bin").write_bytes(b"1")
+    with pytest.raises(PackError, match="replaces only a folder edgerun pack wrote"):
+        pack(str(model), "android", str(other), force=True, log=_quiet)
+    monkeypatch.chdir(other)
+    with pytest.raises(PackError, match="current folder"):
+        pack(DIGITS, "android", ".", force=True, log=_quiet)
+    assert sorted(os.listdir(folder)) == ["digits.onnx", "notes.txt"]
+    assert os.listdir(other) == ["keep.bin"]
+    with pytest.raises(PackError, match="not model inputs"):     # fails after it started
+        pack(str(model), "android", str(tmp_path / "new"), input_shapes={"nope": [1]},
+             log=_quiet)
+    assert sorted(os.listdir(tmp_path)) == ["data", "work"]       # no partial folder left
+
+
+def test_model_names_are_escaped_where_they_are_written(tmp_path):
+    """A model named like markup or code is text in every file of the pack."""
+    import shutil
+
+    name = '<img src=x onerror=alert(1)>"$x\\.onnx'
+    model = tmp_path / name
+    shutil.copy(DIGITS, model)
+    out = tmp_path / "app"
+    pack(str(model), "android", str(out), log=_quiet)
+    activity = (out / "app/src/main/java/dev/edgerun/app/MainActivity.kt").read_text()
+    assert 'Running <img src=x onerror=alert(1)>\\"\\$x\\\\.onnx with' in activity
+    readme = (out / "README.md").read_text()
+    assert "&lt;img src=x onerror=alert(1)&gt;&quot;$x" in readme and "<img" not in readme
+    from edgerun.pack import _fill_placeholders
+    page = tmp_path / "page"
+    page.mkdir()
+    (page / "index.html").write_text("<h1>{{MODEL_NAME}}</h1>{{OTHER}}")
+    _fill_placeholders(str(page), {"MODEL_NAME": name, "OTHER": "{{MODEL_NAME}}"})
+    assert (page / "index.html").read_text() == (
+        "<h1>&lt;img src=x onerror=alert(1)&gt;&quot;$x\\.onnx</h1>{{MODEL_NAME}}")
+
+
 def test_input_shape_fixes_symbolic_dims(tmp_path):
     path, _ = REAL_MODELS["ppocr_mobile_cls"]()
     out = str(tmp_path / "ocr")

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import edgerun
-from browser_harness import chromium, console_errors, repo_site, require_browser, served
+from browser_harness import PYODIDE, chromium, console_errors, repo_site, require_browser, served
 from conftest import ROOT
 
 DIGITS = os.path.join(ROOT, "examples", "digits", "digits_mlp.onnx")
@@ -24,7 +24,7 @@ RTOL, ATOL = 1e-3, 1e-4
 def site():
     require_browser()
     with tempfile.TemporaryDirectory() as tmp:
-        with served(repo_site(os.path.join(tmp, "site"))) as url:
+        with served(repo_site(os.path.join(tmp, "site")), also=(ROOT, PYODIDE, tmp)) as url:
             with chromium(os.path.join(tmp, "profile")) as context:
                 yield context, url
 

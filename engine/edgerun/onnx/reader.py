@@ -7,6 +7,7 @@ model's folder.
 from __future__ import annotations
 
 import os
+import stat
 import struct
 
 from .. import ir
@@ -353,26 +354,59 @@ class _Reader:
                 f"tensor '{t.name}' stores its data in external file '{location}', but the model "
                 f"was given as bytes: load it from its path, or pass the folder it lives in")
         path = resolve_external_path(self.base_dir, location, t.name)
-        offset = int(info.get("offset", 0) or 0)
+        offset = _external_int(info, "offset", t.name, 0)
         expected = _nbytes(t)
-        length = int(info["length"]) if info.get("length") else expected
-        try:
-            with open(path, "rb") as f:
-                f.seek(offset)
-                data = f.read(length)
-        except OSError as e:
-            raise InvalidGraph(f"tensor '{t.name}': cannot read external data file "
-                               f"'{location}': {e.strerror}") from None
-        if len(data) != length or length != expected:
-            raise InvalidGraph(f"tensor '{t.name}': external data '{location}' gives "
-                               f"{len(data)} bytes at offset {offset}, expected {expected}")
-        return data
+        length = _external_int(info, "length", t.name, expected)
+        if length != expected:          # checked before reading: a huge length allocates nothing
+            raise InvalidGraph(f"tensor '{t.name}': external data '{location}' has length "
+                               f"{length}, but its dims {list(t.dims)} need {expected} bytes")
+        return read_file_range(path, offset, length, f"tensor '{t.name}': external data "
+                                                     f"'{location}'")
+
+
+def _external_int(info: dict, key: str, tensor_name: str, default: int) -> int:
+    text = info.get(key)
+    if not text:
+        return default
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise InvalidGraph(f"tensor '{tensor_name}': external data {key} '{text}' is not a "
+                           f"non-negative integer")
+    return value
+
+
+def read_file_range(path: str, offset: int, length: int, what: str) -> bytes:
+    """`length` bytes at `offset` of a regular file, or InvalidGraph naming `what`. Opened
+    without blocking (a FIFO or device would wait forever), its size checked before reading."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError as e:
+        raise InvalidGraph(f"{what}: cannot open the file: {e.strerror}") from None
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        raise InvalidGraph(f"{what} is not a regular file")
+    with os.fdopen(fd, "rb") as f:
+        if offset + length > info.st_size:
+            raise InvalidGraph(f"{what}: {length} bytes at offset {offset} run past the end of "
+                               f"the file ({info.st_size} bytes)")
+        f.seek(offset)
+        data = f.read(length)
+    if len(data) != length:
+        raise InvalidGraph(f"{what}: read {len(data)} bytes at offset {offset}, expected {length}")
+    return data
 
 
 def resolve_external_path(base_dir: str, location: str, tensor_name: str) -> str:
     """The file an external-data `location` names, refusing anything outside `base_dir`."""
     if not location:
         raise InvalidGraph(f"tensor '{tensor_name}' has external data without a location")
+    if "\0" in location:
+        raise InvalidGraph(f"tensor '{tensor_name}': external data location {location!r} holds "
+                           f"a NUL character")
     base = os.path.realpath(base_dir)
     if os.path.isabs(location) or location.startswith(("/", "\\")):
         raise InvalidGraph(f"tensor '{tensor_name}': external data location '{location}' is an "

@@ -18,8 +18,10 @@ fixes them: phone runtimes want static shapes.
 """
 from __future__ import annotations
 
+import html
 import json
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -34,6 +36,7 @@ TARGETS = {
 TEXT_SUFFIXES = (".kts", ".gradle", ".properties", ".xml", ".kt", ".java", ".md", ".toml",
                  ".py", ".swift", ".txt", ".json", ".html", ".js")
 MODEL_FILE = "model.onnx"
+MANIFEST = "edgerun-pack.json"
 
 
 class PackError(EdgerunError):
@@ -52,47 +55,63 @@ def templates_dir() -> str:
 
 def pack(model_path: str, target: str, out: str, force: bool = False,
          input_shapes: dict = None, log=None) -> dict:
-    """Write the app folder `out` for `target`; returns the manifest written."""
+    """Write the app folder `out` for `target`; returns the manifest written.
+
+    Everything is written into a fresh folder beside `out` and moved there at the end, so a
+    failure leaves nothing behind and nothing else is touched; `force` replaces only an
+    earlier pack (a folder holding edgerun-pack.json), never the model's own folder or the
+    current one."""
     log = log or (lambda text: print(text, file=sys.stderr, flush=True))
     _check_target(target)
     if target == "web":
         from . import web
         web.check_sources(PackError)
-        _prepare_out(out, force)
-        return _pack_web(model_path, out, input_shapes or {}, log)
-    _prepare_out(out, force)
+    staging = _staging_folder(out, force, model_path)
+    try:
+        if target == "web":
+            manifest = _pack_web(model_path, staging, input_shapes or {}, log)
+        else:
+            manifest = _pack_app(model_path, target, staging, input_shapes or {}, log)
+        _publish(staging, out)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)      # never leave half a pack behind
+        raise
+    if target == "web":
+        log(f"packed {model_path} for web into {out}; serve it with "
+            f"`python -m edgerun.web.serve {out}` and open http://127.0.0.1:8000/")
+    else:
+        log(f"packed {model_path} for {target} into {out}")
+    return manifest
+
+
+def _pack_app(model_path: str, target: str, out: str, input_shapes: dict, log) -> dict:
     python_dir, wheel_dir, providers = TARGETS[target]
     steps = 6 if target == "ios" else 5
     step = _Progress(log, steps)
-    try:
-        step(f"loading and optimizing {model_path}")
-        model, optimized = _load_optimized(model_path)
-        step("checking the model runs with edgerun (CPU provider, sample inputs)")
-        inputs, outputs = _check_runs(model, input_shapes or {})
-        step(f"copying the {target} app template")
-        _copy_template(target, out, python_dir, os.path.basename(model_path))
-        model_dir = os.path.join(out, python_dir, "edgerun_app", "model")
-        os.makedirs(model_dir, exist_ok=True)
-        _save_model(model, os.path.join(model_dir, MODEL_FILE))
-        step("writing the edgerun wheel")
-        wheel = _write_wheel(os.path.join(out, wheel_dir))
-        _fill_placeholders(out, {"EDGERUN_WHEEL": os.path.basename(wheel)})
-        coreml = []
-        if target == "ios":
-            step("pre-lowering CoreML partitions to ML Programs")
-            coreml = _prelower_coreml(model, inputs, os.path.join(model_dir, "coreml"), log)
-        step("writing edgerun-pack.json")
-        manifest = {"target": target, "model": MODEL_FILE, "source_model":
-                    os.path.basename(model_path), "optimized": optimized,
-                    "providers": providers, "inputs": inputs, "outputs": outputs,
-                    "edgerun_wheel": os.path.relpath(wheel, out), "coreml": coreml,
-                    "edgerun_version": _version()}
-        with open(os.path.join(model_dir, "edgerun-pack.json"), "w", encoding="utf-8") as f:
-            json.dump(manifest, f, indent=2)
-    except BaseException:
-        shutil.rmtree(out, ignore_errors=True)      # never leave half a pack behind
-        raise
-    log(f"packed {model_path} for {target} into {out}")
+    step(f"loading and optimizing {model_path}")
+    model, optimized = _load_optimized(model_path)
+    step("checking the model runs with edgerun (CPU provider, sample inputs)")
+    inputs, outputs = _check_runs(model, input_shapes)
+    step(f"copying the {target} app template")
+    _copy_template(target, out, python_dir, os.path.basename(model_path))
+    model_dir = os.path.join(out, python_dir, "edgerun_app", "model")
+    os.makedirs(model_dir, exist_ok=True)
+    _save_model(model, os.path.join(model_dir, MODEL_FILE))
+    step("writing the edgerun wheel")
+    wheel = _write_wheel(os.path.join(out, wheel_dir))
+    _fill_placeholders(out, {"EDGERUN_WHEEL": os.path.basename(wheel)})
+    coreml = []
+    if target == "ios":
+        step("pre-lowering CoreML partitions to ML Programs")
+        coreml = _prelower_coreml(model, inputs, os.path.join(model_dir, "coreml"), log)
+    step("writing edgerun-pack.json")
+    manifest = {"target": target, "model": MODEL_FILE, "source_model":
+                os.path.basename(model_path), "optimized": optimized,
+                "providers": providers, "inputs": inputs, "outputs": outputs,
+                "edgerun_wheel": os.path.relpath(wheel, out), "coreml": coreml,
+                "edgerun_version": _version()}
+    with open(os.path.join(model_dir, MANIFEST), "w", encoding="utf-8") as f:
+        json.dump(manifest, f, indent=2)
     return manifest
 
 
@@ -101,37 +120,31 @@ def _pack_web(model_path: str, out: str, input_shapes: dict, log) -> dict:
     from ..onnx.writer import model_to_bytes
 
     step = _Progress(log, 7)
-    try:
-        step(f"loading and optimizing {model_path}")
-        model, optimized = _load_optimized(model_path)
-        step("checking the model runs with edgerun (CPU provider, sample inputs)")
-        inputs, outputs = _check_runs(model, input_shapes)
-        step("checking where the wasm provider places the nodes (the page has no numpy)")
-        placement = web.browser_placement(model_to_bytes(model), log)
-        step("writing the page, the model and edgerun's JavaScript API")
-        web.copy_page(out, lambda folder: _fill_placeholders(folder, {
-            "APP_NAME": _app_name(model_path), "MODEL_NAME": os.path.basename(model_path),
-            "EDGERUN_VERSION": _version()}))
-        _save_model(model, os.path.join(out, MODEL_FILE))
-        step("writing the edgerun wheel")
-        wheel = web.write_wheel(out, PackError)
-        step("copying Pyodide (from the pyodide npm package)")
-        size = web.copy_pyodide(out)
-        log(f"      {size / 2**20:.1f} MiB of Pyodide, {os.path.getsize(wheel) / 1024:.0f} KiB "
-            f"of edgerun")
-        step("writing edgerun-pack.json")
-        manifest = {"target": "web", "model": MODEL_FILE,
-                    "source_model": os.path.basename(model_path), "optimized": optimized,
-                    "providers": web.PROVIDERS, "inputs": inputs, "outputs": outputs,
-                    "placement": placement, "edgerun_wheel": web.WHEEL,
-                    "pyodide": web.PYODIDE_DIR, "edgerun_version": _version()}
-        with open(os.path.join(out, "edgerun-pack.json"), "w", encoding="utf-8") as f:
-            json.dump(manifest, f, indent=2)
-    except BaseException:
-        shutil.rmtree(out, ignore_errors=True)      # never leave half a pack behind
-        raise
-    log(f"packed {model_path} for web into {out}; serve it with "
-        f"`python -m edgerun.web.serve {out}` and open http://127.0.0.1:8000/")
+    step(f"loading and optimizing {model_path}")
+    model, optimized = _load_optimized(model_path)
+    step("checking the model runs with edgerun (CPU provider, sample inputs)")
+    inputs, outputs = _check_runs(model, input_shapes)
+    step("checking where the wasm provider places the nodes (the page has no numpy)")
+    placement = web.browser_placement(model_to_bytes(model), log)
+    step("writing the page, the model and edgerun's JavaScript API")
+    web.copy_page(out, lambda folder: _fill_placeholders(folder, {
+        "APP_NAME": _app_name(model_path), "MODEL_NAME": os.path.basename(model_path),
+        "EDGERUN_VERSION": _version()}))
+    _save_model(model, os.path.join(out, MODEL_FILE))
+    step("writing the edgerun wheel")
+    wheel = web.write_wheel(out, PackError)
+    step("copying Pyodide (from the pyodide npm package)")
+    size = web.copy_pyodide(out)
+    log(f"      {size / 2**20:.1f} MiB of Pyodide, {os.path.getsize(wheel) / 1024:.0f} KiB "
+        f"of edgerun")
+    step("writing edgerun-pack.json")
+    manifest = {"target": "web", "model": MODEL_FILE,
+                "source_model": os.path.basename(model_path), "optimized": optimized,
+                "providers": web.PROVIDERS, "inputs": inputs, "outputs": outputs,
+                "placement": placement, "edgerun_wheel": web.WHEEL,
+                "pyodide": web.PYODIDE_DIR, "edgerun_version": _version()}
+    with open(os.path.join(out, MANIFEST), "w", encoding="utf-8") as f:
+        json.dump(manifest, f, indent=2)
     return manifest
 
 
@@ -149,16 +162,52 @@ def _check_target(target: str) -> None:
         raise PackError(f"unknown target '{target}'; expected android, ios or web")
 
 
-def _prepare_out(out: str, force: bool) -> None:
-    if os.path.exists(out) and (not os.path.isdir(out) or os.listdir(out)):
+def _staging_folder(out: str, force: bool, model_path: str) -> str:
+    """A fresh folder beside `out` to write the pack into, after checking that `out` may
+    be (re)placed: never a folder holding the model or the current folder, and with
+    `force` only an earlier pack."""
+    target = os.path.realpath(out)
+    model = os.path.realpath(model_path)
+    here = os.path.realpath(os.getcwd())
+    if _inside(model, target):
+        raise PackError(f"--out '{out}' holds the model {model_path}: choose a new folder "
+                        f"for the pack")
+    if _inside(here, target):
+        raise PackError(f"--out '{out}' is the current folder or holds it: choose a new "
+                        f"folder for the pack")
+    if os.path.lexists(out) and (not os.path.isdir(out) or os.listdir(out)):
         if not force:
             raise PackError(f"output folder '{out}' already exists and is not empty; "
                             f"pass --force to replace it")
-        if os.path.isdir(out):
-            shutil.rmtree(out)
-        else:
-            os.remove(out)
-    os.makedirs(out, exist_ok=True)
+        if not _is_pack(out):
+            raise PackError(f"--force replaces only a folder edgerun pack wrote (one holding "
+                            f"{MANIFEST}); '{out}' is not one, so it is left as it is")
+    parent = os.path.dirname(target)
+    os.makedirs(parent, exist_ok=True)
+    return tempfile.mkdtemp(prefix=f".{os.path.basename(target)}.partial-", dir=parent)
+
+
+def _inside(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+def _is_pack(folder: str) -> bool:
+    """Whether `folder` is a pack edgerun wrote (its manifest is in it)."""
+    if not os.path.isdir(folder) or os.path.islink(folder):
+        return False
+    return any(MANIFEST in names for _, _, names in os.walk(folder))
+
+
+def _publish(staging: str, out: str) -> None:
+    """Move the finished pack to `out`, replacing what _staging_folder allowed."""
+    mask = os.umask(0)
+    os.umask(mask)
+    os.chmod(staging, 0o777 & ~mask)        # mkdtemp's folder is private to its owner
+    if os.path.isdir(out) and not os.path.islink(out):
+        shutil.rmtree(out)
+    elif os.path.lexists(out):
+        os.remove(out)
+    os.replace(staging, out)
 
 
 def _version() -> str:
@@ -265,6 +314,10 @@ def _app_name(model_path: str) -> str:
 
 
 def _fill_placeholders(out: str, values: dict) -> None:
+    """Replace {{KEY}} in every text file, in one pass (a value holding "{{...}}" stays as it
+    is), each value escaped for the kind of file it lands in (a model named
+    `<img src=x onerror=alert(1)>.onnx` is text in the page, not markup)."""
+    pattern = re.compile(r"\{\{(" + "|".join(map(re.escape, values)) + r")\}\}")
     for folder, _, names in os.walk(out):
         for name in names:
             if not name.endswith(TEXT_SUFFIXES):
@@ -272,12 +325,29 @@ def _fill_placeholders(out: str, values: dict) -> None:
             path = os.path.join(folder, name)
             with open(path, encoding="utf-8") as f:
                 text = f.read()
-            filled = text
-            for key, value in values.items():
-                filled = filled.replace("{{" + key + "}}", value)
+            escape = _escaper(name)
+            filled = pattern.sub(lambda m: escape(str(values[m.group(1)])), text)
             if filled != text:
                 with open(path, "w", encoding="utf-8") as f:
                     f.write(filled)
+
+
+def _escaper(file_name: str):
+    """How a value is written into a file of this kind: markup escaped in HTML, XML and
+    Markdown; elsewhere it lands inside a double-quoted string literal (Kotlin, Swift,
+    Python, TOML, JSON, JS), so backslashes, quotes and line breaks are escaped, and `$`
+    in Kotlin (its string templates)."""
+    if file_name.endswith((".html", ".xml", ".md")):
+        return lambda v: html.escape(v, quote=True).replace("`", "&#96;")
+    if file_name.endswith((".json", ".js")):
+        return lambda v: json.dumps(v)[1:-1]
+    kotlin = file_name.endswith((".kt", ".kts", ".java", ".gradle"))
+    return lambda v: _quoted(v).replace("$", "\\$") if kotlin else _quoted(v)
+
+
+def _quoted(value: str) -> str:
+    return (value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+            .replace("\r", "\\r"))
 
 
 def _write_wheel(wheel_dir: str) -> str:
