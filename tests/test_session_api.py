@@ -389,3 +389,98 @@ def test_generated_code_keeps_values_in_locals_but_what_subgraphs_and_callers_re
         env = {**executor._initial_env, "x": x, "c": np.bool_(c)}
         executor.plan.runner(env)
         np.testing.assert_allclose(env["y"], f + 2 * b + (not c), rtol=1e-6)
+
+
+# ---- RunOptions.terminate -----------------------------------------------------------------
+
+
+def _endless_loop_model() -> bytes:
+    from onnx import TensorProto, helper
+
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+         helper.make_node("Add", ["v_in", "one"], ["v_out"])], "body",
+        [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+         helper.make_tensor_value_info("cond_in", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("v_in", TensorProto.FLOAT, [1])],
+        [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("v_out", TensorProto.FLOAT, [1])],
+        [helper.make_tensor("one", TensorProto.FLOAT, [1], [1.0])])
+    graph = helper.make_graph(
+        [helper.make_node("Loop", ["n", "c", "v"], ["vo"], body=body)], "g",
+        [helper.make_tensor_value_info("v", TensorProto.FLOAT, [1])],
+        [helper.make_tensor_value_info("vo", TensorProto.FLOAT, [1])],
+        [helper.make_tensor("n", TensorProto.INT64, [], [10 ** 12]),
+         helper.make_tensor("c", TensorProto.BOOL, [], [True])])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
+
+
+def _long_chain_model(length: int) -> bytes:
+    from onnx import TensorProto, helper
+
+    nodes = [helper.make_node("Mul", [f"x{i}", "k"], [f"x{i + 1}"]) for i in range(length)]
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x0", TensorProto.FLOAT, [256, 256])],
+        [helper.make_tensor_value_info(f"x{length}", TensorProto.FLOAT, None)],
+        [helper.make_tensor("k", TensorProto.FLOAT, [], [1.0001])])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
+
+
+def _stop_latency(session, feeds, after_s: float) -> float:
+    """Sets terminate from another thread `after_s` into a run; the seconds the run took to
+    stop after that (RunTerminated required)."""
+    import threading
+    import time
+
+    options = edgerun.RunOptions()
+    set_at = []
+
+    def stop():
+        time.sleep(after_s)
+        options.terminate = True
+        set_at.append(time.perf_counter())
+
+    threading.Thread(target=stop).start()
+    with pytest.raises(edgerun.RunTerminated, match="RunOptions.terminate"):
+        session.run(None, feeds, options)
+    return time.perf_counter() - set_at[0]
+
+
+def test_terminate_stops_an_endless_loop():
+    """A Loop of 10**12 iterations stops between iterations (it used to run until killed)."""
+    session = edgerun.InferenceSession(_endless_loop_model())
+    assert _stop_latency(session, {"v": np.zeros(1, np.float32)}, 0.3) < 0.1
+
+
+@pytest.mark.parametrize("provider", ["cpu", "wasm", "webgpu"])
+def test_terminate_stops_a_long_run_on_every_provider(provider, request):
+    """Checked before every node (and, on webgpu, between small submitted batches: work on
+    the GPU cannot be recalled). A run without run_options keeps the unchecked fast path."""
+    import time
+
+    if provider == "webgpu":
+        request.getfixturevalue("gpu")
+    options = edgerun.SessionOptions()
+    options.graph_optimization_level = edgerun.GraphOptimizationLevel.ORT_DISABLE_ALL
+    session = edgerun.InferenceSession(_long_chain_model(600 if provider != "webgpu" else 200),
+                                       options, providers=[provider])
+    feeds = {"x0": np.ones((256, 256), np.float32)}
+    session.run(None, feeds)
+    started = time.perf_counter()
+    want = session.run(None, feeds)
+    whole = time.perf_counter() - started
+    assert _stop_latency(session, feeds, whole / 3) < 0.1
+    np.testing.assert_array_equal(session.run(None, feeds, edgerun.RunOptions())[0], want[0])
+
+
+def test_terminate_already_set_fails_at_once():
+    session = edgerun.InferenceSession(_long_chain_model(3))
+    options = edgerun.RunOptions()
+    options.terminate = True
+    with pytest.raises(edgerun.RunTerminated):
+        session.run(None, {"x0": np.ones((256, 256), np.float32)}, options)
+    binding = session.io_binding()
+    binding.bind_cpu_input("x0", np.ones((256, 256), np.float32))
+    binding.bind_output("x3")
+    with pytest.raises(edgerun.RunTerminated):
+        session.run_with_iobinding(binding, options)

@@ -24,3 +24,7 @@ class InvalidArgument(EdgerunError):
 
 class Fail(EdgerunError):
     """A node failed while running; the message names the node and operator."""
+
+
+class RunTerminated(Fail):
+    """The run stopped because its RunOptions.terminate was set (onnxruntime raises too)."""

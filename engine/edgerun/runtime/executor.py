@@ -26,6 +26,7 @@ except ImportError:          # Pyodide without numpy: values are HostTensors
     _SCALARS = ()
 from ..errors import EdgerunError, Fail, InvalidGraph
 from ..ir import Graph, Node
+from . import cancel
 from .attributes import initializer_value, kernel_attributes
 from .kernel_context import KernelContext
 from .partition import Partitioner
@@ -257,13 +258,16 @@ class GraphExecutor:
             key = plan.input_keys.get(name, name)
             if key not in env:
                 env[key] = None           # an omitted optional input
+        watched = cancel.watched()
         if profile is not None:
-            self._run_profiled(env, profile, plan)
-        elif plan.runner is not None:
+            self._run_profiled(env, profile, plan, watched)
+        elif plan.runner is not None and watched is None:
             plan.runner(env)
         else:
             value_of = env.__getitem__
             for fn, ctx, inputs, attrs, single, frees, step in plan.program:
+                if watched is not None and watched.terminate:
+                    cancel.check(watched)
                 try:
                     if ctx is None:       # a node with subgraphs: runs against this run's env
                         result = fn(env, *map(value_of, inputs))
@@ -287,10 +291,11 @@ class GraphExecutor:
             outputs[i] = _copied(outputs[i])
         return outputs
 
-    def _run_profiled(self, env: dict, profile: list, plan: GraphPlan) -> None:
+    def _run_profiled(self, env: dict, profile: list, plan: GraphPlan, watched=None) -> None:
         """The loop of `run`, timing every step into `profile`."""
         run_graph = functools.partial(self._run_subgraph, env, profile)
         for step in plan.steps:
+            cancel.check(watched)
             ctx = step.ctx
             if ctx is None:
                 ctx = KernelContext(step.node, self._step_opset(step), run_graph)
@@ -311,6 +316,7 @@ class GraphExecutor:
         return self.opsets.get(_domain_key(step.node.domain))
 
     def _run_subgraph(self, env: dict, profile, graph: Graph, inputs: list) -> list:
+        cancel.check(cancel.watched())            # each Loop or Scan iteration
         sub = self.subgraphs[id(graph)]
         if len(inputs) != len(sub.input_names):
             raise ValueError(f"subgraph '{graph.name}' takes {len(sub.input_names)} inputs, "

@@ -15,6 +15,7 @@ from ..optimizer import optimize
 from ..optimizer.inline_functions import inline_functions
 from ..optimizer.save import save_optimized
 from ..providers.registry import create_providers
+from ..runtime import cancel
 from ..runtime.executor import GraphExecutor
 from ..runtime.partition import Partitioner
 from .feeds import FeedChecker
@@ -108,8 +109,10 @@ class InferenceSession:
                 "providers": self.get_providers()}
 
     def run(self, output_names, input_feed: dict, run_options=None) -> list:
+        """Outputs for `input_feed`; with `run_options`, setting its `terminate` (from any
+        thread) stops the run with RunTerminated before the next node or loop iteration."""
         feeds = self._check_feeds(input_feed)
-        outputs = self._execute(feeds)
+        outputs = self._execute(feeds, run_options=run_options)
         all_names = self._executor.output_names
         if not output_names:
             return outputs
@@ -133,7 +136,7 @@ class InferenceSession:
                                   "session's io_binding()")
         iobinding._run(run_options)
 
-    def _execute(self, feeds: dict, plan=None) -> list:
+    def _execute(self, feeds: dict, plan=None, run_options=None) -> list:
         """One run of the main graph over checked feeds (bracketed by the providers'
         begin_run / end_run, profiled when asked)."""
         for provider in self._providers:
@@ -141,7 +144,11 @@ class InferenceSession:
         profile = [] if self._profiler else None
         started = time.perf_counter()
         try:
-            outputs = self._executor.run(feeds, profile=profile, plan=plan)
+            if run_options is None:
+                outputs = self._executor.run(feeds, profile=profile, plan=plan)
+            else:
+                with cancel.watching(run_options):
+                    outputs = self._executor.run(feeds, profile=profile, plan=plan)
         finally:
             for provider in self._providers:
                 provider.end_run()

@@ -137,7 +137,7 @@ class IOBinding:
         feeds = s._check_feeds(feeds)
         feeds = {n: (v._value if isinstance(v, OrtValue) else v) for n, v in feeds.items()}
         plan = s._executor.plan_for(in_devices, out_devices)
-        outputs = s._execute(feeds, plan)
+        outputs = s._execute(feeds, plan, run_options=run_options)
         index = {name: i for i, name in enumerate(s._executor.output_names)}
         providers = {p.device: p for p in s._providers}
         if not self._outputs:

@@ -12,12 +12,16 @@ import threading
 from collections import OrderedDict
 
 from ...ir import dtypes
+from ...runtime import cancel
 from . import host_values
 from .device import Binding, Dispatch, GpuDevice, GpuError, Unsupported
 from .memory import SMALL_MIRROR, BufferPool, GpuTensor
 from .shaders import WORKGROUP_SIZE, ShaderLibrary
 
 MAX_GROUPS_X = 65535
+# dispatches per submitted batch while a run watches RunOptions.terminate (work on the GPU
+# cannot be recalled: the batches bound how long a terminated run takes to stop)
+WATCHED_BATCH = 8
 SMALL_CACHE = 256          # small host tensors whose GPU copies upload_small keeps
 # element type -> GpuTensor.dtype (how each is stored: host_values.GPU_WORDS)
 GPU_TYPES = {dtypes.FLOAT: "float32", dtypes.INT32: "int32", dtypes.INT64: "int64",
@@ -166,7 +170,14 @@ class GpuContext:
                                           (gx, -(-groups // gx), 1)))
             self.pool.batch_pending = True
             self.stats["dispatches"] += 1
+            if len(self._pending) >= WATCHED_BATCH and cancel.watched() is not None:
+                self.flush()                # a run that may be terminated: small batches,
+                self._wait_for_device()     # each finished before more is recorded
         return out
+
+    def _wait_for_device(self) -> None:
+        """Returns when the work submitted so far has run (a 4-byte read waits for it)."""
+        self.device.read_buffer(self.zeros(1).buffer, 4)
 
     def _append_params(self, values: list) -> int:
         align = self.device.params_alignment
@@ -182,6 +193,10 @@ class GpuContext:
                 return
             pending, params = self._pending, bytes(self._params)
             self._pending, self._params = [], bytearray()
+            watched = cancel.watched()
+            if watched is not None and watched.terminate:
+                self.pool.batch_submitted()      # the batch is dropped, never submitted
+                cancel.check(watched)
             try:
                 self.device.run_batch(params, pending)
             finally:
