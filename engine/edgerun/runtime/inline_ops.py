@@ -72,6 +72,11 @@ def _squeeze(attrs, sources, constant, bind):
     return f"{sources[0]}.squeeze({bind(tuple(axes))})" if axes else f"{sources[0]}.squeeze()"
 
 
+# numpy arrays have at most this many axes: a larger constant axis is left to the kernel,
+# which names the problem (an index tuple that long would be built first)
+MAX_RANK = 64
+
+
 def _slice(attrs, sources, constant, bind):
     if len(sources) > 1:            # opset 10+: starts, ends, axes, steps as inputs
         values = []
@@ -90,7 +95,8 @@ def _slice(attrs, sources, constant, bind):
     axes = list(range(len(starts))) if axes is None else axes
     steps = [1] * len(starts) if steps is None else steps
     if len(axes) != len(starts) or len(steps) != len(starts) or not starts or \
-            min(axes) < 0 or len(set(axes)) != len(axes) or min(steps) < 1:
+            min(axes) < 0 or max(axes) >= MAX_RANK or len(set(axes)) != len(axes) or \
+            min(steps) < 1:
         return None
     index = [slice(None)] * (max(axes) + 1)
     for start, end, axis, step in zip(starts, ends, axes, steps):
@@ -101,7 +107,7 @@ def _slice(attrs, sources, constant, bind):
 def _gather(attrs, sources, constant, bind):
     indices = constant(1) if len(sources) > 1 else None
     axis = attrs.get("axis", 0)
-    if not _integer_kind(indices) or indices.ndim != 0 or axis < 0:
+    if not _integer_kind(indices) or indices.ndim != 0 or not 0 <= axis < MAX_RANK:
         return None
     index = (slice(None),) * axis + (int(indices), Ellipsis)
     return f"{sources[0]}[{bind(index)}]"

@@ -15,7 +15,7 @@ from ..optimizer import optimize
 from ..optimizer.inline_functions import inline_functions
 from ..optimizer.save import save_optimized
 from ..providers.registry import create_providers
-from ..runtime import cancel
+from ..runtime import cancel, limits
 from ..runtime.executor import GraphExecutor
 from ..runtime.partition import Partitioner
 from .feeds import FeedChecker
@@ -144,11 +144,12 @@ class InferenceSession:
         profile = [] if self._profiler else None
         started = time.perf_counter()
         try:
-            if run_options is None:
-                outputs = self._executor.run(feeds, profile=profile, plan=plan)
-            else:
-                with cancel.watching(run_options):
+            with limits.limited(self._options.max_tensor_bytes):
+                if run_options is None:
                     outputs = self._executor.run(feeds, profile=profile, plan=plan)
+                else:
+                    with cancel.watching(run_options):
+                        outputs = self._executor.run(feeds, profile=profile, plan=plan)
         finally:
             for provider in self._providers:
                 provider.end_run()

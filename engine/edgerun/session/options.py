@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import enum
 
+from ..runtime.limits import DEFAULT_MAX_TENSOR_BYTES
+
 
 class GraphOptimizationLevel(enum.IntEnum):
     ORT_DISABLE_ALL = 0
@@ -34,6 +36,8 @@ class SessionOptions:
         self.enable_mem_pattern = True
         self.enable_cpu_mem_arena = True
         self.use_deterministic_compute = False
+        # edgerun's: the most bytes one node may create (checked before allocating)
+        self.max_tensor_bytes = DEFAULT_MAX_TENSOR_BYTES
         self._config = {}
 
     def add_session_config_entry(self, key: str, value: str) -> None:

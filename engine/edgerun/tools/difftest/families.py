@@ -287,12 +287,13 @@ def pool(rng) -> Case:
         (op == "LpPool" and opset >= 18)
     strides, dilations, pads, auto_pad = window_attrs(rng, rank, kernel, dilation_ok,
                                                       pad_below_kernel=True)
-    if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
-        # SAME with dilations, or strides past the kernel, has no oracle: onnxruntime sizes
-        # the output without the dilation and refuses the negative padding, the reference
-        # splits the padding otherwise (edgerun follows the spec's text)
+    if auto_pad is not None:
+        # auto_pad with dilations (SAME, VALID), or SAME with strides past the kernel, has no
+        # oracle: onnxruntime sizes the output without the dilation and refuses the negative
+        # padding, the reference splits the padding otherwise (edgerun follows the spec)
         dilations = [1] * rank
-        strides = [min(s, k) for s, k in zip(strides, kernel)]
+        strides = [min(s, k) for s, k in zip(strides, kernel)] if auto_pad != "VALID" \
+            else strides
     spatial = input_extent(rng, kernel, strides, dilations, pads, auto_pad, 1,
                            40 if rank < 3 else 10)
     ceil_ok = op != "LpPool" or opset >= 18

@@ -88,6 +88,9 @@ def window_geometry(in_shape, kernel, strides=None, dilations=None, pads=None,
     if len(kernel) != rank or len(strides) != rank or len(dilations) != rank:
         raise ValueError(f"kernel_shape {kernel}, strides {strides} and dilations {dilations} "
                          f"must each have {rank} entries, one per spatial axis")
+    if min(strides, default=1) < 1 or min(dilations, default=1) < 1 or min(kernel, default=1) < 1:
+        raise ValueError(f"strides {strides}, dilations {dilations} and kernel_shape {kernel} "
+                         f"must be positive")
     spans = [(k - 1) * d + 1 for k, d in zip(kernel, dilations)]
 
     if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
@@ -382,6 +385,8 @@ def _check_conv_shapes(x, w, group: int, transposed: bool = False):
                          f"expects {w.shape[1] * group} (and output channels divisible by group)")
     if group < 1 or channels % group:
         raise ValueError(f"group={group} must divide the {channels} input channels")
+    if 0 in x.shape[2:]:        # onnxruntime refuses too: the output would pool to NaN later
+        raise ValueError(f"X has an empty spatial axis: shape {list(x.shape)}")
 
 
 def _bias_column(b, ndim: int):
@@ -733,7 +738,7 @@ def convolve(x, w, b=None, auto_pad="NOTSET", dilations=None, group=1, kernel_sh
     With the node's `ctx`, the plan of each input shape and the weights in the compute dtype
     are prepared once (initializers come back as the same objects on every run)."""
     if x.ndim < 3 or w.ndim != x.ndim or x.shape[1] != w.shape[1] * group or \
-            w.shape[0] % group or group < 1:
+            w.shape[0] % group or group < 1 or 0 in x.shape[2:]:
         _check_conv_shapes(x, w, group)
 
     def prepare():

@@ -14,6 +14,7 @@ import math
 
 import numpy as np
 
+from ....runtime.limits import check_allocation
 from ..registry import kernel
 
 
@@ -206,6 +207,10 @@ def _resize(x, mode, scales=None, sizes=None, roi=None, axes=None,
         raise ValueError(f"Resize: unknown mode {mode!r}")
     axes = _normalize_axes(axes, x.ndim)
     geometry = _output_geometry(x.shape, axes, scales, sizes, keep_aspect_ratio_policy)
+    out_shape = list(x.shape)
+    for axis, (size, _, _) in zip(axes, geometry):
+        out_shape[axis] = size
+    check_allocation(out_shape, max(x.dtype.itemsize, 4))
     crop = coordinate_transformation_mode == "tf_crop_and_resize"
     if roi is not None:
         roi = np.asarray(roi).reshape(-1)

@@ -11,6 +11,7 @@ import numpy as np
 
 from ....ir.dtypes import numpy_dtype
 from ....ir.shape_rules import split_lengths
+from ....runtime.limits import check_allocation
 from ..registry import kernel
 
 
@@ -85,7 +86,9 @@ def constant_of_shape(ctx, shape, value=None):
         value = np.zeros(1, dtype=np.float32)
     if value.size != 1:
         raise ValueError(f"ConstantOfShape value must have one element, got {value.size}")
-    return np.full(tuple(_ints(shape)), value.reshape(-1)[0], dtype=value.dtype)
+    dims = tuple(_ints(shape))
+    check_allocation(dims, value.dtype.itemsize)
+    return np.full(dims, value.reshape(-1)[0], dtype=value.dtype)
 
 
 @kernel("EyeLike", since=9)
@@ -104,6 +107,7 @@ def range_op(ctx, start, limit, delta, stash_type=1):
         if step == 0:
             raise ValueError("Range delta must not be zero")
         count = max(-((first - stop) // step), 0)      # ceil((stop - first) / step)
+        check_allocation((count,), 8)
         return (first + np.arange(count, dtype=np.int64) * step).astype(dtype)
     # float16/bfloat16 compute in the stash type (float by default); wider floats in double.
     low_precision = dtype.itemsize <= 2
@@ -111,7 +115,10 @@ def range_op(ctx, start, limit, delta, stash_type=1):
     first, stop, step = (np.asarray(v).astype(compute).item() for v in (start, limit, delta))
     if step == 0:
         raise ValueError("Range delta must not be zero")
+    if not math.isfinite((stop - first) / step):
+        raise ValueError(f"Range from {first} to {stop} by {step} has no finite length")
     count = max(math.ceil((stop - first) / step), 0)
+    check_allocation((count,), np.dtype(compute).itemsize)
     values = np.asarray(first, compute) + np.arange(count, dtype=compute) * np.asarray(step, compute)
     return values.astype(dtype)
 
@@ -255,6 +262,7 @@ def transpose(ctx, data, perm=None):
 @kernel("Expand", since=8)
 def expand(ctx, x, shape):
     out_shape = np.broadcast_shapes(x.shape, tuple(_ints(shape)))
+    check_allocation(out_shape, x.dtype.itemsize)
     return np.array(np.broadcast_to(x, out_shape))
 
 
@@ -262,6 +270,7 @@ def expand(ctx, x, shape):
 def tile_1(ctx, x, tiles, axis):
     repeats = [1] * x.ndim
     repeats[_normalize_axis(_scalar_int(axis), x.ndim)] = _scalar_int(tiles)
+    check_allocation([d * r for d, r in zip(x.shape, repeats)], x.dtype.itemsize)
     return np.tile(x, repeats)
 
 
@@ -270,6 +279,7 @@ def tile(ctx, x, repeats):
     repeats = _ints(repeats)
     if len(repeats) != x.ndim:
         raise ValueError(f"Tile repeats {repeats} must have one entry per dim of rank {x.ndim}")
+    check_allocation([d * r for d, r in zip(x.shape, repeats)], x.dtype.itemsize)
     return np.tile(x, repeats)
 
 
@@ -381,6 +391,7 @@ def pad(ctx, data, pads, constant_value=None, axes=None, mode="constant"):
                              lambda: _pad_gather_index(data.shape, pads, axes, mode))
         return data.reshape(-1).take(index)
     begins, ends = _split_pads(_ints(pads), data.ndim, axes)
+    check_allocation([d + b + e for d, b, e in zip(data.shape, begins, ends)], data.itemsize)
     fill = None
     if constant_value is not None and np.asarray(constant_value).size:
         fill = np.asarray(constant_value).reshape(-1)[0]
@@ -406,6 +417,7 @@ def center_crop_pad(ctx, input_data, shape, axes=None):
         elif target > dim:      # pad: the odd extra element goes to the end
             start = (target - dim) // 2
             dst[axis] = slice(start, start + dim)
+    check_allocation(out_shape, input_data.itemsize)
     out = np.full(tuple(out_shape), _zero_of(input_data.dtype), dtype=input_data.dtype)
     out[tuple(dst)] = input_data[tuple(src)]
     return out
@@ -422,6 +434,7 @@ def one_hot(ctx, indices, depth, values, axis=-1):
         raise ValueError(f"OneHot values must be [off_value, on_value], got {values.size} elements")
     rank = indices.ndim + 1
     axis = _normalize_axis(axis, rank)
+    check_allocation(indices.shape + (depth,), max(values.dtype.itemsize, 1))
     idx = indices.astype(np.int64)
     idx = np.where(idx < 0, idx + depth, idx)
     hot = idx[..., None] == np.arange(depth, dtype=np.int64)   # out-of-range rows stay False

@@ -83,6 +83,8 @@ def bind_conv(dev, node, opset):
         if c % group or m % group or w.shape[1] * group != c:
             raise ValueError(f"Conv group={group}: input has {c} channels, weight "
                              f"{list(w.shape)}")
+        if 0 in x.shape[2:]:
+            raise ValueError(f"Conv input has an empty spatial axis: shape {list(x.shape)}")
         if len(x.shape) == 5:
             y = conv3d(dev, node, x, w, b, group)
             apply_activation(dev, y, *act)
