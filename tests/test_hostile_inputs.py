@@ -85,3 +85,51 @@ def test_an_image_of_width_zero_is_refused_not_nan(provider):
     session = edgerun.InferenceSession(path, providers=[provider])
     with pytest.raises(Fail, match="empty spatial axis"):
         session.run(None, {"x": np.zeros((1, 3, 48, 0), np.float32)})
+
+
+def test_fuzzed_models_give_only_edgerun_errors():
+    """A fixed-seed sample of the mutation fuzzer (python -m edgerun.tools.fuzz): every
+    mutated model loads and runs, or is refused with one of edgerun's errors; none escapes
+    as another exception or hangs."""
+    from edgerun.tools import fuzz
+
+    seeds = fuzz.seed_models()
+    findings, outcomes = [], set()
+    for index in range(3000):
+        name, data, how, rng = fuzz.make_case(seeds, 20261126, index)
+        outcome, detail = fuzz.run_case(data, rng)
+        outcomes.add(outcome)
+        if outcome in (fuzz.ESCAPED, fuzz.HANG):
+            findings.append(f"i{index} [{name}: {how}] {outcome}: {detail}")
+    assert not findings, "\n".join(findings)
+    assert outcomes == {fuzz.OK, fuzz.REFUSED}       # both kinds of mutation were made
+
+
+def test_eight_threads_share_one_session():
+    """A soak: 8 threads run one session 40 times each with their own inputs; every result
+    is the one a single thread gets."""
+    import threading
+
+    from real_models import REAL_MODELS
+
+    path, _ = REAL_MODELS["ppocr_mobile_cls"]()
+    session = edgerun.InferenceSession(path)
+    rng = np.random.default_rng(0)
+    inputs = [rng.random((1, 3, 48, 96 + 16 * i)).astype(np.float32) for i in range(8)]
+    expected = [session.run(None, {"x": x})[0] for x in inputs]
+    errors = []
+
+    def worker(i):
+        try:
+            for _ in range(40):
+                got = session.run(None, {"x": inputs[i]})[0]
+                np.testing.assert_array_equal(got, expected[i])
+        except Exception as e:   # noqa: BLE001 - reported below
+            errors.append(f"thread {i}: {type(e).__name__}: {e}")
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors

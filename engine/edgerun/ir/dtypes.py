@@ -70,7 +70,10 @@ def elem_type(code: int) -> ElemType:
 
 
 def type_string(code: int) -> str:
-    """onnxruntime's spelling, e.g. 'tensor(float)'."""
+    """onnxruntime's spelling, e.g. 'tensor(float)' ('tensor(undefined)' for code 0, a type
+    a file left unset)."""
+    if not code:
+        return "tensor(undefined)"
     return f"tensor({elem_type(code).type_str})"
 
 

@@ -17,6 +17,30 @@ from . import wire
 from .wire import FIXED32, LENGTH, VARINT, WireError
 
 
+# Wire types of the fields each message reads (onnx.proto): a field sent with another type
+# is a corrupt file, refused naming the message (it used to surface as a TypeError).
+_MODEL = wire.message("ModelProto", V=(1, 5), L=(2, 3, 4, 6, 7, 8, 14, 25))
+_OPSET = wire.message("OperatorSetIdProto", L=(1,), V=(2,))
+_ENTRY = wire.message("StringStringEntryProto", L=(1, 2))
+_GRAPH = wire.message("GraphProto", L=(1, 2, 5, 10, 11, 12, 13, 15))
+_FUNCTION = wire.message("FunctionProto", L=(1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13))
+_NODE = wire.message("NodeProto", L=(1, 2, 3, 4, 5, 6, 7, 8))
+_ATTRIBUTE = wire.message("AttributeProto", L=(1, 4, 5, 6, 9, 10, 11, 13, 14, 15, 21, 22, 23),
+                          V=(3, 20), S32=(2,), F32=(7,), P=(8,))
+_VALUE_INFO = wire.message("ValueInfoProto", L=(1, 2, 3))
+_TYPE = wire.message("TypeProto", L=(1, 4, 5, 6, 7, 8, 9))
+_ELEMENT_TYPE = wire.message("TypeProto.Sequence/Optional", L=(1,))
+_MAP_TYPE = wire.message("TypeProto.Map", V=(1,), L=(2,))
+_TENSOR_TYPE = wire.message("TypeProto.Tensor", V=(1,), L=(2,))
+_SHAPE = wire.message("TensorShapeProto", L=(1,))
+_DIM = wire.message("TensorShapeProto.Dimension", V=(1,), L=(2, 3))
+_TENSOR = wire.message("TensorProto", P=(1, 5, 7, 11), V=(2, 14), L=(3, 6, 8, 9, 12, 13),
+                       F32=(4,), F64=(10,))
+_SPARSE = wire.message("SparseTensorProto", L=(1, 2), P=(3,))
+# Subgraphs and types nest; past this depth a file is refused (protobuf's own limit is 100)
+MAX_NESTING = 100
+
+
 def load_model(path_or_bytes, base_dir: str = None, load_external: bool = True) -> ir.Model:
     """Decode a model from a file path or bytes.
 
@@ -55,12 +79,13 @@ class _Reader:
     def __init__(self, base_dir, load_external):
         self.base_dir = base_dir
         self.load_external = load_external
+        self.depth = 0
 
     # ---- containers ----------------------------------------------------------------------
 
     def model(self, buf) -> ir.Model:
         m = ir.Model(graph=None, ir_version=0, opset_imports={})
-        for num, wt, v in wire.fields(buf):
+        for num, wt, v in wire.fields(buf, _MODEL):
             if num == 1:
                 m.ir_version = v
             elif num == 2:
@@ -87,7 +112,7 @@ class _Reader:
 
     def opset(self, buf) -> tuple:
         domain, version = "", 0
-        for num, wt, v in wire.fields(buf):
+        for num, wt, v in wire.fields(buf, _OPSET):
             if num == 1:
                 domain = _str(v)
             elif num == 2:
@@ -96,7 +121,7 @@ class _Reader:
 
     def entry(self, buf) -> tuple:
         k = val = ""
-        for num, wt, v in wire.fields(buf):
+        for num, wt, v in wire.fields(buf, _ENTRY):
             if num == 1:
                 k = _str(v)
             elif num == 2:
@@ -104,8 +129,27 @@ class _Reader:
         return k, val
 
     def graph(self, buf) -> ir.Graph:
+        with self.nested("graph"):
+            return self._graph(buf)
+
+    def nested(self, what: str):
+        """Counts one level of subgraph or type nesting while its message is read."""
+        reader = self
+
+        class _Level:
+            def __enter__(self):
+                reader.depth += 1
+                if reader.depth > MAX_NESTING:
+                    raise WireError(f"{what}s nested more than {MAX_NESTING} levels deep")
+
+            def __exit__(self, *exc):
+                reader.depth -= 1
+
+        return _Level()
+
+    def _graph(self, buf) -> ir.Graph:
         g = ir.Graph()
-        for num, wt, v in wire.fields(buf):
+        for num, wt, v in wire.fields(buf, _GRAPH):
             if num == 1:
                 g.nodes.append(self.node(v))
             elif num == 2:
@@ -127,7 +171,7 @@ class _Reader:
 
     def function(self, buf) -> ir.Function:
         f = ir.Function(name="", domain="", inputs=[], outputs=[])
-        for num, wt, v in wire.fields(buf):
+        for num, wt, v in wire.fields(buf, _FUNCTION):
             if num == 1:
                 f.name = _str(v)
             elif num == 4:
@@ -156,7 +200,7 @@ class _Reader:
 
     def node(self, buf) -> ir.Node:
         n = ir.Node(op_type="", inputs=[], outputs=[])
-        for num, wt, v in wire.fields(buf):
+        for num, wt, v in wire.fields(buf, _NODE):
             if num == 1:
                 n.inputs.append(_str(v))
             elif num == 2:
@@ -180,7 +224,7 @@ class _Reader:
         a = ir.Attribute(name="", type=AttrType.UNDEFINED)
         singles = {}
         repeated = {7: [], 8: [], 9: [], 10: [], 11: [], 23: [], 15: []}
-        for num, wt, v in wire.fields(buf):
+        for num, wt, v in wire.fields(buf, _ATTRIBUTE):
             if num == 1:
                 a.name = _str(v)
             elif num == 20:
@@ -227,13 +271,16 @@ class _Reader:
             a.value = repeated[_FIELD_OF_REPEATED[a.type]]
         elif not a.ref_attr_name and a.type not in _SINGLE_TYPES:
             raise WireError(f"attribute '{a.name}' has unknown type {a.type}")
+        elif not a.ref_attr_name and a.type not in _SINGLE_DEFAULTS:
+            raise WireError(f"attribute '{a.name}' of type {a.type} (a tensor, graph or type) "
+                            f"holds no value")
         else:
-            a.value = _SINGLE_DEFAULTS.get(a.type)
+            a.value = _SINGLE_DEFAULTS.get(a.type)   # an unset number or string: its default
         return a
 
     def value_info(self, buf) -> ir.ValueInfo:
         vi = ir.ValueInfo(name="")
-        for num, wt, v in wire.fields(buf):
+        for num, wt, v in wire.fields(buf, _VALUE_INFO):
             if num == 1:
                 vi.name = _str(v)
             elif num == 2:
@@ -243,19 +290,23 @@ class _Reader:
         return vi
 
     def type(self, buf) -> ir.TypeInfo:
+        with self.nested("type"):
+            return self._type(buf)
+
+    def _type(self, buf) -> ir.TypeInfo:
         t = ir.TypeInfo(kind="undefined")
-        for num, wt, v in wire.fields(buf):
+        for num, wt, v in wire.fields(buf, _TYPE):
             if num in (1, 8):      # tensor_type, sparse_tensor_type
                 t.kind = "tensor" if num == 1 else "sparse_tensor"
                 t.elem_type, t.shape = self.tensor_type(v)
             elif num in (4, 9):    # sequence_type, optional_type
                 t.kind = "sequence" if num == 4 else "optional"
-                for n2, _, v2 in wire.fields(v):
+                for n2, _, v2 in wire.fields(v, _ELEMENT_TYPE):
                     if n2 == 1:
                         t.elem = self.type(v2)
             elif num == 5:         # map_type
                 t.kind = "map"
-                for n2, _, v2 in wire.fields(v):
+                for n2, _, v2 in wire.fields(v, _MAP_TYPE):
                     if n2 == 1:
                         t.key_type = v2
                     elif n2 == 2:
@@ -268,16 +319,18 @@ class _Reader:
 
     def tensor_type(self, buf) -> tuple:
         elem_type, shape = 0, None
-        for num, wt, v in wire.fields(buf):
+        for num, wt, v in wire.fields(buf, _TENSOR_TYPE):
             if num == 1:
                 elem_type = v
             elif num == 2:
-                shape = tuple(self.dim(d) for n2, _, d in wire.fields(v) if n2 == 1)
+                shape = tuple(self.dim(d) for n2, _, d in wire.fields(v, _SHAPE) if n2 == 1)
+        if elem_type and elem_type not in dtypes.BY_CODE:
+            raise WireError(f"a value's type has unknown element type {elem_type}")
         return elem_type, shape
 
     def dim(self, buf):
         value = None
-        for num, wt, v in wire.fields(buf):
+        for num, wt, v in wire.fields(buf, _DIM):
             if num == 1:
                 value = wire.to_signed64(v)
             elif num == 2:
@@ -291,7 +344,7 @@ class _Reader:
         dims, typed, strings, external = [], [], [], {}
         raw = None
         location = 0
-        for num, wt, v in wire.fields(buf):
+        for num, wt, v in wire.fields(buf, _TENSOR):
             if num == 1:
                 dims += [wire.to_signed64(x) for x in wire.packed_varints(wt, v)]
             elif num == 2:
@@ -324,6 +377,9 @@ class _Reader:
             raise WireError(f"tensor '{t.name}' has unknown data_type {t.elem_type}")
         if t.elem_type == dtypes.STRING:
             t.strings = strings
+            if len(strings) != t.size:
+                raise WireError(f"tensor '{t.name}' holds {len(strings)} strings for dims "
+                                f"{list(t.dims)} ({t.size} elements)")
         elif location == 1:
             t.external = external
             t.raw = self.external_data(t, external) if self.load_external else b""
@@ -331,12 +387,17 @@ class _Reader:
             t.raw = raw
         else:
             t.raw = _typed_to_raw(t.elem_type, typed)
+        if t.elem_type != dtypes.STRING and (location != 1 or self.load_external) and \
+                len(t.raw) != _nbytes(t):
+            raise WireError(f"tensor '{t.name}' holds {len(t.raw)} bytes of data, but its dims "
+                            f"{list(t.dims)} of {dtypes.elem_type(t.elem_type).name} need "
+                            f"{_nbytes(t)}")
         return t
 
     def sparse_tensor(self, buf) -> ir.SparseTensor:
         values = indices = None
         dims = []
-        for num, wt, v in wire.fields(buf):
+        for num, wt, v in wire.fields(buf, _SPARSE):
             if num == 1:
                 values = self.tensor(v)
             elif num == 2:

@@ -18,6 +18,19 @@ class WireError(ValueError):
     pass
 
 
+def message(name: str, **numbers) -> dict:
+    """A message's wire-type schema for `fields`: message("node", L=(1, 2), V=(5,)) says
+    fields 1 and 2 are length-delimited and 5 a varint (P: packed or single varint, F32 /
+    F64: packed or single fixed, as repeated scalars may be sent either way)."""
+    kinds = {"L": (LENGTH,), "V": (VARINT,), "P": (LENGTH, VARINT), "F32": (LENGTH, FIXED32),
+             "F64": (LENGTH, FIXED64), "S32": (FIXED32,)}
+    schema = {"name": name}
+    for kind, field_numbers in numbers.items():
+        for number in field_numbers:
+            schema[number] = kinds[kind]
+    return schema
+
+
 def read_varint(buf: memoryview, pos: int, end: int) -> tuple:
     result = 0
     shift = 0
@@ -34,10 +47,12 @@ def read_varint(buf: memoryview, pos: int, end: int) -> tuple:
             raise WireError("varint longer than 10 bytes")
 
 
-def fields(buf: memoryview, start: int = 0, end: int = None):
+def fields(buf: memoryview, schema: dict = None, start: int = 0, end: int = None):
     """Yield (field_number, wire_type, value) for each field of one message.
 
-    value: int for VARINT, a memoryview slice for LENGTH, FIXED32 and FIXED64.
+    value: int for VARINT, a memoryview slice for LENGTH, FIXED32 and FIXED64. `schema`
+    (field number -> the wire types it may have) rejects a known field sent with another
+    wire type, naming the message; unknown fields pass, as protobuf skips them.
     """
     if end is None:
         end = len(buf)
@@ -47,6 +62,9 @@ def fields(buf: memoryview, start: int = 0, end: int = None):
         number, wire_type = key >> 3, key & 7
         if number == 0:
             raise WireError("field number 0")
+        if schema is not None and number in schema and wire_type not in schema[number]:
+            raise WireError(f"{schema.get('name', 'message')} field {number} has wire type "
+                            f"{wire_type}, expected {' or '.join(map(str, schema[number]))}")
         if wire_type == VARINT:
             value, pos = read_varint(buf, pos, end)
         elif wire_type == LENGTH:

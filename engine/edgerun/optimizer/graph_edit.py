@@ -140,7 +140,7 @@ class GraphView:
         self.overridable = input_names if ctx.inputs_override_initializers else set()
         self.input_names = input_names
         self.producer: dict = {}
-        self.consumers: dict = {}
+        self.consumers: dict = {}      # name -> {id(node): node} of its readers, in order
         self._dead: set = set()
         self._before: dict = {}        # id(anchor) -> nodes to insert before it
         self._constants: dict = {}
@@ -157,17 +157,17 @@ class GraphView:
         return id(node) in self._dead
 
     def readers(self, name: str) -> list:
-        return self.consumers.get(name, [])
+        return list(self.consumers.get(name, {}).values())
 
     def only_reader(self, name: str):
         """The single node reading `name`, or None when more read it or it is a graph output."""
-        readers = self.readers(name)
-        if len(readers) != 1 or name in self.output_names:
+        readers = self.consumers.get(name)
+        if not readers or len(readers) != 1 or name in self.output_names:
             return None
-        return readers[0]
+        return next(iter(readers.values()))
 
     def is_used(self, name: str) -> bool:
-        return bool(self.readers(name)) or name in self.output_names
+        return bool(self.consumers.get(name)) or name in self.output_names
 
     def produced_by(self, name: str, *op_types: str):
         """The ONNX-domain node of one of `op_types` producing `name`, else None."""
@@ -241,8 +241,7 @@ class GraphView:
                 if name and self.producer.get(name) is node:
                     del self.producer[name]
             for name in node_reads(node):
-                readers = self.consumers.get(name, [])
-                self.consumers[name] = [n for n in readers if n is not node]
+                self.consumers.get(name, {}).pop(id(node), None)
 
     def insert(self, node: ir.Node, before: ir.Node) -> ir.Node:
         """Add `node` where `before` stands in the order (before may be removed meanwhile)."""
@@ -264,7 +263,7 @@ class GraphView:
             node.inputs = [new if n == old else n for n in node.inputs]
             for sub in subgraphs(node):
                 _rename_outer_reads(sub, old, new)
-            self.consumers.setdefault(new, []).append(node)
+            self.consumers.setdefault(new, {})[id(node)] = node
         self.consumers.pop(old, None)
 
     def commit(self) -> None:
@@ -289,7 +288,7 @@ class GraphView:
             if name:
                 self.producer[name] = node
         for name in node_reads(node):
-            self.consumers.setdefault(name, []).append(node)
+            self.consumers.setdefault(name, {})[id(node)] = node
 
 
 def _rename_outer_reads(graph: ir.Graph, old: str, new: str) -> None:

@@ -143,6 +143,8 @@ def _as_array(name, value, elem_type):
     try:
         if elem_type == dtypes.STRING:
             return np.asarray(value, dtype=object)
+        if not elem_type:                  # the file leaves the type unset: take the value's
+            return np.asarray(value)
         return np.asarray(value, dtype=dtypes.numpy_dtype(elem_type))
     except (TypeError, ValueError) as e:
         raise InvalidArgument(f"input '{name}': cannot convert {type(value).__name__} to "

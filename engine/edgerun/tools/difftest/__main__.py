@@ -21,6 +21,8 @@ def main(argv=None) -> int:
     parser.add_argument("--index", type=int, help="run only this case (replay by seed)")
     parser.add_argument("--families", help="comma-separated families (default: all)")
     parser.add_argument("--jobs", type=int, default=1, help="worker processes")
+    parser.add_argument("--max-memory-gb", type=float, default=8.0,
+                        help="data limit per process (a case past it counts as a crash)")
     parser.add_argument("--out", default="reports/difftest",
                         help="folder for report.json and failing cases")
     parser.add_argument("--replay", help="a case folder written by an earlier run")
@@ -64,7 +66,7 @@ def main(argv=None) -> int:
     print(f"difftest: {args.cases} cases from seed {args.seed} on {', '.join(providers)}",
           file=sys.stderr)
     report = run_parallel(args.seed, args.cases, providers, families, args.out, args.jobs,
-                          progress=progress, first=args.first)
+                          progress=progress, first=args.first, memory_gb=args.max_memory_gb)
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "report.json"), "w") as f:
         json.dump(report.as_dict(), f, indent=1)

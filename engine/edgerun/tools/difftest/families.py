@@ -367,7 +367,9 @@ def resize(rng) -> Case:
     targets = axes if axes else list(range(rank))
     if by_sizes:
         sizes = [shape[a] if a not in spatial else log_int(rng, 1, 24) for a in targets]
-        if opset >= 18 and not crop and chance(rng, 0.3):
+        if opset >= 18 and not crop and chance(rng, 0.3) and axes:
+            # (over the spatial axes only: without `axes` it scales batch and channels too,
+            # which onnxruntime refuses and the reference resizes otherwise than the spec)
             attrs["keep_aspect_ratio_policy"] = pick(rng, ["not_larger", "not_smaller"])
         out = sizes
     else:

@@ -271,28 +271,80 @@ def run_range(seed: int, start: int, stop: int, providers: list, families=None,
     return report
 
 
-def _worker(args) -> dict:
-    seed, start, stop, providers, families, out_dir = args
-    report = run_range(seed, start, stop, providers, families, out_dir)
-    return report
+def limit_memory(gigabytes: float) -> None:
+    """Cap this process's data (numpy's arrays, not the address space wasmtime and wgpu
+    reserve): a case asking for too much raises MemoryError, reported as a crash, instead of
+    the machine's OOM killer ending the run."""
+    try:
+        import resource
+    except ImportError:          # not on this platform
+        return
+    limit = int(gigabytes * (1 << 30))
+    resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
+
+
+def _worker(args) -> Report:
+    seed, start, stop, providers, families, out_dir, memory_gb = args
+    limit_memory(memory_gb)
+    return run_range(seed, start, stop, providers, families, out_dir)
 
 
 def run_parallel(seed: int, count: int, providers: list, families=None, out_dir=None,
-                 jobs: int = 1, chunk: int = 200, progress=None, first: int = 0) -> Report:
+                 jobs: int = 1, chunk: int = 200, progress=None, first: int = 0,
+                 memory_gb: float = 8.0) -> Report:
     """Cases first..first+count-1 on `jobs` processes (spawned: wgpu and wasmtime state is
-    per process), in chunks so progress shows as they finish."""
+    per process), in chunks so progress shows as they finish. A worker that dies (a crash
+    in native code) is reported as a crash of its chunk's cases, which are then run one
+    process each to name the case."""
     if jobs <= 1:
+        limit_memory(memory_gb)
         return run_range(seed, first, first + count, providers, families, out_dir, progress)
     import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
 
-    tasks = [(seed, s, min(s + chunk, first + count), providers, families, out_dir)
+    tasks = [(seed, s, min(s + chunk, first + count), providers, families, out_dir, memory_gb)
              for s in range(first, first + count, chunk)]
     report = Report(seed)
     began = time.perf_counter()
-    with multiprocessing.get_context("spawn").Pool(jobs) as pool:
-        for part in pool.imap_unordered(_worker, tasks):
-            report.merge(part)
-            if progress:
-                progress(report.cases, count, report)
+    context = multiprocessing.get_context("spawn")
+    retried = set()
+    while tasks:
+        broken = []
+        with ProcessPoolExecutor(jobs, mp_context=context) as pool:
+            futures = {pool.submit(_worker, task): task for task in tasks}
+            for future, task in futures.items():
+                try:
+                    report.merge(future.result())
+                except BrokenProcessPool:   # this task's worker died, or a neighbour's did
+                    broken.append(task)
+                    continue
+                if progress:
+                    progress(report.cases, count, report)
+        tasks = [task for task in broken if task[1] not in retried]
+        retried.update(task[1] for task in tasks)
+        for task in broken:
+            if task in tasks:
+                continue            # retried in a fresh pool first
+            for index in range(task[1], task[2]):    # broke twice: one process per case
+                report.merge(_isolated_case(seed, index, providers, families, out_dir, memory_gb))
     report.seconds = time.perf_counter() - began
     return report
+
+
+def _isolated_case(seed, index, providers, families, out_dir, memory_gb) -> Report:
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
+    task = (seed, index, index + 1, providers, families, out_dir, memory_gb)
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        try:
+            return pool.submit(_worker, task).result()
+        except BrokenProcessPool:
+            case = generate(seed, index, families)
+            report = Report(seed)
+            report.add(case, [Outcome(p, CRASHED, "the process running the case died (a "
+                                         "crash in native code, or killed for memory)")
+                              for p in providers], {})
+            return report

@@ -1,0 +1,54 @@
+"""Checks a decoded model must pass before any pass or provider reads it, so they never see
+a graph whose structure is broken (the kernels and passes check their own values).
+
+- the graph attributes that give control flow its bodies (If's branches, Loop's and Scan's
+  body, SequenceMap's) exist and hold graphs;
+- no value is produced twice (by two nodes, or by a node and as a graph input or initializer);
+- both, recursively, in every subgraph.
+Names read before they are defined, and cycles, are found when the executor orders the nodes.
+"""
+from __future__ import annotations
+
+from ..errors import InvalidGraph
+from .graph import AttrType, Graph
+
+# op_type (ai.onnx) -> the GRAPH attributes it requires
+BODIES = {"If": ("then_branch", "else_branch"), "Loop": ("body",), "Scan": ("body",),
+          "SequenceMap": ("body",)}
+
+
+def validate_graph(graph: Graph, where: str = "the main graph") -> None:
+    defined = {v.name for v in graph.inputs} | set(graph.initializers)
+    for node in graph.nodes:
+        label = f"node '{node.name or '(unnamed)'}' ({node.op_type})"
+        if node.domain in ("", "ai.onnx"):
+            for name in BODIES.get(node.op_type, ()):
+                attribute = node.attributes.get(name)
+                if attribute is None:
+                    raise InvalidGraph(f"{label} in {where} has no '{name}' attribute")
+                if attribute.type != AttrType.GRAPH or not isinstance(attribute.value, Graph):
+                    raise InvalidGraph(f"{label} in {where}: attribute '{name}' must be a "
+                                       f"graph, got {_type_name(attribute.type)}")
+        for output in node.outputs:
+            if not output:
+                continue
+            if output in defined:
+                raise InvalidGraph(f"{label} in {where} produces '{output}', which is already "
+                                   f"a graph input, an initializer or another node's output")
+            defined.add(output)
+        for attribute in node.attributes.values():
+            for sub in _graphs_of(attribute):
+                validate_graph(sub, f"a subgraph of {label}")
+
+
+def _graphs_of(attribute) -> list:
+    if isinstance(attribute.value, Graph):
+        return [attribute.value]
+    if isinstance(attribute.value, list):
+        return [g for g in attribute.value if isinstance(g, Graph)]
+    return []
+
+
+def _type_name(code: int) -> str:
+    names = {v: k for k, v in vars(AttrType).items() if k.isupper()}
+    return names.get(code, f"attribute type {code}")
