@@ -27,7 +27,8 @@ export class PythonSession {
     onProgress({ phase: "model", progress: 0 });
     const bytes = await readBytes(model);
     onProgress({ phase: "model", progress: 1 });
-    const providers = options.executionProviders ?? ["wasm"];
+    const requested = options.executionProviders ?? [];
+    const providers = requested.length ? requested : defaultProviders();
     const names = providers.map((p) => (typeof p === "string" ? p : p.name));
     try {
       const session = await callPython(bridge.WebSession, bytes, pyodide.toPy(names),
@@ -79,4 +80,10 @@ export function pythonError(e) {
   const error = new Error(lines[lines.length - 1]);   // "NotImplementedOp: ..." — the Python message
   error.pythonTraceback = e.message;
   return error;
+}
+
+// onnxruntime-web's default: the providers that work where the page runs (WebGPU where the
+// browser has it, then wasm). Never the numpy CPU provider: a page has no numpy.
+export function defaultProviders() {
+  return typeof navigator !== "undefined" && navigator.gpu ? ["webgpu", "wasm"] : ["wasm"];
 }

@@ -7,11 +7,24 @@ export class Tensor {
   readonly data: ArrayBufferView;
   readonly dims: readonly number[];
   readonly size: number;
+  /** Where the data lives: always "cpu" (in memory) for edgerun's tensors. */
+  readonly location: "cpu";
+  getData(): Promise<ArrayBufferView>;
+  dispose(): void;
+}
+
+/** What run() takes as a feed: edgerun's Tensor or any onnxruntime-common-style tensor. */
+export interface TensorLike {
+  readonly type: string;
+  readonly data: ArrayLike<number | bigint> | ArrayBufferView;
+  readonly dims: readonly number[];
 }
 
 export interface Progress { phase: "pyodide" | "edgerun" | "model"; progress: number }
 
 export interface SessionOptions {
+  /** In priority order; omitted or empty: the providers that work here ("webgpu" where
+   * navigator.gpu exists, then "wasm"), as onnxruntime-web chooses. */
   executionProviders?: Array<"webgpu" | "wasm" | "cpu" | { name: string }>;
   graphOptimizationLevel?: "disabled" | "basic" | "extended" | "all";
   onProgress?: (p: Progress) => void;
@@ -38,7 +51,7 @@ export class InferenceSession {
   readonly outputNames: string[];
   readonly inputMetadata: ValueMetadata[];
   readonly outputMetadata: ValueMetadata[];
-  run(feeds: Record<string, Tensor>, fetches?: string[]): Promise<Record<string, Tensor>>;
+  run(feeds: Record<string, Tensor | TensorLike>, fetches?: string[]): Promise<Record<string, Tensor>>;
   /** Where each node runs (fixed at creation; synchronous in a worker too). */
   explain(): {
     nodes: Array<{ node: string; op_type: string; domain: string; provider: string; refused_by: string[] }>;

@@ -38,8 +38,8 @@ export class InferenceSession {
 
   async run(feeds, fetches) {
     if (!this.#backend) throw new Error("InferenceSession.run: this session was released");
-    const items = Object.entries(feeds).map(([name, t]) => {
-      if (!(t instanceof Tensor)) throw new TypeError(`feed '${name}' must be a Tensor`);
+    const items = Object.entries(feeds).map(([name, value]) => {
+      const t = asTensor(name, value);
       return [name, t.type, [...t.dims], t.bytes()];
     });
     const result = {};
@@ -60,4 +60,19 @@ export class InferenceSession {
     this.#backend = null;
     await backend?.release();
   }
+}
+
+// Any onnxruntime-common-style tensor ({type, data, dims}: onnxruntime-web's own, or the one
+// transformers.js builds) is accepted as a feed, as onnxruntime-web accepts it.
+function asTensor(name, value) {
+  if (value instanceof Tensor) return value;
+  if (value && typeof value.type === "string" && value.dims && value.data !== undefined) {
+    try {
+      return new Tensor(value.type, value.data, [...value.dims]);
+    } catch (e) {
+      throw new TypeError(`feed '${name}': ${e.message}`);
+    }
+  }
+  throw new TypeError(`feed '${name}' must be a Tensor (an object with type, data and dims), ` +
+                      `got ${value?.constructor?.name ?? typeof value}`);
 }

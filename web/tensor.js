@@ -13,7 +13,8 @@ export class Tensor {
     const Typed = TYPED_ARRAYS[type];
     if (Array.isArray(data)) {
       data = type === "int64" || type === "uint64" ? Typed.from(data, BigInt) : Typed.from(data);
-    } else if (!(data instanceof Typed)) {
+    } else if (!(data instanceof Typed) &&
+               !(ArrayBuffer.isView(data) && data.constructor?.name === Typed.name)) {   // another realm's
       throw new TypeError(`Tensor: type '${type}' needs a ${Typed.name} or an array, got ${data?.constructor?.name ?? typeof data}`);
     }
     dims = dims ?? [data.length];
@@ -25,7 +26,15 @@ export class Tensor {
     this.data = data;
     this.dims = Object.freeze([...dims]);
     this.size = size;
+    this.location = "cpu";
   }
+
+  // onnxruntime-web's accessors for tensors that may live elsewhere; these are in memory.
+  async getData() {
+    return this.data;
+  }
+
+  dispose() {}
 
   bytes() {
     return new Uint8Array(this.data.buffer, this.data.byteOffset, this.data.byteLength);

@@ -80,3 +80,18 @@ test("worker: true outside a browser is a clear error", async () => {
   await assert.rejects(InferenceSession.create(DIGITS, { worker: true }),
     /`worker: true` needs a browser's Web Worker/);
 });
+
+test("onnxruntime-web's defaults and feeds: no providers named, any {type, data, dims} tensor", async () => {
+  const session = await InferenceSession.create(DIGITS, { executionProviders: [] });
+  assert.deepEqual([...new Set(session.explain().nodes.map((n) => n.provider))], ["wasm"]);
+  const plain = { type: "float32", data: Float32Array.from(HOLDOUT.X.slice(0, 64)), dims: [1, 64] };
+  const { label, probabilities } = await session.run({ input: plain });
+  assert.equal(Number(label.data[0]), HOLDOUT.expected_label[0]);
+  assert.equal(probabilities.location, "cpu");
+  assert.deepEqual(Array.from(await probabilities.getData()), Array.from(probabilities.data));
+  await assert.rejects(session.run({ input: { dims: [1, 64] } }),
+    /feed 'input' must be a Tensor \(an object with type, data and dims\)/);
+  await assert.rejects(session.run({ input: { type: "float32", data: new Float32Array(3), dims: [1, 64] } }),
+    /feed 'input': Tensor: dims \[1,64\] hold 64 elements, data has 3/);
+  await session.release();
+});
