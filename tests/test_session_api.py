@@ -484,3 +484,75 @@ def test_terminate_already_set_fails_at_once():
     binding.bind_output("x3")
     with pytest.raises(edgerun.RunTerminated):
         session.run_with_iobinding(binding, options)
+
+
+# ---- onnxruntime names: set_providers, fallback, run_with_ort_values, run_async -------------
+
+
+def _digits():
+    import os
+
+    from conftest import ROOT
+    return os.path.join(ROOT, "examples", "digits", "digits_mlp.onnx")
+
+
+def test_get_all_providers_lists_every_known_provider():
+    names = edgerun.get_all_providers()
+    assert names[0] == "CPUExecutionProvider"
+    assert {"WasmExecutionProvider", "WebGpuExecutionProvider", "CoreMLExecutionProvider",
+            "NnapiExecutionProvider", "QNNExecutionProvider"} <= set(names)
+    assert set(edgerun.get_available_providers()) <= set(names)
+
+
+def test_set_providers_rebuilds_the_session_and_disable_fallback_refuses():
+    x = np.random.default_rng(0).random((3, 64)).astype(np.float32)
+    session = edgerun.InferenceSession(_digits())
+    want = session.run(None, {"input": x})
+    session.set_providers(["WasmExecutionProvider"])
+    assert session.get_providers() == ["WasmExecutionProvider", "CPUExecutionProvider"]
+    assert {n["provider"] for n in session.explain()["nodes"]} == {"wasm"}
+    np.testing.assert_allclose(session.run(None, {"input": x})[1], want[1], rtol=1e-5,
+                               atol=1e-6)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        session.set_providers(["NnapiExecutionProvider"])       # not on this machine: skipped
+    assert session.get_providers() == ["CPUExecutionProvider"]
+    session.disable_fallback()
+    with pytest.raises(InvalidArgument, match="not available here .* fallback is disabled"):
+        session.set_providers(["NnapiExecutionProvider"])
+    session.enable_fallback()
+    session.set_providers()
+    np.testing.assert_array_equal(session.run(None, {"input": x})[0], want[0])
+
+
+def test_run_with_ort_values_gives_ort_values():
+    x = np.random.default_rng(1).random((2, 64)).astype(np.float32)
+    session = edgerun.InferenceSession(_digits())
+    outputs = session.run_with_ort_values(["probabilities"],
+                                          {"input": edgerun.OrtValue.ortvalue_from_numpy(x)})
+    assert len(outputs) == 1 and isinstance(outputs[0], edgerun.OrtValue)
+    np.testing.assert_array_equal(outputs[0].numpy(),
+                                  session.run(["probabilities"], {"input": x})[0])
+    with pytest.raises(InvalidArgument, match="takes OrtValues"):
+        session.run_with_ort_values(None, {"input": x})
+
+
+def test_run_async_calls_back_with_outputs_or_the_error():
+    x = np.random.default_rng(2).random((2, 64)).astype(np.float32)
+    session = edgerun.InferenceSession(_digits())
+    done, results = threading.Event(), []
+
+    def callback(outputs, user_data, error):
+        results.append((outputs, user_data, error))
+        done.set()
+
+    session.run_async(None, {"input": x}, callback, "mine")
+    assert done.wait(30)
+    outputs, user_data, error = results.pop()
+    assert error == "" and user_data == "mine"
+    np.testing.assert_array_equal(outputs[0], session.run(None, {"input": x})[0])
+    done.clear()
+    session.run_async(None, {"input": x[:, :3]}, callback, 7)
+    assert done.wait(30)
+    outputs, user_data, error = results.pop()
+    assert outputs is None and user_data == 7 and "InvalidArgument" in error

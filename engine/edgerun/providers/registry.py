@@ -58,12 +58,18 @@ def get_available_providers() -> list:
     return [PROVIDERS[k][0] for k in PROVIDERS if availability(k)[0]]
 
 
-def create_providers(requested, provider_options=None) -> list:
+def get_all_providers() -> list:
+    """onnxruntime spellings of every provider edgerun knows, available here or not."""
+    return [ort for ort, _ in PROVIDERS.values()]
+
+
+def create_providers(requested, provider_options=None, skip_unavailable: bool = True) -> list:
     """Provider instances for a session, in priority order, CPU always last as the fallback.
 
     `requested` holds names or (name, options) pairs, as onnxruntime accepts, or provider
-    objects (ExecutionProvider instances); unavailable
-    providers are skipped with a warning, as onnxruntime does.
+    objects (ExecutionProvider instances); unavailable providers are skipped with a warning,
+    as onnxruntime does, or, with `skip_unavailable` False (a session's disable_fallback),
+    refused.
     """
     requested = list(requested) if requested else ["cpu"]
     options = list(provider_options or [])
@@ -81,6 +87,9 @@ def create_providers(requested, provider_options=None) -> list:
             continue
         seen.add(short)
         ok, why = availability(short)
+        if not ok and not skip_unavailable:
+            raise InvalidArgument(f"execution provider '{name}' is not available here ({why}) "
+                                  f"and fallback is disabled")
         if not ok:
             skipped.append(f"{short}: {why}")
             warnings.warn(f"execution provider '{name}' is not available here ({why}); "

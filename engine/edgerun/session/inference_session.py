@@ -22,6 +22,7 @@ from ..runtime.partition import Partitioner
 from .feeds import FeedChecker
 from .io_binding import IOBinding
 from .metadata import ModelMetadata, NodeArg
+from .ort_value import OrtValue
 from .options import SessionOptions
 from .profiling import Profiler
 
@@ -31,7 +32,12 @@ MAX_OPSET = {"": 28, "ai.onnx.ml": 5, "ai.onnx.preview.training": 1, "ai.onnx.pr
 class InferenceSession:
     def __init__(self, path_or_bytes, sess_options: SessionOptions = None, providers=None,
                  provider_options=None, **kwargs):
-        self._options = sess_options or SessionOptions()
+        self._source = path_or_bytes          # set_providers builds the session again from it
+        self._fallback = True
+        self._build(path_or_bytes, sess_options or SessionOptions(), providers, provider_options)
+
+    def _build(self, path_or_bytes, options: SessionOptions, providers, provider_options):
+        self._options = options
         started = time.perf_counter()
         if isinstance(path_or_bytes, ir.Model):
             self._model = copy.deepcopy(path_or_bytes)     # passes edit the model in place
@@ -45,7 +51,8 @@ class InferenceSession:
         optimize(self._model, int(self._options.graph_optimization_level))
         if self._options.optimized_model_filepath:
             save_optimized(self._model, self._options.optimized_model_filepath)
-        self._providers = create_providers(providers, provider_options)
+        self._providers = create_providers(providers, provider_options,
+                                           skip_unavailable=self._fallback)
         for provider in self._providers:
             provider.configure(self._options)
         for i, provider in enumerate(self._providers):
@@ -85,6 +92,50 @@ class InferenceSession:
 
     def get_session_options(self) -> SessionOptions:
         return self._options
+
+    def set_providers(self, providers=None, provider_options=None) -> None:
+        """Build the session again on `providers` (onnxruntime re-creates it too); the
+        session options stay. None: the CPU provider."""
+        self._build(self._source, self._options, providers, provider_options)
+
+    def disable_fallback(self) -> None:
+        """From now on, set_providers raises for a provider that cannot run here instead of
+        skipping it (with a warning) and falling back to the next, finally the CPU."""
+        self._fallback = False
+
+    def enable_fallback(self) -> None:
+        self._fallback = True
+
+    def run_with_ort_values(self, output_names, input_dict_ort_values: dict,
+                            run_options=None) -> list:
+        """run() over OrtValues (on the CPU or the GPU): the outputs as OrtValues, on the
+        CPU."""
+        binding = self.io_binding()
+        for name, value in input_dict_ort_values.items():
+            if not isinstance(value, OrtValue):
+                raise InvalidArgument(f"input '{name}': run_with_ort_values takes OrtValues, "
+                                      f"got {type(value).__name__}")
+            binding.bind_ortvalue_input(name, value)
+        for name in output_names or self._executor.output_names:
+            binding.bind_output(name)
+        self.run_with_iobinding(binding, run_options)
+        return binding.get_outputs()
+
+    def run_async(self, output_names, input_feed: dict, callback, user_data=None,
+                  run_options=None) -> None:
+        """run() in another thread; then `callback(outputs, user_data, error_message)` with
+        the outputs and "" or, on failure, None and the error's message, as onnxruntime."""
+        import threading
+
+        def work():
+            try:
+                outputs = self.run(output_names, input_feed, run_options)
+            except Exception as e:   # noqa: BLE001 - handed to the callback
+                callback(None, user_data, f"{type(e).__name__}: {e}")
+                return
+            callback(outputs, user_data, "")
+
+        threading.Thread(target=work, name="edgerun-run-async", daemon=True).start()
 
     def end_profiling(self) -> str:
         """Write the profile (Chrome trace JSON) and return its path; "" when not profiling."""
