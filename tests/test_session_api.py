@@ -556,3 +556,35 @@ def test_run_async_calls_back_with_outputs_or_the_error():
     assert done.wait(30)
     outputs, user_data, error = results.pop()
     assert outputs is None and user_data == 7 and "InvalidArgument" in error
+
+
+def test_python_custom_operators_in_onnxruntime_extensions_style():
+    from edgerun.custom_ops import PyCustomOpDef, get_library_path, onnx_op
+
+    @onnx_op(op_type="ScaleShiftTest", inputs=[PyCustomOpDef.dt_float, PyCustomOpDef.dt_float],
+             outputs=[PyCustomOpDef.dt_float, PyCustomOpDef.dt_int64],
+             attrs={"alpha": PyCustomOpDef.dt_float})
+    def scale_shift(x, shift, alpha=1.0):
+        return (x * alpha + shift).astype(np.float32), np.array(x.shape, np.int64)
+
+    graph = helper.make_graph(
+        [helper.make_node("ScaleShiftTest", ["x", "s"], ["y", "shape"], domain="ai.onnx.contrib",
+                          alpha=3.0, unused=1),
+         helper.make_node("Relu", ["y"], ["z"])], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 2]),
+         helper.make_tensor_value_info("s", TensorProto.FLOAT, [2])],
+        [helper.make_tensor_value_info("z", TensorProto.FLOAT, [2, 2]),
+         helper.make_tensor_value_info("shape", TensorProto.INT64, [2])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
+                                                    helper.make_opsetid("ai.onnx.contrib", 1)])
+    data = model.SerializeToString()
+    with pytest.raises(NotImplementedOp, match="register_custom_ops_library"):
+        edgerun.InferenceSession(data)
+    options = edgerun.SessionOptions()
+    with pytest.raises(InvalidArgument, match="written in Python"):
+        options.register_custom_ops_library("/usr/lib/libortextensions.so")
+    options.register_custom_ops_library(get_library_path())
+    x = np.array([[1, -2], [3, -4]], np.float32)
+    z, shape = edgerun.InferenceSession(data, options).run(None, {"x": x, "s": np.ones(2, np.float32)})
+    np.testing.assert_array_equal(z, np.maximum(x * 3 + 1, 0))
+    np.testing.assert_array_equal(shape, [2, 2])

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import enum
 
+from ..errors import InvalidArgument
 from ..runtime.limits import DEFAULT_MAX_TENSOR_BYTES
 
 
@@ -39,6 +40,21 @@ class SessionOptions:
         # edgerun's: the most bytes one node may create (checked before allocating)
         self.max_tensor_bytes = DEFAULT_MAX_TENSOR_BYTES
         self._config = {}
+        self.custom_op_libraries = []
+
+    def register_custom_ops_library(self, library_path: str) -> None:
+        """Enable the Python custom operators of edgerun.custom_ops (pass its
+        get_library_path()). A native library (.so, .dll, .dylib) cannot be loaded: its
+        operators are C++ for onnxruntime's ABI."""
+        from ..custom_ops import LIBRARY_PATH
+
+        if library_path != LIBRARY_PATH:
+            raise InvalidArgument(
+                f"cannot load custom-op library '{library_path}': edgerun runs custom operators "
+                f"written in Python; register them with edgerun.custom_ops.onnx_op and pass "
+                f"edgerun.custom_ops.get_library_path()")
+        if library_path not in self.custom_op_libraries:
+            self.custom_op_libraries.append(library_path)
 
     def add_session_config_entry(self, key: str, value: str) -> None:
         self._config[str(key)] = str(value)

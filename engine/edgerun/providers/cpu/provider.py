@@ -11,6 +11,7 @@ from __future__ import annotations
 import threading
 import warnings
 
+from ... import custom_ops
 from ..base import ExecutionProvider
 from . import registry
 
@@ -32,8 +33,10 @@ class CPUProvider(ExecutionProvider):
         self._blas = None
         self._threads = 0
         self._active = threading.local()
+        self._custom_ops = False
 
     def configure(self, sess_options) -> None:
+        self._custom_ops = bool(getattr(sess_options, "custom_op_libraries", None))
         self._threads = int(getattr(sess_options, "intra_op_num_threads", 0) or 0)
         if self._threads > 0:
             self._blas = _blas_controller()
@@ -49,12 +52,20 @@ class CPUProvider(ExecutionProvider):
             self._active.limit = None
 
     def capability(self, node, opset):
-        if registry.lookup(node.op_type, node.domain, opset) is None:
+        if self.kernel(node, opset) is None:
             domain = node.domain or "ai.onnx"
+            if custom_ops.lookup(node.op_type, node.domain):
+                return False, (f"{domain}::{node.op_type} is a Python custom operator: enable "
+                               f"it with SessionOptions.register_custom_ops_library("
+                               f"edgerun.custom_ops.get_library_path())")
             return False, f"no CPU kernel for {domain}::{node.op_type}"
         return True, ""
 
     def kernel(self, node, opset):
+        if self._custom_ops:
+            op = custom_ops.lookup(node.op_type, node.domain)
+            if op is not None:
+                return op.kernel
         return registry.lookup(node.op_type, node.domain, opset)
 
 

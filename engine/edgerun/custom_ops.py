@@ -1,0 +1,61 @@
+"""Custom operators written in Python, registered the way onnxruntime-extensions does:
+
+    from edgerun.custom_ops import PyCustomOpDef, get_library_path, onnx_op
+
+    @onnx_op(op_type="Inverse", inputs=[PyCustomOpDef.dt_float],
+             outputs=[PyCustomOpDef.dt_float])
+    def inverse(x):
+        return np.linalg.inv(x)
+
+    options = edgerun.SessionOptions()
+    options.register_custom_ops_library(get_library_path())
+    session = edgerun.InferenceSession("model_with_inverse.onnx", options)
+
+Nodes of the operator (domain "ai.onnx.contrib" unless another is given) then run on the CPU
+provider: the function gets the node's inputs as numpy arrays, and its declared attributes
+(`attrs={"alpha": PyCustomOpDef.dt_float}`) as keyword arguments; it returns one array or a
+tuple of them. Sessions that do not register the library do not see the operators, as in
+onnxruntime. Code written for onnxruntime-extensions switches by changing its import.
+"""
+from __future__ import annotations
+
+DEFAULT_DOMAIN = "ai.onnx.contrib"
+LIBRARY_PATH = "edgerun:python-custom-ops"      # what get_library_path() gives
+_OPERATORS: dict = {}      # (domain, op_type) -> CustomOp
+
+
+class PyCustomOpDef:
+    """Element type names for `inputs` and `outputs`, and attribute kinds for `attrs`
+    (onnxruntime-extensions' spelling; edgerun passes values as they come)."""
+    dt_float, dt_double, dt_float16 = 1, 11, 10
+    dt_int8, dt_uint8, dt_int16, dt_uint16 = 3, 2, 5, 4
+    dt_int32, dt_uint32, dt_int64, dt_uint64 = 6, 12, 7, 13
+    dt_bool, dt_string = 9, 8
+
+
+class CustomOp:
+    def __init__(self, op_type: str, domain: str, fn, inputs, outputs, attrs):
+        self.op_type, self.domain, self.fn = op_type, domain, fn
+        self.inputs, self.outputs = list(inputs or []), list(outputs or [])
+        self.attrs = dict(attrs or {})
+
+    def kernel(self, ctx, *inputs, **attributes):
+        """The CPU provider's kernel: the declared attributes only, as keywords."""
+        return self.fn(*inputs, **{k: v for k, v in attributes.items() if k in self.attrs})
+
+
+def onnx_op(op_type: str, inputs=None, outputs=None, attrs=None, domain: str = DEFAULT_DOMAIN):
+    """Register the decorated function as operator `domain::op_type`."""
+    def register(fn):
+        _OPERATORS[(domain, op_type)] = CustomOp(op_type, domain, fn, inputs, outputs, attrs)
+        return fn
+    return register
+
+
+def get_library_path() -> str:
+    """What SessionOptions.register_custom_ops_library takes to enable the Python operators."""
+    return LIBRARY_PATH
+
+
+def lookup(op_type: str, domain: str):
+    return _OPERATORS.get((domain, op_type))
