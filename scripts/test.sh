@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Set up everything the test suite needs, then run all of it. `.ci/run` calls this.
+# Set up everything the test suite needs (system packages included), then run all of it.
+# `.ci/run` calls this.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+bash scripts/setup_system.sh
 echo "== installing edgerun with its test dependencies"
 python -m pip install --disable-pip-version-check -q -e ".[test]"
 echo "== installing the web package's npm dependencies and building its wheel"

