@@ -193,3 +193,38 @@ def test_hard_swish_lowers_at_both_domains(domain, level, ops):
     (program,) = part.programs.values()
     assert program.operation_counts() == ops
     json.dumps(program.to_json())
+
+
+def test_provider_options_in_onnxruntime_form_and_wrong_declared_shapes():
+    """("NnapiExecutionProvider", {"execute": "reference"}) reaches the adapter (it runs
+    anywhere then); a wrongly declared output shape is a warning, as in onnxruntime, and the
+    model runs with the inferred shape on every edge adapter."""
+    import warnings
+
+    import onnxruntime
+    from onnx import TensorProto, helper
+
+    import edgerun
+
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 12])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    data = model.SerializeToString()
+    x = np.random.default_rng(0).standard_normal((2, 3, 4)).astype(np.float32)
+    so = onnxruntime.SessionOptions()
+    so.log_severity_level = 3
+    want = onnxruntime.InferenceSession(data, so).run(None, {"x": x})[0]
+    for provider, options in (("NnapiExecutionProvider", {"execute": "reference"}),
+                              ("QNNExecutionProvider", {"execute": "reference"}),
+                              ("CoreMLExecutionProvider", {"runner": "reference"})):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            session = edgerun.InferenceSession(data, providers=[(provider, options)])
+            got = session.run(None, {"x": x})[0]
+        assert session.get_providers()[0] == provider
+        np.testing.assert_allclose(got, want, rtol=2e-3, atol=1e-3)    # QNN's HTP: float16
+        if provider != "CoreMLExecutionProvider":
+            assert any("inferred shape [2, 3, 4] but declared [2, 12]" in str(w.message)
+                       for w in caught), provider

@@ -16,6 +16,8 @@
 """
 from __future__ import annotations
 
+import warnings
+
 import ctypes
 import ctypes.util
 from dataclasses import dataclass, field
@@ -85,6 +87,8 @@ def graph_facts(model: Model) -> GraphFacts:
 
     facts = GraphFacts()
     result = infer_shapes(model)
+    for message in result.warnings:          # a declared shape the model contradicts
+        warnings.warn(message, RuntimeWarning, stacklevel=4)
     facts.types.update(result)
     for sub in result.subgraph_types.values():
         for name, t in sub.items():
@@ -202,6 +206,12 @@ class EdgeProvider(ExecutionProvider):
                                    f"the reference interpreter")
         self.facts = None
         self.partitions: list = []       # every LoweredPartition compiled, in order
+
+    @classmethod
+    def available_with(cls, options: dict) -> tuple:
+        if (options or {}).get("execute") == "reference":
+            return True, ""
+        return cls.available()
 
     def device_available(self) -> tuple:
         """available() for this instance's options (a QNN backend, say)."""

@@ -46,11 +46,11 @@ def provider_class(short: str):
         return None
 
 
-def availability(short: str) -> tuple:
+def availability(short: str, options: dict = None) -> tuple:
     cls = provider_class(short)
     if cls is None:
         return False, f"the {short} provider cannot be loaded ({_LOAD_ERRORS[short]})"
-    return cls.available()
+    return cls.available_with(options) if options else cls.available()
 
 
 def get_available_providers() -> list:
@@ -86,7 +86,7 @@ def create_providers(requested, provider_options=None, skip_unavailable: bool = 
         if short in seen:
             continue
         seen.add(short)
-        ok, why = availability(short)
+        ok, why = availability(short, opts)
         if not ok and not skip_unavailable:
             raise InvalidArgument(f"execution provider '{name}' is not available here ({why}) "
                                   f"and fallback is disabled")

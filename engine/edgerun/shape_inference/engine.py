@@ -77,18 +77,25 @@ class Engine:
         for i, v in enumerate(graph.inputs):
             given = input_types[i] if input_types and i < len(input_types) else None
             if given is not None:
-                scope.types[v.name] = given if replace_inputs else refine(given, v.type, v.name)
+                scope.types[v.name] = given if replace_inputs else self.refine(given, v.type,
+                                                                               v.name)
             elif v.name not in graph.initializers:
                 scope.types[v.name] = _unknown_negative_dims(v.type)
         available = scope.names()
         for node in topological_order(graph, available):
             self.infer_node(node, scope, declared)
-        return [refine(scope.type(v.name), v.type, v.name) for v in graph.outputs]
+        return [self.refine(scope.type(v.name), v.type, v.name) for v in graph.outputs]
 
     def infer_subgraph(self, graph: Graph, input_types: list, outer: Scope) -> list:
         scope = Scope(outer)
         self.subgraph_scopes[id(graph)] = scope
         return self.infer_graph(graph, scope, input_types)
+
+    def refine(self, inferred, declared, name: str):
+        """`refine`, where a declared shape that contradicts the inferred one is a warning
+        and the inferred shape wins (onnxruntime's lenient merge: exporters write wrong
+        output shapes, and the model still runs)."""
+        return refine(inferred, declared, name, self.warnings.append)
 
     # ---- nodes ----------------------------------------------------------------------------
 
@@ -113,7 +120,7 @@ class Engine:
             if not name:
                 continue
             inferred = outputs[i] if i < len(outputs) else None
-            t = refine(inferred, declared.get(name), name)
+            t = self.refine(inferred, declared.get(name), name)
             scope.types[name] = t
             items = ctx.out_values.get(i)
             if items is not None and _fits(items, t):
@@ -130,7 +137,7 @@ def _fits(items, t) -> bool:
 
 # ---- declared types -----------------------------------------------------------------------
 
-def refine(inferred, declared, name: str):
+def refine(inferred, declared, name: str, warn=None):
     """Combine an inferred type with a declared one (value_info, graph input/output).
 
     Fixed dims win over symbols, symbols over unknowns, inferred over declared otherwise;
@@ -147,7 +154,7 @@ def refine(inferred, declared, name: str):
         raise InvalidGraph(f"value '{name}': inferred type {inferred.type_string()} but "
                            f"declared {declared.type_string()}")
     if inferred.kind in ("sequence", "optional"):
-        elem = refine(inferred.elem, declared.elem, name)
+        elem = refine(inferred.elem, declared.elem, name, warn)
         return TypeInfo(kind=inferred.kind, elem=elem)
     if inferred.kind not in ("tensor", "sparse_tensor"):
         return inferred
@@ -155,7 +162,7 @@ def refine(inferred, declared, name: str):
     if inferred.elem_type and declared.elem_type and inferred.elem_type != declared.elem_type:
         raise InvalidGraph(f"value '{name}': inferred element type "
                            f"{inferred.type_string()} but declared {declared.type_string()}")
-    shape = _refine_shape(inferred.shape, declared.shape, name)
+    shape = _refine_shape(inferred.shape, declared.shape, name, warn)
     return TypeInfo(kind=inferred.kind, elem_type=elem, shape=shape,
                     denotation=declared.denotation)
 
@@ -174,21 +181,30 @@ def _unknown_negative_dims(t):
                     key_type=t.key_type, denotation=t.denotation)
 
 
-def _refine_shape(inferred, declared, name: str):
+def _refine_shape(inferred, declared, name: str, warn=None):
+    """The inferred shape with the declared one's known dims filled in. A contradiction
+    raises InvalidGraph, or with `warn` is reported through it and the inferred shape kept."""
     if declared is None:
         return inferred
     # some exporters write -1 (or 0 with a name) for an unknown dim
     declared = tuple(None if symbolic.is_int(d) and d < 0 else d for d in declared)
     if inferred is None:
         return declared
+    conflict = None
     if len(inferred) != len(declared):
-        raise InvalidGraph(f"value '{name}': inferred shape {_show(inferred)} but declared "
-                           f"{_show(declared)} (different ranks)")
+        conflict = (f"value '{name}': inferred shape {_show(inferred)} but declared "
+                    f"{_show(declared)} (different ranks)")
+    elif any(symbolic.is_int(a) and symbolic.is_int(b) and a != b
+             for a, b in zip(inferred, declared)):
+        conflict = (f"value '{name}': inferred shape {_show(inferred)} but declared "
+                    f"{_show(declared)}")
+    if conflict and warn is None:
+        raise InvalidGraph(conflict)
+    if conflict:
+        warn(f"{conflict}; the inferred shape is used")
+        return inferred
     out = []
     for a, b in zip(inferred, declared):
-        if symbolic.is_int(a) and symbolic.is_int(b) and a != b:
-            raise InvalidGraph(f"value '{name}': inferred shape {_show(inferred)} but "
-                               f"declared {_show(declared)}")
         if symbolic.is_int(a):
             out.append(a)
         elif symbolic.is_int(b):

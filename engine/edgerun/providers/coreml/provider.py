@@ -58,6 +58,13 @@ class CoreMLProvider(ExecutionProvider):
             return False, f"coremltools is not installed (pip install {COREMLTOOLS_PIN})"
         return True, ""
 
+    @classmethod
+    def available_with(cls, options: dict) -> tuple:
+        """Runner "reference" or "export" needs neither Apple nor coremltools' runtime."""
+        if (options or {}).get("runner") in ("reference", "export"):
+            return True, ""
+        return cls.available()
+
     def __init__(self, options: dict = None):
         super().__init__(options)
         self.target = self.options.get("minimum_deployment_target", "iOS15")
