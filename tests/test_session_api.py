@@ -588,3 +588,24 @@ def test_python_custom_operators_in_onnxruntime_extensions_style():
     z, shape = edgerun.InferenceSession(data, options).run(None, {"x": x, "s": np.ones(2, np.float32)})
     np.testing.assert_array_equal(z, np.maximum(x * 3 + 1, 0))
     np.testing.assert_array_equal(shape, [2, 2])
+
+
+def test_the_web_bridge_stops_a_run_when_its_abort_signal_fires():
+    """The JavaScript API's run(feeds, fetches, {signal}) reaches Python as RunOptions whose
+    terminate reads the AbortSignal at each check."""
+    from edgerun.web.bridge import WebSession
+
+    class Signal:                          # an AbortSignal that aborts at its 5th reading
+        reads = 0
+
+        @property
+        def aborted(self):
+            Signal.reads += 1
+            return Signal.reads >= 5
+
+    session = WebSession(_long_chain_model(50), ["cpu"])
+    feed = [("x0", "float32", [256, 256], np.ones((256, 256), np.float32).tobytes())]
+    assert len(session.run(feed)) == 1
+    with pytest.raises(edgerun.RunTerminated):
+        session.run(feed, None, Signal())
+    assert 5 <= Signal.reads <= 6      # read before each node, stopped at once

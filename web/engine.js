@@ -46,7 +46,7 @@ export class PythonSession {
   }
 
   // items: [[name, type, dims, Uint8Array]] -> the same for the outputs
-  async run(items, fetches) {
+  async run(items, fetches, signal) {
     if (!this.#session) throw new Error("InferenceSession.run: this session was released");
     let outputs;
     try {
@@ -54,7 +54,7 @@ export class PythonSession {
       const pyFetches = fetches ? this.#pyodide.toPy(fetches) : null;
       const run = this.#session.run;
       try {
-        outputs = await callPython(run, pyFeeds, pyFetches);
+        outputs = await callPython(run, pyFeeds, pyFetches, ...(signal ? [signal] : []));
       } finally {
         run.destroy();
         pyFeeds.destroy();
@@ -78,6 +78,7 @@ export function pythonError(e) {
   if (e?.constructor?.name !== "PythonError") return e;
   const lines = String(e.message).trim().split("\n");
   const error = new Error(lines[lines.length - 1]);   // "NotImplementedOp: ..." — the Python message
+  if (error.message.startsWith("RunTerminated:")) error.name = "AbortError";
   error.pythonTraceback = e.message;
   return error;
 }

@@ -36,14 +36,24 @@ export class InferenceSession {
     return new InferenceSession(await PythonSession.create(model, options, onProgress));
   }
 
-  async run(feeds, fetches) {
+  // run(feeds, fetches?, options?) as onnxruntime-web; also run(feeds, options). With
+  // options.signal (an AbortSignal), aborting stops the run before its next node (in a Web
+  // Worker the run cannot be reached once it started: an abort then only drops its result).
+  async run(feeds, fetches, options) {
     if (!this.#backend) throw new Error("InferenceSession.run: this session was released");
+    if (fetches && !Array.isArray(fetches) && typeof fetches === "object") {
+      [fetches, options] = [undefined, fetches];
+    }
+    const signal = options?.signal;
+    signal?.throwIfAborted();
     const items = Object.entries(feeds).map(([name, value]) => {
       const t = asTensor(name, value);
       return [name, t.type, [...t.dims], t.bytes()];
     });
+    const outputs = await this.#backend.run(items, fetches, signal);
+    signal?.throwIfAborted();
     const result = {};
-    for (const [name, type, dims, bytes] of await this.#backend.run(items, fetches)) {
+    for (const [name, type, dims, bytes] of outputs) {
       result[name] = Tensor.fromBytes(type, dims, bytes);
     }
     return result;

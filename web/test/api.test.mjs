@@ -95,3 +95,15 @@ test("onnxruntime-web's defaults and feeds: no providers named, any {type, data,
     /feed 'input': Tensor: dims \[1,64\] hold 64 elements, data has 3/);
   await session.release();
 });
+
+test("run takes an AbortSignal: aborted before the run, it rejects with an AbortError", async () => {
+  const session = await InferenceSession.create(DIGITS, { executionProviders: ["wasm"] });
+  const input = new Tensor("float32", Float32Array.from(HOLDOUT.X.slice(0, 64)), [1, 64]);
+  const controller = new AbortController();
+  const { label } = await session.run({ input }, { signal: controller.signal });   // options second
+  assert.equal(Number(label.data[0]), HOLDOUT.expected_label[0]);
+  controller.abort();
+  await assert.rejects(session.run({ input }, undefined, { signal: controller.signal }),
+    (e) => e.name === "AbortError");
+  await session.release();
+});

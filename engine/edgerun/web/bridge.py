@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ..ir import dtypes
 from ..runtime.host_tensor import HostTensor, have_numpy
-from ..session import InferenceSession, SessionOptions
+from ..session import InferenceSession, RunOptions, SessionOptions
 
 # onnxruntime-web's Tensor type names <-> ONNX element types
 WEB_TYPES = {"float32": dtypes.FLOAT, "float64": dtypes.DOUBLE, "float16": dtypes.FLOAT16,
@@ -52,12 +52,14 @@ class WebSession:
                 "outputMetadata": meta(self.session.get_outputs()),
                 "explain": self.session.explain()}
 
-    def run(self, feeds: list, output_names: list = None) -> list:
-        """feeds: [(name, type, dims, bytes)] -> [(name, type, dims, bytes)]"""
+    def run(self, feeds: list, output_names: list = None, signal=None) -> list:
+        """feeds: [(name, type, dims, bytes)] -> [(name, type, dims, bytes)]; `signal`: a
+        JavaScript AbortSignal whose abort stops the run before its next node."""
         values = {name: _to_host(name, type_name, dims, data)
                   for name, type_name, dims, data in feeds}
         names = list(output_names) if output_names else self.output_names
-        outputs = self.session.run(names, values)
+        options = _SignalRunOptions(signal) if signal is not None else None
+        outputs = self.session.run(names, values, options)
         return [(name, *_from_host(name, value)) for name, value in zip(names, outputs)]
 
     def explain(self) -> dict:
@@ -99,3 +101,19 @@ def _from_host(name, value):
     if t.elem_type == dtypes.STRING:
         raise TypeError(f"output '{name}': string outputs are not supported by the web API yet")
     return _WEB_NAME[t.elem_type], list(t.dims), t.raw
+
+
+class _SignalRunOptions(RunOptions):
+    """RunOptions whose terminate is an AbortSignal's aborted (read at each check)."""
+
+    def __init__(self, signal):
+        super().__init__()
+        self._signal = signal
+
+    @property
+    def terminate(self) -> bool:
+        return bool(self._signal.aborted)
+
+    @terminate.setter
+    def terminate(self, value) -> None:
+        pass                    # RunOptions.__init__ sets it; the signal decides
