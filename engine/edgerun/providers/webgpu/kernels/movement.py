@@ -238,7 +238,8 @@ def resize(gpu, x, scales, sizes, mode, coord, nearest_mode):
     else:
         scales = [float(s) for s in scales]
         out_shape = [int(math.floor(d * s)) for d, s in zip(x.shape, scales)]
-    if any(o != d for o, d in zip(out_shape[:-2], x.shape[:-2])):
+    if any(o != d for o, d in zip(out_shape[:-2], x.shape[:-2])) or \
+            any(s != 1.0 for s in scales[:-2]):     # a scale of 4/3 on 2 keeps its size
         raise Unsupported("resizing dims other than the last two")
     out = gpu.empty(out_shape)
     h, w = x.shape[-2:]
