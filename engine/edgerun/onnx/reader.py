@@ -342,6 +342,7 @@ class _Reader:
     def tensor(self, buf) -> ir.Tensor:
         t = ir.Tensor(name="", elem_type=0, dims=())
         dims, typed, strings, external = [], [], [], {}
+        typed_field = None
         raw = None
         location = 0
         for num, wt, v in wire.fields(buf, _TENSOR):
@@ -357,10 +358,13 @@ class _Reader:
                 strings.append(bytes(v))
             elif num in (5, 7, 11):
                 typed += wire.packed_varints(wt, v)
+                typed_field = num
             elif num == 4:
                 typed += (wire.packed_fixed(wt, v, "f") if wt == LENGTH else [wire.unpack_f32(v)])
+                typed_field = num
             elif num == 10:
                 typed += (wire.packed_fixed(wt, v, "d") if wt == LENGTH else [wire.unpack_f64(v)])
+                typed_field = num
             elif num == 12:
                 t.doc_string = _str(v)
             elif num == 13:
@@ -386,6 +390,10 @@ class _Reader:
         elif raw is not None:
             t.raw = raw
         else:
+            if typed and _TYPED_FIELD.get(t.elem_type, 5) != typed_field:
+                raise WireError(f"tensor '{t.name}' of {dtypes.elem_type(t.elem_type).name} "
+                                f"stores its values in field {typed_field}, which holds "
+                                f"another element type")
             t.raw = _typed_to_raw(t.elem_type, typed)
         if t.elem_type != dtypes.STRING and (location != 1 or self.load_external) and \
                 len(t.raw) != _nbytes(t):
@@ -483,6 +491,11 @@ def _nbytes(t: ir.Tensor) -> int:
     bits = dtypes.elem_type(t.elem_type).bits
     return (t.size * bits + 7) // 8
 
+
+# The typed field each element type's values go in (onnx.proto): float_data 4, int64_data 7,
+# double_data 10, uint64_data 11; int32_data 5 for every other (narrow and 16-bit) type.
+_TYPED_FIELD = {dtypes.FLOAT: 4, dtypes.COMPLEX64: 4, dtypes.INT64: 7, dtypes.DOUBLE: 10,
+                dtypes.COMPLEX128: 10, dtypes.UINT32: 11, dtypes.UINT64: 11}
 
 # Typed (non-raw) fields: how each element type's values are packed into raw bytes.
 _STRUCT_OF = {

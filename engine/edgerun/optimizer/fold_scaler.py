@@ -75,7 +75,10 @@ def _per_feature(values, features: int, default: float):
 
     if not values:
         return np.full(features, default)
-    values = np.asarray(values, np.float64)
+    try:
+        values = np.asarray(values, np.float64)
+    except (TypeError, ValueError):
+        return None                  # not numbers: left to the Scaler kernel, which says so
     if values.size not in (1, features):
         return None
     return np.broadcast_to(values, (features,))

@@ -99,7 +99,7 @@ EXTREMES = [0, 1, 0x7F, 0x80, 2 ** 31 - 1, 2 ** 31, 2 ** 32, 2 ** 62, 2 ** 63 - 
 
 def mutate_bytes(rng, data: bytes) -> tuple:
     """(mutated bytes, what was done)."""
-    data = bytearray(data)
+    data = bytearray(data) or bytearray(b"\x08")      # an earlier step may have emptied it
     kind = ["flip", "overwrite", "insert", "delete", "truncate", "varint", "wiretype",
             "splice"][int(rng.integers(8))]
     at = int(rng.integers(max(len(data), 1)))
