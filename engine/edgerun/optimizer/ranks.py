@@ -25,7 +25,7 @@ def known_rank(view: GraphView, name: str, depth: int = 0):
     if const is not None:
         return const.ndim
     node = view.producer.get(name)
-    if node is None or depth > _MAX_DEPTH:
+    if node is None or depth > _MAX_DEPTH or not node.inputs:
         return None
     if node.domain == "ai.onnx.ml" and node.op_type in _SAME_RANK_ML:
         return known_rank(view, node.inputs[0], depth + 1)
