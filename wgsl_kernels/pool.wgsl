@@ -19,9 +19,9 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
   let plane = (i / (OW * OH)) * u32(H * W);
   let h0 = i32(oh * pu(7u)) - pi(9u);
   let w0 = i32(ow * pu(8u)) - pi(10u);
-  // -inf (an input's -inf stays -inf); a window of padding only gives the lowest float,
-  // as onnxruntime and the CPU provider
-  var best = bitcast<f32>(0xff800000u);
+  // the max of the window's input values (an input's -inf stays -inf); a window of padding
+  // only gives the lowest float, as onnxruntime and the CPU provider
+  var best = 0.0;
   var seen = false;
   for (var kh = 0; kh < pi(5u); kh++) {
     let ih = h0 + kh * pi(11u);
@@ -29,7 +29,8 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     for (var kw = 0; kw < pi(6u); kw++) {
       let iw = w0 + kw * pi(12u);
       if (iw < 0 || iw >= W) { continue; }
-      best = max(best, x[plane + u32(ih * W + iw)]);
+      let v = x[plane + u32(ih * W + iw)];
+      best = select(v, max(best, v), seen);
       seen = true;
     }
   }
