@@ -4,23 +4,32 @@ a graph whose structure is broken (the kernels and passes check their own values
 - the graph attributes that give control flow its bodies (If's branches, Loop's and Scan's
   body, SequenceMap's) exist and hold graphs;
 - no value is produced twice (by two nodes, or by a node and as a graph input or initializer);
-- both, recursively, in every subgraph.
+- every ONNX operator has as many inputs and outputs as its schema version allows
+  (op_arity.py, generated from onnx's schemas);
+- all of it, recursively, in every subgraph.
 Names read before they are defined, and cycles, are found when the executor orders the nodes.
 """
 from __future__ import annotations
 
 from ..errors import InvalidGraph
 from .graph import AttrType, Graph
+from .op_arity import ARITY
 
 # op_type (ai.onnx) -> the GRAPH attributes it requires
 BODIES = {"If": ("then_branch", "else_branch"), "Loop": ("body",), "Scan": ("body",),
           "SequenceMap": ("body",)}
 
 
-def validate_graph(graph: Graph, where: str = "the main graph") -> None:
+def validate_model(model) -> None:
+    validate_graph(model.graph, opsets=model.opset_imports)
+
+
+def validate_graph(graph: Graph, where: str = "the main graph", opsets: dict = None) -> None:
+    opsets = opsets or {}
     defined = {v.name for v in graph.inputs} | set(graph.initializers)
     for node in graph.nodes:
         label = f"node '{node.name or '(unnamed)'}' ({node.op_type})"
+        _check_arity(node, label, where, opsets)
         if node.domain in ("", "ai.onnx"):
             for name in BODIES.get(node.op_type, ()):
                 attribute = node.attributes.get(name)
@@ -38,7 +47,7 @@ def validate_graph(graph: Graph, where: str = "the main graph") -> None:
             defined.add(output)
         for attribute in node.attributes.values():
             for sub in _graphs_of(attribute):
-                validate_graph(sub, f"a subgraph of {label}")
+                validate_graph(sub, f"a subgraph of {label}", opsets)
 
 
 def _graphs_of(attribute) -> list:
@@ -52,3 +61,30 @@ def _graphs_of(attribute) -> list:
 def _type_name(code: int) -> str:
     names = {v: k for k, v in vars(AttrType).items() if k.isupper()}
     return names.get(code, f"attribute type {code}")
+
+
+def _check_arity(node, label: str, where: str, opsets: dict) -> None:
+    domain = "" if node.domain == "ai.onnx" else node.domain
+    versions = ARITY.get((domain, node.op_type))
+    opset = opsets.get(domain, opsets.get("ai.onnx") if domain == "" else None)
+    if not versions or opset is None:
+        return                            # an operator onnx does not define: its kernel checks
+    chosen = None
+    for version in versions:
+        if version[0] <= opset:
+            chosen = version
+    if chosen is None:
+        return
+    _, min_in, max_in, min_out, max_out = chosen
+    count = len(node.inputs)
+    if count < min_in or (max_in is not None and count > max_in):
+        wanted = f"{min_in}" if min_in == max_in else \
+            f"{min_in} to {max_in}" if max_in is not None else f"at least {min_in}"
+        raise InvalidGraph(f"{label} in {where} has inputs {node.inputs}; opset {opset} takes "
+                           f"{wanted}")
+    outputs = len(node.outputs)
+    if outputs < min_out or (max_out is not None and outputs > max_out):
+        wanted = f"{min_out}" if min_out == max_out else \
+            f"{min_out} to {max_out}" if max_out is not None else f"at least {min_out}"
+        raise InvalidGraph(f"{label} in {where} has {outputs} outputs; opset {opset} gives "
+                           f"{wanted}")

@@ -9,7 +9,7 @@ import os
 import time
 
 from .. import ir
-from ..ir.validate import validate_graph
+from ..ir.validate import validate_model
 from ..errors import InvalidArgument, NotImplementedOp
 from ..onnx import load_model
 from ..optimizer import optimize
@@ -46,7 +46,7 @@ class InferenceSession:
         self._model_path = (os.fspath(path_or_bytes)
                             if isinstance(path_or_bytes, (str, os.PathLike)) else None)
         _check_opsets(self._model)
-        validate_graph(self._model.graph)
+        validate_model(self._model)
         inline_functions(self._model)
         optimize(self._model, int(self._options.graph_optimization_level))
         if self._options.optimized_model_filepath:
