@@ -76,15 +76,19 @@ def _check_arity(node, label: str, where: str, opsets: dict) -> None:
     if chosen is None:
         return
     _, min_in, max_in, min_out, max_out = chosen
-    count = len(node.inputs)
-    if count < min_in or (max_in is not None and count > max_in):
-        wanted = f"{min_in}" if min_in == max_in else \
-            f"{min_in} to {max_in}" if max_in is not None else f"at least {min_in}"
+    if not _fits(len(node.inputs), min_in, max_in):
         raise InvalidGraph(f"{label} in {where} has inputs {node.inputs}; opset {opset} takes "
-                           f"{wanted}")
-    outputs = len(node.outputs)
-    if outputs < min_out or (max_out is not None and outputs > max_out):
-        wanted = f"{min_out}" if min_out == max_out else \
-            f"{min_out} to {max_out}" if max_out is not None else f"at least {min_out}"
-        raise InvalidGraph(f"{label} in {where} has {outputs} outputs; opset {opset} gives "
-                           f"{wanted}")
+                           f"{_count_text(min_in, max_in)}")
+    if not _fits(len(node.outputs), min_out, max_out):
+        raise InvalidGraph(f"{label} in {where} has {len(node.outputs)} outputs; opset {opset} "
+                           f"gives {_count_text(min_out, max_out)}")
+
+
+def _fits(count: int, low: int, high) -> bool:
+    return count >= low and (high is None or count <= high)
+
+
+def _count_text(low: int, high) -> str:
+    if low == high:
+        return str(low)
+    return f"{low} to {high}" if high is not None else f"at least {low}"
