@@ -78,24 +78,26 @@ class Engine:
             given = input_types[i] if input_types and i < len(input_types) else None
             if given is not None:
                 scope.types[v.name] = given if replace_inputs else self.refine(given, v.type,
-                                                                               v.name)
+                                                                               v.name, scope)
             elif v.name not in graph.initializers:
                 scope.types[v.name] = _unknown_negative_dims(v.type)
         available = scope.names()
         for node in topological_order(graph, available):
             self.infer_node(node, scope, declared)
-        return [self.refine(scope.type(v.name), v.type, v.name) for v in graph.outputs]
+        return [self.refine(scope.type(v.name), v.type, v.name, scope) for v in graph.outputs]
 
     def infer_subgraph(self, graph: Graph, input_types: list, outer: Scope) -> list:
         scope = Scope(outer)
         self.subgraph_scopes[id(graph)] = scope
         return self.infer_graph(graph, scope, input_types)
 
-    def refine(self, inferred, declared, name: str):
-        """`refine`, where a declared shape that contradicts the inferred one is a warning
-        and the inferred shape wins (onnxruntime's lenient merge: exporters write wrong
-        output shapes, and the model still runs)."""
-        return refine(inferred, declared, name, self.warnings.append)
+    def refine(self, inferred, declared, name: str, scope: Scope):
+        """`refine`; in the main graph a declared shape that contradicts the inferred one is
+        a warning and the inferred shape wins (onnxruntime's lenient merge: exporters write
+        wrong output shapes, and the model still runs). In a subgraph it stays an error,
+        which the control-flow rule turns into an unknown branch type."""
+        return refine(inferred, declared, name,
+                      self.warnings.append if scope.parent is None else None)
 
     # ---- nodes ----------------------------------------------------------------------------
 
@@ -120,7 +122,7 @@ class Engine:
             if not name:
                 continue
             inferred = outputs[i] if i < len(outputs) else None
-            t = self.refine(inferred, declared.get(name), name)
+            t = self.refine(inferred, declared.get(name), name, scope)
             scope.types[name] = t
             items = ctx.out_values.get(i)
             if items is not None and _fits(items, t):
