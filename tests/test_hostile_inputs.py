@@ -186,7 +186,7 @@ def test_an_if_branch_that_is_not_a_graph_is_an_invalid_graph():
     model = onnx.load_from_string(data)
     branch = next(a for a in model.graph.node[0].attribute if a.name == "then_branch")
     branch.CopyFrom(helper.make_attribute(branch.name, 3))      # an int where a graph goes
-    with pytest.raises(edgerun.InvalidGraph, match="attribute 'then_branch' must be a graph"):
+    with pytest.raises(edgerun.InvalidGraph, match="attribute 'then_branch' must be (a graph|GRAPH), got INT"):
         _load(model.SerializeToString())
 
 
@@ -230,3 +230,21 @@ def test_a_huge_declared_dim_is_a_feed_error_not_an_overflow():
                     .SerializeToString())
     with pytest.raises(edgerun.InvalidArgument, match="dimension 0 must be 1000000000000"):
         session.run(None, {"x": np.ones(3, np.float32)})
+
+
+def test_attributes_of_the_wrong_type_or_missing_are_refused_before_any_pass():
+    """Passes read attributes as the schema types them (IndexError, TypeError, ValueError in
+    optimizer passes once): a wrong type, or a required attribute missing, is an InvalidGraph."""
+    w = numpy_helper.from_array(np.ones((1, 1, 3, 3), np.float32), "w")
+    conv = helper.make_node("Conv", ["x", "w"], ["y"])
+    conv.attribute.append(helper.make_attribute("pads", 1))          # INTS expected
+    session_model = helper.make_model(helper.make_graph(
+        [conv], "g", [X], [onnx.ValueInfoProto(name="y")], [w]),
+        opset_imports=[helper.make_opsetid("", 17)])
+    with pytest.raises(edgerun.InvalidGraph, match="attribute 'pads' must be INTS, got INT"):
+        _load(session_model.SerializeToString())
+    cast = helper.make_node("Cast", ["x"], ["y"])                     # 'to' is required
+    model = helper.make_model(helper.make_graph([cast], "g", [X], [onnx.ValueInfoProto(name="y")]),
+                              opset_imports=[helper.make_opsetid("", 17)])
+    with pytest.raises(edgerun.InvalidGraph, match="lacks its required attribute 'to'"):
+        _load(model.SerializeToString())

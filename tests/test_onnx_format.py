@@ -272,3 +272,27 @@ def test_sub_byte_packing_matches_onnx(dtype, count):
     assert ours.raw == theirs.raw_data
     back = tensor_to_numpy(ours)
     assert back.dtype == arr.dtype and back.tobytes() == arr.tobytes()
+
+
+def test_model_and_external_data_sizes_are_session_limits(tmp_path):
+    import edgerun
+
+    path, arr = _model_with_external(tmp_path, "weights.bin")
+    (tmp_path / "weights.bin").write_bytes(arr.tobytes())
+    options = edgerun.SessionOptions()
+    options.max_external_data_bytes = 40            # the tensor holds 48
+    with pytest.raises(InvalidGraph, match="max_external_data_bytes"):
+        edgerun.InferenceSession(str(path), options)
+    options = edgerun.SessionOptions()
+    options.max_model_bytes = 50
+    with pytest.raises(InvalidProtobuf, match="larger than SessionOptions.max_model_bytes"):
+        edgerun.InferenceSession(str(path), options)
+    with pytest.raises(InvalidProtobuf, match="larger than SessionOptions.max_model_bytes"):
+        edgerun.InferenceSession(path.read_bytes(), options)
+    edgerun.InferenceSession(str(path))                   # the defaults take it
+
+
+def test_a_model_path_that_is_not_a_regular_file_is_refused_without_hanging(tmp_path):
+    os.mkfifo(tmp_path / "model.onnx")
+    with pytest.raises(InvalidProtobuf, match="not a regular file"):
+        load_model(str(tmp_path / "model.onnx"))

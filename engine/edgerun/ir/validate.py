@@ -4,8 +4,9 @@ a graph whose structure is broken (the kernels and passes check their own values
 - the graph attributes that give control flow its bodies (If's branches, Loop's and Scan's
   body, SequenceMap's) exist and hold graphs;
 - no value is produced twice (by two nodes, or by a node and as a graph input or initializer);
-- every ONNX operator has as many inputs and outputs as its schema version allows
-  (op_arity.py, generated from onnx's schemas);
+- every ONNX operator has as many inputs and outputs as its schema version allows, its
+  attributes have the types the schema gives and the required ones are there (op_schema.py,
+  generated from onnx's schemas);
 - all of it, recursively, in every subgraph.
 Names read before they are defined, and cycles, are found when the executor orders the nodes.
 """
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 from ..errors import InvalidGraph
 from .graph import AttrType, Graph
-from .op_arity import ARITY
+from .op_schema import SCHEMAS
 
 # op_type (ai.onnx) -> the GRAPH attributes it requires
 BODIES = {"If": ("then_branch", "else_branch"), "Loop": ("body",), "Scan": ("body",),
@@ -64,24 +65,34 @@ def _type_name(code: int) -> str:
 
 
 def _check_arity(node, label: str, where: str, opsets: dict) -> None:
+    """Input and output counts and attribute types against the node's schema version (an
+    operator onnx does not define is left to its kernel)."""
     domain = "" if node.domain == "ai.onnx" else node.domain
-    versions = ARITY.get((domain, node.op_type))
+    versions = SCHEMAS.get((domain, node.op_type))
     opset = opsets.get(domain, opsets.get("ai.onnx") if domain == "" else None)
     if not versions or opset is None:
-        return                            # an operator onnx does not define: its kernel checks
+        return
     chosen = None
     for version in versions:
         if version[0] <= opset:
             chosen = version
     if chosen is None:
         return
-    _, min_in, max_in, min_out, max_out = chosen
+    _, min_in, max_in, min_out, max_out, attributes = chosen
     if not _fits(len(node.inputs), min_in, max_in):
         raise InvalidGraph(f"{label} in {where} has inputs {node.inputs}; opset {opset} takes "
                            f"{_count_text(min_in, max_in)}")
     if not _fits(len(node.outputs), min_out, max_out):
         raise InvalidGraph(f"{label} in {where} has {len(node.outputs)} outputs; opset {opset} "
                            f"gives {_count_text(min_out, max_out)}")
+    for name, attribute in node.attributes.items():
+        expected = attributes.get(name)
+        if expected is not None and attribute.type != expected[0] and not attribute.ref_attr_name:
+            raise InvalidGraph(f"{label} in {where}: attribute '{name}' must be "
+                               f"{_type_name(expected[0])}, got {_type_name(attribute.type)}")
+    for name, (_, required) in attributes.items():
+        if required and name not in node.attributes:
+            raise InvalidGraph(f"{label} in {where} lacks its required attribute '{name}'")
 
 
 def _fits(count: int, low: int, high) -> bool:

@@ -41,26 +41,29 @@ _SPARSE = wire.message("SparseTensorProto", L=(1, 2), P=(3,))
 MAX_NESTING = 100
 
 
-def load_model(path_or_bytes, base_dir: str = None, load_external: bool = True) -> ir.Model:
+def load_model(path_or_bytes, base_dir: str = None, load_external: bool = True,
+               max_bytes: int = None, max_external_bytes: int = None) -> ir.Model:
     """Decode a model from a file path or bytes.
 
     External data is resolved against `base_dir` (default: the model file's folder).
+    `max_bytes` bounds the model file and `max_external_bytes` the external data it reads
+    (SessionOptions.max_model_bytes, max_external_data_bytes), checked before reading.
     """
     if isinstance(path_or_bytes, (str, os.PathLike)):
         path = os.fspath(path_or_bytes)
-        try:
-            with open(path, "rb") as f:
-                data = f.read()
-        except OSError as e:
-            raise InvalidProtobuf(f"cannot read model file '{path}': {e.strerror}") from None
+        data = _read_model_file(path, max_bytes)
         base_dir = base_dir or os.path.dirname(os.path.abspath(path))
         where = f"'{path}'"
     else:
         data = bytes(path_or_bytes)
         where = f"model bytes ({len(data)} bytes)"
+        if max_bytes is not None and len(data) > max_bytes:
+            raise InvalidProtobuf(f"{where}: larger than SessionOptions.max_model_bytes "
+                                  f"({max_bytes})")
     if not data:
         raise InvalidProtobuf(f"{where}: empty model")
     reader = _Reader(base_dir, load_external)
+    reader.external_budget = max_external_bytes
     try:
         model = reader.model(memoryview(data))
     except (WireError, UnicodeDecodeError, struct.error) as e:
@@ -69,6 +72,24 @@ def load_model(path_or_bytes, base_dir: str = None, load_external: bool = True) 
     if model.graph is None:
         raise InvalidProtobuf(f"{where} is not a valid ONNX model: it has no graph")
     return model
+
+
+def _read_model_file(path: str, max_bytes) -> bytes:
+    """A model file's bytes: a regular file (a FIFO would block), within `max_bytes`."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError as e:
+        raise InvalidProtobuf(f"cannot read model file '{path}': {e.strerror}") from None
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        raise InvalidProtobuf(f"model file '{path}' is not a regular file")
+    if max_bytes is not None and info.st_size > max_bytes:
+        os.close(fd)
+        raise InvalidProtobuf(f"model file '{path}' ({info.st_size} bytes) is larger than "
+                              f"SessionOptions.max_model_bytes ({max_bytes})")
+    with os.fdopen(fd, "rb") as f:
+        return f.read()
 
 
 def _str(v) -> str:
@@ -80,6 +101,7 @@ class _Reader:
         self.base_dir = base_dir
         self.load_external = load_external
         self.depth = 0
+        self.external_budget = None     # bytes of external data still allowed (None: any)
 
     # ---- containers ----------------------------------------------------------------------
 
@@ -429,6 +451,11 @@ class _Reader:
         if length != expected:          # checked before reading: a huge length allocates nothing
             raise InvalidGraph(f"tensor '{t.name}': external data '{location}' has length "
                                f"{length}, but its dims {list(t.dims)} need {expected} bytes")
+        if self.external_budget is not None:
+            if length > self.external_budget:
+                raise InvalidGraph(f"tensor '{t.name}': its external data takes the model past "
+                                   f"SessionOptions.max_external_data_bytes")
+            self.external_budget -= length
         return read_file_range(path, offset, length, f"tensor '{t.name}': external data "
                                                      f"'{location}'")
 

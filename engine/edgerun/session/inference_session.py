@@ -42,7 +42,8 @@ class InferenceSession:
         if isinstance(path_or_bytes, ir.Model):
             self._model = copy.deepcopy(path_or_bytes)     # passes edit the model in place
         else:
-            self._model = load_model(path_or_bytes)
+            self._model = load_model(path_or_bytes, max_bytes=options.max_model_bytes,
+                                     max_external_bytes=options.max_external_data_bytes)
         self._model_path = (os.fspath(path_or_bytes)
                             if isinstance(path_or_bytes, (str, os.PathLike)) else None)
         _check_opsets(self._model)

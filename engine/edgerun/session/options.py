@@ -39,6 +39,9 @@ class SessionOptions:
         self.use_deterministic_compute = False
         # edgerun's: the most bytes one node may create (checked before allocating)
         self.max_tensor_bytes = DEFAULT_MAX_TENSOR_BYTES
+        # ... the largest model file, and external data in all, a session reads
+        self.max_model_bytes = 4 << 30
+        self.max_external_data_bytes = 256 << 30
         self._config = {}
         self.custom_op_libraries = []
 
