@@ -76,20 +76,27 @@ def load_model(path_or_bytes, base_dir: str = None, load_external: bool = True,
 
 def _read_model_file(path: str, max_bytes) -> bytes:
     """A model file's bytes: a regular file (a FIFO would block), within `max_bytes`."""
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-    except OSError as e:
-        raise InvalidProtobuf(f"cannot read model file '{path}': {e.strerror}") from None
-    info = os.fstat(fd)
-    if not stat.S_ISREG(info.st_mode):
+    fd, size = _open_regular(path, InvalidProtobuf, f"model file '{path}'")
+    if max_bytes is not None and size > max_bytes:
         os.close(fd)
-        raise InvalidProtobuf(f"model file '{path}' is not a regular file")
-    if max_bytes is not None and info.st_size > max_bytes:
-        os.close(fd)
-        raise InvalidProtobuf(f"model file '{path}' ({info.st_size} bytes) is larger than "
+        raise InvalidProtobuf(f"model file '{path}' ({size} bytes) is larger than "
                               f"SessionOptions.max_model_bytes ({max_bytes})")
     with os.fdopen(fd, "rb") as f:
         return f.read()
+
+
+def _open_regular(path: str, error, what: str) -> tuple:
+    """(file descriptor, size) of a regular file opened without blocking (a FIFO or a
+    device would wait forever), or `error` naming `what`."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError as e:
+        raise error(f"cannot read {what}: {e.strerror}") from None
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        raise error(f"{what} is not a regular file")
+    return fd, info.st_size
 
 
 def _str(v) -> str:
@@ -475,20 +482,13 @@ def _external_int(info: dict, key: str, tensor_name: str, default: int) -> int:
 
 
 def read_file_range(path: str, offset: int, length: int, what: str) -> bytes:
-    """`length` bytes at `offset` of a regular file, or InvalidGraph naming `what`. Opened
-    without blocking (a FIFO or device would wait forever), its size checked before reading."""
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-    except OSError as e:
-        raise InvalidGraph(f"{what}: cannot open the file: {e.strerror}") from None
-    info = os.fstat(fd)
-    if not stat.S_ISREG(info.st_mode):
-        os.close(fd)
-        raise InvalidGraph(f"{what} is not a regular file")
+    """`length` bytes at `offset` of a regular file, or InvalidGraph naming `what`; the
+    file's size is checked before reading."""
+    fd, size = _open_regular(path, InvalidGraph, what)
     with os.fdopen(fd, "rb") as f:
-        if offset + length > info.st_size:
+        if offset + length > size:
             raise InvalidGraph(f"{what}: {length} bytes at offset {offset} run past the end of "
-                               f"the file ({info.st_size} bytes)")
+                               f"the file ({size} bytes)")
         f.seek(offset)
         data = f.read(length)
     if len(data) != length:
