@@ -31,6 +31,9 @@ export interface SessionOptions {
   /** Run Pyodide and this session in a module Web Worker, so runs never block the page
    * (browsers only). Default: env.worker || env.wasm.proxy. */
   worker?: boolean;
+  /** onnxruntime-web's log options: accepted (edgerun reports through errors and warnings). */
+  logSeverityLevel?: 0 | 1 | 2 | 3 | 4;
+  logVerbosityLevel?: number;
 }
 
 /** onnxruntime-web's value metadata; symbolic dims are their names (or null when unnamed). */
@@ -47,6 +50,8 @@ export interface EdgerunError extends Error { pythonTraceback?: string }
 
 export class InferenceSession {
   static create(model: string | URL | Uint8Array | ArrayBuffer | Blob, options?: SessionOptions): Promise<InferenceSession>;
+  /** The model is `byteLength` bytes (default: to the end) at `byteOffset` of `buffer`. */
+  static create(buffer: ArrayBuffer, byteOffset: number, byteLength?: number, options?: SessionOptions): Promise<InferenceSession>;
   readonly inputNames: string[];
   readonly outputNames: string[];
   readonly inputMetadata: ValueMetadata[];
@@ -71,7 +76,9 @@ export const env: {
   wheelURL?: string | URL;
   /** Default for SessionOptions.worker. */
   worker: boolean;
-  /** onnxruntime-web's spelling of `worker`. */
-  wasm: { proxy: boolean };
+  /** onnxruntime-web's spelling of `worker`; numThreads and simd are accepted (one thread). */
+  wasm: { proxy: boolean; numThreads: number; simd: boolean };
+  /** Accepted for scripts that touch it; the webgpu provider requests its own GPUDevice. */
+  webgpu: { device?: unknown };
   logLevel: string;
 };

@@ -25,7 +25,15 @@ export class InferenceSession {
     this.outputMetadata = outputMetadata;
   }
 
-  static async create(model, options = {}) {
+  // create(model, options?) or, as onnxruntime-web, create(buffer, byteOffset, byteLength?,
+  // options?) for a model inside a larger ArrayBuffer.
+  static async create(model, ...rest) {
+    let options = rest[0] ?? {};
+    if (model instanceof ArrayBuffer && typeof rest[0] === "number") {
+      const [offset, length, opts] = rest;
+      model = new Uint8Array(model, offset, length ?? model.byteLength - offset);
+      options = opts ?? {};
+    }
     const onProgress = options.onProgress ?? (() => {});
     const inWorker = options.worker ?? (env.worker || env.wasm.proxy);
     if (inWorker) {

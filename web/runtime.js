@@ -6,7 +6,11 @@ export const env = {
   pyodide: { indexURL: undefined },
   wheelURL: undefined,                   // default: dist/edgerun.whl next to this file
   worker: false,                         // run sessions in a Web Worker (InferenceSession.create's `worker`)
-  wasm: { proxy: false },                // onnxruntime-web's spelling of `worker: true`
+  // onnxruntime-web's spelling of `worker: true`; numThreads and simd are accepted for
+  // scripts that set them (the engine runs one thread in the page)
+  wasm: { proxy: false, numThreads: 1, simd: true },
+  // accepted for scripts that touch it; the webgpu provider requests its own GPUDevice
+  webgpu: { device: undefined },
   logLevel: "warning",
 };
 

@@ -107,3 +107,14 @@ test("run takes an AbortSignal: aborted before the run, it rejects with an Abort
     (e) => e.name === "AbortError");
   await session.release();
 });
+
+test("create(buffer, byteOffset, byteLength, options) reads a model inside a larger buffer", async () => {
+  const model = new Uint8Array(readFileSync(DIGITS));
+  const big = new Uint8Array(model.length + 100);
+  big.set(model, 40);
+  const session = await InferenceSession.create(big.buffer, 40, model.length,
+                                                { executionProviders: ["wasm"], logSeverityLevel: 3 });
+  assert.deepEqual(session.inputNames, ["input"]);
+  await session.release();
+  await assert.rejects(InferenceSession.create(big.buffer, 0, 10), /InvalidProtobuf/);
+});
