@@ -2,9 +2,10 @@
 runs on edgerun unchanged: its feature-extraction pipeline on the MiniLM export, with
 edgerun's npm package handed to it through the hook it reads
 (globalThis[Symbol.for("onnxruntime")]), gives the embeddings it gives on its own
-onnxruntime-node (max abs error <= 1e-4). tests/transformers_js/ holds the script and the
-pinned package (installed by scripts/test.sh with --ignore-scripts: its install script
-only fetches CUDA files).
+onnxruntime-node (max abs error <= 1e-4), in Node and in a page in Chromium (edgerun's
+default providers there: webgpu, then wasm). tests/transformers_js/ holds the script, the
+page and the pinned package (installed by scripts/test.sh with --ignore-scripts: its install
+script only fetches CUDA files).
 """
 import json
 import os
@@ -64,3 +65,36 @@ def test_feature_extraction_pipeline_on_edgerun_matches_onnxruntime(models_dir):
     print(f"\ntransformers.js on edgerun: create {ours['create_seconds']:.1f} s, run "
           f"{ours['run_seconds'] * 1000:.0f} ms (onnxruntime-node: "
           f"{theirs['create_seconds']:.1f} s, {theirs['run_seconds'] * 1000:.0f} ms)")
+
+
+def test_feature_extraction_pipeline_in_chromium_matches_onnxruntime(models_dir, tmp_path):
+    import urllib.parse
+
+    from browser_harness import (PYODIDE, chromium, console_errors, require_browser, served)
+
+    require_browser()
+    wheel = os.path.join(ROOT, "web", "dist", "edgerun.whl")
+    need(os.path.exists(wheel), "web/dist/edgerun.whl", "npm ci && npm run build")
+    site = tmp_path / "site"
+    (site / "node_modules").mkdir(parents=True)
+    os.symlink(PYODIDE, site / "node_modules" / "pyodide")
+    os.symlink(os.path.join(ROOT, "web"), site / "web")
+    os.symlink(os.path.join(HERE, "node_modules"), site / "tjs")
+    os.symlink(models_dir, site / "models")
+    shutil.copy(os.path.join(HERE, "feature_extraction.html"), site / "index.html")
+    theirs = _pipeline(models_dir, "onnxruntime")
+    query = urllib.parse.quote(json.dumps(SENTENCES))
+    with served(str(site), also=(ROOT, models_dir, os.path.realpath(os.path.dirname(
+            os.path.realpath(os.path.join(models_dir, "minilm", "onnx", "model.onnx")))))) as url, \
+            chromium(str(tmp_path / "profile")) as context:
+        page = context.new_page()
+        errors = console_errors(page)
+        page.goto(f"{url}/index.html?sentences={query}")
+        page.wait_for_function("window.result !== undefined", timeout=600_000)
+        ours = page.evaluate("window.result")
+    assert "error" not in ours, (ours.get("error"), errors[-5:])
+    assert ours["dims"] == [len(SENTENCES), 384]
+    got, want = np.array(ours["embeddings"]), np.array(theirs["embeddings"])
+    assert np.abs(got - want).max() <= 1e-4, np.abs(got - want).max()
+    print(f"\ntransformers.js on edgerun in Chromium: create {ours['create_seconds']:.1f} s, "
+          f"run {ours['run_seconds'] * 1000:.0f} ms")
