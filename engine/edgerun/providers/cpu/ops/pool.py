@@ -404,17 +404,6 @@ def _padding_only_outputs(in_shape, kernel, strides, dilations, pads_begin, out_
         if not covered.all():
             found.append((axis, np.flatnonzero(~covered)))
     return tuple(found)
-    for axis, length in enumerate(x_shape[2:]):
-        size = geometry.out_shape[axis]
-        covered = np.zeros(size, bool)
-        for _, first, stop, _ in tap_ranges(length, size, geometry.kernel[axis],
-                                            geometry.strides[axis], geometry.dilations[axis],
-                                            geometry.pads_begin[axis]):
-            covered[first:stop] = True
-        if not covered.all():
-            index = (slice(None),) * (2 + axis) + (~covered,)
-            y[index] = np.finfo(y.dtype).min
-    return y
 
 
 # ---------------------------------------------------------------- MaxUnpool
