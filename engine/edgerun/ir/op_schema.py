@@ -3,1115 +3,506 @@
 
 (domain, op_type) -> ((since_version, min_inputs, max_inputs, min_outputs,
 max_outputs, {attribute: (AttrType code, required)}), ...) oldest first; a maximum
-of None is unbounded (variadic)."""
+of None is unbounded (variadic). Stored as one JSON string: without a bytecode cache
+(Pyodide, PYTHONDONTWRITEBYTECODE) Python compiles a dict literal this size in
+about 24 ms on every start, json parses it in 5 ms."""
+import json
 
-SCHEMAS = {
-    ('', 'Abs'): (
-        (1, 1, 1, 1, 1, {'consumed_inputs': (7, False)}),
-        (6, 1, 1, 1, 1, {}),
-        (13, 1, 1, 1, 1, {}),
-    ),
-    ('', 'Acos'): (
-        (7, 1, 1, 1, 1, {}),
-        (22, 1, 1, 1, 1, {}),
-    ),
-    ('', 'Acosh'): (
-        (9, 1, 1, 1, 1, {}),
-        (22, 1, 1, 1, 1, {}),
-    ),
-    ('', 'Add'): (
-        (1, 2, 2, 1, 1, {'axis': (2, False), 'broadcast': (2, False), 'consumed_inputs': (7, False)}),
-        (6, 2, 2, 1, 1, {'axis': (2, False), 'broadcast': (2, False)}),
-        (7, 2, 2, 1, 1, {}),
-        (13, 2, 2, 1, 1, {}),
-        (14, 2, 2, 1, 1, {}),
-    ),
-    ('', 'AffineGrid'): (
-        (20, 2, 2, 1, 1, {'align_corners': (2, False)}),
-    ),
-    ('', 'And'): (
-        (1, 2, 2, 1, 1, {'axis': (2, False), 'broadcast': (2, False)}),
-        (7, 2, 2, 1, 1, {}),
-    ),
-    ('', 'ArgMax'): (
-        (1, 1, 1, 1, 1, {'axis': (2, False), 'keepdims': (2, False)}),
-        (11, 1, 1, 1, 1, {'axis': (2, False), 'keepdims': (2, False)}),
-        (12, 1, 1, 1, 1, {'axis': (2, False), 'keepdims': (2, False), 'select_last_index': (2, False)}),
-        (13, 1, 1, 1, 1, {'axis': (2, False), 'keepdims': (2, False), 'select_last_index': (2, False)}),
-    ),
-    ('', 'ArgMin'): (
-        (1, 1, 1, 1, 1, {'axis': (2, False), 'keepdims': (2, False)}),
-        (11, 1, 1, 1, 1, {'axis': (2, False), 'keepdims': (2, False)}),
-        (12, 1, 1, 1, 1, {'axis': (2, False), 'keepdims': (2, False), 'select_last_index': (2, False)}),
-        (13, 1, 1, 1, 1, {'axis': (2, False), 'keepdims': (2, False), 'select_last_index': (2, False)}),
-    ),
-    ('', 'Asin'): (
-        (7, 1, 1, 1, 1, {}),
-        (22, 1, 1, 1, 1, {}),
-    ),
-    ('', 'Asinh'): (
-        (9, 1, 1, 1, 1, {}),
-        (22, 1, 1, 1, 1, {}),
-    ),
-    ('', 'Atan'): (
-        (7, 1, 1, 1, 1, {}),
-        (22, 1, 1, 1, 1, {}),
-    ),
-    ('', 'Atanh'): (
-        (9, 1, 1, 1, 1, {}),
-        (22, 1, 1, 1, 1, {}),
-    ),
-    ('', 'Attention'): (
-        (23, 3, 6, 1, 4, {'is_causal': (2, False), 'kv_num_heads': (2, False), 'q_num_heads': (2, False), 'qk_matmul_output_mode': (2, False), 'scale': (1, False), 'softcap': (1, False), 'softmax_precision': (2, False)}),
-        (24, 3, 7, 1, 4, {'is_causal': (2, False), 'kv_num_heads': (2, False), 'q_num_heads': (2, False), 'qk_matmul_output_mode': (2, False), 'scale': (1, False), 'softcap': (1, False), 'softmax_precision': (2, False)}),
-        (25, 3, 7, 1, 4, {'is_causal': (2, False), 'kv_num_heads': (2, False), 'left_window_size': (2, False), 'q_num_heads': (2, False), 'qk_matmul_output_mode': (2, False), 'right_window_size': (2, False), 'scale': (1, False), 'softcap': (1, False), 'softmax_precision': (2, False)}),
-    ),
-    ('', 'AveragePool'): (
-        (1, 1, 1, 1, 1, {'auto_pad': (3, False), 'kernel_shape': (7, True), 'pads': (7, False), 'strides': (7, False)}),
-        (7, 1, 1, 1, 1, {'auto_pad': (3, False), 'count_include_pad': (2, False), 'kernel_shape': (7, True), 'pads': (7, False), 'strides': (7, False)}),
-        (10, 1, 1, 1, 1, {'auto_pad': (3, False), 'ceil_mode': (2, False), 'count_include_pad': (2, False), 'kernel_shape': (7, True), 'pads': (7, False), 'strides': (7, False)}),
-        (11, 1, 1, 1, 1, {'auto_pad': (3, False), 'ceil_mode': (2, False), 'count_include_pad': (2, False), 'kernel_shape': (7, True), 'pads': (7, False), 'strides': (7, False)}),
-        (19, 1, 1, 1, 1, {'auto_pad': (3, False), 'ceil_mode': (2, False), 'count_include_pad': (2, False), 'dilations': (7, False), 'kernel_shape': (7, True), 'pads': (7, False), 'strides': (7, False)}),
-        (22, 1, 1, 1, 1, {'auto_pad': (3, False), 'ceil_mode': (2, False), 'count_include_pad': (2, False), 'dilations': (7, False), 'kernel_shape': (7, True), 'pads': (7, False), 'strides': (7, False)}),
-    ),
-    ('', 'BatchNormalization'): (
-        (1, 5, 5, 1, 5, {'consumed_inputs': (7, True), 'epsilon': (1, False), 'is_test': (2, False), 'momentum': (1, False), 'spatial': (2, False)}),
-        (6, 5, 5, 1, 5, {'epsilon': (1, False), 'is_test': (2, False), 'momentum': (1, False), 'spatial': (2, False)}),
-        (7, 5, 5, 1, 5, {'epsilon': (1, False), 'momentum': (1, False), 'spatial': (2, False)}),
-        (9, 5, 5, 1, 5, {'epsilon': (1, False), 'momentum': (1, False)}),
-        (14, 5, 5, 1, 3, {'epsilon': (1, False), 'momentum': (1, False), 'training_mode': (2, False)}),
-        (15, 5, 5, 1, 3, {'epsilon': (1, False), 'momentum': (1, False), 'training_mode': (2, False)}),
-    ),
-    ('', 'Bernoulli'): (
-        (15, 1, 1, 1, 1, {'dtype': (2, False), 'seed': (1, False)}),
-        (22, 1, 1, 1, 1, {'dtype': (2, False), 'seed': (1, False)}),
-    ),
-    ('', 'BitCast'): (
-        (26, 1, 1, 1, 1, {'to': (2, True)}),
-    ),
-    ('', 'BitShift'): (
-        (11, 2, 2, 1, 1, {'direction': (3, True)}),
-        (28, 2, 2, 1, 1, {'direction': (3, True)}),
-    ),
-    ('', 'BitwiseAnd'): (
-        (18, 2, 2, 1, 1, {}),
-    ),
-    ('', 'BitwiseNot'): (
-        (18, 1, 1, 1, 1, {}),
-    ),
-    ('', 'BitwiseOr'): (
-        (18, 2, 2, 1, 1, {}),
-    ),
-    ('', 'BitwiseXor'): (
-        (18, 2, 2, 1, 1, {}),
-    ),
-    ('', 'BlackmanWindow'): (
-        (17, 1, 1, 1, 1, {'output_datatype': (2, False), 'periodic': (2, False)}),
-    ),
-    ('', 'Cast'): (
-        (1, 1, 1, 1, 1, {'to': (3, True)}),
-        (6, 1, 1, 1, 1, {'to': (2, True)}),
-        (9, 1, 1, 1, 1, {'to': (2, True)}),
-        (13, 1, 1, 1, 1, {'to': (2, True)}),
-        (19, 1, 1, 1, 1, {'saturate': (2, False), 'to': (2, True)}),
-        (21, 1, 1, 1, 1, {'saturate': (2, False), 'to': (2, True)}),
-        (23, 1, 1, 1, 1, {'saturate': (2, False), 'to': (2, True)}),
-        (24, 1, 1, 1, 1, {'round_mode': (3, False), 'saturate': (2, False), 'to': (2, True)}),
-        (25, 1, 1, 1, 1, {'round_mode': (3, False), 'saturate': (2, False), 'to': (2, True)}),
-        (28, 1, 1, 1, 1, {'round_mode': (3, False), 'saturate': (2, False), 'to': (2, True)}),
-    ),
-    ('', 'CastLike'): (
-        (15, 2, 2, 1, 1, {}),
-        (19, 2, 2, 1, 1, {'saturate': (2, False)}),
-        (21, 2, 2, 1, 1, {'saturate': (2, False)}),
-        (23, 2, 2, 1, 1, {'saturate': (2, False)}),
-        (24, 2, 2, 1, 1, {'round_mode': (3, False), 'saturate': (2, False)}),
-        (25, 2, 2, 1, 1, {'round_mode': (3, False), 'saturate': (2, False)}),
-    ),
-    ('', 'CausalConvWithState'): (
-        (27, 2, 4, 2, 2, {'activation': (3, False)}),
-    ),
-    ('', 'Ceil'): (
-        (1, 1, 1, 1, 1, {'consumed_inputs': (7, False)}),
-        (6, 1, 1, 1, 1, {}),
-        (13, 1, 1, 1, 1, {}),
-    ),
-    ('', 'Celu'): (
-        (12, 1, 1, 1, 1, {'alpha': (1, False)}),
-        (28, 1, 1, 1, 1, {'alpha': (1, False)}),
-    ),
-    ('', 'CenterCropPad'): (
-        (18, 2, 2, 1, 1, {'axes': (7, False)}),
-    ),
-    ('', 'Clip'): (
-        (1, 1, 1, 1, 1, {'consumed_inputs': (7, False), 'max': (1, False), 'min': (1, False)}),
-        (6, 1, 1, 1, 1, {'max': (1, False), 'min': (1, False)}),
-        (11, 1, 3, 1, 1, {}),
-        (12, 1, 3, 1, 1, {}),
-        (13, 1, 3, 1, 1, {}),
-    ),
-    ('', 'Col2Im'): (
-        (18, 3, 3, 1, 1, {'dilations': (7, False), 'pads': (7, False), 'strides': (7, False)}),
-    ),
-    ('', 'Compress'): (
-        (9, 2, 2, 1, 1, {'axis': (2, False)}),
-        (11, 2, 2, 1, 1, {'axis': (2, False)}),
-        (28, 2, 2, 1, 1, {'axis': (2, False)}),
-    ),
-    ('', 'Concat'): (
-        (1, 1, None, 1, 1, {'axis': (2, False)}),
-        (4, 1, None, 1, 1, {'axis': (2, True)}),
-        (11, 1, None, 1, 1, {'axis': (2, True)}),
-        (13, 1, None, 1, 1, {'axis': (2, True)}),
-    ),
-    ('', 'ConcatFromSequence'): (
-        (11, 1, 1, 1, 1, {'axis': (2, True), 'new_axis': (2, False)}),
-    ),
-    ('', 'Constant'): (
-        (1, 0, 0, 1, 1, {'value': (4, True)}),
-        (9, 0, 0, 1, 1, {'value': (4, True)}),
-        (11, 0, 0, 1, 1, {'sparse_value': (11, False), 'value': (4, False)}),
-        (12, 0, 0, 1, 1, {'sparse_value': (11, False), 'value': (4, False), 'value_float': (1, False), 'value_floats': (6, False), 'value_int': (2, False), 'value_ints': (7, False), 'value_string': (3, False), 'value_strings': (8, False)}),
-        (13, 0, 0, 1, 1, {'sparse_value': (11, False), 'value': (4, False), 'value_float': (1, False), 'value_floats': (6, False), 'value_int': (2, False), 'value_ints': (7, False), 'value_string': (3, False), 'value_strings': (8, False)}),
-        (19, 0, 0, 1, 1, {'sparse_value': (11, False), 'value': (4, False), 'value_float': (1, False), 'value_floats': (6, False), 'value_int': (2, False), 'value_ints': (7, False), 'value_string': (3, False), 'value_strings': (8, False)}),
-        (21, 0, 0, 1, 1, {'sparse_value': (11, False), 'value': (4, False), 'value_float': (1, False), 'value_floats': (6, False), 'value_int': (2, False), 'value_ints': (7, False), 'value_string': (3, False), 'value_strings': (8, False)}),
-        (23, 0, 0, 1, 1, {'sparse_value': (11, False), 'value': (4, False), 'value_float': (1, False), 'value_floats': (6, False), 'value_int': (2, False), 'value_ints': (7, False), 'value_string': (3, False), 'value_strings': (8, False)}),
-        (24, 0, 0, 1, 1, {'sparse_value': (11, False), 'value': (4, False), 'value_float': (1, False), 'value_floats': (6, False), 'value_int': (2, False), 'value_ints': (7, False), 'value_string': (3, False), 'value_strings': (8, False)}),
-        (25, 0, 0, 1, 1, {'sparse_value': (11, False), 'value': (4, False), 'value_float': (1, False), 'value_floats': (6, False), 'value_int': (2, False), 'value_ints': (7, False), 'value_string': (3, False), 'value_strings': (8, False)}),
-    ),
-    ('', 'ConstantOfShape'): (
-        (9, 1, 1, 1, 1, {'value': (4, False)}),
-        (20, 1, 1, 1, 1, {'value': (4, False)}),
-        (21, 1, 1, 1, 1, {'value': (4, False)}),
-        (23, 1, 1, 1, 1, {'value': (4, False)}),
-        (24, 1, 1, 1, 1, {'value': (4, False)}),
-        (25, 1, 1, 1, 1, {'value': (4, False)}),
-    ),
-    ('', 'Conv'): (
-        (1, 2, 3, 1, 1, {'auto_pad': (3, False), 'dilations': (7, False), 'group': (2, False), 'kernel_shape': (7, False), 'pads': (7, False), 'strides': (7, False)}),
-        (11, 2, 3, 1, 1, {'auto_pad': (3, False), 'dilations': (7, False), 'group': (2, False), 'kernel_shape': (7, False), 'pads': (7, False), 'strides': (7, False)}),
-        (22, 2, 3, 1, 1, {'auto_pad': (3, False), 'dilations': (7, False), 'group': (2, False), 'kernel_shape': (7, False), 'pads': (7, False), 'strides': (7, False)}),
-    ),
-    ('', 'ConvInteger'): (
-        (10, 2, 4, 1, 1, {'auto_pad': (3, False), 'dilations': (7, False), 'group': (2, False), 'kernel_shape': (7, False), 'pads': (7, False), 'strides': (7, False)}),
-    ),
-    ('', 'ConvTranspose'): (
-        (1, 2, 3, 1, 1, {'auto_pad': (3, False), 'dilations': (7, False), 'group': (2, False), 'kernel_shape': (7, False), 'output_padding': (7, False), 'output_shape': (7, False), 'pads': (7, False), 'strides': (7, False)}),
-        (11, 2, 3, 1, 1, {'auto_pad': (3, False), 'dilations': (7, False), 'group': (2, False), 'kernel_shape': (7, False), 'output_padding': (7, False), 'output_shape': (7, False), 'pads': (7, False), 'strides': (7, False)}),
-        (22, 2, 3, 1, 1, {'auto_pad': (3, False), 'dilations': (7, False), 'group': (2, False), 'kernel_shape': (7, False), 'output_padding': (7, False), 'output_shape': (7, False), 'pads': (7, False), 'strides': (7, False)}),
-    ),
-    ('', 'Cos'): (
-        (7, 1, 1, 1, 1, {}),
-        (22, 1, 1, 1, 1, {}),
-    ),
-    ('', 'Cosh'): (
-        (9, 1, 1, 1, 1, {}),
-        (22, 1, 1, 1, 1, {}),
-    ),
-    ('', 'CumProd'): (
-        (26, 2, 2, 1, 1, {'exclusive': (2, False), 'reverse': (2, False)}),
-    ),
-    ('', 'CumSum'): (
-        (11, 2, 2, 1, 1, {'exclusive': (2, False), 'reverse': (2, False)}),
-        (14, 2, 2, 1, 1, {'exclusive': (2, False), 'reverse': (2, False)}),
-    ),
-    ('', 'DFT'): (
-        (17, 1, 2, 1, 1, {'axis': (2, False), 'inverse': (2, False), 'onesided': (2, False)}),
-        (20, 1, 3, 1, 1, {'inverse': (2, False), 'onesided': (2, False)}),
-    ),
-    ('', 'DeformConv'): (
-        (19, 3, 5, 1, 1, {'dilations': (7, False), 'group': (2, False), 'kernel_shape': (7, False), 'offset_group': (2, False), 'pads': (7, False), 'strides': (7, False)}),
-        (22, 3, 5, 1, 1, {'dilations': (7, False), 'group': (2, False), 'kernel_shape': (7, False), 'offset_group': (2, False), 'pads': (7, False), 'strides': (7, False)}),
-    ),
-    ('', 'DepthToSpace'): (
-        (1, 1, 1, 1, 1, {'blocksize': (2, True)}),
-        (11, 1, 1, 1, 1, {'blocksize': (2, True), 'mode': (3, False)}),
-        (13, 1, 1, 1, 1, {'blocksize': (2, True), 'mode': (3, False)}),
-        (28, 1, 1, 1, 1, {'blocksize': (2, True), 'mode': (3, False)}),
-    ),
-    ('', 'DequantizeLinear'): (
-        (10, 2, 3, 1, 1, {}),
-        (13, 2, 3, 1, 1, {'axis': (2, False)}),
-        (19, 2, 3, 1, 1, {'axis': (2, False)}),
-        (21, 2, 3, 1, 1, {'axis': (2, False), 'block_size': (2, False)}),
-        (23, 2, 3, 1, 1, {'axis': (2, False), 'block_size': (2, False), 'output_dtype': (2, False)}),
-        (24, 2, 3, 1, 1, {'axis': (2, False), 'block_size': (2, False), 'output_dtype': (2, False)}),
-        (25, 2, 3, 1, 1, {'axis': (2, False), 'block_size': (2, False), 'output_dtype': (2, False)}),
-        (28, 2, 3, 1, 1, {'axis': (2, False), 'block_size': (2, False), 'output_dtype': (2, False)}),
-    ),
-    ('', 'Det'): (
-        (11, 1, 1, 1, 1, {}),
-        (22, 1, 1, 1, 1, {}),
-    ),
-    ('', 'Div'): (
-        (1, 2, 2, 1, 1, {'axis': (2, False), 'broadcast': (2, False), 'consumed_inputs': (7, False)}),
-        (6, 2, 2, 1, 1, {'axis': (2, False), 'broadcast': (2, False)}),
-        (7, 2, 2, 1, 1, {}),
-        (13, 2, 2, 1, 1, {}),
-        (14, 2, 2, 1, 1, {}),
-    ),
-    ('', 'Dropout'): (
-        (1, 1, 1, 1, 2, {'consumed_inputs': (7, False), 'is_test': (2, False), 'ratio': (1, False)}),
-        (6, 1, 1, 1, 2, {'is_test': (2, False), 'ratio': (1, False)}),
-        (7, 1, 1, 1, 2, {'ratio': (1, False)}),
-        (10, 1, 1, 1, 2, {'ratio': (1, False)}),
-        (12, 1, 3, 1, 2, {'seed': (2, False)}),
-        (13, 1, 3, 1, 2, {'seed': (2, False)}),
-        (22, 1, 3, 1, 2, {'seed': (2, False)}),
-    ),
-    ('', 'DynamicQuantizeLinear'): (
-        (11, 1, 1, 3, 3, {}),
-    ),
-    ('', 'Einsum'): (
-        (12, 1, None, 1, 1, {'equation': (3, True)}),
-        (28, 1, None, 1, 1, {'equation': (3, True)}),
-    ),
-    ('', 'Elu'): (
-        (1, 1, 1, 1, 1, {'alpha': (1, False), 'consumed_inputs': (7, False)}),
-        (6, 1, 1, 1, 1, {'alpha': (1, False)}),
-        (22, 1, 1, 1, 1, {'alpha': (1, False)}),
-    ),
-    ('', 'Equal'): (
-        (1, 2, 2, 1, 1, {'axis': (2, False), 'broadcast': (2, False)}),
-        (7, 2, 2, 1, 1, {}),
-        (11, 2, 2, 1, 1, {}),
-        (13, 2, 2, 1, 1, {}),
-        (19, 2, 2, 1, 1, {}),
-    ),
-    ('', 'Erf'): (
-        (9, 1, 1, 1, 1, {}),
-        (13, 1, 1, 1, 1, {}),
-    ),
-    ('', 'Exp'): (
-        (1, 1, 1, 1, 1, {'consumed_inputs': (7, False)}),
-        (6, 1, 1, 1, 1, {}),
-        (13, 1, 1, 1, 1, {}),
-    ),
-    ('', 'Expand'): (
-        (8, 2, 2, 1, 1, {}),
-        (13, 2, 2, 1, 1, {}),
-    ),
-    ('', 'EyeLike'): (
-        (9, 1, 1, 1, 1, {'dtype': (2, False), 'k': (2, False)}),
-        (22, 1, 1, 1, 1, {'dtype': (2, False), 'k': (2, False)}),
-    ),
-    ('', 'Flatten'): (
-        (1, 1, 1, 1, 1, {'axis': (2, False)}),
-        (9, 1, 1, 1, 1, {'axis': (2, False)}),
-        (11, 1, 1, 1, 1, {'axis': (2, False)}),
-        (13, 1, 1, 1, 1, {'axis': (2, False)}),
-        (21, 1, 1, 1, 1, {'axis': (2, False)}),
-        (23, 1, 1, 1, 1, {'axis': (2, False)}),
-        (24, 1, 1, 1, 1, {'axis': (2, False)}),
-        (25, 1, 1, 1, 1, {'axis': (2, False)}),
-    ),
-    ('', 'Floor'): (
-        (1, 1, 1, 1, 1, {'consumed_inputs': (7, False)}),
-        (6, 1, 1, 1, 1, {}),
-        (13, 1, 1, 1, 1, {}),
-    ),
-    ('', 'GRU'): (
-        (1, 3, 6, 2, 2, {'activation_alpha': (6, False), 'activation_beta': (6, False), 'activations': (8, False), 'clip': (1, False), 'direction': (3, False), 'hidden_size': (2, False), 'output_sequence': (2, False)}),
-        (3, 3, 6, 0, 2, {'activation_alpha': (6, False), 'activation_beta': (6, False), 'activations': (8, False), 'clip': (1, False), 'direction': (3, False), 'hidden_size': (2, False), 'linear_before_reset': (2, False), 'output_sequence': (2, False)}),
-        (7, 3, 6, 0, 2, {'activation_alpha': (6, False), 'activation_beta': (6, False), 'activations': (8, False), 'clip': (1, False), 'direction': (3, False), 'hidden_size': (2, False), 'linear_before_reset': (2, False)}),
-        (14, 3, 6, 0, 2, {'activation_alpha': (6, False), 'activation_beta': (6, False), 'activations': (8, False), 'clip': (1, False), 'direction': (3, False), 'hidden_size': (2, False), 'layout': (2, False), 'linear_before_reset': (2, False)}),
-        (22, 3, 6, 0, 2, {'activation_alpha': (6, False), 'activation_beta': (6, False), 'activations': (8, False), 'clip': (1, False), 'direction': (3, False), 'hidden_size': (2, False), 'layout': (2, False), 'linear_before_reset': (2, False)}),
-    ),
-    ('', 'Gather'): (
-        (1, 2, 2, 1, 1, {'axis': (2, False)}),
-        (11, 2, 2, 1, 1, {'axis': (2, False)}),
-        (13, 2, 2, 1, 1, {'axis': (2, False)}),
-    ),
-    ('', 'GatherElements'): (
-        (11, 2, 2, 1, 1, {'axis': (2, False)}),
-        (13, 2, 2, 1, 1, {'axis': (2, False)}),
-    ),
-    ('', 'GatherND'): (
-        (11, 2, 2, 1, 1, {}),
-        (12, 2, 2, 1, 1, {'batch_dims': (2, False)}),
-        (13, 2, 2, 1, 1, {'batch_dims': (2, False)}),
-    ),
-    ('', 'Gelu'): (
-        (20, 1, 1, 1, 1, {'approximate': (3, False)}),
-    ),
-    ('', 'Gemm'): (
-        (1, 3, 3, 1, 1, {'alpha': (1, False), 'beta': (1, False), 'broadcast': (2, False), 'transA': (2, False), 'transB': (2, False)}),
-        (6, 3, 3, 1, 1, {'alpha': (1, False), 'beta': (1, False), 'broadcast': (2, False), 'transA': (2, False), 'transB': (2, False)}),
-        (7, 3, 3, 1, 1, {'alpha': (1, False), 'beta': (1, False), 'transA': (2, False), 'transB': (2, False)}),
-        (9, 3, 3, 1, 1, {'alpha': (1, False), 'beta': (1, False), 'transA': (2, False), 'transB': (2, False)}),
-        (11, 2, 3, 1, 1, {'alpha': (1, False), 'beta': (1, False), 'transA': (2, False), 'transB': (2, False)}),
-        (13, 2, 3, 1, 1, {'alpha': (1, False), 'beta': (1, False), 'transA': (2, False), 'transB': (2, False)}),
-    ),
-    ('', 'GlobalAveragePool'): (
-        (1, 1, 1, 1, 1, {}),
-        (22, 1, 1, 1, 1, {}),
-    ),
-    ('', 'GlobalLpPool'): (
-        (1, 1, 1, 1, 1, {'p': (1, False)}),
-        (2, 1, 1, 1, 1, {'p': (2, False)}),
-        (22, 1, 1, 1, 1, {'p': (2, False)}),
-    ),
-    ('', 'GlobalMaxPool'): (
-        (1, 1, 1, 1, 1, {}),
-        (22, 1, 1, 1, 1, {}),
-    ),
-    ('', 'Greater'): (
-        (1, 2, 2, 1, 1, {'axis': (2, False), 'broadcast': (2, False)}),
-        (7, 2, 2, 1, 1, {}),
-        (9, 2, 2, 1, 1, {}),
-        (13, 2, 2, 1, 1, {}),
-    ),
-    ('', 'GreaterOrEqual'): (
-        (12, 2, 2, 1, 1, {}),
-        (16, 2, 2, 1, 1, {}),
-    ),
-    ('', 'GridSample'): (
-        (16, 2, 2, 1, 1, {'align_corners': (2, False), 'mode': (3, False), 'padding_mode': (3, False)}),
-        (20, 2, 2, 1, 1, {'align_corners': (2, False), 'mode': (3, False), 'padding_mode': (3, False)}),
-        (22, 2, 2, 1, 1, {'align_corners': (2, False), 'mode': (3, False), 'padding_mode': (3, False)}),
-    ),
-    ('', 'GroupNormalization'): (
-        (21, 3, 3, 1, 1, {'epsilon': (1, False), 'num_groups': (2, True), 'stash_type': (2, False)}),
-    ),
-    ('', 'HammingWindow'): (
-        (17, 1, 1, 1, 1, {'output_datatype': (2, False), 'periodic': (2, False)}),
-    ),
-    ('', 'HannWindow'): (
-        (17, 1, 1, 1, 1, {'output_datatype': (2, False), 'periodic': (2, False)}),
-    ),
-    ('', 'HardSigmoid'): (
-        (1, 1, 1, 1, 1, {'alpha': (1, False), 'beta': (1, False), 'consumed_inputs': (7, False)}),
-        (6, 1, 1, 1, 1, {'alpha': (1, False), 'beta': (1, False)}),
-        (22, 1, 1, 1, 1, {'alpha': (1, False), 'beta': (1, False)}),
-    ),
-    ('', 'HardSwish'): (
-        (14, 1, 1, 1, 1, {}),
-        (22, 1, 1, 1, 1, {}),
-    ),
-    ('', 'Hardmax'): (
-        (1, 1, 1, 1, 1, {'axis': (2, False)}),
-        (11, 1, 1, 1, 1, {'axis': (2, False)}),
-        (13, 1, 1, 1, 1, {'axis': (2, False)}),
-    ),
-    ('', 'Identity'): (
-        (1, 1, 1, 1, 1, {}),
-        (13, 1, 1, 1, 1, {}),
-        (14, 1, 1, 1, 1, {}),
-        (16, 1, 1, 1, 1, {}),
-        (19, 1, 1, 1, 1, {}),
-        (21, 1, 1, 1, 1, {}),
-        (23, 1, 1, 1, 1, {}),
-        (24, 1, 1, 1, 1, {}),
-        (25, 1, 1, 1, 1, {}),
-    ),
-    ('', 'If'): (
-        (1, 1, 1, 1, None, {'else_branch': (5, True), 'then_branch': (5, True)}),
-        (11, 1, 1, 1, None, {'else_branch': (5, True), 'then_branch': (5, True)}),
-        (13, 1, 1, 1, None, {'else_branch': (5, True), 'then_branch': (5, True)}),
-        (16, 1, 1, 1, None, {'else_branch': (5, True), 'then_branch': (5, True)}),
-        (19, 1, 1, 1, None, {'else_branch': (5, True), 'then_branch': (5, True)}),
-        (21, 1, 1, 1, None, {'else_branch': (5, True), 'then_branch': (5, True)}),
-        (23, 1, 1, 1, None, {'else_branch': (5, True), 'then_branch': (5, True)}),
-        (24, 1, 1, 1, None, {'else_branch': (5, True), 'then_branch': (5, True)}),
-        (25, 1, 1, 1, None, {'else_branch': (5, True), 'then_branch': (5, True)}),
-    ),
-    ('', 'ImageDecoder'): (
-        (20, 1, 1, 1, 1, {'pixel_format': (3, False)}),
-    ),
-    ('', 'InstanceNormalization'): (
-        (1, 3, 3, 1, 1, {'consumed_inputs': (7, False), 'epsilon': (1, False)}),
-        (6, 3, 3, 1, 1, {'epsilon': (1, False)}),
-        (22, 3, 3, 1, 1, {'epsilon': (1, False)}),
-    ),
-    ('', 'IsInf'): (
-        (10, 1, 1, 1, 1, {'detect_negative': (2, False), 'detect_positive': (2, False)}),
-        (20, 1, 1, 1, 1, {'detect_negative': (2, False), 'detect_positive': (2, False)}),
-    ),
-    ('', 'IsNaN'): (
-        (9, 1, 1, 1, 1, {}),
-        (13, 1, 1, 1, 1, {}),
-        (20, 1, 1, 1, 1, {}),
-    ),
-    ('', 'LRN'): (
-        (1, 1, 1, 1, 1, {'alpha': (1, False), 'beta': (1, False), 'bias': (1, False), 'size': (2, True)}),
-        (13, 1, 1, 1, 1, {'alpha': (1, False), 'beta': (1, False), 'bias': (1, False), 'size': (2, True)}),
-    ),
-    ('', 'LSTM'): (
-        (1, 3, 8, 0, 3, {'activation_alpha': (6, False), 'activation_beta': (6, False), 'activations': (8, False), 'clip': (1, False), 'direction': (3, False), 'hidden_size': (2, False), 'input_forget': (2, False), 'output_sequence': (2, False)}),
-        (7, 3, 8, 0, 3, {'activation_alpha': (6, False), 'activation_beta': (6, False), 'activations': (8, False), 'clip': (1, False), 'direction': (3, False), 'hidden_size': (2, False), 'input_forget': (2, False)}),
-        (14, 3, 8, 0, 3, {'activation_alpha': (6, False), 'activation_beta': (6, False), 'activations': (8, False), 'clip': (1, False), 'direction': (3, False), 'hidden_size': (2, False), 'input_forget': (2, False), 'layout': (2, False)}),
-        (22, 3, 8, 0, 3, {'activation_alpha': (6, False), 'activation_beta': (6, False), 'activations': (8, False), 'clip': (1, False), 'direction': (3, False), 'hidden_size': (2, False), 'input_forget': (2, False), 'layout': (2, False)}),
-    ),
-    ('', 'LayerNormalization'): (
-        (17, 2, 3, 1, 3, {'axis': (2, False), 'epsilon': (1, False), 'stash_type': (2, False)}),
-    ),
-    ('', 'LeakyRelu'): (
-        (1, 1, 1, 1, 1, {'alpha': (1, False), 'consumed_inputs': (7, False)}),
-        (6, 1, 1, 1, 1, {'alpha': (1, False)}),
-        (16, 1, 1, 1, 1, {'alpha': (1, False)}),
-    ),
-    ('', 'Less'): (
-        (1, 2, 2, 1, 1, {'axis': (2, False), 'broadcast': (2, False)}),
-        (7, 2, 2, 1, 1, {}),
-        (9, 2, 2, 1, 1, {}),
-        (13, 2, 2, 1, 1, {}),
-    ),
-    ('', 'LessOrEqual'): (
-        (12, 2, 2, 1, 1, {}),
-        (16, 2, 2, 1, 1, {}),
-    ),
-    ('', 'LinearAttention'): (
-        (27, 3, 6, 2, 2, {'chunk_size': (2, False), 'kv_num_heads': (2, True), 'q_num_heads': (2, True), 'scale': (1, False), 'update_rule': (3, False)}),
-    ),
-    ('', 'Log'): (
-        (1, 1, 1, 1, 1, {'consumed_inputs': (7, False)}),
-        (6, 1, 1, 1, 1, {}),
-        (13, 1, 1, 1, 1, {}),
-    ),
-    ('', 'LogSoftmax'): (
-        (1, 1, 1, 1, 1, {'axis': (2, False)}),
-        (11, 1, 1, 1, 1, {'axis': (2, False)}),
-        (13, 1, 1, 1, 1, {'axis': (2, False)}),
-    ),
-    ('', 'Loop'): (
-        (1, 3, None, 1, None, {'body': (5, True)}),
-        (11, 2, None, 1, None, {'body': (5, True)}),
-        (13, 2, None, 1, None, {'body': (5, True)}),
-        (16, 2, None, 1, None, {'body': (5, True)}),
-        (19, 2, None, 1, None, {'body': (5, True)}),
-        (21, 2, None, 1, None, {'body': (5, True)}),
-        (23, 2, None, 1, None, {'body': (5, True)}),
-        (24, 2, None, 1, None, {'body': (5, True)}),
-        (25, 2, None, 1, None, {'body': (5, True)}),
-    ),
-    ('', 'LpNormalization'): (
-        (1, 1, 1, 1, 1, {'axis': (2, False), 'p': (2, False)}),
-        (22, 1, 1, 1, 1, {'axis': (2, False), 'p': (2, False)}),
-    ),
-    ('', 'LpPool'): (
-        (1, 1, 1, 1, 1, {'auto_pad': (3, False), 'kernel_shape': (7, False), 'p': (1, False), 'pads': (7, False), 'strides': (7, False)}),
-        (2, 1, 1, 1, 1, {'auto_pad': (3, False), 'kernel_shape': (7, True), 'p': (2, False), 'pads': (7, False), 'strides': (7, False)}),
-        (11, 1, 1, 1, 1, {'auto_pad': (3, False), 'kernel_shape': (7, True), 'p': (2, False), 'pads': (7, False), 'strides': (7, False)}),
-        (18, 1, 1, 1, 1, {'auto_pad': (3, False), 'ceil_mode': (2, False), 'dilations': (7, False), 'kernel_shape': (7, True), 'p': (2, False), 'pads': (7, False), 'strides': (7, False)}),
-        (22, 1, 1, 1, 1, {'auto_pad': (3, False), 'ceil_mode': (2, False), 'dilations': (7, False), 'kernel_shape': (7, True), 'p': (2, False), 'pads': (7, False), 'strides': (7, False)}),
-    ),
-    ('', 'MatMul'): (
-        (1, 2, 2, 1, 1, {}),
-        (9, 2, 2, 1, 1, {}),
-        (13, 2, 2, 1, 1, {}),
-    ),
-    ('', 'MatMulInteger'): (
-        (10, 2, 4, 1, 1, {}),
-    ),
-    ('', 'Max'): (
-        (1, 1, None, 1, 1, {'consumed_inputs': (7, False)}),
-        (6, 1, None, 1, 1, {}),
-        (8, 1, None, 1, 1, {}),
-        (12, 1, None, 1, 1, {}),
-        (13, 1, None, 1, 1, {}),
-    ),
-    ('', 'MaxPool'): (
-        (1, 1, 1, 1, 1, {'auto_pad': (3, False), 'kernel_shape': (7, True), 'pads': (7, False), 'strides': (7, False)}),
-        (8, 1, 1, 1, 2, {'auto_pad': (3, False), 'kernel_shape': (7, True), 'pads': (7, False), 'storage_order': (2, False), 'strides': (7, False)}),
-        (10, 1, 1, 1, 2, {'auto_pad': (3, False), 'ceil_mode': (2, False), 'dilations': (7, False), 'kernel_shape': (7, True), 'pads': (7, False), 'storage_order': (2, False), 'strides': (7, False)}),
-        (11, 1, 1, 1, 2, {'auto_pad': (3, False), 'ceil_mode': (2, False), 'dilations': (7, False), 'kernel_shape': (7, True), 'pads': (7, False), 'storage_order': (2, False), 'strides': (7, False)}),
-        (12, 1, 1, 1, 2, {'auto_pad': (3, False), 'ceil_mode': (2, False), 'dilations': (7, False), 'kernel_shape': (7, True), 'pads': (7, False), 'storage_order': (2, False), 'strides': (7, False)}),
-        (22, 1, 1, 1, 2, {'auto_pad': (3, False), 'ceil_mode': (2, False), 'dilations': (7, False), 'kernel_shape': (7, True), 'pads': (7, False), 'storage_order': (2, False), 'strides': (7, False)}),
-    ),
-    ('', 'MaxRoiPool'): (
-        (1, 2, 2, 1, 1, {'pooled_shape': (7, True), 'spatial_scale': (1, False)}),
-        (22, 2, 2, 1, 1, {'pooled_shape': (7, True), 'spatial_scale': (1, False)}),
-    ),
-    ('', 'MaxUnpool'): (
-        (9, 2, 3, 1, 1, {'kernel_shape': (7, True), 'pads': (7, False), 'strides': (7, False)}),
-        (11, 2, 3, 1, 1, {'kernel_shape': (7, True), 'pads': (7, False), 'strides': (7, False)}),
-        (22, 2, 3, 1, 1, {'kernel_shape': (7, True), 'pads': (7, False), 'strides': (7, False)}),
-    ),
-    ('', 'Mean'): (
-        (1, 1, None, 1, 1, {'consumed_inputs': (7, False)}),
-        (6, 1, None, 1, 1, {}),
-        (8, 1, None, 1, 1, {}),
-        (13, 1, None, 1, 1, {}),
-    ),
-    ('', 'MeanVarianceNormalization'): (
-        (9, 1, 1, 1, 1, {'axes': (7, False)}),
-        (13, 1, 1, 1, 1, {'axes': (7, False)}),
-    ),
-    ('', 'MelWeightMatrix'): (
-        (17, 5, 5, 1, 1, {'output_datatype': (2, False)}),
-    ),
-    ('', 'Min'): (
-        (1, 1, None, 1, 1, {'consumed_inputs': (7, False)}),
-        (6, 1, None, 1, 1, {}),
-        (8, 1, None, 1, 1, {}),
-        (12, 1, None, 1, 1, {}),
-        (13, 1, None, 1, 1, {}),
-    ),
-    ('', 'Mish'): (
-        (18, 1, 1, 1, 1, {}),
-        (22, 1, 1, 1, 1, {}),
-    ),
-    ('', 'Mod'): (
-        (10, 2, 2, 1, 1, {'fmod': (2, False)}),
-        (13, 2, 2, 1, 1, {'fmod': (2, False)}),
-        (28, 2, 2, 1, 1, {'fmod': (2, False)}),
-    ),
-    ('', 'Mul'): (
-        (1, 2, 2, 1, 1, {'axis': (2, False), 'broadcast': (2, False), 'consumed_inputs': (7, False)}),
-        (6, 2, 2, 1, 1, {'axis': (2, False), 'broadcast': (2, False)}),
-        (7, 2, 2, 1, 1, {}),
-        (13, 2, 2, 1, 1, {}),
-        (14, 2, 2, 1, 1, {}),
-    ),
-    ('', 'Multinomial'): (
-        (7, 1, 1, 1, 1, {'dtype': (2, False), 'sample_size': (2, False), 'seed': (1, False)}),
-        (22, 1, 1, 1, 1, {'dtype': (2, False), 'sample_size': (2, False), 'seed': (1, False)}),
-    ),
-    ('', 'Neg'): (
-        (1, 1, 1, 1, 1, {'consumed_inputs': (7, False)}),
-        (6, 1, 1, 1, 1, {}),
-        (13, 1, 1, 1, 1, {}),
-    ),
-    ('', 'NegativeLogLikelihoodLoss'): (
-        (12, 2, 3, 1, 1, {'ignore_index': (2, False), 'reduction': (3, False)}),
-        (13, 2, 3, 1, 1, {'ignore_index': (2, False), 'reduction': (3, False)}),
-        (22, 2, 3, 1, 1, {'ignore_index': (2, False), 'reduction': (3, False)}),
-    ),
-    ('', 'NonMaxSuppression'): (
-        (10, 2, 5, 1, 1, {'center_point_box': (2, False)}),
-        (11, 2, 5, 1, 1, {'center_point_box': (2, False)}),
-    ),
-    ('', 'NonZero'): (
-        (9, 1, 1, 1, 1, {}),
-        (13, 1, 1, 1, 1, {}),
-    ),
-    ('', 'Not'): (
-        (1, 1, 1, 1, 1, {}),
-    ),
-    ('', 'OneHot'): (
-        (9, 3, 3, 1, 1, {'axis': (2, False)}),
-        (11, 3, 3, 1, 1, {'axis': (2, False)}),
-        (28, 3, 3, 1, 1, {'axis': (2, False)}),
-    ),
-    ('', 'Optional'): (
-        (15, 0, 1, 1, 1, {'type': (13, False)}),
-        (28, 0, 1, 1, 1, {'type': (13, False)}),
-    ),
-    ('', 'OptionalGetElement'): (
-        (15, 1, 1, 1, 1, {}),
-        (18, 1, 1, 1, 1, {}),
-        (28, 1, 1, 1, 1, {}),
-    ),
-    ('', 'OptionalHasElement'): (
-        (15, 1, 1, 1, 1, {}),
-        (18, 0, 1, 1, 1, {}),
-        (28, 0, 1, 1, 1, {}),
-    ),
-    ('', 'Or'): (
-        (1, 2, 2, 1, 1, {'axis': (2, False), 'broadcast': (2, False)}),
-        (7, 2, 2, 1, 1, {}),
-    ),
-    ('', 'PRelu'): (
-        (1, 2, 2, 1, 1, {'consumed_inputs': (7, False)}),
-        (6, 2, 2, 1, 1, {}),
-        (7, 2, 2, 1, 1, {}),
-        (9, 2, 2, 1, 1, {}),
-        (16, 2, 2, 1, 1, {}),
-    ),
-    ('', 'Pad'): (
-        (1, 1, 1, 1, 1, {'mode': (3, False), 'paddings': (7, True), 'value': (1, False)}),
-        (2, 1, 1, 1, 1, {'mode': (3, False), 'pads': (7, True), 'value': (1, False)}),
-        (11, 2, 3, 1, 1, {'mode': (3, False)}),
-        (13, 2, 3, 1, 1, {'mode': (3, False)}),
-        (18, 2, 4, 1, 1, {'mode': (3, False)}),
-        (19, 2, 4, 1, 1, {'mode': (3, False)}),
-        (21, 2, 4, 1, 1, {'mode': (3, False)}),
-        (23, 2, 4, 1, 1, {'mode': (3, False)}),
-        (24, 2, 4, 1, 1, {'mode': (3, False)}),
-        (25, 2, 4, 1, 1, {'mode': (3, False)}),
-    ),
-    ('', 'Pow'): (
-        (1, 2, 2, 1, 1, {'axis': (2, False), 'broadcast': (2, False)}),
-        (7, 2, 2, 1, 1, {}),
-        (12, 2, 2, 1, 1, {}),
-        (13, 2, 2, 1, 1, {}),
-        (15, 2, 2, 1, 1, {}),
-    ),
-    ('', 'QLinearConv'): (
-        (10, 8, 9, 1, 1, {'auto_pad': (3, False), 'dilations': (7, False), 'group': (2, False), 'kernel_shape': (7, False), 'pads': (7, False), 'strides': (7, False)}),
-    ),
-    ('', 'QLinearMatMul'): (
-        (10, 8, 8, 1, 1, {}),
-        (21, 8, 8, 1, 1, {}),
-    ),
-    ('', 'QuantizeLinear'): (
-        (10, 2, 3, 1, 1, {}),
-        (13, 2, 3, 1, 1, {'axis': (2, False)}),
-        (19, 2, 3, 1, 1, {'axis': (2, False), 'saturate': (2, False)}),
-        (21, 2, 3, 1, 1, {'axis': (2, False), 'block_size': (2, False), 'output_dtype': (2, False), 'saturate': (2, False)}),
-        (23, 2, 3, 1, 1, {'axis': (2, False), 'block_size': (2, False), 'output_dtype': (2, False), 'precision': (2, False), 'saturate': (2, False)}),
-        (24, 2, 3, 1, 1, {'axis': (2, False), 'block_size': (2, False), 'output_dtype': (2, False), 'precision': (2, False), 'saturate': (2, False)}),
-        (25, 2, 3, 1, 1, {'axis': (2, False), 'block_size': (2, False), 'output_dtype': (2, False), 'precision': (2, False), 'saturate': (2, False)}),
-        (28, 2, 3, 1, 1, {'axis': (2, False), 'block_size': (2, False), 'output_dtype': (2, False), 'precision': (2, False), 'saturate': (2, False)}),
-    ),
-    ('', 'RMSNormalization'): (
-        (23, 2, 2, 1, 1, {'axis': (2, False), 'epsilon': (1, False), 'stash_type': (2, False)}),
-    ),
-    ('', 'RNN'): (
-        (1, 3, 6, 0, 2, {'activation_alpha': (6, False), 'activation_beta': (6, False), 'activations': (8, False), 'clip': (1, False), 'direction': (3, False), 'hidden_size': (2, False), 'output_sequence': (2, False)}),
-        (7, 3, 6, 0, 2, {'activation_alpha': (6, False), 'activation_beta': (6, False), 'activations': (8, False), 'clip': (1, False), 'direction': (3, False), 'hidden_size': (2, False)}),
-        (14, 3, 6, 0, 2, {'activation_alpha': (6, False), 'activation_beta': (6, False), 'activations': (8, False), 'clip': (1, False), 'direction': (3, False), 'hidden_size': (2, False), 'layout': (2, False)}),
-        (22, 3, 6, 0, 2, {'activation_alpha': (6, False), 'activation_beta': (6, False), 'activations': (8, False), 'clip': (1, False), 'direction': (3, False), 'hidden_size': (2, False), 'layout': (2, False)}),
-    ),
-    ('', 'RandomNormal'): (
-        (1, 0, 0, 1, 1, {'dtype': (2, False), 'mean': (1, False), 'scale': (1, False), 'seed': (1, False), 'shape': (7, True)}),
-        (22, 0, 0, 1, 1, {'dtype': (2, False), 'mean': (1, False), 'scale': (1, False), 'seed': (1, False), 'shape': (7, True)}),
-    ),
-    ('', 'RandomNormalLike'): (
-        (1, 1, 1, 1, 1, {'dtype': (2, False), 'mean': (1, False), 'scale': (1, False), 'seed': (1, False)}),
-        (22, 1, 1, 1, 1, {'dtype': (2, False), 'mean': (1, False), 'scale': (1, False), 'seed': (1, False)}),
-    ),
-    ('', 'RandomUniform'): (
-        (1, 0, 0, 1, 1, {'dtype': (2, False), 'high': (1, False), 'low': (1, False), 'seed': (1, False), 'shape': (7, True)}),
-        (22, 0, 0, 1, 1, {'dtype': (2, False), 'high': (1, False), 'low': (1, False), 'seed': (1, False), 'shape': (7, True)}),
-    ),
-    ('', 'RandomUniformLike'): (
-        (1, 1, 1, 1, 1, {'dtype': (2, False), 'high': (1, False), 'low': (1, False), 'seed': (1, False)}),
-        (22, 1, 1, 1, 1, {'dtype': (2, False), 'high': (1, False), 'low': (1, False), 'seed': (1, False)}),
-    ),
-    ('', 'Range'): (
-        (11, 3, 3, 1, 1, {}),
-        (27, 3, 3, 1, 1, {'stash_type': (2, False)}),
-    ),
-    ('', 'Reciprocal'): (
-        (1, 1, 1, 1, 1, {'consumed_inputs': (7, False)}),
-        (6, 1, 1, 1, 1, {}),
-        (13, 1, 1, 1, 1, {}),
-    ),
-    ('', 'ReduceL1'): (
-        (1, 1, 1, 1, 1, {'axes': (7, False), 'keepdims': (2, False)}),
-        (11, 1, 1, 1, 1, {'axes': (7, False), 'keepdims': (2, False)}),
-        (13, 1, 1, 1, 1, {'axes': (7, False), 'keepdims': (2, False)}),
-        (18, 1, 2, 1, 1, {'keepdims': (2, False), 'noop_with_empty_axes': (2, False)}),
-    ),
-    ('', 'ReduceL2'): (
-        (1, 1, 1, 1, 1, {'axes': (7, False), 'keepdims': (2, False)}),
-        (11, 1, 1, 1, 1, {'axes': (7, False), 'keepdims': (2, False)}),
-        (13, 1, 1, 1, 1, {'axes': (7, False), 'keepdims': (2, False)}),
-        (18, 1, 2, 1, 1, {'keepdims': (2, False), 'noop_with_empty_axes': (2, False)}),
-    ),
-    ('', 'ReduceLogSum'): (
-        (1, 1, 1, 1, 1, {'axes': (7, False), 'keepdims': (2, False)}),
-        (11, 1, 1, 1, 1, {'axes': (7, False), 'keepdims': (2, False)}),
-        (13, 1, 1, 1, 1, {'axes': (7, False), 'keepdims': (2, False)}),
-        (18, 1, 2, 1, 1, {'keepdims': (2, False), 'noop_with_empty_axes': (2, False)}),
-        (28, 1, 2, 1, 1, {'keepdims': (2, False), 'noop_with_empty_axes': (2, False)}),
-    ),
-    ('', 'ReduceLogSumExp'): (
-        (1, 1, 1, 1, 1, {'axes': (7, False), 'keepdims': (2, False)}),
-        (11, 1, 1, 1, 1, {'axes': (7, False), 'keepdims': (2, False)}),
-        (13, 1, 1, 1, 1, {'axes': (7, False), 'keepdims': (2, False)}),
-        (18, 1, 2, 1, 1, {'keepdims': (2, False), 'noop_with_empty_axes': (2, False)}),
-        (28, 1, 2, 1, 1, {'keepdims': (2, False), 'noop_with_empty_axes': (2, False)}),
-    ),
-    ('', 'ReduceMax'): (
-        (1, 1, 1, 1, 1, {'axes': (7, False), 'keepdims': (2, False)}),
-        (11, 1, 1, 1, 1, {'axes': (7, False), 'keepdims': (2, False)}),
-        (12, 1, 1, 1, 1, {'axes': (7, False), 'keepdims': (2, False)}),
-        (13, 1, 1, 1, 1, {'axes': (7, False), 'keepdims': (2, False)}),
-        (18, 1, 2, 1, 1, {'keepdims': (2, False), 'noop_with_empty_axes': (2, False)}),
-        (20, 1, 2, 1, 1, {'keepdims': (2, False), 'noop_with_empty_axes': (2, False)}),
-    ),
-    ('', 'ReduceMean'): (
-        (1, 1, 1, 1, 1, {'axes': (7, False), 'keepdims': (2, False)}),
-        (11, 1, 1, 1, 1, {'axes': (7, False), 'keepdims': (2, False)}),
-        (13, 1, 1, 1, 1, {'axes': (7, False), 'keepdims': (2, False)}),
-        (18, 1, 2, 1, 1, {'keepdims': (2, False), 'noop_with_empty_axes': (2, False)}),
-    ),
-    ('', 'ReduceMin'): (
-        (1, 1, 1, 1, 1, {'axes': (7, False), 'keepdims': (2, False)}),
-        (11, 1, 1, 1, 1, {'axes': (7, False), 'keepdims': (2, False)}),
-        (12, 1, 1, 1, 1, {'axes': (7, False), 'keepdims': (2, False)}),
-        (13, 1, 1, 1, 1, {'axes': (7, False), 'keepdims': (2, False)}),
-        (18, 1, 2, 1, 1, {'keepdims': (2, False), 'noop_with_empty_axes': (2, False)}),
-        (20, 1, 2, 1, 1, {'keepdims': (2, False), 'noop_with_empty_axes': (2, False)}),
-    ),
-    ('', 'ReduceProd'): (
-        (1, 1, 1, 1, 1, {'axes': (7, False), 'keepdims': (2, False)}),
-        (11, 1, 1, 1, 1, {'axes': (7, False), 'keepdims': (2, False)}),
-        (13, 1, 1, 1, 1, {'axes': (7, False), 'keepdims': (2, False)}),
-        (18, 1, 2, 1, 1, {'keepdims': (2, False), 'noop_with_empty_axes': (2, False)}),
-    ),
-    ('', 'ReduceSum'): (
-        (1, 1, 1, 1, 1, {'axes': (7, False), 'keepdims': (2, False)}),
-        (11, 1, 1, 1, 1, {'axes': (7, False), 'keepdims': (2, False)}),
-        (13, 1, 2, 1, 1, {'keepdims': (2, False), 'noop_with_empty_axes': (2, False)}),
-    ),
-    ('', 'ReduceSumSquare'): (
-        (1, 1, 1, 1, 1, {'axes': (7, False), 'keepdims': (2, False)}),
-        (11, 1, 1, 1, 1, {'axes': (7, False), 'keepdims': (2, False)}),
-        (13, 1, 1, 1, 1, {'axes': (7, False), 'keepdims': (2, False)}),
-        (18, 1, 2, 1, 1, {'keepdims': (2, False), 'noop_with_empty_axes': (2, False)}),
-    ),
-    ('', 'RegexFullMatch'): (
-        (20, 1, 1, 1, 1, {'pattern': (3, False)}),
-    ),
-    ('', 'Relu'): (
-        (1, 1, 1, 1, 1, {'consumed_inputs': (7, False)}),
-        (6, 1, 1, 1, 1, {}),
-        (13, 1, 1, 1, 1, {}),
-        (14, 1, 1, 1, 1, {}),
-    ),
-    ('', 'Reshape'): (
-        (1, 1, 1, 1, 1, {'consumed_inputs': (7, False), 'shape': (7, False)}),
-        (5, 2, 2, 1, 1, {}),
-        (13, 2, 2, 1, 1, {}),
-        (14, 2, 2, 1, 1, {'allowzero': (2, False)}),
-        (19, 2, 2, 1, 1, {'allowzero': (2, False)}),
-        (21, 2, 2, 1, 1, {'allowzero': (2, False)}),
-        (23, 2, 2, 1, 1, {'allowzero': (2, False)}),
-        (24, 2, 2, 1, 1, {'allowzero': (2, False)}),
-        (25, 2, 2, 1, 1, {'allowzero': (2, False)}),
-    ),
-    ('', 'Resize'): (
-        (10, 2, 2, 1, 1, {'mode': (3, False)}),
-        (11, 3, 4, 1, 1, {'coordinate_transformation_mode': (3, False), 'cubic_coeff_a': (1, False), 'exclude_outside': (2, False), 'extrapolation_value': (1, False), 'mode': (3, False), 'nearest_mode': (3, False)}),
-        (13, 1, 4, 1, 1, {'coordinate_transformation_mode': (3, False), 'cubic_coeff_a': (1, False), 'exclude_outside': (2, False), 'extrapolation_value': (1, False), 'mode': (3, False), 'nearest_mode': (3, False)}),
-        (18, 1, 4, 1, 1, {'antialias': (2, False), 'axes': (7, False), 'coordinate_transformation_mode': (3, False), 'cubic_coeff_a': (1, False), 'exclude_outside': (2, False), 'extrapolation_value': (1, False), 'keep_aspect_ratio_policy': (3, False), 'mode': (3, False), 'nearest_mode': (3, False)}),
-        (19, 1, 4, 1, 1, {'antialias': (2, False), 'axes': (7, False), 'coordinate_transformation_mode': (3, False), 'cubic_coeff_a': (1, False), 'exclude_outside': (2, False), 'extrapolation_value': (1, False), 'keep_aspect_ratio_policy': (3, False), 'mode': (3, False), 'nearest_mode': (3, False)}),
-    ),
-    ('', 'ReverseSequence'): (
-        (10, 2, 2, 1, 1, {'batch_axis': (2, False), 'time_axis': (2, False)}),
-        (28, 2, 2, 1, 1, {'batch_axis': (2, False), 'time_axis': (2, False)}),
-    ),
-    ('', 'RoiAlign'): (
-        (10, 3, 3, 1, 1, {'mode': (3, False), 'output_height': (2, False), 'output_width': (2, False), 'sampling_ratio': (2, False), 'spatial_scale': (1, False)}),
-        (16, 3, 3, 1, 1, {'coordinate_transformation_mode': (3, False), 'mode': (3, False), 'output_height': (2, False), 'output_width': (2, False), 'sampling_ratio': (2, False), 'spatial_scale': (1, False)}),
-        (22, 3, 3, 1, 1, {'coordinate_transformation_mode': (3, False), 'mode': (3, False), 'output_height': (2, False), 'output_width': (2, False), 'sampling_ratio': (2, False), 'spatial_scale': (1, False)}),
-    ),
-    ('', 'RotaryEmbedding'): (
-        (23, 3, 4, 1, 1, {'interleaved': (2, False), 'num_heads': (2, False), 'rotary_embedding_dim': (2, False)}),
-    ),
-    ('', 'Round'): (
-        (11, 1, 1, 1, 1, {}),
-        (22, 1, 1, 1, 1, {}),
-    ),
-    ('', 'STFT'): (
-        (17, 2, 4, 1, 1, {'onesided': (2, False)}),
-    ),
-    ('', 'Scan'): (
-        (8, 2, None, 1, None, {'body': (5, True), 'directions': (7, False), 'num_scan_inputs': (2, True)}),
-        (9, 1, None, 1, None, {'body': (5, True), 'num_scan_inputs': (2, True), 'scan_input_axes': (7, False), 'scan_input_directions': (7, False), 'scan_output_axes': (7, False), 'scan_output_directions': (7, False)}),
-        (11, 1, None, 1, None, {'body': (5, True), 'num_scan_inputs': (2, True), 'scan_input_axes': (7, False), 'scan_input_directions': (7, False), 'scan_output_axes': (7, False), 'scan_output_directions': (7, False)}),
-        (16, 1, None, 1, None, {'body': (5, True), 'num_scan_inputs': (2, True), 'scan_input_axes': (7, False), 'scan_input_directions': (7, False), 'scan_output_axes': (7, False), 'scan_output_directions': (7, False)}),
-        (19, 1, None, 1, None, {'body': (5, True), 'num_scan_inputs': (2, True), 'scan_input_axes': (7, False), 'scan_input_directions': (7, False), 'scan_output_axes': (7, False), 'scan_output_directions': (7, False)}),
-        (21, 1, None, 1, None, {'body': (5, True), 'num_scan_inputs': (2, True), 'scan_input_axes': (7, False), 'scan_input_directions': (7, False), 'scan_output_axes': (7, False), 'scan_output_directions': (7, False)}),
-        (23, 1, None, 1, None, {'body': (5, True), 'num_scan_inputs': (2, True), 'scan_input_axes': (7, False), 'scan_input_directions': (7, False), 'scan_output_axes': (7, False), 'scan_output_directions': (7, False)}),
-        (24, 1, None, 1, None, {'body': (5, True), 'num_scan_inputs': (2, True), 'scan_input_axes': (7, False), 'scan_input_directions': (7, False), 'scan_output_axes': (7, False), 'scan_output_directions': (7, False)}),
-        (25, 1, None, 1, None, {'body': (5, True), 'num_scan_inputs': (2, True), 'scan_input_axes': (7, False), 'scan_input_directions': (7, False), 'scan_output_axes': (7, False), 'scan_output_directions': (7, False)}),
-    ),
-    ('', 'Scatter'): (
-        (9, 3, 3, 1, 1, {'axis': (2, False)}),
-    ),
-    ('', 'ScatterElements'): (
-        (11, 3, 3, 1, 1, {'axis': (2, False)}),
-        (13, 3, 3, 1, 1, {'axis': (2, False)}),
-        (16, 3, 3, 1, 1, {'axis': (2, False), 'reduction': (3, False)}),
-        (18, 3, 3, 1, 1, {'axis': (2, False), 'reduction': (3, False)}),
-    ),
-    ('', 'ScatterND'): (
-        (11, 3, 3, 1, 1, {}),
-        (13, 3, 3, 1, 1, {}),
-        (16, 3, 3, 1, 1, {'reduction': (3, False)}),
-        (18, 3, 3, 1, 1, {'reduction': (3, False)}),
-    ),
-    ('', 'Selu'): (
-        (1, 1, 1, 1, 1, {'alpha': (1, False), 'consumed_inputs': (7, False), 'gamma': (1, False)}),
-        (6, 1, 1, 1, 1, {'alpha': (1, False), 'gamma': (1, False)}),
-        (22, 1, 1, 1, 1, {'alpha': (1, False), 'gamma': (1, False)}),
-    ),
-    ('', 'SequenceAt'): (
-        (11, 2, 2, 1, 1, {}),
-    ),
-    ('', 'SequenceConstruct'): (
-        (11, 1, None, 1, 1, {}),
-    ),
-    ('', 'SequenceEmpty'): (
-        (11, 0, 0, 1, 1, {'dtype': (2, False)}),
-    ),
-    ('', 'SequenceErase'): (
-        (11, 1, 2, 1, 1, {}),
-    ),
-    ('', 'SequenceInsert'): (
-        (11, 2, 3, 1, 1, {}),
-    ),
-    ('', 'SequenceLength'): (
-        (11, 1, 1, 1, 1, {}),
-    ),
-    ('', 'SequenceMap'): (
-        (17, 1, None, 1, None, {'body': (5, True)}),
-    ),
-    ('', 'Shape'): (
-        (1, 1, 1, 1, 1, {}),
-        (13, 1, 1, 1, 1, {}),
-        (15, 1, 1, 1, 1, {'end': (2, False), 'start': (2, False)}),
-        (19, 1, 1, 1, 1, {'end': (2, False), 'start': (2, False)}),
-        (21, 1, 1, 1, 1, {'end': (2, False), 'start': (2, False)}),
-        (23, 1, 1, 1, 1, {'end': (2, False), 'start': (2, False)}),
-        (24, 1, 1, 1, 1, {'end': (2, False), 'start': (2, False)}),
-        (25, 1, 1, 1, 1, {'end': (2, False), 'start': (2, False)}),
-    ),
-    ('', 'Shrink'): (
-        (9, 1, 1, 1, 1, {'bias': (1, False), 'lambd': (1, False)}),
-    ),
-    ('', 'Sigmoid'): (
-        (1, 1, 1, 1, 1, {'consumed_inputs': (7, False)}),
-        (6, 1, 1, 1, 1, {}),
-        (13, 1, 1, 1, 1, {}),
-    ),
-    ('', 'Sign'): (
-        (9, 1, 1, 1, 1, {}),
-        (13, 1, 1, 1, 1, {}),
-    ),
-    ('', 'Sin'): (
-        (7, 1, 1, 1, 1, {}),
-        (22, 1, 1, 1, 1, {}),
-    ),
-    ('', 'Sinh'): (
-        (9, 1, 1, 1, 1, {}),
-        (22, 1, 1, 1, 1, {}),
-    ),
-    ('', 'Size'): (
-        (1, 1, 1, 1, 1, {}),
-        (13, 1, 1, 1, 1, {}),
-        (19, 1, 1, 1, 1, {}),
-        (21, 1, 1, 1, 1, {}),
-        (23, 1, 1, 1, 1, {}),
-        (24, 1, 1, 1, 1, {}),
-        (25, 1, 1, 1, 1, {}),
-    ),
-    ('', 'Slice'): (
-        (1, 1, 1, 1, 1, {'axes': (7, False), 'ends': (7, True), 'starts': (7, True)}),
-        (10, 3, 5, 1, 1, {}),
-        (11, 3, 5, 1, 1, {}),
-        (13, 3, 5, 1, 1, {}),
-    ),
-    ('', 'Softmax'): (
-        (1, 1, 1, 1, 1, {'axis': (2, False)}),
-        (11, 1, 1, 1, 1, {'axis': (2, False)}),
-        (13, 1, 1, 1, 1, {'axis': (2, False)}),
-    ),
-    ('', 'SoftmaxCrossEntropyLoss'): (
-        (12, 2, 3, 1, 2, {'ignore_index': (2, False), 'reduction': (3, False)}),
-        (13, 2, 3, 1, 2, {'ignore_index': (2, False), 'reduction': (3, False)}),
-    ),
-    ('', 'Softplus'): (
-        (1, 1, 1, 1, 1, {}),
-        (22, 1, 1, 1, 1, {}),
-    ),
-    ('', 'Softsign'): (
-        (1, 1, 1, 1, 1, {}),
-        (22, 1, 1, 1, 1, {}),
-    ),
-    ('', 'SpaceToDepth'): (
-        (1, 1, 1, 1, 1, {'blocksize': (2, True)}),
-        (13, 1, 1, 1, 1, {'blocksize': (2, True)}),
-        (28, 1, 1, 1, 1, {'blocksize': (2, True), 'mode': (3, False)}),
-    ),
-    ('', 'Split'): (
-        (1, 1, 2, 1, None, {'axis': (2, False), 'split': (7, False)}),
-        (2, 1, 1, 1, None, {'axis': (2, False), 'split': (7, False)}),
-        (11, 1, 1, 1, None, {'axis': (2, False), 'split': (7, False)}),
-        (13, 1, 2, 1, None, {'axis': (2, False)}),
-        (18, 1, 2, 1, None, {'axis': (2, False), 'num_outputs': (2, False)}),
-    ),
-    ('', 'SplitToSequence'): (
-        (11, 1, 2, 1, 1, {'axis': (2, False), 'keepdims': (2, False)}),
-        (24, 1, 2, 1, 1, {'axis': (2, False), 'keepdims': (2, False)}),
-    ),
-    ('', 'Sqrt'): (
-        (1, 1, 1, 1, 1, {'consumed_inputs': (7, False)}),
-        (6, 1, 1, 1, 1, {}),
-        (13, 1, 1, 1, 1, {}),
-    ),
-    ('', 'Squeeze'): (
-        (1, 1, 1, 1, 1, {'axes': (7, False)}),
-        (11, 1, 1, 1, 1, {'axes': (7, False)}),
-        (13, 1, 2, 1, 1, {}),
-        (21, 1, 2, 1, 1, {}),
-        (23, 1, 2, 1, 1, {}),
-        (24, 1, 2, 1, 1, {}),
-        (25, 1, 2, 1, 1, {}),
-    ),
-    ('', 'StringConcat'): (
-        (20, 2, 2, 1, 1, {}),
-    ),
-    ('', 'StringNormalizer'): (
-        (10, 1, 1, 1, 1, {'case_change_action': (3, False), 'is_case_sensitive': (2, False), 'locale': (3, False), 'stopwords': (8, False)}),
-    ),
-    ('', 'StringSplit'): (
-        (20, 1, 1, 2, 2, {'delimiter': (3, False), 'maxsplit': (2, False)}),
-    ),
-    ('', 'Sub'): (
-        (1, 2, 2, 1, 1, {'axis': (2, False), 'broadcast': (2, False), 'consumed_inputs': (7, False)}),
-        (6, 2, 2, 1, 1, {'axis': (2, False), 'broadcast': (2, False)}),
-        (7, 2, 2, 1, 1, {}),
-        (13, 2, 2, 1, 1, {}),
-        (14, 2, 2, 1, 1, {}),
-    ),
-    ('', 'Sum'): (
-        (1, 1, None, 1, 1, {'consumed_inputs': (7, False)}),
-        (6, 1, None, 1, 1, {}),
-        (8, 1, None, 1, 1, {}),
-        (13, 1, None, 1, 1, {}),
-    ),
-    ('', 'SwiGLU'): (
-        (28, 2, 2, 1, 1, {'alpha': (1, False)}),
-    ),
-    ('', 'Swish'): (
-        (24, 1, 1, 1, 1, {'alpha': (1, False)}),
-    ),
-    ('', 'Tan'): (
-        (7, 1, 1, 1, 1, {}),
-        (22, 1, 1, 1, 1, {}),
-    ),
-    ('', 'Tanh'): (
-        (1, 1, 1, 1, 1, {'consumed_inputs': (7, False)}),
-        (6, 1, 1, 1, 1, {}),
-        (13, 1, 1, 1, 1, {}),
-    ),
-    ('', 'TensorScatter'): (
-        (24, 2, 3, 1, 1, {'axis': (2, False), 'mode': (3, False)}),
-    ),
-    ('', 'TfIdfVectorizer'): (
-        (9, 1, 1, 1, 1, {'max_gram_length': (2, True), 'max_skip_count': (2, True), 'min_gram_length': (2, True), 'mode': (3, True), 'ngram_counts': (7, True), 'ngram_indexes': (7, True), 'pool_int64s': (7, False), 'pool_strings': (8, False), 'weights': (6, False)}),
-    ),
-    ('', 'ThresholdedRelu'): (
-        (10, 1, 1, 1, 1, {'alpha': (1, False)}),
-        (22, 1, 1, 1, 1, {'alpha': (1, False)}),
-    ),
-    ('', 'Tile'): (
-        (1, 3, 3, 1, 1, {}),
-        (6, 2, 2, 1, 1, {}),
-        (13, 2, 2, 1, 1, {}),
-    ),
-    ('', 'TopK'): (
-        (1, 1, 1, 2, 2, {'axis': (2, False), 'k': (2, True)}),
-        (10, 2, 2, 2, 2, {'axis': (2, False)}),
-        (11, 2, 2, 2, 2, {'axis': (2, False), 'largest': (2, False), 'sorted': (2, False)}),
-        (24, 2, 2, 2, 2, {'axis': (2, False), 'largest': (2, False), 'sorted': (2, False)}),
-    ),
-    ('', 'Transpose'): (
-        (1, 1, 1, 1, 1, {'perm': (7, False)}),
-        (13, 1, 1, 1, 1, {'perm': (7, False)}),
-        (21, 1, 1, 1, 1, {'perm': (7, False)}),
-        (23, 1, 1, 1, 1, {'perm': (7, False)}),
-        (24, 1, 1, 1, 1, {'perm': (7, False)}),
-        (25, 1, 1, 1, 1, {'perm': (7, False)}),
-    ),
-    ('', 'Trilu'): (
-        (14, 1, 2, 1, 1, {'upper': (2, False)}),
-    ),
-    ('', 'Unique'): (
-        (11, 1, 1, 1, 4, {'axis': (2, False), 'sorted': (2, False)}),
-        (28, 1, 1, 1, 4, {'axis': (2, False), 'sorted': (2, False)}),
-    ),
-    ('', 'Unsqueeze'): (
-        (1, 1, 1, 1, 1, {'axes': (7, True)}),
-        (11, 1, 1, 1, 1, {'axes': (7, True)}),
-        (13, 2, 2, 1, 1, {}),
-        (21, 2, 2, 1, 1, {}),
-        (23, 2, 2, 1, 1, {}),
-        (24, 2, 2, 1, 1, {}),
-        (25, 2, 2, 1, 1, {}),
-    ),
-    ('', 'Upsample'): (
-        (1, 1, 1, 1, 1, {'height_scale': (1, True), 'mode': (3, False), 'width_scale': (1, True)}),
-        (7, 1, 1, 1, 1, {'mode': (3, False), 'scales': (6, True)}),
-        (9, 2, 2, 1, 1, {'mode': (3, False)}),
-    ),
-    ('', 'Where'): (
-        (9, 3, 3, 1, 1, {}),
-        (16, 3, 3, 1, 1, {}),
-    ),
-    ('', 'Xor'): (
-        (1, 2, 2, 1, 1, {'axis': (2, False), 'broadcast': (2, False)}),
-        (7, 2, 2, 1, 1, {}),
-    ),
-    ('ai.onnx.ml', 'ArrayFeatureExtractor'): (
-        (1, 2, 2, 1, 1, {}),
-    ),
-    ('ai.onnx.ml', 'Binarizer'): (
-        (1, 1, 1, 1, 1, {'threshold': (1, False)}),
-    ),
-    ('ai.onnx.ml', 'CastMap'): (
-        (1, 1, 1, 1, 1, {'cast_to': (3, False), 'map_form': (3, False), 'max_map': (2, False)}),
-    ),
-    ('ai.onnx.ml', 'CategoryMapper'): (
-        (1, 1, 1, 1, 1, {'cats_int64s': (7, False), 'cats_strings': (8, False), 'default_int64': (2, False), 'default_string': (3, False)}),
-    ),
-    ('ai.onnx.ml', 'DictVectorizer'): (
-        (1, 1, 1, 1, 1, {'int64_vocabulary': (7, False), 'string_vocabulary': (8, False)}),
-    ),
-    ('ai.onnx.ml', 'FeatureVectorizer'): (
-        (1, 1, None, 1, 1, {'inputdimensions': (7, False)}),
-    ),
-    ('ai.onnx.ml', 'Imputer'): (
-        (1, 1, 1, 1, 1, {'imputed_value_floats': (6, False), 'imputed_value_int64s': (7, False), 'replaced_value_float': (1, False), 'replaced_value_int64': (2, False)}),
-    ),
-    ('ai.onnx.ml', 'LabelEncoder'): (
-        (1, 1, 1, 1, 1, {'classes_strings': (8, False), 'default_int64': (2, False), 'default_string': (3, False)}),
-        (2, 1, 1, 1, 1, {'default_float': (1, False), 'default_int64': (2, False), 'default_string': (3, False), 'keys_floats': (6, False), 'keys_int64s': (7, False), 'keys_strings': (8, False), 'values_floats': (6, False), 'values_int64s': (7, False), 'values_strings': (8, False)}),
-        (4, 1, 1, 1, 1, {'default_float': (1, False), 'default_int64': (2, False), 'default_string': (3, False), 'default_tensor': (4, False), 'keys_floats': (6, False), 'keys_int64s': (7, False), 'keys_strings': (8, False), 'keys_tensor': (4, False), 'values_floats': (6, False), 'values_int64s': (7, False), 'values_strings': (8, False), 'values_tensor': (4, False)}),
-    ),
-    ('ai.onnx.ml', 'LinearClassifier'): (
-        (1, 1, 1, 2, 2, {'classlabels_ints': (7, False), 'classlabels_strings': (8, False), 'coefficients': (6, True), 'intercepts': (6, False), 'multi_class': (2, False), 'post_transform': (3, False)}),
-    ),
-    ('ai.onnx.ml', 'LinearRegressor'): (
-        (1, 1, 1, 1, 1, {'coefficients': (6, False), 'intercepts': (6, False), 'post_transform': (3, False), 'targets': (2, False)}),
-    ),
-    ('ai.onnx.ml', 'Normalizer'): (
-        (1, 1, 1, 1, 1, {'norm': (3, False)}),
-    ),
-    ('ai.onnx.ml', 'OneHotEncoder'): (
-        (1, 1, 1, 1, 1, {'cats_int64s': (7, False), 'cats_strings': (8, False), 'zeros': (2, False)}),
-    ),
-    ('ai.onnx.ml', 'SVMClassifier'): (
-        (1, 1, 1, 2, 2, {'classlabels_ints': (7, False), 'classlabels_strings': (8, False), 'coefficients': (6, False), 'kernel_params': (6, False), 'kernel_type': (3, False), 'post_transform': (3, False), 'prob_a': (6, False), 'prob_b': (6, False), 'rho': (6, False), 'support_vectors': (6, False), 'vectors_per_class': (7, False)}),
-    ),
-    ('ai.onnx.ml', 'SVMRegressor'): (
-        (1, 1, 1, 1, 1, {'coefficients': (6, False), 'kernel_params': (6, False), 'kernel_type': (3, False), 'n_supports': (2, False), 'one_class': (2, False), 'post_transform': (3, False), 'rho': (6, False), 'support_vectors': (6, False)}),
-    ),
-    ('ai.onnx.ml', 'Scaler'): (
-        (1, 1, 1, 1, 1, {'offset': (6, False), 'scale': (6, False)}),
-    ),
-    ('ai.onnx.ml', 'TreeEnsemble'): (
-        (5, 1, 1, 1, 1, {'aggregate_function': (2, False), 'leaf_targetids': (7, True), 'leaf_weights': (4, True), 'membership_values': (4, False), 'n_targets': (2, False), 'nodes_falseleafs': (7, True), 'nodes_falsenodeids': (7, True), 'nodes_featureids': (7, True), 'nodes_hitrates': (4, False), 'nodes_missing_value_tracks_true': (7, False), 'nodes_modes': (4, True), 'nodes_splits': (4, True), 'nodes_trueleafs': (7, True), 'nodes_truenodeids': (7, True), 'post_transform': (2, False), 'tree_roots': (7, True)}),
-    ),
-    ('ai.onnx.ml', 'TreeEnsembleClassifier'): (
-        (1, 1, 1, 2, 2, {'base_values': (6, False), 'class_ids': (7, False), 'class_nodeids': (7, False), 'class_treeids': (7, False), 'class_weights': (6, False), 'classlabels_int64s': (7, False), 'classlabels_strings': (8, False), 'nodes_falsenodeids': (7, False), 'nodes_featureids': (7, False), 'nodes_hitrates': (6, False), 'nodes_missing_value_tracks_true': (7, False), 'nodes_modes': (8, False), 'nodes_nodeids': (7, False), 'nodes_treeids': (7, False), 'nodes_truenodeids': (7, False), 'nodes_values': (6, False), 'post_transform': (3, False)}),
-        (3, 1, 1, 2, 2, {'base_values': (6, False), 'base_values_as_tensor': (4, False), 'class_ids': (7, False), 'class_nodeids': (7, False), 'class_treeids': (7, False), 'class_weights': (6, False), 'class_weights_as_tensor': (4, False), 'classlabels_int64s': (7, False), 'classlabels_strings': (8, False), 'nodes_falsenodeids': (7, False), 'nodes_featureids': (7, False), 'nodes_hitrates': (6, False), 'nodes_hitrates_as_tensor': (4, False), 'nodes_missing_value_tracks_true': (7, False), 'nodes_modes': (8, False), 'nodes_nodeids': (7, False), 'nodes_treeids': (7, False), 'nodes_truenodeids': (7, False), 'nodes_values': (6, False), 'nodes_values_as_tensor': (4, False), 'post_transform': (3, False)}),
-    ),
-    ('ai.onnx.ml', 'TreeEnsembleRegressor'): (
-        (1, 1, 1, 1, 1, {'aggregate_function': (3, False), 'base_values': (6, False), 'n_targets': (2, False), 'nodes_falsenodeids': (7, False), 'nodes_featureids': (7, False), 'nodes_hitrates': (6, False), 'nodes_missing_value_tracks_true': (7, False), 'nodes_modes': (8, False), 'nodes_nodeids': (7, False), 'nodes_treeids': (7, False), 'nodes_truenodeids': (7, False), 'nodes_values': (6, False), 'post_transform': (3, False), 'target_ids': (7, False), 'target_nodeids': (7, False), 'target_treeids': (7, False), 'target_weights': (6, False)}),
-        (3, 1, 1, 1, 1, {'aggregate_function': (3, False), 'base_values': (6, False), 'base_values_as_tensor': (4, False), 'n_targets': (2, False), 'nodes_falsenodeids': (7, False), 'nodes_featureids': (7, False), 'nodes_hitrates': (6, False), 'nodes_hitrates_as_tensor': (4, False), 'nodes_missing_value_tracks_true': (7, False), 'nodes_modes': (8, False), 'nodes_nodeids': (7, False), 'nodes_treeids': (7, False), 'nodes_truenodeids': (7, False), 'nodes_values': (6, False), 'nodes_values_as_tensor': (4, False), 'post_transform': (3, False), 'target_ids': (7, False), 'target_nodeids': (7, False), 'target_treeids': (7, False), 'target_weights': (6, False), 'target_weights_as_tensor': (4, False)}),
-    ),
-    ('ai.onnx.ml', 'ZipMap'): (
-        (1, 1, 1, 1, 1, {'classlabels_int64s': (7, False), 'classlabels_strings': (8, False)}),
-    ),
-    ('ai.onnx.preview', 'FlexAttention'): (
-        (1, 3, 3, 1, 1, {'prob_mod': (5, False), 'scale': (1, False), 'score_mod': (5, False), 'softmax_precision': (2, False)}),
-    ),
-    ('ai.onnx.preview.training', 'Adagrad'): (
-        (1, 3, None, 1, None, {'decay_factor': (1, False), 'epsilon': (1, False), 'norm_coefficient': (1, False)}),
-    ),
-    ('ai.onnx.preview.training', 'Adam'): (
-        (1, 3, None, 1, None, {'alpha': (1, False), 'beta': (1, False), 'epsilon': (1, False), 'norm_coefficient': (1, False), 'norm_coefficient_post': (1, False)}),
-    ),
-    ('ai.onnx.preview.training', 'Gradient'): (
-        (1, 1, None, 1, None, {'xs': (8, True), 'y': (3, True), 'zs': (8, False)}),
-    ),
-    ('ai.onnx.preview.training', 'Momentum'): (
-        (1, 3, None, 1, None, {'alpha': (1, True), 'beta': (1, True), 'mode': (3, True), 'norm_coefficient': (1, True)}),
-    ),
-}
+_TABLE = (
+    '{"::Abs":[[1,1,1,1,1,{"consumed_inputs":[7,false]}],[6,1,1,1,1,{}],[13,1,1,1,1,{}]],"::A'
+    'cos":[[7,1,1,1,1,{}],[22,1,1,1,1,{}]],"::Acosh":[[9,1,1,1,1,{}],[22,1,1,1,1,{}]],"::Add"'
+    ':[[1,2,2,1,1,{"axis":[2,false],"broadcast":[2,false],"consumed_inputs":[7,false]}],[6,2,'
+    '2,1,1,{"axis":[2,false],"broadcast":[2,false]}],[7,2,2,1,1,{}],[13,2,2,1,1,{}],[14,2,2,1'
+    ',1,{}]],"::AffineGrid":[[20,2,2,1,1,{"align_corners":[2,false]}]],"::And":[[1,2,2,1,1,{"'
+    'axis":[2,false],"broadcast":[2,false]}],[7,2,2,1,1,{}]],"::ArgMax":[[1,1,1,1,1,{"axis":['
+    '2,false],"keepdims":[2,false]}],[11,1,1,1,1,{"axis":[2,false],"keepdims":[2,false]}],[12'
+    ',1,1,1,1,{"axis":[2,false],"keepdims":[2,false],"select_last_index":[2,false]}],[13,1,1,'
+    '1,1,{"axis":[2,false],"keepdims":[2,false],"select_last_index":[2,false]}]],"::ArgMin":['
+    '[1,1,1,1,1,{"axis":[2,false],"keepdims":[2,false]}],[11,1,1,1,1,{"axis":[2,false],"keepd'
+    'ims":[2,false]}],[12,1,1,1,1,{"axis":[2,false],"keepdims":[2,false],"select_last_index":'
+    '[2,false]}],[13,1,1,1,1,{"axis":[2,false],"keepdims":[2,false],"select_last_index":[2,fa'
+    'lse]}]],"::Asin":[[7,1,1,1,1,{}],[22,1,1,1,1,{}]],"::Asinh":[[9,1,1,1,1,{}],[22,1,1,1,1,'
+    '{}]],"::Atan":[[7,1,1,1,1,{}],[22,1,1,1,1,{}]],"::Atanh":[[9,1,1,1,1,{}],[22,1,1,1,1,{}]'
+    '],"::Attention":[[23,3,6,1,4,{"is_causal":[2,false],"kv_num_heads":[2,false],"q_num_head'
+    's":[2,false],"qk_matmul_output_mode":[2,false],"scale":[1,false],"softcap":[1,false],"so'
+    'ftmax_precision":[2,false]}],[24,3,7,1,4,{"is_causal":[2,false],"kv_num_heads":[2,false]'
+    ',"q_num_heads":[2,false],"qk_matmul_output_mode":[2,false],"scale":[1,false],"softcap":['
+    '1,false],"softmax_precision":[2,false]}],[25,3,7,1,4,{"is_causal":[2,false],"kv_num_head'
+    's":[2,false],"left_window_size":[2,false],"q_num_heads":[2,false],"qk_matmul_output_mode'
+    '":[2,false],"right_window_size":[2,false],"scale":[1,false],"softcap":[1,false],"softmax'
+    '_precision":[2,false]}]],"::AveragePool":[[1,1,1,1,1,{"auto_pad":[3,false],"kernel_shape'
+    '":[7,true],"pads":[7,false],"strides":[7,false]}],[7,1,1,1,1,{"auto_pad":[3,false],"coun'
+    't_include_pad":[2,false],"kernel_shape":[7,true],"pads":[7,false],"strides":[7,false]}],'
+    '[10,1,1,1,1,{"auto_pad":[3,false],"ceil_mode":[2,false],"count_include_pad":[2,false],"k'
+    'ernel_shape":[7,true],"pads":[7,false],"strides":[7,false]}],[11,1,1,1,1,{"auto_pad":[3,'
+    'false],"ceil_mode":[2,false],"count_include_pad":[2,false],"kernel_shape":[7,true],"pads'
+    '":[7,false],"strides":[7,false]}],[19,1,1,1,1,{"auto_pad":[3,false],"ceil_mode":[2,false'
+    '],"count_include_pad":[2,false],"dilations":[7,false],"kernel_shape":[7,true],"pads":[7,'
+    'false],"strides":[7,false]}],[22,1,1,1,1,{"auto_pad":[3,false],"ceil_mode":[2,false],"co'
+    'unt_include_pad":[2,false],"dilations":[7,false],"kernel_shape":[7,true],"pads":[7,false'
+    '],"strides":[7,false]}]],"::BatchNormalization":[[1,5,5,1,5,{"consumed_inputs":[7,true],'
+    '"epsilon":[1,false],"is_test":[2,false],"momentum":[1,false],"spatial":[2,false]}],[6,5,'
+    '5,1,5,{"epsilon":[1,false],"is_test":[2,false],"momentum":[1,false],"spatial":[2,false]}'
+    '],[7,5,5,1,5,{"epsilon":[1,false],"momentum":[1,false],"spatial":[2,false]}],[9,5,5,1,5,'
+    '{"epsilon":[1,false],"momentum":[1,false]}],[14,5,5,1,3,{"epsilon":[1,false],"momentum":'
+    '[1,false],"training_mode":[2,false]}],[15,5,5,1,3,{"epsilon":[1,false],"momentum":[1,fal'
+    'se],"training_mode":[2,false]}]],"::Bernoulli":[[15,1,1,1,1,{"dtype":[2,false],"seed":[1'
+    ',false]}],[22,1,1,1,1,{"dtype":[2,false],"seed":[1,false]}]],"::BitCast":[[26,1,1,1,1,{"'
+    'to":[2,true]}]],"::BitShift":[[11,2,2,1,1,{"direction":[3,true]}],[28,2,2,1,1,{"directio'
+    'n":[3,true]}]],"::BitwiseAnd":[[18,2,2,1,1,{}]],"::BitwiseNot":[[18,1,1,1,1,{}]],"::Bitw'
+    'iseOr":[[18,2,2,1,1,{}]],"::BitwiseXor":[[18,2,2,1,1,{}]],"::BlackmanWindow":[[17,1,1,1,'
+    '1,{"output_datatype":[2,false],"periodic":[2,false]}]],"::Cast":[[1,1,1,1,1,{"to":[3,tru'
+    'e]}],[6,1,1,1,1,{"to":[2,true]}],[9,1,1,1,1,{"to":[2,true]}],[13,1,1,1,1,{"to":[2,true]}'
+    '],[19,1,1,1,1,{"saturate":[2,false],"to":[2,true]}],[21,1,1,1,1,{"saturate":[2,false],"t'
+    'o":[2,true]}],[23,1,1,1,1,{"saturate":[2,false],"to":[2,true]}],[24,1,1,1,1,{"round_mode'
+    '":[3,false],"saturate":[2,false],"to":[2,true]}],[25,1,1,1,1,{"round_mode":[3,false],"sa'
+    'turate":[2,false],"to":[2,true]}],[28,1,1,1,1,{"round_mode":[3,false],"saturate":[2,fals'
+    'e],"to":[2,true]}]],"::CastLike":[[15,2,2,1,1,{}],[19,2,2,1,1,{"saturate":[2,false]}],[2'
+    '1,2,2,1,1,{"saturate":[2,false]}],[23,2,2,1,1,{"saturate":[2,false]}],[24,2,2,1,1,{"roun'
+    'd_mode":[3,false],"saturate":[2,false]}],[25,2,2,1,1,{"round_mode":[3,false],"saturate":'
+    '[2,false]}]],"::CausalConvWithState":[[27,2,4,2,2,{"activation":[3,false]}]],"::Ceil":[['
+    '1,1,1,1,1,{"consumed_inputs":[7,false]}],[6,1,1,1,1,{}],[13,1,1,1,1,{}]],"::Celu":[[12,1'
+    ',1,1,1,{"alpha":[1,false]}],[28,1,1,1,1,{"alpha":[1,false]}]],"::CenterCropPad":[[18,2,2'
+    ',1,1,{"axes":[7,false]}]],"::Clip":[[1,1,1,1,1,{"consumed_inputs":[7,false],"max":[1,fal'
+    'se],"min":[1,false]}],[6,1,1,1,1,{"max":[1,false],"min":[1,false]}],[11,1,3,1,1,{}],[12,'
+    '1,3,1,1,{}],[13,1,3,1,1,{}]],"::Col2Im":[[18,3,3,1,1,{"dilations":[7,false],"pads":[7,fa'
+    'lse],"strides":[7,false]}]],"::Compress":[[9,2,2,1,1,{"axis":[2,false]}],[11,2,2,1,1,{"a'
+    'xis":[2,false]}],[28,2,2,1,1,{"axis":[2,false]}]],"::Concat":[[1,1,null,1,1,{"axis":[2,f'
+    'alse]}],[4,1,null,1,1,{"axis":[2,true]}],[11,1,null,1,1,{"axis":[2,true]}],[13,1,null,1,'
+    '1,{"axis":[2,true]}]],"::ConcatFromSequence":[[11,1,1,1,1,{"axis":[2,true],"new_axis":[2'
+    ',false]}]],"::Constant":[[1,0,0,1,1,{"value":[4,true]}],[9,0,0,1,1,{"value":[4,true]}],['
+    '11,0,0,1,1,{"sparse_value":[11,false],"value":[4,false]}],[12,0,0,1,1,{"sparse_value":[1'
+    '1,false],"value":[4,false],"value_float":[1,false],"value_floats":[6,false],"value_int":'
+    '[2,false],"value_ints":[7,false],"value_string":[3,false],"value_strings":[8,false]}],[1'
+    '3,0,0,1,1,{"sparse_value":[11,false],"value":[4,false],"value_float":[1,false],"value_fl'
+    'oats":[6,false],"value_int":[2,false],"value_ints":[7,false],"value_string":[3,false],"v'
+    'alue_strings":[8,false]}],[19,0,0,1,1,{"sparse_value":[11,false],"value":[4,false],"valu'
+    'e_float":[1,false],"value_floats":[6,false],"value_int":[2,false],"value_ints":[7,false]'
+    ',"value_string":[3,false],"value_strings":[8,false]}],[21,0,0,1,1,{"sparse_value":[11,fa'
+    'lse],"value":[4,false],"value_float":[1,false],"value_floats":[6,false],"value_int":[2,f'
+    'alse],"value_ints":[7,false],"value_string":[3,false],"value_strings":[8,false]}],[23,0,'
+    '0,1,1,{"sparse_value":[11,false],"value":[4,false],"value_float":[1,false],"value_floats'
+    '":[6,false],"value_int":[2,false],"value_ints":[7,false],"value_string":[3,false],"value'
+    '_strings":[8,false]}],[24,0,0,1,1,{"sparse_value":[11,false],"value":[4,false],"value_fl'
+    'oat":[1,false],"value_floats":[6,false],"value_int":[2,false],"value_ints":[7,false],"va'
+    'lue_string":[3,false],"value_strings":[8,false]}],[25,0,0,1,1,{"sparse_value":[11,false]'
+    ',"value":[4,false],"value_float":[1,false],"value_floats":[6,false],"value_int":[2,false'
+    '],"value_ints":[7,false],"value_string":[3,false],"value_strings":[8,false]}]],"::Consta'
+    'ntOfShape":[[9,1,1,1,1,{"value":[4,false]}],[20,1,1,1,1,{"value":[4,false]}],[21,1,1,1,1'
+    ',{"value":[4,false]}],[23,1,1,1,1,{"value":[4,false]}],[24,1,1,1,1,{"value":[4,false]}],'
+    '[25,1,1,1,1,{"value":[4,false]}]],"::Conv":[[1,2,3,1,1,{"auto_pad":[3,false],"dilations"'
+    ':[7,false],"group":[2,false],"kernel_shape":[7,false],"pads":[7,false],"strides":[7,fals'
+    'e]}],[11,2,3,1,1,{"auto_pad":[3,false],"dilations":[7,false],"group":[2,false],"kernel_s'
+    'hape":[7,false],"pads":[7,false],"strides":[7,false]}],[22,2,3,1,1,{"auto_pad":[3,false]'
+    ',"dilations":[7,false],"group":[2,false],"kernel_shape":[7,false],"pads":[7,false],"stri'
+    'des":[7,false]}]],"::ConvInteger":[[10,2,4,1,1,{"auto_pad":[3,false],"dilations":[7,fals'
+    'e],"group":[2,false],"kernel_shape":[7,false],"pads":[7,false],"strides":[7,false]}]],":'
+    ':ConvTranspose":[[1,2,3,1,1,{"auto_pad":[3,false],"dilations":[7,false],"group":[2,false'
+    '],"kernel_shape":[7,false],"output_padding":[7,false],"output_shape":[7,false],"pads":[7'
+    ',false],"strides":[7,false]}],[11,2,3,1,1,{"auto_pad":[3,false],"dilations":[7,false],"g'
+    'roup":[2,false],"kernel_shape":[7,false],"output_padding":[7,false],"output_shape":[7,fa'
+    'lse],"pads":[7,false],"strides":[7,false]}],[22,2,3,1,1,{"auto_pad":[3,false],"dilations'
+    '":[7,false],"group":[2,false],"kernel_shape":[7,false],"output_padding":[7,false],"outpu'
+    't_shape":[7,false],"pads":[7,false],"strides":[7,false]}]],"::Cos":[[7,1,1,1,1,{}],[22,1'
+    ',1,1,1,{}]],"::Cosh":[[9,1,1,1,1,{}],[22,1,1,1,1,{}]],"::CumProd":[[26,2,2,1,1,{"exclusi'
+    've":[2,false],"reverse":[2,false]}]],"::CumSum":[[11,2,2,1,1,{"exclusive":[2,false],"rev'
+    'erse":[2,false]}],[14,2,2,1,1,{"exclusive":[2,false],"reverse":[2,false]}]],"::DFT":[[17'
+    ',1,2,1,1,{"axis":[2,false],"inverse":[2,false],"onesided":[2,false]}],[20,1,3,1,1,{"inve'
+    'rse":[2,false],"onesided":[2,false]}]],"::DeformConv":[[19,3,5,1,1,{"dilations":[7,false'
+    '],"group":[2,false],"kernel_shape":[7,false],"offset_group":[2,false],"pads":[7,false],"'
+    'strides":[7,false]}],[22,3,5,1,1,{"dilations":[7,false],"group":[2,false],"kernel_shape"'
+    ':[7,false],"offset_group":[2,false],"pads":[7,false],"strides":[7,false]}]],"::DepthToSp'
+    'ace":[[1,1,1,1,1,{"blocksize":[2,true]}],[11,1,1,1,1,{"blocksize":[2,true],"mode":[3,fal'
+    'se]}],[13,1,1,1,1,{"blocksize":[2,true],"mode":[3,false]}],[28,1,1,1,1,{"blocksize":[2,t'
+    'rue],"mode":[3,false]}]],"::DequantizeLinear":[[10,2,3,1,1,{}],[13,2,3,1,1,{"axis":[2,fa'
+    'lse]}],[19,2,3,1,1,{"axis":[2,false]}],[21,2,3,1,1,{"axis":[2,false],"block_size":[2,fal'
+    'se]}],[23,2,3,1,1,{"axis":[2,false],"block_size":[2,false],"output_dtype":[2,false]}],[2'
+    '4,2,3,1,1,{"axis":[2,false],"block_size":[2,false],"output_dtype":[2,false]}],[25,2,3,1,'
+    '1,{"axis":[2,false],"block_size":[2,false],"output_dtype":[2,false]}],[28,2,3,1,1,{"axis'
+    '":[2,false],"block_size":[2,false],"output_dtype":[2,false]}]],"::Det":[[11,1,1,1,1,{}],'
+    '[22,1,1,1,1,{}]],"::Div":[[1,2,2,1,1,{"axis":[2,false],"broadcast":[2,false],"consumed_i'
+    'nputs":[7,false]}],[6,2,2,1,1,{"axis":[2,false],"broadcast":[2,false]}],[7,2,2,1,1,{}],['
+    '13,2,2,1,1,{}],[14,2,2,1,1,{}]],"::Dropout":[[1,1,1,1,2,{"consumed_inputs":[7,false],"is'
+    '_test":[2,false],"ratio":[1,false]}],[6,1,1,1,2,{"is_test":[2,false],"ratio":[1,false]}]'
+    ',[7,1,1,1,2,{"ratio":[1,false]}],[10,1,1,1,2,{"ratio":[1,false]}],[12,1,3,1,2,{"seed":[2'
+    ',false]}],[13,1,3,1,2,{"seed":[2,false]}],[22,1,3,1,2,{"seed":[2,false]}]],"::DynamicQua'
+    'ntizeLinear":[[11,1,1,3,3,{}]],"::Einsum":[[12,1,null,1,1,{"equation":[3,true]}],[28,1,n'
+    'ull,1,1,{"equation":[3,true]}]],"::Elu":[[1,1,1,1,1,{"alpha":[1,false],"consumed_inputs"'
+    ':[7,false]}],[6,1,1,1,1,{"alpha":[1,false]}],[22,1,1,1,1,{"alpha":[1,false]}]],"::Equal"'
+    ':[[1,2,2,1,1,{"axis":[2,false],"broadcast":[2,false]}],[7,2,2,1,1,{}],[11,2,2,1,1,{}],[1'
+    '3,2,2,1,1,{}],[19,2,2,1,1,{}]],"::Erf":[[9,1,1,1,1,{}],[13,1,1,1,1,{}]],"::Exp":[[1,1,1,'
+    '1,1,{"consumed_inputs":[7,false]}],[6,1,1,1,1,{}],[13,1,1,1,1,{}]],"::Expand":[[8,2,2,1,'
+    '1,{}],[13,2,2,1,1,{}]],"::EyeLike":[[9,1,1,1,1,{"dtype":[2,false],"k":[2,false]}],[22,1,'
+    '1,1,1,{"dtype":[2,false],"k":[2,false]}]],"::Flatten":[[1,1,1,1,1,{"axis":[2,false]}],[9'
+    ',1,1,1,1,{"axis":[2,false]}],[11,1,1,1,1,{"axis":[2,false]}],[13,1,1,1,1,{"axis":[2,fals'
+    'e]}],[21,1,1,1,1,{"axis":[2,false]}],[23,1,1,1,1,{"axis":[2,false]}],[24,1,1,1,1,{"axis"'
+    ':[2,false]}],[25,1,1,1,1,{"axis":[2,false]}]],"::Floor":[[1,1,1,1,1,{"consumed_inputs":['
+    '7,false]}],[6,1,1,1,1,{}],[13,1,1,1,1,{}]],"::GRU":[[1,3,6,2,2,{"activation_alpha":[6,fa'
+    'lse],"activation_beta":[6,false],"activations":[8,false],"clip":[1,false],"direction":[3'
+    ',false],"hidden_size":[2,false],"output_sequence":[2,false]}],[3,3,6,0,2,{"activation_al'
+    'pha":[6,false],"activation_beta":[6,false],"activations":[8,false],"clip":[1,false],"dir'
+    'ection":[3,false],"hidden_size":[2,false],"linear_before_reset":[2,false],"output_sequen'
+    'ce":[2,false]}],[7,3,6,0,2,{"activation_alpha":[6,false],"activation_beta":[6,false],"ac'
+    'tivations":[8,false],"clip":[1,false],"direction":[3,false],"hidden_size":[2,false],"lin'
+    'ear_before_reset":[2,false]}],[14,3,6,0,2,{"activation_alpha":[6,false],"activation_beta'
+    '":[6,false],"activations":[8,false],"clip":[1,false],"direction":[3,false],"hidden_size"'
+    ':[2,false],"layout":[2,false],"linear_before_reset":[2,false]}],[22,3,6,0,2,{"activation'
+    '_alpha":[6,false],"activation_beta":[6,false],"activations":[8,false],"clip":[1,false],"'
+    'direction":[3,false],"hidden_size":[2,false],"layout":[2,false],"linear_before_reset":[2'
+    ',false]}]],"::Gather":[[1,2,2,1,1,{"axis":[2,false]}],[11,2,2,1,1,{"axis":[2,false]}],[1'
+    '3,2,2,1,1,{"axis":[2,false]}]],"::GatherElements":[[11,2,2,1,1,{"axis":[2,false]}],[13,2'
+    ',2,1,1,{"axis":[2,false]}]],"::GatherND":[[11,2,2,1,1,{}],[12,2,2,1,1,{"batch_dims":[2,f'
+    'alse]}],[13,2,2,1,1,{"batch_dims":[2,false]}]],"::Gelu":[[20,1,1,1,1,{"approximate":[3,f'
+    'alse]}]],"::Gemm":[[1,3,3,1,1,{"alpha":[1,false],"beta":[1,false],"broadcast":[2,false],'
+    '"transA":[2,false],"transB":[2,false]}],[6,3,3,1,1,{"alpha":[1,false],"beta":[1,false],"'
+    'broadcast":[2,false],"transA":[2,false],"transB":[2,false]}],[7,3,3,1,1,{"alpha":[1,fals'
+    'e],"beta":[1,false],"transA":[2,false],"transB":[2,false]}],[9,3,3,1,1,{"alpha":[1,false'
+    '],"beta":[1,false],"transA":[2,false],"transB":[2,false]}],[11,2,3,1,1,{"alpha":[1,false'
+    '],"beta":[1,false],"transA":[2,false],"transB":[2,false]}],[13,2,3,1,1,{"alpha":[1,false'
+    '],"beta":[1,false],"transA":[2,false],"transB":[2,false]}]],"::GlobalAveragePool":[[1,1,'
+    '1,1,1,{}],[22,1,1,1,1,{}]],"::GlobalLpPool":[[1,1,1,1,1,{"p":[1,false]}],[2,1,1,1,1,{"p"'
+    ':[2,false]}],[22,1,1,1,1,{"p":[2,false]}]],"::GlobalMaxPool":[[1,1,1,1,1,{}],[22,1,1,1,1'
+    ',{}]],"::Greater":[[1,2,2,1,1,{"axis":[2,false],"broadcast":[2,false]}],[7,2,2,1,1,{}],['
+    '9,2,2,1,1,{}],[13,2,2,1,1,{}]],"::GreaterOrEqual":[[12,2,2,1,1,{}],[16,2,2,1,1,{}]],"::G'
+    'ridSample":[[16,2,2,1,1,{"align_corners":[2,false],"mode":[3,false],"padding_mode":[3,fa'
+    'lse]}],[20,2,2,1,1,{"align_corners":[2,false],"mode":[3,false],"padding_mode":[3,false]}'
+    '],[22,2,2,1,1,{"align_corners":[2,false],"mode":[3,false],"padding_mode":[3,false]}]],":'
+    ':GroupNormalization":[[21,3,3,1,1,{"epsilon":[1,false],"num_groups":[2,true],"stash_type'
+    '":[2,false]}]],"::HammingWindow":[[17,1,1,1,1,{"output_datatype":[2,false],"periodic":[2'
+    ',false]}]],"::HannWindow":[[17,1,1,1,1,{"output_datatype":[2,false],"periodic":[2,false]'
+    '}]],"::HardSigmoid":[[1,1,1,1,1,{"alpha":[1,false],"beta":[1,false],"consumed_inputs":[7'
+    ',false]}],[6,1,1,1,1,{"alpha":[1,false],"beta":[1,false]}],[22,1,1,1,1,{"alpha":[1,false'
+    '],"beta":[1,false]}]],"::HardSwish":[[14,1,1,1,1,{}],[22,1,1,1,1,{}]],"::Hardmax":[[1,1,'
+    '1,1,1,{"axis":[2,false]}],[11,1,1,1,1,{"axis":[2,false]}],[13,1,1,1,1,{"axis":[2,false]}'
+    ']],"::Identity":[[1,1,1,1,1,{}],[13,1,1,1,1,{}],[14,1,1,1,1,{}],[16,1,1,1,1,{}],[19,1,1,'
+    '1,1,{}],[21,1,1,1,1,{}],[23,1,1,1,1,{}],[24,1,1,1,1,{}],[25,1,1,1,1,{}]],"::If":[[1,1,1,'
+    '1,null,{"else_branch":[5,true],"then_branch":[5,true]}],[11,1,1,1,null,{"else_branch":[5'
+    ',true],"then_branch":[5,true]}],[13,1,1,1,null,{"else_branch":[5,true],"then_branch":[5,'
+    'true]}],[16,1,1,1,null,{"else_branch":[5,true],"then_branch":[5,true]}],[19,1,1,1,null,{'
+    '"else_branch":[5,true],"then_branch":[5,true]}],[21,1,1,1,null,{"else_branch":[5,true],"'
+    'then_branch":[5,true]}],[23,1,1,1,null,{"else_branch":[5,true],"then_branch":[5,true]}],'
+    '[24,1,1,1,null,{"else_branch":[5,true],"then_branch":[5,true]}],[25,1,1,1,null,{"else_br'
+    'anch":[5,true],"then_branch":[5,true]}]],"::ImageDecoder":[[20,1,1,1,1,{"pixel_format":['
+    '3,false]}]],"::InstanceNormalization":[[1,3,3,1,1,{"consumed_inputs":[7,false],"epsilon"'
+    ':[1,false]}],[6,3,3,1,1,{"epsilon":[1,false]}],[22,3,3,1,1,{"epsilon":[1,false]}]],"::Is'
+    'Inf":[[10,1,1,1,1,{"detect_negative":[2,false],"detect_positive":[2,false]}],[20,1,1,1,1'
+    ',{"detect_negative":[2,false],"detect_positive":[2,false]}]],"::IsNaN":[[9,1,1,1,1,{}],['
+    '13,1,1,1,1,{}],[20,1,1,1,1,{}]],"::LRN":[[1,1,1,1,1,{"alpha":[1,false],"beta":[1,false],'
+    '"bias":[1,false],"size":[2,true]}],[13,1,1,1,1,{"alpha":[1,false],"beta":[1,false],"bias'
+    '":[1,false],"size":[2,true]}]],"::LSTM":[[1,3,8,0,3,{"activation_alpha":[6,false],"activ'
+    'ation_beta":[6,false],"activations":[8,false],"clip":[1,false],"direction":[3,false],"hi'
+    'dden_size":[2,false],"input_forget":[2,false],"output_sequence":[2,false]}],[7,3,8,0,3,{'
+    '"activation_alpha":[6,false],"activation_beta":[6,false],"activations":[8,false],"clip":'
+    '[1,false],"direction":[3,false],"hidden_size":[2,false],"input_forget":[2,false]}],[14,3'
+    ',8,0,3,{"activation_alpha":[6,false],"activation_beta":[6,false],"activations":[8,false]'
+    ',"clip":[1,false],"direction":[3,false],"hidden_size":[2,false],"input_forget":[2,false]'
+    ',"layout":[2,false]}],[22,3,8,0,3,{"activation_alpha":[6,false],"activation_beta":[6,fal'
+    'se],"activations":[8,false],"clip":[1,false],"direction":[3,false],"hidden_size":[2,fals'
+    'e],"input_forget":[2,false],"layout":[2,false]}]],"::LayerNormalization":[[17,2,3,1,3,{"'
+    'axis":[2,false],"epsilon":[1,false],"stash_type":[2,false]}]],"::LeakyRelu":[[1,1,1,1,1,'
+    '{"alpha":[1,false],"consumed_inputs":[7,false]}],[6,1,1,1,1,{"alpha":[1,false]}],[16,1,1'
+    ',1,1,{"alpha":[1,false]}]],"::Less":[[1,2,2,1,1,{"axis":[2,false],"broadcast":[2,false]}'
+    '],[7,2,2,1,1,{}],[9,2,2,1,1,{}],[13,2,2,1,1,{}]],"::LessOrEqual":[[12,2,2,1,1,{}],[16,2,'
+    '2,1,1,{}]],"::LinearAttention":[[27,3,6,2,2,{"chunk_size":[2,false],"kv_num_heads":[2,tr'
+    'ue],"q_num_heads":[2,true],"scale":[1,false],"update_rule":[3,false]}]],"::Log":[[1,1,1,'
+    '1,1,{"consumed_inputs":[7,false]}],[6,1,1,1,1,{}],[13,1,1,1,1,{}]],"::LogSoftmax":[[1,1,'
+    '1,1,1,{"axis":[2,false]}],[11,1,1,1,1,{"axis":[2,false]}],[13,1,1,1,1,{"axis":[2,false]}'
+    ']],"::Loop":[[1,3,null,1,null,{"body":[5,true]}],[11,2,null,1,null,{"body":[5,true]}],[1'
+    '3,2,null,1,null,{"body":[5,true]}],[16,2,null,1,null,{"body":[5,true]}],[19,2,null,1,nul'
+    'l,{"body":[5,true]}],[21,2,null,1,null,{"body":[5,true]}],[23,2,null,1,null,{"body":[5,t'
+    'rue]}],[24,2,null,1,null,{"body":[5,true]}],[25,2,null,1,null,{"body":[5,true]}]],"::LpN'
+    'ormalization":[[1,1,1,1,1,{"axis":[2,false],"p":[2,false]}],[22,1,1,1,1,{"axis":[2,false'
+    '],"p":[2,false]}]],"::LpPool":[[1,1,1,1,1,{"auto_pad":[3,false],"kernel_shape":[7,false]'
+    ',"p":[1,false],"pads":[7,false],"strides":[7,false]}],[2,1,1,1,1,{"auto_pad":[3,false],"'
+    'kernel_shape":[7,true],"p":[2,false],"pads":[7,false],"strides":[7,false]}],[11,1,1,1,1,'
+    '{"auto_pad":[3,false],"kernel_shape":[7,true],"p":[2,false],"pads":[7,false],"strides":['
+    '7,false]}],[18,1,1,1,1,{"auto_pad":[3,false],"ceil_mode":[2,false],"dilations":[7,false]'
+    ',"kernel_shape":[7,true],"p":[2,false],"pads":[7,false],"strides":[7,false]}],[22,1,1,1,'
+    '1,{"auto_pad":[3,false],"ceil_mode":[2,false],"dilations":[7,false],"kernel_shape":[7,tr'
+    'ue],"p":[2,false],"pads":[7,false],"strides":[7,false]}]],"::MatMul":[[1,2,2,1,1,{}],[9,'
+    '2,2,1,1,{}],[13,2,2,1,1,{}]],"::MatMulInteger":[[10,2,4,1,1,{}]],"::Max":[[1,1,null,1,1,'
+    '{"consumed_inputs":[7,false]}],[6,1,null,1,1,{}],[8,1,null,1,1,{}],[12,1,null,1,1,{}],[1'
+    '3,1,null,1,1,{}]],"::MaxPool":[[1,1,1,1,1,{"auto_pad":[3,false],"kernel_shape":[7,true],'
+    '"pads":[7,false],"strides":[7,false]}],[8,1,1,1,2,{"auto_pad":[3,false],"kernel_shape":['
+    '7,true],"pads":[7,false],"storage_order":[2,false],"strides":[7,false]}],[10,1,1,1,2,{"a'
+    'uto_pad":[3,false],"ceil_mode":[2,false],"dilations":[7,false],"kernel_shape":[7,true],"'
+    'pads":[7,false],"storage_order":[2,false],"strides":[7,false]}],[11,1,1,1,2,{"auto_pad":'
+    '[3,false],"ceil_mode":[2,false],"dilations":[7,false],"kernel_shape":[7,true],"pads":[7,'
+    'false],"storage_order":[2,false],"strides":[7,false]}],[12,1,1,1,2,{"auto_pad":[3,false]'
+    ',"ceil_mode":[2,false],"dilations":[7,false],"kernel_shape":[7,true],"pads":[7,false],"s'
+    'torage_order":[2,false],"strides":[7,false]}],[22,1,1,1,2,{"auto_pad":[3,false],"ceil_mo'
+    'de":[2,false],"dilations":[7,false],"kernel_shape":[7,true],"pads":[7,false],"storage_or'
+    'der":[2,false],"strides":[7,false]}]],"::MaxRoiPool":[[1,2,2,1,1,{"pooled_shape":[7,true'
+    '],"spatial_scale":[1,false]}],[22,2,2,1,1,{"pooled_shape":[7,true],"spatial_scale":[1,fa'
+    'lse]}]],"::MaxUnpool":[[9,2,3,1,1,{"kernel_shape":[7,true],"pads":[7,false],"strides":[7'
+    ',false]}],[11,2,3,1,1,{"kernel_shape":[7,true],"pads":[7,false],"strides":[7,false]}],[2'
+    '2,2,3,1,1,{"kernel_shape":[7,true],"pads":[7,false],"strides":[7,false]}]],"::Mean":[[1,'
+    '1,null,1,1,{"consumed_inputs":[7,false]}],[6,1,null,1,1,{}],[8,1,null,1,1,{}],[13,1,null'
+    ',1,1,{}]],"::MeanVarianceNormalization":[[9,1,1,1,1,{"axes":[7,false]}],[13,1,1,1,1,{"ax'
+    'es":[7,false]}]],"::MelWeightMatrix":[[17,5,5,1,1,{"output_datatype":[2,false]}]],"::Min'
+    '":[[1,1,null,1,1,{"consumed_inputs":[7,false]}],[6,1,null,1,1,{}],[8,1,null,1,1,{}],[12,'
+    '1,null,1,1,{}],[13,1,null,1,1,{}]],"::Mish":[[18,1,1,1,1,{}],[22,1,1,1,1,{}]],"::Mod":[['
+    '10,2,2,1,1,{"fmod":[2,false]}],[13,2,2,1,1,{"fmod":[2,false]}],[28,2,2,1,1,{"fmod":[2,fa'
+    'lse]}]],"::Mul":[[1,2,2,1,1,{"axis":[2,false],"broadcast":[2,false],"consumed_inputs":[7'
+    ',false]}],[6,2,2,1,1,{"axis":[2,false],"broadcast":[2,false]}],[7,2,2,1,1,{}],[13,2,2,1,'
+    '1,{}],[14,2,2,1,1,{}]],"::Multinomial":[[7,1,1,1,1,{"dtype":[2,false],"sample_size":[2,f'
+    'alse],"seed":[1,false]}],[22,1,1,1,1,{"dtype":[2,false],"sample_size":[2,false],"seed":['
+    '1,false]}]],"::Neg":[[1,1,1,1,1,{"consumed_inputs":[7,false]}],[6,1,1,1,1,{}],[13,1,1,1,'
+    '1,{}]],"::NegativeLogLikelihoodLoss":[[12,2,3,1,1,{"ignore_index":[2,false],"reduction":'
+    '[3,false]}],[13,2,3,1,1,{"ignore_index":[2,false],"reduction":[3,false]}],[22,2,3,1,1,{"'
+    'ignore_index":[2,false],"reduction":[3,false]}]],"::NonMaxSuppression":[[10,2,5,1,1,{"ce'
+    'nter_point_box":[2,false]}],[11,2,5,1,1,{"center_point_box":[2,false]}]],"::NonZero":[[9'
+    ',1,1,1,1,{}],[13,1,1,1,1,{}]],"::Not":[[1,1,1,1,1,{}]],"::OneHot":[[9,3,3,1,1,{"axis":[2'
+    ',false]}],[11,3,3,1,1,{"axis":[2,false]}],[28,3,3,1,1,{"axis":[2,false]}]],"::Optional":'
+    '[[15,0,1,1,1,{"type":[13,false]}],[28,0,1,1,1,{"type":[13,false]}]],"::OptionalGetElemen'
+    't":[[15,1,1,1,1,{}],[18,1,1,1,1,{}],[28,1,1,1,1,{}]],"::OptionalHasElement":[[15,1,1,1,1'
+    ',{}],[18,0,1,1,1,{}],[28,0,1,1,1,{}]],"::Or":[[1,2,2,1,1,{"axis":[2,false],"broadcast":['
+    '2,false]}],[7,2,2,1,1,{}]],"::PRelu":[[1,2,2,1,1,{"consumed_inputs":[7,false]}],[6,2,2,1'
+    ',1,{}],[7,2,2,1,1,{}],[9,2,2,1,1,{}],[16,2,2,1,1,{}]],"::Pad":[[1,1,1,1,1,{"mode":[3,fal'
+    'se],"paddings":[7,true],"value":[1,false]}],[2,1,1,1,1,{"mode":[3,false],"pads":[7,true]'
+    ',"value":[1,false]}],[11,2,3,1,1,{"mode":[3,false]}],[13,2,3,1,1,{"mode":[3,false]}],[18'
+    ',2,4,1,1,{"mode":[3,false]}],[19,2,4,1,1,{"mode":[3,false]}],[21,2,4,1,1,{"mode":[3,fals'
+    'e]}],[23,2,4,1,1,{"mode":[3,false]}],[24,2,4,1,1,{"mode":[3,false]}],[25,2,4,1,1,{"mode"'
+    ':[3,false]}]],"::Pow":[[1,2,2,1,1,{"axis":[2,false],"broadcast":[2,false]}],[7,2,2,1,1,{'
+    '}],[12,2,2,1,1,{}],[13,2,2,1,1,{}],[15,2,2,1,1,{}]],"::QLinearConv":[[10,8,9,1,1,{"auto_'
+    'pad":[3,false],"dilations":[7,false],"group":[2,false],"kernel_shape":[7,false],"pads":['
+    '7,false],"strides":[7,false]}]],"::QLinearMatMul":[[10,8,8,1,1,{}],[21,8,8,1,1,{}]],"::Q'
+    'uantizeLinear":[[10,2,3,1,1,{}],[13,2,3,1,1,{"axis":[2,false]}],[19,2,3,1,1,{"axis":[2,f'
+    'alse],"saturate":[2,false]}],[21,2,3,1,1,{"axis":[2,false],"block_size":[2,false],"outpu'
+    't_dtype":[2,false],"saturate":[2,false]}],[23,2,3,1,1,{"axis":[2,false],"block_size":[2,'
+    'false],"output_dtype":[2,false],"precision":[2,false],"saturate":[2,false]}],[24,2,3,1,1'
+    ',{"axis":[2,false],"block_size":[2,false],"output_dtype":[2,false],"precision":[2,false]'
+    ',"saturate":[2,false]}],[25,2,3,1,1,{"axis":[2,false],"block_size":[2,false],"output_dty'
+    'pe":[2,false],"precision":[2,false],"saturate":[2,false]}],[28,2,3,1,1,{"axis":[2,false]'
+    ',"block_size":[2,false],"output_dtype":[2,false],"precision":[2,false],"saturate":[2,fal'
+    'se]}]],"::RMSNormalization":[[23,2,2,1,1,{"axis":[2,false],"epsilon":[1,false],"stash_ty'
+    'pe":[2,false]}]],"::RNN":[[1,3,6,0,2,{"activation_alpha":[6,false],"activation_beta":[6,'
+    'false],"activations":[8,false],"clip":[1,false],"direction":[3,false],"hidden_size":[2,f'
+    'alse],"output_sequence":[2,false]}],[7,3,6,0,2,{"activation_alpha":[6,false],"activation'
+    '_beta":[6,false],"activations":[8,false],"clip":[1,false],"direction":[3,false],"hidden_'
+    'size":[2,false]}],[14,3,6,0,2,{"activation_alpha":[6,false],"activation_beta":[6,false],'
+    '"activations":[8,false],"clip":[1,false],"direction":[3,false],"hidden_size":[2,false],"'
+    'layout":[2,false]}],[22,3,6,0,2,{"activation_alpha":[6,false],"activation_beta":[6,false'
+    '],"activations":[8,false],"clip":[1,false],"direction":[3,false],"hidden_size":[2,false]'
+    ',"layout":[2,false]}]],"::RandomNormal":[[1,0,0,1,1,{"dtype":[2,false],"mean":[1,false],'
+    '"scale":[1,false],"seed":[1,false],"shape":[7,true]}],[22,0,0,1,1,{"dtype":[2,false],"me'
+    'an":[1,false],"scale":[1,false],"seed":[1,false],"shape":[7,true]}]],"::RandomNormalLike'
+    '":[[1,1,1,1,1,{"dtype":[2,false],"mean":[1,false],"scale":[1,false],"seed":[1,false]}],['
+    '22,1,1,1,1,{"dtype":[2,false],"mean":[1,false],"scale":[1,false],"seed":[1,false]}]],"::'
+    'RandomUniform":[[1,0,0,1,1,{"dtype":[2,false],"high":[1,false],"low":[1,false],"seed":[1'
+    ',false],"shape":[7,true]}],[22,0,0,1,1,{"dtype":[2,false],"high":[1,false],"low":[1,fals'
+    'e],"seed":[1,false],"shape":[7,true]}]],"::RandomUniformLike":[[1,1,1,1,1,{"dtype":[2,fa'
+    'lse],"high":[1,false],"low":[1,false],"seed":[1,false]}],[22,1,1,1,1,{"dtype":[2,false],'
+    '"high":[1,false],"low":[1,false],"seed":[1,false]}]],"::Range":[[11,3,3,1,1,{}],[27,3,3,'
+    '1,1,{"stash_type":[2,false]}]],"::Reciprocal":[[1,1,1,1,1,{"consumed_inputs":[7,false]}]'
+    ',[6,1,1,1,1,{}],[13,1,1,1,1,{}]],"::ReduceL1":[[1,1,1,1,1,{"axes":[7,false],"keepdims":['
+    '2,false]}],[11,1,1,1,1,{"axes":[7,false],"keepdims":[2,false]}],[13,1,1,1,1,{"axes":[7,f'
+    'alse],"keepdims":[2,false]}],[18,1,2,1,1,{"keepdims":[2,false],"noop_with_empty_axes":[2'
+    ',false]}]],"::ReduceL2":[[1,1,1,1,1,{"axes":[7,false],"keepdims":[2,false]}],[11,1,1,1,1'
+    ',{"axes":[7,false],"keepdims":[2,false]}],[13,1,1,1,1,{"axes":[7,false],"keepdims":[2,fa'
+    'lse]}],[18,1,2,1,1,{"keepdims":[2,false],"noop_with_empty_axes":[2,false]}]],"::ReduceLo'
+    'gSum":[[1,1,1,1,1,{"axes":[7,false],"keepdims":[2,false]}],[11,1,1,1,1,{"axes":[7,false]'
+    ',"keepdims":[2,false]}],[13,1,1,1,1,{"axes":[7,false],"keepdims":[2,false]}],[18,1,2,1,1'
+    ',{"keepdims":[2,false],"noop_with_empty_axes":[2,false]}],[28,1,2,1,1,{"keepdims":[2,fal'
+    'se],"noop_with_empty_axes":[2,false]}]],"::ReduceLogSumExp":[[1,1,1,1,1,{"axes":[7,false'
+    '],"keepdims":[2,false]}],[11,1,1,1,1,{"axes":[7,false],"keepdims":[2,false]}],[13,1,1,1,'
+    '1,{"axes":[7,false],"keepdims":[2,false]}],[18,1,2,1,1,{"keepdims":[2,false],"noop_with_'
+    'empty_axes":[2,false]}],[28,1,2,1,1,{"keepdims":[2,false],"noop_with_empty_axes":[2,fals'
+    'e]}]],"::ReduceMax":[[1,1,1,1,1,{"axes":[7,false],"keepdims":[2,false]}],[11,1,1,1,1,{"a'
+    'xes":[7,false],"keepdims":[2,false]}],[12,1,1,1,1,{"axes":[7,false],"keepdims":[2,false]'
+    '}],[13,1,1,1,1,{"axes":[7,false],"keepdims":[2,false]}],[18,1,2,1,1,{"keepdims":[2,false'
+    '],"noop_with_empty_axes":[2,false]}],[20,1,2,1,1,{"keepdims":[2,false],"noop_with_empty_'
+    'axes":[2,false]}]],"::ReduceMean":[[1,1,1,1,1,{"axes":[7,false],"keepdims":[2,false]}],['
+    '11,1,1,1,1,{"axes":[7,false],"keepdims":[2,false]}],[13,1,1,1,1,{"axes":[7,false],"keepd'
+    'ims":[2,false]}],[18,1,2,1,1,{"keepdims":[2,false],"noop_with_empty_axes":[2,false]}]],"'
+    '::ReduceMin":[[1,1,1,1,1,{"axes":[7,false],"keepdims":[2,false]}],[11,1,1,1,1,{"axes":[7'
+    ',false],"keepdims":[2,false]}],[12,1,1,1,1,{"axes":[7,false],"keepdims":[2,false]}],[13,'
+    '1,1,1,1,{"axes":[7,false],"keepdims":[2,false]}],[18,1,2,1,1,{"keepdims":[2,false],"noop'
+    '_with_empty_axes":[2,false]}],[20,1,2,1,1,{"keepdims":[2,false],"noop_with_empty_axes":['
+    '2,false]}]],"::ReduceProd":[[1,1,1,1,1,{"axes":[7,false],"keepdims":[2,false]}],[11,1,1,'
+    '1,1,{"axes":[7,false],"keepdims":[2,false]}],[13,1,1,1,1,{"axes":[7,false],"keepdims":[2'
+    ',false]}],[18,1,2,1,1,{"keepdims":[2,false],"noop_with_empty_axes":[2,false]}]],"::Reduc'
+    'eSum":[[1,1,1,1,1,{"axes":[7,false],"keepdims":[2,false]}],[11,1,1,1,1,{"axes":[7,false]'
+    ',"keepdims":[2,false]}],[13,1,2,1,1,{"keepdims":[2,false],"noop_with_empty_axes":[2,fals'
+    'e]}]],"::ReduceSumSquare":[[1,1,1,1,1,{"axes":[7,false],"keepdims":[2,false]}],[11,1,1,1'
+    ',1,{"axes":[7,false],"keepdims":[2,false]}],[13,1,1,1,1,{"axes":[7,false],"keepdims":[2,'
+    'false]}],[18,1,2,1,1,{"keepdims":[2,false],"noop_with_empty_axes":[2,false]}]],"::RegexF'
+    'ullMatch":[[20,1,1,1,1,{"pattern":[3,false]}]],"::Relu":[[1,1,1,1,1,{"consumed_inputs":['
+    '7,false]}],[6,1,1,1,1,{}],[13,1,1,1,1,{}],[14,1,1,1,1,{}]],"::Reshape":[[1,1,1,1,1,{"con'
+    'sumed_inputs":[7,false],"shape":[7,false]}],[5,2,2,1,1,{}],[13,2,2,1,1,{}],[14,2,2,1,1,{'
+    '"allowzero":[2,false]}],[19,2,2,1,1,{"allowzero":[2,false]}],[21,2,2,1,1,{"allowzero":[2'
+    ',false]}],[23,2,2,1,1,{"allowzero":[2,false]}],[24,2,2,1,1,{"allowzero":[2,false]}],[25,'
+    '2,2,1,1,{"allowzero":[2,false]}]],"::Resize":[[10,2,2,1,1,{"mode":[3,false]}],[11,3,4,1,'
+    '1,{"coordinate_transformation_mode":[3,false],"cubic_coeff_a":[1,false],"exclude_outside'
+    '":[2,false],"extrapolation_value":[1,false],"mode":[3,false],"nearest_mode":[3,false]}],'
+    '[13,1,4,1,1,{"coordinate_transformation_mode":[3,false],"cubic_coeff_a":[1,false],"exclu'
+    'de_outside":[2,false],"extrapolation_value":[1,false],"mode":[3,false],"nearest_mode":[3'
+    ',false]}],[18,1,4,1,1,{"antialias":[2,false],"axes":[7,false],"coordinate_transformation'
+    '_mode":[3,false],"cubic_coeff_a":[1,false],"exclude_outside":[2,false],"extrapolation_va'
+    'lue":[1,false],"keep_aspect_ratio_policy":[3,false],"mode":[3,false],"nearest_mode":[3,f'
+    'alse]}],[19,1,4,1,1,{"antialias":[2,false],"axes":[7,false],"coordinate_transformation_m'
+    'ode":[3,false],"cubic_coeff_a":[1,false],"exclude_outside":[2,false],"extrapolation_valu'
+    'e":[1,false],"keep_aspect_ratio_policy":[3,false],"mode":[3,false],"nearest_mode":[3,fal'
+    'se]}]],"::ReverseSequence":[[10,2,2,1,1,{"batch_axis":[2,false],"time_axis":[2,false]}],'
+    '[28,2,2,1,1,{"batch_axis":[2,false],"time_axis":[2,false]}]],"::RoiAlign":[[10,3,3,1,1,{'
+    '"mode":[3,false],"output_height":[2,false],"output_width":[2,false],"sampling_ratio":[2,'
+    'false],"spatial_scale":[1,false]}],[16,3,3,1,1,{"coordinate_transformation_mode":[3,fals'
+    'e],"mode":[3,false],"output_height":[2,false],"output_width":[2,false],"sampling_ratio":'
+    '[2,false],"spatial_scale":[1,false]}],[22,3,3,1,1,{"coordinate_transformation_mode":[3,f'
+    'alse],"mode":[3,false],"output_height":[2,false],"output_width":[2,false],"sampling_rati'
+    'o":[2,false],"spatial_scale":[1,false]}]],"::RotaryEmbedding":[[23,3,4,1,1,{"interleaved'
+    '":[2,false],"num_heads":[2,false],"rotary_embedding_dim":[2,false]}]],"::Round":[[11,1,1'
+    ',1,1,{}],[22,1,1,1,1,{}]],"::STFT":[[17,2,4,1,1,{"onesided":[2,false]}]],"::Scan":[[8,2,'
+    'null,1,null,{"body":[5,true],"directions":[7,false],"num_scan_inputs":[2,true]}],[9,1,nu'
+    'll,1,null,{"body":[5,true],"num_scan_inputs":[2,true],"scan_input_axes":[7,false],"scan_'
+    'input_directions":[7,false],"scan_output_axes":[7,false],"scan_output_directions":[7,fal'
+    'se]}],[11,1,null,1,null,{"body":[5,true],"num_scan_inputs":[2,true],"scan_input_axes":[7'
+    ',false],"scan_input_directions":[7,false],"scan_output_axes":[7,false],"scan_output_dire'
+    'ctions":[7,false]}],[16,1,null,1,null,{"body":[5,true],"num_scan_inputs":[2,true],"scan_'
+    'input_axes":[7,false],"scan_input_directions":[7,false],"scan_output_axes":[7,false],"sc'
+    'an_output_directions":[7,false]}],[19,1,null,1,null,{"body":[5,true],"num_scan_inputs":['
+    '2,true],"scan_input_axes":[7,false],"scan_input_directions":[7,false],"scan_output_axes"'
+    ':[7,false],"scan_output_directions":[7,false]}],[21,1,null,1,null,{"body":[5,true],"num_'
+    'scan_inputs":[2,true],"scan_input_axes":[7,false],"scan_input_directions":[7,false],"sca'
+    'n_output_axes":[7,false],"scan_output_directions":[7,false]}],[23,1,null,1,null,{"body":'
+    '[5,true],"num_scan_inputs":[2,true],"scan_input_axes":[7,false],"scan_input_directions":'
+    '[7,false],"scan_output_axes":[7,false],"scan_output_directions":[7,false]}],[24,1,null,1'
+    ',null,{"body":[5,true],"num_scan_inputs":[2,true],"scan_input_axes":[7,false],"scan_inpu'
+    't_directions":[7,false],"scan_output_axes":[7,false],"scan_output_directions":[7,false]}'
+    '],[25,1,null,1,null,{"body":[5,true],"num_scan_inputs":[2,true],"scan_input_axes":[7,fal'
+    'se],"scan_input_directions":[7,false],"scan_output_axes":[7,false],"scan_output_directio'
+    'ns":[7,false]}]],"::Scatter":[[9,3,3,1,1,{"axis":[2,false]}]],"::ScatterElements":[[11,3'
+    ',3,1,1,{"axis":[2,false]}],[13,3,3,1,1,{"axis":[2,false]}],[16,3,3,1,1,{"axis":[2,false]'
+    ',"reduction":[3,false]}],[18,3,3,1,1,{"axis":[2,false],"reduction":[3,false]}]],"::Scatt'
+    'erND":[[11,3,3,1,1,{}],[13,3,3,1,1,{}],[16,3,3,1,1,{"reduction":[3,false]}],[18,3,3,1,1,'
+    '{"reduction":[3,false]}]],"::Selu":[[1,1,1,1,1,{"alpha":[1,false],"consumed_inputs":[7,f'
+    'alse],"gamma":[1,false]}],[6,1,1,1,1,{"alpha":[1,false],"gamma":[1,false]}],[22,1,1,1,1,'
+    '{"alpha":[1,false],"gamma":[1,false]}]],"::SequenceAt":[[11,2,2,1,1,{}]],"::SequenceCons'
+    'truct":[[11,1,null,1,1,{}]],"::SequenceEmpty":[[11,0,0,1,1,{"dtype":[2,false]}]],"::Sequ'
+    'enceErase":[[11,1,2,1,1,{}]],"::SequenceInsert":[[11,2,3,1,1,{}]],"::SequenceLength":[[1'
+    '1,1,1,1,1,{}]],"::SequenceMap":[[17,1,null,1,null,{"body":[5,true]}]],"::Shape":[[1,1,1,'
+    '1,1,{}],[13,1,1,1,1,{}],[15,1,1,1,1,{"end":[2,false],"start":[2,false]}],[19,1,1,1,1,{"e'
+    'nd":[2,false],"start":[2,false]}],[21,1,1,1,1,{"end":[2,false],"start":[2,false]}],[23,1'
+    ',1,1,1,{"end":[2,false],"start":[2,false]}],[24,1,1,1,1,{"end":[2,false],"start":[2,fals'
+    'e]}],[25,1,1,1,1,{"end":[2,false],"start":[2,false]}]],"::Shrink":[[9,1,1,1,1,{"bias":[1'
+    ',false],"lambd":[1,false]}]],"::Sigmoid":[[1,1,1,1,1,{"consumed_inputs":[7,false]}],[6,1'
+    ',1,1,1,{}],[13,1,1,1,1,{}]],"::Sign":[[9,1,1,1,1,{}],[13,1,1,1,1,{}]],"::Sin":[[7,1,1,1,'
+    '1,{}],[22,1,1,1,1,{}]],"::Sinh":[[9,1,1,1,1,{}],[22,1,1,1,1,{}]],"::Size":[[1,1,1,1,1,{}'
+    '],[13,1,1,1,1,{}],[19,1,1,1,1,{}],[21,1,1,1,1,{}],[23,1,1,1,1,{}],[24,1,1,1,1,{}],[25,1,'
+    '1,1,1,{}]],"::Slice":[[1,1,1,1,1,{"axes":[7,false],"ends":[7,true],"starts":[7,true]}],['
+    '10,3,5,1,1,{}],[11,3,5,1,1,{}],[13,3,5,1,1,{}]],"::Softmax":[[1,1,1,1,1,{"axis":[2,false'
+    ']}],[11,1,1,1,1,{"axis":[2,false]}],[13,1,1,1,1,{"axis":[2,false]}]],"::SoftmaxCrossEntr'
+    'opyLoss":[[12,2,3,1,2,{"ignore_index":[2,false],"reduction":[3,false]}],[13,2,3,1,2,{"ig'
+    'nore_index":[2,false],"reduction":[3,false]}]],"::Softplus":[[1,1,1,1,1,{}],[22,1,1,1,1,'
+    '{}]],"::Softsign":[[1,1,1,1,1,{}],[22,1,1,1,1,{}]],"::SpaceToDepth":[[1,1,1,1,1,{"blocks'
+    'ize":[2,true]}],[13,1,1,1,1,{"blocksize":[2,true]}],[28,1,1,1,1,{"blocksize":[2,true],"m'
+    'ode":[3,false]}]],"::Split":[[1,1,2,1,null,{"axis":[2,false],"split":[7,false]}],[2,1,1,'
+    '1,null,{"axis":[2,false],"split":[7,false]}],[11,1,1,1,null,{"axis":[2,false],"split":[7'
+    ',false]}],[13,1,2,1,null,{"axis":[2,false]}],[18,1,2,1,null,{"axis":[2,false],"num_outpu'
+    'ts":[2,false]}]],"::SplitToSequence":[[11,1,2,1,1,{"axis":[2,false],"keepdims":[2,false]'
+    '}],[24,1,2,1,1,{"axis":[2,false],"keepdims":[2,false]}]],"::Sqrt":[[1,1,1,1,1,{"consumed'
+    '_inputs":[7,false]}],[6,1,1,1,1,{}],[13,1,1,1,1,{}]],"::Squeeze":[[1,1,1,1,1,{"axes":[7,'
+    'false]}],[11,1,1,1,1,{"axes":[7,false]}],[13,1,2,1,1,{}],[21,1,2,1,1,{}],[23,1,2,1,1,{}]'
+    ',[24,1,2,1,1,{}],[25,1,2,1,1,{}]],"::StringConcat":[[20,2,2,1,1,{}]],"::StringNormalizer'
+    '":[[10,1,1,1,1,{"case_change_action":[3,false],"is_case_sensitive":[2,false],"locale":[3'
+    ',false],"stopwords":[8,false]}]],"::StringSplit":[[20,1,1,2,2,{"delimiter":[3,false],"ma'
+    'xsplit":[2,false]}]],"::Sub":[[1,2,2,1,1,{"axis":[2,false],"broadcast":[2,false],"consum'
+    'ed_inputs":[7,false]}],[6,2,2,1,1,{"axis":[2,false],"broadcast":[2,false]}],[7,2,2,1,1,{'
+    '}],[13,2,2,1,1,{}],[14,2,2,1,1,{}]],"::Sum":[[1,1,null,1,1,{"consumed_inputs":[7,false]}'
+    '],[6,1,null,1,1,{}],[8,1,null,1,1,{}],[13,1,null,1,1,{}]],"::SwiGLU":[[28,2,2,1,1,{"alph'
+    'a":[1,false]}]],"::Swish":[[24,1,1,1,1,{"alpha":[1,false]}]],"::Tan":[[7,1,1,1,1,{}],[22'
+    ',1,1,1,1,{}]],"::Tanh":[[1,1,1,1,1,{"consumed_inputs":[7,false]}],[6,1,1,1,1,{}],[13,1,1'
+    ',1,1,{}]],"::TensorScatter":[[24,2,3,1,1,{"axis":[2,false],"mode":[3,false]}]],"::TfIdfV'
+    'ectorizer":[[9,1,1,1,1,{"max_gram_length":[2,true],"max_skip_count":[2,true],"min_gram_l'
+    'ength":[2,true],"mode":[3,true],"ngram_counts":[7,true],"ngram_indexes":[7,true],"pool_i'
+    'nt64s":[7,false],"pool_strings":[8,false],"weights":[6,false]}]],"::ThresholdedRelu":[[1'
+    '0,1,1,1,1,{"alpha":[1,false]}],[22,1,1,1,1,{"alpha":[1,false]}]],"::Tile":[[1,3,3,1,1,{}'
+    '],[6,2,2,1,1,{}],[13,2,2,1,1,{}]],"::TopK":[[1,1,1,2,2,{"axis":[2,false],"k":[2,true]}],'
+    '[10,2,2,2,2,{"axis":[2,false]}],[11,2,2,2,2,{"axis":[2,false],"largest":[2,false],"sorte'
+    'd":[2,false]}],[24,2,2,2,2,{"axis":[2,false],"largest":[2,false],"sorted":[2,false]}]],"'
+    '::Transpose":[[1,1,1,1,1,{"perm":[7,false]}],[13,1,1,1,1,{"perm":[7,false]}],[21,1,1,1,1'
+    ',{"perm":[7,false]}],[23,1,1,1,1,{"perm":[7,false]}],[24,1,1,1,1,{"perm":[7,false]}],[25'
+    ',1,1,1,1,{"perm":[7,false]}]],"::Trilu":[[14,1,2,1,1,{"upper":[2,false]}]],"::Unique":[['
+    '11,1,1,1,4,{"axis":[2,false],"sorted":[2,false]}],[28,1,1,1,4,{"axis":[2,false],"sorted"'
+    ':[2,false]}]],"::Unsqueeze":[[1,1,1,1,1,{"axes":[7,true]}],[11,1,1,1,1,{"axes":[7,true]}'
+    '],[13,2,2,1,1,{}],[21,2,2,1,1,{}],[23,2,2,1,1,{}],[24,2,2,1,1,{}],[25,2,2,1,1,{}]],"::Up'
+    'sample":[[1,1,1,1,1,{"height_scale":[1,true],"mode":[3,false],"width_scale":[1,true]}],['
+    '7,1,1,1,1,{"mode":[3,false],"scales":[6,true]}],[9,2,2,1,1,{"mode":[3,false]}]],"::Where'
+    '":[[9,3,3,1,1,{}],[16,3,3,1,1,{}]],"::Xor":[[1,2,2,1,1,{"axis":[2,false],"broadcast":[2,'
+    'false]}],[7,2,2,1,1,{}]],"ai.onnx.ml::ArrayFeatureExtractor":[[1,2,2,1,1,{}]],"ai.onnx.m'
+    'l::Binarizer":[[1,1,1,1,1,{"threshold":[1,false]}]],"ai.onnx.ml::CastMap":[[1,1,1,1,1,{"'
+    'cast_to":[3,false],"map_form":[3,false],"max_map":[2,false]}]],"ai.onnx.ml::CategoryMapp'
+    'er":[[1,1,1,1,1,{"cats_int64s":[7,false],"cats_strings":[8,false],"default_int64":[2,fal'
+    'se],"default_string":[3,false]}]],"ai.onnx.ml::DictVectorizer":[[1,1,1,1,1,{"int64_vocab'
+    'ulary":[7,false],"string_vocabulary":[8,false]}]],"ai.onnx.ml::FeatureVectorizer":[[1,1,'
+    'null,1,1,{"inputdimensions":[7,false]}]],"ai.onnx.ml::Imputer":[[1,1,1,1,1,{"imputed_val'
+    'ue_floats":[6,false],"imputed_value_int64s":[7,false],"replaced_value_float":[1,false],"'
+    'replaced_value_int64":[2,false]}]],"ai.onnx.ml::LabelEncoder":[[1,1,1,1,1,{"classes_stri'
+    'ngs":[8,false],"default_int64":[2,false],"default_string":[3,false]}],[2,1,1,1,1,{"defau'
+    'lt_float":[1,false],"default_int64":[2,false],"default_string":[3,false],"keys_floats":['
+    '6,false],"keys_int64s":[7,false],"keys_strings":[8,false],"values_floats":[6,false],"val'
+    'ues_int64s":[7,false],"values_strings":[8,false]}],[4,1,1,1,1,{"default_float":[1,false]'
+    ',"default_int64":[2,false],"default_string":[3,false],"default_tensor":[4,false],"keys_f'
+    'loats":[6,false],"keys_int64s":[7,false],"keys_strings":[8,false],"keys_tensor":[4,false'
+    '],"values_floats":[6,false],"values_int64s":[7,false],"values_strings":[8,false],"values'
+    '_tensor":[4,false]}]],"ai.onnx.ml::LinearClassifier":[[1,1,1,2,2,{"classlabels_ints":[7,'
+    'false],"classlabels_strings":[8,false],"coefficients":[6,true],"intercepts":[6,false],"m'
+    'ulti_class":[2,false],"post_transform":[3,false]}]],"ai.onnx.ml::LinearRegressor":[[1,1,'
+    '1,1,1,{"coefficients":[6,false],"intercepts":[6,false],"post_transform":[3,false],"targe'
+    'ts":[2,false]}]],"ai.onnx.ml::Normalizer":[[1,1,1,1,1,{"norm":[3,false]}]],"ai.onnx.ml::'
+    'OneHotEncoder":[[1,1,1,1,1,{"cats_int64s":[7,false],"cats_strings":[8,false],"zeros":[2,'
+    'false]}]],"ai.onnx.ml::SVMClassifier":[[1,1,1,2,2,{"classlabels_ints":[7,false],"classla'
+    'bels_strings":[8,false],"coefficients":[6,false],"kernel_params":[6,false],"kernel_type"'
+    ':[3,false],"post_transform":[3,false],"prob_a":[6,false],"prob_b":[6,false],"rho":[6,fal'
+    'se],"support_vectors":[6,false],"vectors_per_class":[7,false]}]],"ai.onnx.ml::SVMRegress'
+    'or":[[1,1,1,1,1,{"coefficients":[6,false],"kernel_params":[6,false],"kernel_type":[3,fal'
+    'se],"n_supports":[2,false],"one_class":[2,false],"post_transform":[3,false],"rho":[6,fal'
+    'se],"support_vectors":[6,false]}]],"ai.onnx.ml::Scaler":[[1,1,1,1,1,{"offset":[6,false],'
+    '"scale":[6,false]}]],"ai.onnx.ml::TreeEnsemble":[[5,1,1,1,1,{"aggregate_function":[2,fal'
+    'se],"leaf_targetids":[7,true],"leaf_weights":[4,true],"membership_values":[4,false],"n_t'
+    'argets":[2,false],"nodes_falseleafs":[7,true],"nodes_falsenodeids":[7,true],"nodes_featu'
+    'reids":[7,true],"nodes_hitrates":[4,false],"nodes_missing_value_tracks_true":[7,false],"'
+    'nodes_modes":[4,true],"nodes_splits":[4,true],"nodes_trueleafs":[7,true],"nodes_truenode'
+    'ids":[7,true],"post_transform":[2,false],"tree_roots":[7,true]}]],"ai.onnx.ml::TreeEnsem'
+    'bleClassifier":[[1,1,1,2,2,{"base_values":[6,false],"class_ids":[7,false],"class_nodeids'
+    '":[7,false],"class_treeids":[7,false],"class_weights":[6,false],"classlabels_int64s":[7,'
+    'false],"classlabels_strings":[8,false],"nodes_falsenodeids":[7,false],"nodes_featureids"'
+    ':[7,false],"nodes_hitrates":[6,false],"nodes_missing_value_tracks_true":[7,false],"nodes'
+    '_modes":[8,false],"nodes_nodeids":[7,false],"nodes_treeids":[7,false],"nodes_truenodeids'
+    '":[7,false],"nodes_values":[6,false],"post_transform":[3,false]}],[3,1,1,2,2,{"base_valu'
+    'es":[6,false],"base_values_as_tensor":[4,false],"class_ids":[7,false],"class_nodeids":[7'
+    ',false],"class_treeids":[7,false],"class_weights":[6,false],"class_weights_as_tensor":[4'
+    ',false],"classlabels_int64s":[7,false],"classlabels_strings":[8,false],"nodes_falsenodei'
+    'ds":[7,false],"nodes_featureids":[7,false],"nodes_hitrates":[6,false],"nodes_hitrates_as'
+    '_tensor":[4,false],"nodes_missing_value_tracks_true":[7,false],"nodes_modes":[8,false],"'
+    'nodes_nodeids":[7,false],"nodes_treeids":[7,false],"nodes_truenodeids":[7,false],"nodes_'
+    'values":[6,false],"nodes_values_as_tensor":[4,false],"post_transform":[3,false]}]],"ai.o'
+    'nnx.ml::TreeEnsembleRegressor":[[1,1,1,1,1,{"aggregate_function":[3,false],"base_values"'
+    ':[6,false],"n_targets":[2,false],"nodes_falsenodeids":[7,false],"nodes_featureids":[7,fa'
+    'lse],"nodes_hitrates":[6,false],"nodes_missing_value_tracks_true":[7,false],"nodes_modes'
+    '":[8,false],"nodes_nodeids":[7,false],"nodes_treeids":[7,false],"nodes_truenodeids":[7,f'
+    'alse],"nodes_values":[6,false],"post_transform":[3,false],"target_ids":[7,false],"target'
+    '_nodeids":[7,false],"target_treeids":[7,false],"target_weights":[6,false]}],[3,1,1,1,1,{'
+    '"aggregate_function":[3,false],"base_values":[6,false],"base_values_as_tensor":[4,false]'
+    ',"n_targets":[2,false],"nodes_falsenodeids":[7,false],"nodes_featureids":[7,false],"node'
+    's_hitrates":[6,false],"nodes_hitrates_as_tensor":[4,false],"nodes_missing_value_tracks_t'
+    'rue":[7,false],"nodes_modes":[8,false],"nodes_nodeids":[7,false],"nodes_treeids":[7,fals'
+    'e],"nodes_truenodeids":[7,false],"nodes_values":[6,false],"nodes_values_as_tensor":[4,fa'
+    'lse],"post_transform":[3,false],"target_ids":[7,false],"target_nodeids":[7,false],"targe'
+    't_treeids":[7,false],"target_weights":[6,false],"target_weights_as_tensor":[4,false]}]],'
+    '"ai.onnx.ml::ZipMap":[[1,1,1,1,1,{"classlabels_int64s":[7,false],"classlabels_strings":['
+    '8,false]}]],"ai.onnx.preview::FlexAttention":[[1,3,3,1,1,{"prob_mod":[5,false],"scale":['
+    '1,false],"score_mod":[5,false],"softmax_precision":[2,false]}]],"ai.onnx.preview.trainin'
+    'g::Adagrad":[[1,3,null,1,null,{"decay_factor":[1,false],"epsilon":[1,false],"norm_coeffi'
+    'cient":[1,false]}]],"ai.onnx.preview.training::Adam":[[1,3,null,1,null,{"alpha":[1,false'
+    '],"beta":[1,false],"epsilon":[1,false],"norm_coefficient":[1,false],"norm_coefficient_po'
+    'st":[1,false]}]],"ai.onnx.preview.training::Gradient":[[1,1,null,1,null,{"xs":[8,true],"'
+    'y":[3,true],"zs":[8,false]}]],"ai.onnx.preview.training::Momentum":[[1,3,null,1,null,{"a'
+    'lpha":[1,true],"beta":[1,true],"mode":[3,true],"norm_coefficient":[1,true]}]]}'
+)
+
+SCHEMAS = {tuple(key.split('::')): tuple(
+    (since, min_in, max_in, min_out, max_out,
+     {name: tuple(kind) for name, kind in attributes.items()})
+    for since, min_in, max_in, min_out, max_out, attributes in versions)
+    for key, versions in json.loads(''.join(_TABLE)).items()}

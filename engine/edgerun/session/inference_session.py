@@ -198,12 +198,13 @@ class InferenceSession:
         profile = [] if self._profiler else None
         started = time.perf_counter()
         try:
-            with limits.limited(self._options.max_tensor_bytes):
-                if run_options is None:
+            if run_options is None and \
+                    self._options.max_tensor_bytes == limits.DEFAULT_MAX_TENSOR_BYTES:
+                outputs = self._executor.run(feeds, profile=profile, plan=plan)
+            else:     # a watched or limited run (both set thread-locals the kernels read)
+                with limits.limited(self._options.max_tensor_bytes), \
+                        cancel.watching(run_options):
                     outputs = self._executor.run(feeds, profile=profile, plan=plan)
-                else:
-                    with cancel.watching(run_options):
-                        outputs = self._executor.run(feeds, profile=profile, plan=plan)
         finally:
             for provider in self._providers:
                 provider.end_run()

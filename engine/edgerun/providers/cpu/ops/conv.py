@@ -738,11 +738,13 @@ def convolve(x, w, b=None, auto_pad="NOTSET", dilations=None, group=1, kernel_sh
     With the node's `ctx`, the plan of each input shape and the weights in the compute dtype
     are prepared once (initializers come back as the same objects on every run)."""
     if x.ndim < 3 or w.ndim != x.ndim or x.shape[1] != w.shape[1] * group or \
-            w.shape[0] % group or group < 1 or 0 in x.shape[2:]:
+            w.shape[0] % group or group < 1:
         _check_conv_shapes(x, w, group)
 
     def prepare():
         """(plan, compute dtype, weights, bias, fn(x) running the whole conv or None)."""
+        if 0 in x.shape[2:]:         # checked once per input shape, not on every call
+            _check_conv_shapes(x, w, group)
         plan = _conv_plan(x.shape, w.shape, group, _frozen(kernel_shape), _frozen(strides),
                           _frozen(dilations), _frozen(pads), _frozen(auto_pad))
         acc = compute_dtype(x.dtype)

@@ -127,9 +127,10 @@ def forced_path(path: str):
 def _reduce_path(x, geometry) -> str:
     """How `_separable_reduce` runs: one reduction of a whole input, one per window, over
     flattened 2-D planes, or axis by axis (whichever is cheapest, or the forced one)."""
-    if _forced_path == "whole" and _is_whole_input(x, geometry) or \
-            _forced_path == "flat" and x.ndim == 4 or _forced_path in ("windows", "axes"):
-        return _forced_path
+    if _forced_path is not None:
+        applies = {"whole": _is_whole_input(x, geometry), "flat": x.ndim == 4}
+        if applies.get(_forced_path, True):       # windows and axes handle every pool
+            return _forced_path
     if _is_whole_input(x, geometry):
         return "whole"
     if math.prod(geometry.out_shape) < math.prod(geometry.kernel):

@@ -18,6 +18,9 @@ REDUCTIONS = {
     "ReduceLogSum": ("v", "acc + v", "log(acc)"),
 }
 AXES_INPUT_SINCE = {"ReduceSum": 13}          # the others take axes as an input from 18
+# reductions whose result over one element is that element (noop_with_empty_axes returns x;
+# the others keep their per-element part: |x|, x * x, log x)
+ONE_ELEMENT_IDENTITY = {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd"}
 
 
 def reduce(gpu, x, op, axes, keepdims=True):
@@ -45,7 +48,7 @@ def _reduce_op(op):
         if ctx.opset >= AXES_INPUT_SINCE.get(op, 18):
             axes = host_ints(gpu, axes_input)
         if not axes and noop_with_empty_axes:
-            if REDUCTIONS[op][0] == "v" and "log" not in REDUCTIONS[op][2]:
+            if op in ONE_ELEMENT_IDENTITY:
                 return as_gpu(gpu, x)
             return reduce(gpu, x, op, [], bool(keepdims))   # |x|, x * x, log(x) remain
         if not axes:
