@@ -53,7 +53,7 @@ FALLBACK_REASONS = {
         "_default", "_default_mask", "", "_mask", "_zero_ratio", "_zero_ratio_mask")],
     "an integer Pow operand": ["test_pow_types_int64_float32", "test_pow_types_int32_float32"],
     "an empty reduction": [f"test_reduce_{op}_empty_set{x}" for op, xs in (
-        ("log_sum", ("", "_expanded")), ("l1", ("", "_expanded")), ("l2", ("",)),
+        ("log_sum", ("", "_expanded")), ("l1", ("", "_expanded")), ("l2", ("", "_expanded")),
         ("max", ("",)), ("min", ("",)), ("prod", ("",)), ("sum", ("",)),
         ("sum_square", ("", "_expanded"))) for x in xs],
 }
@@ -327,3 +327,66 @@ def test_webgpu_ahead_of_wasm_without_numpy_keeps_every_node_on_the_gpu(gpu):
     assert got["placed"] == ["webgpu"], got["placed"]
     assert got["label"] == label.tolist()
     np.testing.assert_allclose(np.array(got["prob"]).reshape(2, 10), prob, rtol=RTOL, atol=ATOL)
+
+
+# ---- differential checks of the kernels added for issue #20 (against the CPU provider) ----
+
+_TYPES = {np.float32: TensorProto.FLOAT, np.int32: TensorProto.INT32,
+          np.int64: TensorProto.INT64, np.bool_: TensorProto.BOOL}
+
+
+def _on_gpu_matches_cpu(gpu, op, feeds: dict, opset=24, n_outputs=1, initializers=(),
+                        what="", **attrs):
+    """`op` over `feeds` (numpy arrays, strided views welcome) runs wholly on the GPU, without
+    a CPU-kernel fallback, and matches the CPU provider."""
+    inputs = [helper.make_tensor_value_info(k, _TYPES[v.dtype.type], None)
+              for k, v in feeds.items()]
+    outputs = [helper.make_tensor_value_info(f"y{i}", TensorProto.UNDEFINED, None)
+               for i in range(n_outputs)]
+    model = _single_node(op, inputs, outputs, list(initializers), opset, **attrs)
+    sess = webgpu_session(model)
+    assert {n["provider"] for n in sess.explain()["nodes"]} == {"webgpu"}, \
+        sess.explain()["nodes"]
+    before = gpu.stats["fallbacks"]
+    got = sess.run(None, feeds)
+    assert gpu.stats["fallbacks"] == before, gpu.fallback_log[-1:]
+    expected = edgerun.InferenceSession(model, providers=["cpu"]).run(None, feeds)
+    _assert_close(got, expected, f"{op} {what} {attrs}")
+    return got
+
+
+def _rng_values(rng, shape, low=-3.0, high=3.0, strided=False):
+    if strided:        # a non-contiguous view: every other column of a wider array
+        wide = rng.uniform(low, high, tuple(shape[:-1]) + (2 * shape[-1],))
+        return wide.astype(np.float32)[..., ::2]
+    return rng.uniform(low, high, shape).astype(np.float32)
+
+
+@pytest.mark.parametrize("op, low, high, attrs", [
+    ("Tan", -1.2, 1.2, {}), ("Asin", -0.99, 0.99, {}), ("Acos", -0.99, 0.99, {}),
+    ("Atan", -5, 5, {}), ("Sinh", -4, 4, {}), ("Cosh", -4, 4, {}), ("Asinh", -5, 5, {}),
+    ("Acosh", 1.0, 6, {}), ("Atanh", -0.95, 0.95, {}), ("Celu", -4, 4, {"alpha": 0.7}),
+    ("Shrink", -2, 2, {"lambd": 0.8, "bias": 0.3}), ("Mish", -25, 25, {}),
+    ("Swish", -6, 6, {"alpha": 1.5})])
+def test_unary_math_kernels_match_the_cpu_provider(gpu, op, low, high, attrs):
+    rng = np.random.default_rng(7)
+    for shape, strided in (((1, 37), False), ((3, 5, 16), True)):
+        x = _rng_values(rng, shape, low, high, strided)
+        _on_gpu_matches_cpu(gpu, op, {"x": x}, what=str(shape), **attrs)
+
+
+def test_mod_bitwise_and_cast_like_match_the_cpu_provider(gpu):
+    rng = np.random.default_rng(3)
+    a = rng.integers(-50, 50, (4, 1, 40)).astype(np.int32)      # > 64 elements: on the GPU
+    b = rng.integers(1, 9, (3, 40)).astype(np.int32) * rng.choice([-1, 1], (3, 40)).astype(
+        np.int32)
+    for fmod in (0, 1):
+        _on_gpu_matches_cpu(gpu, "Mod", {"a": a, "b": b}, what="int32", fmod=fmod)
+        x, y = _rng_values(rng, (2, 3, 30), -9, 9), _rng_values(rng, (3, 30), 0.5, 4, True)
+        _on_gpu_matches_cpu(gpu, "Mod", {"a": x, "b": -y}, what="float32", fmod=fmod)
+    for op in ("BitwiseAnd", "BitwiseOr", "BitwiseXor"):
+        _on_gpu_matches_cpu(gpu, op, {"a": a, "b": b[:1]}, what="int32 broadcast")
+    _on_gpu_matches_cpu(gpu, "BitwiseNot", {"a": a})
+    x = _rng_values(rng, (5, 30), -20, 20)
+    for like in (a, a.astype(np.int64), a > 0, x[:1]):
+        _on_gpu_matches_cpu(gpu, "CastLike", {"x": x, "like": like}, what=str(like.dtype))

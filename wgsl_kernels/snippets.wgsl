@@ -36,3 +36,11 @@ fn pow_any(x: f32, y: f32) -> f32 {
   }
   return r;
 }
+
+// C fmod (the dividend's sign), with x for a finite x over an infinite y (x - y * trunc(x / y)
+// alone gives NaN there). Infinities by their bits: WGSL lets compilers assume floats finite.
+fn fmod_f32(x: f32, y: f32) -> f32 {
+  let x_finite = (bitcast<u32>(x) & 0x7f800000u) != 0x7f800000u;
+  if (x_finite && (bitcast<u32>(y) & 0x7fffffffu) == 0x7f800000u) { return x; }
+  return x - y * trunc(x / y);
+}

@@ -66,6 +66,16 @@ def _cpu_kernel(node, opset):
     return cpu_registry.lookup(node.op_type, node.domain, opset)
 
 
+def _all_nodes(graph):
+    """The nodes of `graph` and of every subgraph in it."""
+    for node in graph.nodes:
+        yield node
+        for a in node.attributes.values():
+            for g in (a.value if isinstance(a.value, list) else [a.value]):
+                if hasattr(g, "nodes") and hasattr(g, "initializers"):
+                    yield from _all_nodes(g)
+
+
 class WebGpuProvider(ExecutionProvider):
     name = "webgpu"
     ort_name = "WebGpuExecutionProvider"
@@ -89,6 +99,25 @@ class WebGpuProvider(ExecutionProvider):
     def __init__(self, options: dict = None, context: GpuContext = None):
         super().__init__(options)
         self.gpu = context or shared_context()
+        self.value_types: dict = {}      # name -> ir.TypeInfo, for operators whose check
+                                         # needs input types (CastLike's target)
+
+    def prepare_model(self, model, ahead: tuple = ()) -> None:
+        """Learn value types, by shape inference, only where a claimed operator's check needs
+        them (most models pay nothing)."""
+        self.value_types = {}
+        if not any(getattr(lookup(n.op_type, n.domain), "typed", False)
+                   for n in _all_nodes(model.graph)):
+            return
+        from ...shape_inference import infer_shapes
+        try:
+            result = infer_shapes(model)
+        except Exception:   # noqa: BLE001 - untyped values are refused by the checks
+            return
+        self.value_types = dict(result)
+        for sub in result.subgraph_types.values():
+            for name, t in sub.items():
+                self.value_types.setdefault(name, t)
 
     @property
     def stats(self) -> dict:
@@ -102,7 +131,8 @@ class WebGpuProvider(ExecutionProvider):
         if have_numpy() and _cpu_kernel(node, opset) is None:
             return False, f"no CPU kernel to fall back on for {node.op_type}"
         if op.check is not None:
-            why = op.check(node, opset)
+            why = (op.check(node, opset, self.value_types) if op.typed
+                   else op.check(node, opset))
             if why:
                 return False, f"{why} is not supported by the WGSL kernel"
         return True, ""

@@ -40,6 +40,21 @@ UNARY = {
     "Cos": ("cos(x)", None),
     "Sign": ("sign(x)", None),
     "Round": ("round(x)", None),
+    "Tan": ("tan(x)", None),
+    "Asin": ("asin(x)", None),
+    "Acos": ("acos(x)", None),
+    "Atan": ("atan(x)", None),
+    "Sinh": ("sinh(x)", None),
+    "Cosh": ("cosh(x)", None),
+    "Asinh": ("asinh(x)", None),
+    "Acosh": ("acosh(x)", None),
+    "Atanh": ("atanh(x)", None),
+    "Celu": ("max(x, 0.0) + min(0.0, alpha * (exp(x / alpha) - 1.0))",
+             lambda a: (a.get("alpha", 1.0), 0.0)),
+    "Shrink": ("select(select(0.0, x - beta, x > alpha), x + beta, x < -alpha)",
+               lambda a: (a.get("lambd", 0.5), a.get("bias", 0.0))),
+    "Mish": ("x * tanh(clamp(select(log(1.0 + exp(x)), x, x > 20.0), -20.0, 20.0))", None),
+    "Swish": ("x / (1.0 + exp(-alpha * x))", lambda a: (a.get("alpha", 1.0), 0.0)),
 }
 GELU = {"none": "0.5 * x * (1.0 + erf_approx(x * 0.7071067811865476))",
         "tanh": "0.5 * x * (1.0 + tanh(clamp(0.7978845608028654 * (x + 0.044715 * x * x * x),"
@@ -54,6 +69,13 @@ BINARY = {
     "PRelu": "select(x * y, x, x >= 0.0)",
 }
 INTEGER_OK = {"Add", "Sub", "Mul", "Div", "Max", "Min"}   # the same WGSL serves int32 words
+BITWISE = {"BitwiseAnd": "x & y", "BitwiseOr": "x | y", "BitwiseXor": "x ^ y"}   # int32 only
+# Mod by fmod and element type: C fmod (the dividend's sign) or Python's % (the divisor's);
+# WGSL's % on i32 is the former
+_PY_MOD = "select({r}, {r} + y, {r} != {z} && (({r} < {z}) != (y < {z})))"
+MOD = {(1, "f32"): "fmod_f32(x, y)", (1, "i32"): "x % y",
+       (0, "i32"): _PY_MOD.format(r="x % y", z="0"),
+       (0, "f32"): _PY_MOD.format(r="fmod_f32(x, y)", z="0.0")}
 NUMERIC = ("float32", "int32", "int64")
 COMPARE = {"Equal": "x == y", "Less": "x < y", "LessOrEqual": "x <= y", "Greater": "x > y",
            "GreaterOrEqual": "x >= y"}
@@ -129,8 +151,8 @@ def clip(gpu, ctx, x, low=None, high=None, min=None, max=None):   # noqa: A002 -
     return unary(gpu, x, CLIP, lo, hi)
 
 
-def _binary_op(op, expr):
-    kinds = NUMERIC if op in INTEGER_OK else ("float32",)
+def _binary_op(op, expr, kinds=None):
+    kinds = kinds or (NUMERIC if op in INTEGER_OK else ("float32",))
 
     @gpu_op(op)
     def run(gpu, ctx, a, b, **_):
@@ -162,6 +184,24 @@ for _op, _test in COMPARE.items():
     _compare_op(_op, _test)
 for _op, _expr in LOGIC.items():
     _logic_op(_op, _expr)
+
+
+for _op, _expr in BITWISE.items():
+    _binary_op(_op, _expr, ("int32",))
+
+
+@gpu_op("BitwiseNot")
+def bitwise_not(gpu, ctx, x):
+    return unary(gpu, x, "~x", dtypes_in=("int32",))
+
+
+@gpu_op("Mod")
+def mod(gpu, ctx, a, b, fmod=0):
+    a = as_gpu_any(gpu, a)
+    expr = MOD.get((int(fmod), a.wgsl))
+    if expr is None:
+        raise Unsupported(f"Mod with fmod={fmod} over {a.dtype}")
+    return binary(gpu, a, b, expr, dtypes_in=NUMERIC)
 
 
 @gpu_op("Not")

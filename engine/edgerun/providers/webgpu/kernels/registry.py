@@ -15,15 +15,18 @@ class GpuOp:
     run: Callable                      # run(gpu, ctx, *inputs, **attributes)
     check: Optional[Callable] = None   # check(node, opset) -> "" or why not
     host_only: bool = False            # shape arithmetic: always computed on the host
+    typed: bool = False                # check(node, opset, types): types maps value names
+                                       # to their ir.TypeInfo (shape inference, see provider)
 
 
 OPS: dict = {}   # (domain, op_type) -> GpuOp
 
 
-def gpu_op(*op_types: str, domain: str = "", check: Callable = None, host_only: bool = False):
+def gpu_op(*op_types: str, domain: str = "", check: Callable = None, host_only: bool = False,
+           typed: bool = False):
     def register(fn):
         for op in op_types:
-            OPS[(domain, op)] = GpuOp(op, domain, fn, check, host_only)
+            OPS[(domain, op)] = GpuOp(op, domain, fn, check, host_only, typed)
         return fn
     return register
 

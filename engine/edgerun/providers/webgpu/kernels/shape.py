@@ -11,7 +11,7 @@ import math
 
 from ....ir import dtypes
 from .. import host_values
-from ..gpu import GPU_TYPES
+from ..gpu import CODES, GPU_TYPES
 from ..memory import GpuTensor
 from .common import cast_to, count, host_floats_or_ints, host_ints, normalize_axis
 from .registry import Unsupported, gpu_op
@@ -82,11 +82,21 @@ def dropout(gpu, ctx, x, ratio=None, training_mode=None, **_):
     return x, host_values.filled(mask_type, x.shape, 1)
 
 
-def check_cast(node, opset) -> str:
-    to = node.attr("to", 0)
+def _cast_problem(to: int) -> str:
     return "" if to in GPU_TYPES and to != dtypes.UINT32 else (
         f"Cast to {dtypes.type_string(to)} (GPU tensors are float32, int32, int64 or bool; "
         f"casting to another type would read them back)")
+
+
+def check_cast(node, opset) -> str:
+    return _cast_problem(node.attr("to", 0))
+
+
+def check_cast_like(node, opset, types) -> str:
+    target = types.get(node.inputs[1]) if len(node.inputs) > 1 else None
+    if target is None or target.kind != "tensor" or not target.elem_type:
+        return f"CastLike to the unknown type of '{node.inputs[1]}' (shape inference found none)"
+    return _cast_problem(target.elem_type)
 
 
 @gpu_op("Cast", check=check_cast)
@@ -94,6 +104,14 @@ def cast(gpu, ctx, x, to, saturate=1, round_mode="up"):
     if isinstance(x, GpuTensor):
         return cast_to(gpu, x, GPU_TYPES[to])
     return _host_cast(x, to)         # shape arithmetic where numpy is absent
+
+
+@gpu_op("CastLike", check=check_cast_like, typed=True)
+def cast_like(gpu, ctx, x, target, saturate=1, round_mode="up"):
+    to = CODES[target.dtype] if isinstance(target, GpuTensor) else host_values.elem_type(target)
+    if to not in GPU_TYPES or to == dtypes.UINT32:
+        raise Unsupported(_cast_problem(to))
+    return cast(gpu, ctx, x, to)
 
 
 def _host_cast(x, to: int):
