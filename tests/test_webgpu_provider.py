@@ -54,7 +54,7 @@ FALLBACK_REASONS = {
     "an integer Pow operand": ["test_pow_types_int64_float32", "test_pow_types_int32_float32"],
     "an empty reduction": [f"test_reduce_{op}_empty_set{x}" for op, xs in (
         ("log_sum", ("", "_expanded")), ("l1", ("", "_expanded")), ("l2", ("", "_expanded")),
-        ("max", ("",)), ("min", ("",)), ("prod", ("",)), ("sum", ("",)),
+        ("max", ("",)), ("min", ("",)), ("prod", ("",)), ("sum", ("",)), ("log_sum_exp", ("",)),
         ("sum_square", ("", "_expanded"))) for x in xs],
 }
 
@@ -390,3 +390,69 @@ def test_mod_bitwise_and_cast_like_match_the_cpu_provider(gpu):
     x = _rng_values(rng, (5, 30), -20, 20)
     for like in (a, a.astype(np.int64), a > 0, x[:1]):
         _on_gpu_matches_cpu(gpu, "CastLike", {"x": x, "like": like}, what=str(like.dtype))
+
+
+def test_layer_and_rms_normalization_with_statistics_match_the_cpu_provider(gpu):
+    rng = np.random.default_rng(11)
+    for shape, axis in (((1, 7, 16), -1), ((2, 3, 4, 5), 1), ((6, 10), 0)):
+        x = _rng_values(rng, shape, strided=True)
+        cols = shape[axis:]
+        scale, bias = _rng_values(rng, cols), _rng_values(rng, cols)
+        _on_gpu_matches_cpu(gpu, "LayerNormalization", {"x": x, "s": scale, "b": bias},
+                            n_outputs=3, what=str(shape), axis=axis, epsilon=1e-3)
+        _on_gpu_matches_cpu(gpu, "LayerNormalization", {"x": x, "s": np.full([1], 2, np.float32)},
+                            what=f"{shape} one scale", axis=axis)
+        _on_gpu_matches_cpu(gpu, "RMSNormalization", {"x": x, "s": scale}, what=str(shape),
+                            axis=axis)
+    x = _rng_values(rng, (3, 4, 6), strided=True)
+    _on_gpu_matches_cpu(gpu, "ReduceLogSumExp", {"x": x * 30}, opset=13, axes=[0, 2])
+    for p in (1, 2):
+        _on_gpu_matches_cpu(gpu, "LpNormalization", {"x": x}, opset=13, axis=1, p=p)
+
+
+@pytest.mark.parametrize("n_idx", [6, 90])       # host indices, and indices on the GPU
+def test_index_kernels_match_the_cpu_provider(gpu, n_idx):
+    rng = np.random.default_rng(n_idx)
+    data = _rng_values(rng, (5, 4, 9), strided=True)
+    for axis in range(3):
+        shape = [3, 4, 9][:]
+        shape[axis] = 2 if n_idx < 64 else 4
+        idx = rng.integers(-data.shape[axis], data.shape[axis], shape).astype(np.int64)
+        _on_gpu_matches_cpu(gpu, "GatherElements", {"d": data, "i": idx}, opset=13,
+                            what=f"axis {axis}", axis=axis)
+        upd = _rng_values(rng, shape)
+        for reduction in ("none", "add", "mul", "max", "min"):
+            if reduction == "none":     # duplicates would make the result order-dependent
+                idx = np.broadcast_to(np.arange(shape[axis]).reshape(
+                    [-1 if d == axis else 1 for d in range(3)]), shape).astype(np.int64)
+            _on_gpu_matches_cpu(gpu, "ScatterElements", {"d": data, "i": idx, "u": upd},
+                                opset=18, what=f"axis {axis}", axis=axis,
+                                reduction=reduction)
+    rows = max(n_idx // 9, 2)
+    nd_idx = np.stack([rng.integers(-5, 5, rows), rng.integers(0, 4, rows)], 1).astype(
+        np.int64)
+    for reduction in ("add", "max"):
+        _on_gpu_matches_cpu(gpu, "ScatterND", {"d": data, "i": nd_idx,
+                                               "u": _rng_values(rng, (rows, 9))},
+                            opset=18, reduction=reduction)
+    ints = rng.integers(-9, 9, (2, n_idx)).astype(np.int32)
+    for x in (data, ints):
+        for upper in (0, 1):
+            for k in (-2, 0, 3):
+                _on_gpu_matches_cpu(gpu, "Trilu", {"x": x, "k": np.array(k, np.int64)},
+                                    opset=14, upper=upper)
+        for exclusive, reverse in ((0, 0), (1, 0), (0, 1), (1, 1)):
+            _on_gpu_matches_cpu(gpu, "CumSum", {"x": x, "a": np.array(-1, np.int32)},
+                                opset=14, exclusive=exclusive, reverse=reverse)
+        for largest in (0, 1):
+            _on_gpu_matches_cpu(gpu, "TopK", {"x": x, "k": np.array([2], np.int64)},
+                                n_outputs=2, opset=11, axis=-1, largest=largest)
+    ties = np.repeat(_rng_values(rng, (4, 3)), 4, axis=1)     # equal values: lower index first
+    _on_gpu_matches_cpu(gpu, "TopK", {"x": ties, "k": np.array([5], np.int64)}, n_outputs=2,
+                        opset=11, axis=1)
+    for axis in (0, 1, -1):
+        _on_gpu_matches_cpu(gpu, "Hardmax", {"x": ties}, opset=13, axis=axis)
+    hot = rng.integers(-6, 6, (n_idx,)).astype(np.int64)
+    for values in (np.array([0.5, 2.0], np.float32), np.array([-1, 7], np.int64)):
+        _on_gpu_matches_cpu(gpu, "OneHot", {"i": hot, "d": np.array(5, np.int64),
+                                            "v": values}, opset=11, axis=0)

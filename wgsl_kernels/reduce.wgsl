@@ -73,12 +73,18 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
 }
 
 //! kernel layernorm
-// Normalizes rows of `cols` elements; scale/bias hold `cols` elements (bias_stride 0 with a
-// zero buffer when there is no bias). params: n (rows), cols, epsilon, bias_stride
+// LayerNormalization ({{RMS}} 0) or RMSNormalization ({{RMS}} 1) of rows of `cols` elements:
+// (x - mean) * inv * scale + bias, inv = 1 / sqrt(variance + epsilon), where RMS takes mean 0
+// and has no bias. scale[j * scale_stride], bias[j * bias_stride]: stride 0 reads one value
+// (a zero buffer stands for an absent bias). With {{STATS}} 1 each row's mean and inv are
+// written too (LayerNormalization's Mean and InvStdDev outputs).
+// params: n (rows), cols, epsilon, scale_stride, bias_stride
 @group(0) @binding(1) var<storage, read_write> out: array<f32>;
 @group(0) @binding(2) var<storage, read> x: array<f32>;
 @group(0) @binding(3) var<storage, read> scale: array<f32>;
 @group(0) @binding(4) var<storage, read> bias: array<f32>;
+@group(0) @binding(5) var<storage, read_write> mean_out: array<f32>;
+@group(0) @binding(6) var<storage, read_write> inv_out: array<f32>;
 
 @compute @workgroup_size({{WG}})
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
@@ -87,17 +93,24 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
   let cols = pu(1u);
   let base = i * cols;
   var mean = 0.0;
-  for (var j = 0u; j < cols; j++) { mean += x[base + j]; }
-  mean = mean / f32(cols);
+  if ({{RMS}} == 0) {
+    for (var j = 0u; j < cols; j++) { mean += x[base + j]; }
+    mean = mean / f32(cols);
+  }
   var variance = 0.0;
   for (var j = 0u; j < cols; j++) {
     let d = x[base + j] - mean;
     variance += d * d;
   }
   let inv = 1.0 / sqrt(variance / f32(cols) + pf(2u));
-  let bs = pu(3u);
+  let ss = pu(3u);
+  let bs = pu(4u);
   for (var j = 0u; j < cols; j++) {
-    out[base + j] = (x[base + j] - mean) * inv * scale[j] + bias[j * bs];
+    out[base + j] = (x[base + j] - mean) * inv * scale[j * ss] + bias[j * bs];
+  }
+  if ({{STATS}} == 1) {
+    mean_out[i] = mean;
+    inv_out[i] = inv;
   }
 }
 
@@ -127,10 +140,12 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
 }
 
 //! kernel arg_extreme
-// ArgMax/ArgMin along one axis: rows of length L with stride `inner`, one output index per
-// row. {{BETTER}} is the test that moves the pick to a new element `v` (`v > best` keeps the
-// first of equal maxima, `v >= best` the last). params: n (= outer * inner), L, inner
-@group(0) @binding(1) var<storage, read_write> out: array<i32>;
+// ArgMax/ArgMin along one axis: rows of length L with stride `inner`. {{BETTER}} is the test
+// that moves the pick to a new element `v` (`v > best` keeps the first of equal maxima,
+// `v >= best` the last). {{WRITE}} stores the pick: ArgMax's index per row (out[i]), or
+// Hardmax's row of 0s with a 1 at the pick. OT is the output's WGSL type.
+// params: n (= outer * inner), L, inner
+@group(0) @binding(1) var<storage, read_write> out: array<{{OT}}>;
 @group(0) @binding(2) var<storage, read> x: array<{{T}}>;
 
 @compute @workgroup_size({{WG}})
@@ -149,5 +164,5 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
       pick = j;
     }
   }
-  out[i] = i32(pick);
+  {{WRITE}}
 }

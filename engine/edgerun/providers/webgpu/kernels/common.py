@@ -66,6 +66,28 @@ def cast_to(gpu, x: GpuTensor, dtype: str) -> GpuTensor:
                         {"EXPR": expr, "T": x.wgsl, "OT": out.wgsl})
 
 
+def gpu_indices(gpu, indices, bounds: list, op: str) -> tuple:
+    """(int32/int64 GPU tensor, shape) of an index operand. Host indices are checked against
+    `bounds` (one axis length, or one per column of the last dim: ScatterND's tuples), then
+    uploaded; GPU indices are read where they are (kernels count negatives back and never
+    read or write out of bounds, but cannot raise)."""
+    if isinstance(indices, GpuTensor):
+        if indices.dtype not in ("int32", "int64"):
+            raise Unsupported(f"{indices.dtype} indices")
+        return indices, indices.shape
+    if host_values.elem_type(indices) not in host_values.INTEGER_TYPES:
+        raise Unsupported("indices that are not integers")
+    items = host_values.values(indices)
+    shape = host_values.shape(indices)
+    for column, n in enumerate(bounds):
+        picked = items[column::len(bounds)]
+        if picked and (min(picked) < -n or max(picked) >= n):
+            raise ValueError(f"{op}: indices out of range [-{n}, {n - 1}]")
+    if host_values.elem_type(indices) not in (dtypes.INT32, dtypes.INT64):
+        indices = host_values.make(dtypes.INT32, shape, items)
+    return gpu.upload_small(indices), shape
+
+
 def host_ints(gpu, value) -> list:
     """An integer parameter tensor (shape, axes, pads...) as a list of Python ints."""
     if value is None:

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import math
 
-from ....ir import dtypes
 from .. import host_values
-from ..memory import GpuTensor
 from ....ir.shape_rules import split_lengths
-from .common import (as_gpu, as_gpu_any, broadcast_strides, count, host_floats_or_ints,
-                     host_ints, normalize_axis, padded, strided_copy, strides_of)
+from .common import (as_gpu, as_gpu_any, broadcast_strides, count, gpu_indices,
+                     host_floats_or_ints, host_ints, normalize_axis, padded, strided_copy,
+                     strides_of)
 from .registry import Unsupported, gpu_op
 
 
@@ -137,20 +136,7 @@ def gather(gpu, data, indices, axis):
     """data's entries at `indices` along `axis`: host indices are checked and uploaded, GPU
     ones (int32/int64) are read where they are."""
     n_axis = data.shape[axis]
-    if isinstance(indices, GpuTensor):
-        if indices.dtype not in ("int32", "int64"):
-            raise Unsupported(f"{indices.dtype} indices")
-        idx_gpu, idx_shape = indices, indices.shape
-    else:
-        if host_values.elem_type(indices) not in host_values.INTEGER_TYPES:
-            raise Unsupported("indices that are not integers")
-        items = host_values.values(indices)
-        if items and (min(items) < -n_axis or max(items) >= n_axis):
-            raise ValueError(f"Gather: indices out of range [-{n_axis}, {n_axis - 1}]")
-        idx_shape = host_values.shape(indices)
-        if host_values.elem_type(indices) not in (dtypes.INT32, dtypes.INT64):
-            indices = host_values.make(dtypes.INT32, idx_shape, items)
-        idx_gpu = gpu.upload_small(indices)           # negatives: the kernel counts back
+    idx_gpu, idx_shape = gpu_indices(gpu, indices, [n_axis], "Gather")
     shape = data.shape[:axis] + tuple(idx_shape) + data.shape[axis + 1:]
     out = gpu.empty(shape, data.dtype)
     if count(shape) == 0:

@@ -26,34 +26,54 @@ def batch_normalization(gpu, ctx, x, scale, bias, mean, var, epsilon=1e-5, **_):
                         [channels, inner, float(epsilon)], x.size)
 
 
-def check_layernorm(node, opset) -> str:
-    if len([o for o in node.outputs if o]) > 1:
-        return "the Mean/InvStdDev outputs"
-    return ""
+def _row_operand(gpu, v, cols: int, what: str) -> tuple:
+    """(GPU tensor, stride) of a scale or bias read once per normalized element: a full row
+    (stride 1) or a single value (stride 0)."""
+    v = as_gpu(gpu, v)
+    if v.size == cols:
+        return v, 1
+    if v.size == 1:
+        return v, 0
+    raise Unsupported(f"a {what} of shape {v.shape} that broadcasts over part of the "
+                      f"normalized {cols} elements")
 
 
-def layer_norm(gpu, x, scale, bias=None, axis=-1, epsilon=1e-5, **_):
+def layer_norm(gpu, x, scale, bias=None, axis=-1, epsilon=1e-5, rms=False, stats=False):
+    """LayerNormalization (or RMSNormalization) over x.shape[axis:]; with `stats`, also
+    the per-row Mean and InvStdDev, shaped x.shape[:axis] + [1, ...]."""
     x = as_gpu(gpu, x)
     axis = normalize_axis(axis, x.ndim)
     cols = count(x.shape[axis:])
-    scale = as_gpu(gpu, scale)
-    if scale.size != cols or (bias is not None and count(bias.shape) != cols):
-        raise Unsupported("LayerNormalization scale/bias that broadcast (not full rows)")
-    if bias is None:
-        bias, stride = gpu.zeros(1), 0
-    else:
-        bias, stride = as_gpu(gpu, bias), 1
+    rows = count(x.shape[:axis])
+    stat_shape = tuple(x.shape[:axis]) + (1,) * (x.ndim - axis)
     out = gpu.empty(x.shape)
+    mean, inv = (gpu.empty(stat_shape), gpu.empty(stat_shape)) if stats else (
+        gpu.empty((1,)), gpu.empty((1,)))
     if cols == 0:
+        if stats:
+            raise Unsupported("the Mean/InvStdDev of empty rows")
         return out
-    return gpu.dispatch("reduce", "layernorm", out, [x, scale, bias],
-                        [cols, float(epsilon), stride], x.size // cols)
+    scale, scale_stride = _row_operand(gpu, scale, cols, "scale")
+    if bias is None:
+        bias, bias_stride = gpu.zeros(1), 0
+    else:
+        bias, bias_stride = _row_operand(gpu, bias, cols, "bias")
+    gpu.dispatch("reduce", "layernorm", out, [x, scale, bias, mean, inv],
+                 [cols, float(epsilon), scale_stride, bias_stride], rows,
+                 {"RMS": int(rms), "STATS": int(stats)})
+    return (out, mean, inv) if stats else out
 
 
-@gpu_op("LayerNormalization", check=check_layernorm)
-@gpu_op("LayerNormalization", domain="com.edgerun", check=check_layernorm)
+@gpu_op("LayerNormalization")
+@gpu_op("LayerNormalization", domain="com.edgerun")
 def run_layer_norm(gpu, ctx, x, scale, bias=None, axis=-1, epsilon=1e-5, stash_type=1):
-    return layer_norm(gpu, x, scale, bias, axis, epsilon)
+    stats = len([o for o in ctx.node.outputs if o]) > 1
+    return layer_norm(gpu, x, scale, bias, axis, epsilon, stats=stats)
+
+
+@gpu_op("RMSNormalization")
+def run_rms_norm(gpu, ctx, x, scale, axis=-1, epsilon=1e-5, stash_type=1):
+    return layer_norm(gpu, x, scale, None, axis, epsilon, rms=True)
 
 
 @gpu_op("LRN")

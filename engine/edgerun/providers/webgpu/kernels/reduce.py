@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from .common import (as_gpu, as_gpu_any, count, host_ints, merge_dims, normalize_axis,
                      padded, strides_of)
+from .elementwise import binary
 from .registry import Unsupported, gpu_op
 
 # op -> (MAP over v, COMBINE over acc and v, FINAL over acc and count)
@@ -16,6 +17,10 @@ REDUCTIONS = {
     "ReduceL2": ("v * v", "acc + v", "sqrt(acc)"),
     "ReduceSumSquare": ("v * v", "acc + v", "acc"),
     "ReduceLogSum": ("v", "acc + v", "log(acc)"),
+    # log(exp(acc) + exp(v)) without overflow; equal infinities would give inf - inf = NaN
+    "ReduceLogSumExp": ("v", "select(max(acc, v) + log(1.0 + exp(-abs(acc - v))), acc, "
+                        "acc == v && abs(v) > 3.4e38)",
+                        "acc"),
 }
 AXES_INPUT_SINCE = {"ReduceSum": 13}          # the others take axes as an input from 18
 # reductions whose result over one element is that element (noop_with_empty_axes returns x;
@@ -59,6 +64,14 @@ def _reduce_op(op):
 
 for _op in REDUCTIONS:
     _reduce_op(_op)
+
+
+@gpu_op("LpNormalization")
+def lp_normalization(gpu, ctx, x, axis=-1, p=2):
+    if int(p) not in (1, 2):
+        raise ValueError(f"LpNormalization: p={p} (1 or 2)")
+    norm = reduce(gpu, x, "ReduceL1" if int(p) == 1 else "ReduceL2", [axis])
+    return binary(gpu, x, norm, "select(x / y, 0.0, y == 0.0)")      # 0 over a zero norm
 
 
 def softmax(gpu, x, axis, opset, log):
@@ -112,9 +125,29 @@ def _arg_op(op):
         inner = count(x.shape[axis + 1:])
         return gpu.dispatch("reduce", "arg_extreme", out, [x], [length, inner],
                             x.size // length,
-                            {"T": x.wgsl, "BETTER": ARG_TESTS[(op, int(select_last_index))]})
+                            {"T": x.wgsl, "OT": "i32", "WRITE": "out[i] = i32(pick);",
+                             "BETTER": ARG_TESTS[(op, int(select_last_index))]})
     return run
 
 
 for _op in ("ArgMax", "ArgMin"):
     _arg_op(_op)
+
+HARDMAX_WRITE = ("for (var j = 0u; j < L; j++) { out[base + j * inner] = "
+                 "select(0.0, 1.0, j == pick); }")
+
+
+@gpu_op("Hardmax")
+def hardmax(gpu, ctx, x, axis=None):
+    x = as_gpu(gpu, x)
+    axis = normalize_axis((1 if ctx.opset < 13 else -1) if axis is None else axis, x.ndim)
+    out = gpu.empty(x.shape)
+    if x.size == 0:
+        return out
+    if ctx.opset < 13:          # the input is seen as 2-D [prod(:axis), prod(axis:)]
+        length, inner = count(x.shape[axis:]), 1
+    else:
+        length, inner = x.shape[axis], count(x.shape[axis + 1:])
+    return gpu.dispatch("reduce", "arg_extreme", out, [x], [length, inner], x.size // length,
+                        {"T": "f32", "OT": "f32", "WRITE": HARDMAX_WRITE,
+                         "BETTER": ARG_TESTS[("ArgMax", 0)]})

@@ -1,0 +1,182 @@
+"""Index operators on index.wgsl: GatherElements, ScatterElements (and Scatter),
+ScatterND, Trilu, OneHot, CumSum, TopK."""
+from __future__ import annotations
+
+from ....ir import dtypes
+from .. import host_values
+from ..gpu import GPU_TYPES
+from ..memory import GpuTensor
+from .common import (as_gpu_any, cast_to, count, gpu_indices, host_floats_or_ints,
+                     host_ints, normalize_axis, padded, strides_of)
+from .registry import Unsupported, gpu_op
+
+# ScatterElements / ScatterND reduction -> how update `u` folds into `acc`
+REDUCE = {"none": "u", "add": "acc + u", "mul": "acc * u", "max": "max(acc, u)",
+          "min": "min(acc, u)"}
+NUMERIC = ("float32", "int32", "int64")
+
+
+def _text(value, default: str) -> str:
+    value = default if value is None else value
+    return value.decode() if isinstance(value, bytes) else value
+
+
+def check_reduction(node, opset) -> str:
+    reduction = _text(node.attr("reduction"), "none")
+    return "" if reduction in REDUCE else f"reduction={reduction!r}"
+
+
+@gpu_op("GatherElements")
+def gather_elements(gpu, ctx, data, indices, axis=0):
+    data = as_gpu_any(gpu, data)
+    axis = normalize_axis(axis, data.ndim)
+    idx, shape = gpu_indices(gpu, indices, [data.shape[axis]], "GatherElements")
+    out = gpu.empty(shape, data.dtype)
+    if count(shape) == 0:
+        return out
+    n_axis = data.shape[axis]
+    dims, strides, axis = _merge_beside_axis(list(shape), strides_of(data.shape), data.shape,
+                                             axis)
+    params = [len(dims), axis, n_axis] + padded(dims, fill=1) + padded(strides)
+    return gpu.dispatch("index", "gather_elements", out, [data, idx], params, count(shape),
+                        {"T": data.wgsl})
+
+
+def _merge_beside_axis(dims: list, strides: list, full: tuple, axis: int) -> tuple:
+    """Merge neighbouring dims on one side of `axis` where the inner one is whole (so both
+    the index walk and `strides` stay contiguous): ranks above 6 fit the kernels."""
+    i = len(dims) - 2
+    while i >= 0:
+        if axis not in (i, i + 1) and dims[i + 1] == full[i + 1]:
+            dims[i] *= dims[i + 1]
+            strides[i] = strides[i + 1]
+            del dims[i + 1], strides[i + 1]
+            full = full[:i] + (full[i] * full[i + 1],) + full[i + 2:]
+            axis -= axis > i
+        i -= 1
+    return dims, strides, axis
+
+
+@gpu_op("ScatterElements", check=check_reduction)
+@gpu_op("Scatter")
+def scatter_elements(gpu, ctx, data, indices, updates, axis=0, reduction="none"):
+    data, updates = as_gpu_any(gpu, data), as_gpu_any(gpu, updates)
+    reduction = _text(reduction, "none")
+    if data.dtype != updates.dtype or (data.dtype == "bool" and reduction != "none"):
+        raise Unsupported(f"ScatterElements of {updates.dtype} updates into {data.dtype} "
+                          f"data (reduction {reduction})")
+    axis = normalize_axis(axis, data.ndim)
+    idx, shape = gpu_indices(gpu, indices, [data.shape[axis]], "ScatterElements")
+    if tuple(shape) != updates.shape:
+        raise ValueError(f"ScatterElements: indices {tuple(shape)} and updates "
+                         f"{updates.shape} differ in shape")
+    out = gpu.empty(data.shape, data.dtype)
+    params = ([data.ndim, axis, data.shape[axis]] + padded(list(data.shape), fill=1)
+              + padded(list(updates.shape), fill=1) + padded(strides_of(updates.shape)))
+    return gpu.dispatch("index", "scatter_elements", out, [data, idx, updates], params,
+                        data.size, {"T": data.wgsl, "REDUCE": REDUCE[reduction]})
+
+
+@gpu_op("ScatterND", check=check_reduction)
+def scatter_nd(gpu, ctx, data, indices, updates, reduction="none"):
+    data, updates = as_gpu_any(gpu, data), as_gpu_any(gpu, updates)
+    reduction = _text(reduction, "none")
+    if data.dtype != updates.dtype or (data.dtype == "bool" and reduction != "none"):
+        raise Unsupported(f"ScatterND of {updates.dtype} updates into {data.dtype} data "
+                          f"(reduction {reduction})")
+    k = (indices.shape if isinstance(indices, GpuTensor) else host_values.shape(indices))[-1]
+    if k > data.ndim:
+        raise ValueError(f"ScatterND: index tuples of {k} into a rank-{data.ndim} tensor")
+    idx, shape = gpu_indices(gpu, indices, list(data.shape[:k]), "ScatterND")
+    out = gpu.empty(data.shape, data.dtype)
+    inner = count(data.shape[k:])
+    rows = count(shape[:-1])
+    params = [k, inner, rows] + padded(list(data.shape[:k]), fill=1)
+    return gpu.dispatch("index", "scatter_nd", out, [data, idx, updates], params, data.size,
+                        {"T": data.wgsl, "REDUCE": REDUCE[reduction]})
+
+
+@gpu_op("Trilu")
+def trilu(gpu, ctx, x, k=None, upper=1):
+    x = as_gpu_any(gpu, x)
+    offset = 0 if k is None else int(host_floats_or_ints(gpu, k)[0])
+    out = gpu.empty(x.shape, x.dtype)
+    if x.size == 0:
+        return out
+    offset = max(min(offset, 2**31 - 1), -2**31 + 1)
+    return gpu.dispatch("index", "trilu", out, [x], [x.shape[-2], x.shape[-1], offset],
+                        x.size, {"T": x.wgsl, "UPPER": int(bool(upper))})
+
+
+def _lines(shape, axis):
+    """(L, inner, number of lines) of the lines along `axis`."""
+    length, inner = shape[axis], count(shape[axis + 1:])
+    return length, inner, count(shape[:axis]) * inner
+
+
+@gpu_op("CumSum")
+def cumsum(gpu, ctx, x, axis, exclusive=0, reverse=0):
+    x = as_gpu_any(gpu, x)
+    if x.dtype not in NUMERIC:
+        raise Unsupported(f"CumSum over {x.dtype}")
+    axis = normalize_axis(host_ints(gpu, axis)[0], x.ndim)
+    out = gpu.empty(x.shape, x.dtype)
+    length, inner, lines = _lines(x.shape, axis)
+    if x.size == 0:
+        return out
+    return gpu.dispatch("index", "cumsum", out, [x], [length, inner, int(bool(exclusive)),
+                                                      int(bool(reverse))], lines,
+                        {"T": x.wgsl})
+
+
+# (largest, WGSL type) -> does (a, ia) come before (b, ib): ties keep the lower index
+TOPK_ORDER = {True: "a > b || (a == b && ia < ib)", False: "a < b || (a == b && ia < ib)"}
+
+
+@gpu_op("TopK")
+def topk(gpu, ctx, x, k_input=None, axis=-1, largest=1, sorted=1, k=None):  # noqa: A002
+    x = as_gpu_any(gpu, x)
+    if x.dtype not in NUMERIC:
+        raise Unsupported(f"TopK over {x.dtype}")
+    kk = int(k) if ctx.opset < 10 else host_ints(gpu, k_input)[0]
+    axis = normalize_axis(axis, x.ndim)
+    length, inner, lines = _lines(x.shape, axis)
+    if not 0 <= kk <= length:
+        raise ValueError(f"TopK: k={kk} for an axis of {length} elements")
+    shape = list(x.shape)
+    shape[axis] = kk
+    values, indices = gpu.empty(shape, x.dtype), gpu.empty(shape, "int64")
+    if count(shape) == 0:
+        return values, indices
+    gpu.dispatch("index", "topk", values, [x, indices], [length, inner, kk], lines,
+                 {"T": x.wgsl, "BEFORE": TOPK_ORDER[bool(largest)]})
+    return values, indices
+
+
+def check_one_hot(node, opset, types) -> str:
+    t = types.get(node.inputs[2])
+    if t is None or t.elem_type not in GPU_TYPES or t.elem_type == dtypes.UINT32:
+        return (f"OneHot values of type {t.type_string() if t else 'unknown'} (GPU tensors "
+                f"are float32, int32, int64 or bool)")
+    return ""
+
+
+@gpu_op("OneHot", check=check_one_hot, typed=True)
+def one_hot(gpu, ctx, indices, depth, values, axis=-1):
+    depth_n = int(host_floats_or_ints(gpu, depth)[0])
+    values = as_gpu_any(gpu, values)
+    if depth_n < 1 or values.size != 2:
+        raise ValueError(f"OneHot: depth {depth_n} and {values.size} values (2 expected)")
+    idx = as_gpu_any(gpu, indices, cast_host=True)
+    if idx.dtype == "float32":           # float indices: truncated, as the CPU kernel does
+        idx = cast_to(gpu, idx, "int32")
+    elif idx.dtype not in ("int32", "int64"):
+        raise Unsupported(f"{idx.dtype} OneHot indices")
+    rank = idx.ndim + 1
+    axis = normalize_axis(axis, rank)
+    shape = idx.shape[:axis] + (depth_n,) + idx.shape[axis:]
+    out = gpu.empty(shape, values.dtype)
+    if count(shape) == 0:
+        return out
+    return gpu.dispatch("index", "onehot", out, [idx, values], [depth_n, count(idx.shape[axis:])],
+                        count(shape), {"T": values.wgsl})

@@ -1,0 +1,231 @@
+// Index family: operators whose output elements pick, place or rank input elements by
+// computed indices (GatherElements, ScatterElements, ScatterND, Trilu, OneHot) or walk one
+// axis in order (CumSum, TopK; Hardmax is reduce.wgsl's arg_extreme). T is the WGSL element type (f32, i32, u32).
+// Indices are i32 (int64 is stored as int32); negative ones count from the end of their
+// axis, and an index out of range reads or writes nothing a kernel could fault on (host
+// indices are checked before upload, as Gather's are).
+
+//! kernel gather_elements
+// out[c] = data[c with c[axis] replaced by idx[c]] over the coordinates c of idx's shape.
+// params: n, rank, axis, axis_len, dims[6] @4 (idx's), data_strides[6] @10
+@group(0) @binding(1) var<storage, read_write> out: array<{{T}}>;
+@group(0) @binding(2) var<storage, read> data: array<{{T}}>;
+@group(0) @binding(3) var<storage, read> idx: array<i32>;
+
+@compute @workgroup_size({{WG}})
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+  let i = flat_index(gid, nwg);
+  if (i >= pu(0u)) { return; }
+  let axis = pu(2u);
+  let axis_len = pi(3u);
+  var k = idx[i];
+  if (k < 0) { k += axis_len; }
+  k = clamp(k, 0, axis_len - 1);
+  var rest = i;
+  var src = 0u;
+  for (var d = i32(pu(1u)) - 1; d >= 0; d--) {
+    let a = u32(d);
+    let dim = pu(4u + a);
+    var c = rest % dim;
+    rest = rest / dim;
+    if (a == axis) { c = u32(k); }
+    src += c * pu(10u + a);
+  }
+  out[i] = data[src];
+}
+
+//! kernel scatter_elements
+// out = data with updates[u] folded into out[u with u[axis] replaced by idx[u]], in the
+// order of u: each output element walks the updates along `axis` that share its other
+// coordinates, so duplicate indices reduce in order, deterministically.
+// {{REDUCE}} folds update `u` into `acc` ("u" for reduction none: the last one wins).
+// params: n, rank, axis, axis_len, dims[6] @4 (data's), upd_dims[6] @10, upd_strides[6] @16
+@group(0) @binding(1) var<storage, read_write> out: array<{{T}}>;
+@group(0) @binding(2) var<storage, read> data: array<{{T}}>;
+@group(0) @binding(3) var<storage, read> idx: array<i32>;
+@group(0) @binding(4) var<storage, read> upd: array<{{T}}>;
+
+@compute @workgroup_size({{WG}})
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+  let i = flat_index(gid, nwg);
+  if (i >= pu(0u)) { return; }
+  let axis = pu(2u);
+  let axis_len = pi(3u);
+  var acc = data[i];
+  var rest = i;
+  var base = 0u;
+  var want = 0;
+  for (var d = i32(pu(1u)) - 1; d >= 0; d--) {
+    let a = u32(d);
+    let dim = pu(4u + a);
+    let c = rest % dim;
+    rest = rest / dim;
+    if (a == axis) {
+      want = i32(c);
+    } else {
+      if (c >= pu(10u + a)) { out[i] = acc; return; }   // no update reaches this element
+      base += c * pu(16u + a);
+    }
+  }
+  let step = pu(16u + axis);
+  for (var j = 0u; j < pu(10u + axis); j++) {
+    var k = idx[base + j * step];
+    if (k < 0) { k += axis_len; }
+    if (k == want) {
+      let u = upd[base + j * step];
+      acc = {{REDUCE}};
+    }
+  }
+  out[i] = acc;
+}
+
+//! kernel scatter_nd
+// out = data with update row m (`inner` elements) folded into the slot that index tuple m
+// (idx[m * K .. m * K + K]) names in data's first K dims, rows in order (see
+// scatter_elements for REDUCE). params: n, K, inner, M (update rows), dims[6] @4 (data's
+// first K dims)
+@group(0) @binding(1) var<storage, read_write> out: array<{{T}}>;
+@group(0) @binding(2) var<storage, read> data: array<{{T}}>;
+@group(0) @binding(3) var<storage, read> idx: array<i32>;
+@group(0) @binding(4) var<storage, read> upd: array<{{T}}>;
+
+@compute @workgroup_size({{WG}})
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+  let i = flat_index(gid, nwg);
+  if (i >= pu(0u)) { return; }
+  let K = pu(1u);
+  let inner = pu(2u);
+  let slot = i / inner;
+  let q = i % inner;
+  var acc = data[i];
+  for (var m = 0u; m < pu(3u); m++) {
+    var s = 0;
+    for (var d = 0u; d < K; d++) {
+      let dim = pi(4u + d);
+      var k = idx[m * K + d];
+      if (k < 0) { k += dim; }
+      s = s * dim + k;
+    }
+    if (s == i32(slot)) {
+      let u = upd[m * inner + q];
+      acc = {{REDUCE}};
+    }
+  }
+  out[i] = acc;
+}
+
+//! kernel trilu
+// The upper ({{UPPER}} 1: col - row >= k) or lower (col - row <= k) triangle of each
+// matrix in the last two dims; other elements are 0. params: n, rows, cols, k (i32)
+@group(0) @binding(1) var<storage, read_write> out: array<{{T}}>;
+@group(0) @binding(2) var<storage, read> x: array<{{T}}>;
+
+@compute @workgroup_size({{WG}})
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+  let i = flat_index(gid, nwg);
+  if (i >= pu(0u)) { return; }
+  let cols = pu(2u);
+  let col = i32(i % cols);
+  let row = i32((i / cols) % pu(1u));
+  let diff = col - row;
+  var keep = diff <= pi(3u);
+  if ({{UPPER}} == 1) { keep = diff >= pi(3u); }
+  out[i] = select({{T}}(0), x[i], keep);
+}
+
+//! kernel cumsum
+// Running sums along one axis: lines of length L with stride `inner`, one line per work
+// item. params: n (= outer * inner), L, inner, exclusive, reverse
+@group(0) @binding(1) var<storage, read_write> out: array<{{T}}>;
+@group(0) @binding(2) var<storage, read> x: array<{{T}}>;
+
+@compute @workgroup_size({{WG}})
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+  let i = flat_index(gid, nwg);
+  if (i >= pu(0u)) { return; }
+  let L = pu(1u);
+  let inner = pu(2u);
+  let exclusive = pu(3u) == 1u;
+  let reverse = pu(4u) == 1u;
+  let base = (i / inner) * L * inner + i % inner;
+  var acc = {{T}}(0);
+  for (var j = 0u; j < L; j++) {
+    var p = j;
+    if (reverse) { p = L - 1u - j; }
+    let at = base + p * inner;
+    let v = x[at];
+    if (exclusive) {
+      out[at] = acc;
+      acc += v;
+    } else {
+      acc += v;
+      out[at] = acc;
+    }
+  }
+}
+
+//! kernel topk
+// The K first elements of each line (length L, stride `inner`) in the order {{BEFORE}}
+// defines over (a, ia) and (b, ib) (value, index): pick t is the first element that comes
+// after pick t - 1, found by one pass per pick (K * L reads, no scratch memory).
+// Values go to `out`, indices to `indices`, both lines of length K with stride `inner`.
+// params: n (= outer * inner), L, inner, K
+@group(0) @binding(1) var<storage, read_write> out: array<{{T}}>;
+@group(0) @binding(2) var<storage, read> x: array<{{T}}>;
+@group(0) @binding(3) var<storage, read_write> indices: array<i32>;
+
+fn before(a: {{T}}, ia: u32, b: {{T}}, ib: u32) -> bool {
+  return {{BEFORE}};
+}
+
+@compute @workgroup_size({{WG}})
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+  let i = flat_index(gid, nwg);
+  if (i >= pu(0u)) { return; }
+  let L = pu(1u);
+  let inner = pu(2u);
+  let K = pu(3u);
+  let base = (i / inner) * L * inner + i % inner;
+  let out_base = (i / inner) * K * inner + i % inner;
+  var prev = x[base];
+  var prev_i = 0u;
+  for (var t = 0u; t < K; t++) {
+    var found = false;
+    var best = x[base];
+    var best_i = 0u;
+    for (var j = 0u; j < L; j++) {
+      let v = x[base + j * inner];
+      if (t > 0u && !before(prev, prev_i, v, j)) { continue; }
+      if (!found || before(v, j, best, best_i)) {
+        best = v;
+        best_i = j;
+        found = true;
+      }
+    }
+    out[out_base + t * inner] = best;
+    indices[out_base + t * inner] = i32(best_i);
+    prev = best;
+    prev_i = best_i;
+  }
+}
+
+//! kernel onehot
+// out[o, d, q] = values[1] where idx[o, q] (negatives count back from depth) is d, else
+// values[0]. params: n, depth, inner
+@group(0) @binding(1) var<storage, read_write> out: array<{{T}}>;
+@group(0) @binding(2) var<storage, read> idx: array<i32>;
+@group(0) @binding(3) var<storage, read> values: array<{{T}}>;
+
+@compute @workgroup_size({{WG}})
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+  let i = flat_index(gid, nwg);
+  if (i >= pu(0u)) { return; }
+  let depth = pu(1u);
+  let inner = pu(2u);
+  let q = i % inner;
+  let d = (i / inner) % depth;
+  let o = i / (inner * depth);
+  var k = idx[o * inner + q];
+  if (k < 0) { k += i32(depth); }
+  out[i] = values[select(0u, 1u, k == i32(d))];
+}
