@@ -33,6 +33,25 @@ enum {
     U_RECIPROCAL, U_LOG, U_ELU, U_SOFTSIGN, U_FLOOR, U_CEIL, U_SILU, U_AFFINE
 };
 
+/* Broadcasting loops: the host passes shape[rank], then one stride list (elements, 0 where
+ * broadcast) per operand, through er_args. A kernel walks the innermost dimension itself and
+ * calls next_row after each row: it advances the index over the outer dimensions and each
+ * operand's element offset (offsets[k] reads the stride list k). */
+static inline i32 outer_rows(const i32 *shape, i32 rank) {
+    i32 rows = 1;
+    for (i32 d = 0; d < rank - 1; d++) rows *= shape[d];
+    return rows;
+}
+
+static inline void next_row(i32 *idx, const i32 *shape, i32 rank, i32 operands, i32 *offsets) {
+    for (i32 d = rank - 2; d >= 0; d--) {
+        for (i32 k = 0; k < operands; k++) offsets[k] += er_args[(k + 1) * rank + d];
+        if (++idx[d] < shape[d]) return;
+        for (i32 k = 0; k < operands; k++) offsets[k] -= er_args[(k + 1) * rank + d] * shape[d];
+        idx[d] = 0;
+    }
+}
+
 void unary_f32(i32 op, const float *x, float *y, i32 n, float p0, float p1);
 
 #include "kernels.h"

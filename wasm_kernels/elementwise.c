@@ -167,47 +167,28 @@ static void binary_row(i32 op, const float *a, i32 sa, const float *b, i32 sb, f
 /* er_args: shape[rank], astride[rank], bstride[rank]; y is contiguous. */
 EXPORT void er_binary(i32 op, const float *a, const float *b, float *y, i32 rank) {
     const i32 *shape = er_args, *sa = er_args + rank, *sb = er_args + 2 * rank;
-    i32 idx[MAX_RANK] = {0};
-    i32 inner = shape[rank - 1];
-    i32 rows = 1;
-    for (i32 d = 0; d < rank - 1; d++) rows *= shape[d];
-    const float *pa = a, *pb = b;
+    i32 idx[MAX_RANK] = {0}, off[2] = {0, 0};
+    i32 inner = shape[rank - 1], rows = outer_rows(shape, rank);
     for (i32 r = 0; r < rows; r++) {
-        binary_row(op, pa, sa[rank - 1], pb, sb[rank - 1], y, inner);
+        binary_row(op, a + off[0], sa[rank - 1], b + off[1], sb[rank - 1], y, inner);
         y += inner;
-        for (i32 d = rank - 2; d >= 0; d--) {   /* odometer over the outer dimensions */
-            pa += sa[d];
-            pb += sb[d];
-            if (++idx[d] < shape[d]) break;
-            pa -= sa[d] * shape[d];
-            pb -= sb[d] * shape[d];
-            idx[d] = 0;
-        }
+        next_row(idx, shape, rank, 2, off);
     }
 }
 
 /* int64 Add/Sub/Mul with the same broadcasting (shape arithmetic). */
 EXPORT void er_binary_i64(i32 op, const i64 *a, const i64 *b, i64 *y, i32 rank) {
     const i32 *shape = er_args, *sa = er_args + rank, *sb = er_args + 2 * rank;
-    i32 idx[MAX_RANK] = {0};
-    i32 inner = shape[rank - 1];
-    i32 rows = 1;
-    for (i32 d = 0; d < rank - 1; d++) rows *= shape[d];
+    i32 idx[MAX_RANK] = {0}, off[2] = {0, 0};
+    i32 inner = shape[rank - 1], rows = outer_rows(shape, rank);
     i32 ia = sa[rank - 1], ib = sb[rank - 1];
-    const i64 *pa = a, *pb = b;
     for (i32 r = 0; r < rows; r++) {
+        const i64 *pa = a + off[0], *pb = b + off[1];
         for (i32 i = 0; i < inner; i++) {
             i64 x = pa[i * ia], z = pb[i * ib];
             y[i] = op == B_ADD ? x + z : op == B_SUB ? x - z : x * z;
         }
         y += inner;
-        for (i32 d = rank - 2; d >= 0; d--) {
-            pa += sa[d];
-            pb += sb[d];
-            if (++idx[d] < shape[d]) break;
-            pa -= sa[d] * shape[d];
-            pb -= sb[d] * shape[d];
-            idx[d] = 0;
-        }
+        next_row(idx, shape, rank, 2, off);
     }
 }

@@ -4,16 +4,23 @@
 #ifndef EDGERUN_ELEMTYPES_H
 #define EDGERUN_ELEMTYPES_H
 
-#include "common.h"
+#include "dmath.h"
 
 /* ONNX element type codes */
 enum { T_F32 = 1, T_U8 = 2, T_I8 = 3, T_U16 = 4, T_I16 = 5, T_I32 = 6, T_I64 = 7, T_BOOL = 9,
-       T_F64 = 11, T_U32 = 12, T_U64 = 13 };
+       T_F16 = 10, T_F64 = 11, T_U32 = 12, T_U64 = 13, T_BF16 = 16 };
 
-static inline int is_float_type(i32 t) { return t == T_F32 || t == T_F64; }
+static inline int is_float_type(i32 t) {
+    return t == T_F32 || t == T_F64 || t == T_F16 || t == T_BF16;
+}
 
 static inline double load_float(const void *p, i32 i, i32 t) {
-    return t == T_F32 ? (double)((const float *)p)[i] : ((const double *)p)[i];
+    switch (t) {
+    case T_F32: return ((const float *)p)[i];
+    case T_F16: return f16_to_double(((const uint16_t *)p)[i]);
+    case T_BF16: return bf16_to_double(((const uint16_t *)p)[i]);
+    default: return ((const double *)p)[i];
+    }
 }
 
 static inline i64 load_int(const void *p, i32 i, i32 t) {
@@ -37,6 +44,8 @@ static inline void store_int(void *p, i32 i, i32 t, i64 v) {
     case T_I32: case T_U32: ((uint32_t *)p)[i] = (uint32_t)v; break;
     case T_F32: ((float *)p)[i] = (float)v; break;
     case T_F64: ((double *)p)[i] = (double)v; break;
+    case T_F16: ((uint16_t *)p)[i] = double_to_f16((double)v); break;
+    case T_BF16: ((uint16_t *)p)[i] = double_to_bf16((double)v); break;
     default: ((i64 *)p)[i] = v;
     }
 }
@@ -46,6 +55,8 @@ static inline void store_float(void *p, i32 i, i32 t, double v) {
     switch (t) {
     case T_F32: ((float *)p)[i] = (float)v; break;
     case T_F64: ((double *)p)[i] = v; break;
+    case T_F16: ((uint16_t *)p)[i] = double_to_f16(v); break;
+    case T_BF16: ((uint16_t *)p)[i] = double_to_bf16(v); break;
     case T_BOOL: ((uint8_t *)p)[i] = v != 0.0; break;
     case T_U64: ((uint64_t *)p)[i] = (uint64_t)v; break;
     default: store_int(p, i, t, (i64)v);

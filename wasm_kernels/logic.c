@@ -54,22 +54,12 @@ static void compare_row(i32 op, i32 type, const void *a, i32 ia, i32 sa, const v
 /* er_args: shape[rank], astride[rank], bstride[rank]; y is contiguous bool. */
 EXPORT void er_compare(i32 op, i32 type, const void *a, const void *b, uint8_t *y, i32 rank) {
     const i32 *shape = er_args, *sa = er_args + rank, *sb = er_args + 2 * rank;
-    i32 idx[MAX_RANK] = {0};
-    i32 inner = shape[rank - 1];
-    i32 rows = 1;
-    for (i32 d = 0; d < rank - 1; d++) rows *= shape[d];
-    i32 oa = 0, ob = 0;
+    i32 idx[MAX_RANK] = {0}, off[2] = {0, 0};
+    i32 inner = shape[rank - 1], rows = outer_rows(shape, rank);
     for (i32 r = 0; r < rows; r++) {
-        compare_row(op, type, a, oa, sa[rank - 1], b, ob, sb[rank - 1], y, inner);
+        compare_row(op, type, a, off[0], sa[rank - 1], b, off[1], sb[rank - 1], y, inner);
         y += inner;
-        for (i32 d = rank - 2; d >= 0; d--) {   /* odometer over the outer dimensions */
-            oa += sa[d];
-            ob += sb[d];
-            if (++idx[d] < shape[d]) break;
-            oa -= sa[d] * shape[d];
-            ob -= sb[d] * shape[d];
-            idx[d] = 0;
-        }
+        next_row(idx, shape, rank, 2, off);
     }
 }
 
@@ -92,28 +82,16 @@ EXPORT void er_where(const uint8_t *cond, const unsigned char *a, const unsigned
                      unsigned char *y, i32 elsize, i32 rank) {
     const i32 *shape = er_args, *sc = er_args + rank, *sa = er_args + 2 * rank,
               *sb = er_args + 3 * rank;
-    i32 idx[MAX_RANK] = {0};
-    i32 inner = shape[rank - 1];
-    i32 rows = 1;
-    for (i32 d = 0; d < rank - 1; d++) rows *= shape[d];
-    i32 oc = 0, oa = 0, ob = 0;
+    i32 idx[MAX_RANK] = {0}, off[3] = {0, 0, 0};     /* cond, a, b */
+    i32 inner = shape[rank - 1], rows = outer_rows(shape, rank);
     i32 ic = sc[rank - 1], ia = sa[rank - 1], ib = sb[rank - 1];
     for (i32 r = 0; r < rows; r++) {
         for (i32 i = 0; i < inner; i++) {
-            const unsigned char *src = cond[oc + i * ic] ? a + (size_t)(oa + i * ia) * elsize
-                                                         : b + (size_t)(ob + i * ib) * elsize;
+            const unsigned char *src = cond[off[0] + i * ic]
+                ? a + (size_t)(off[1] + i * ia) * elsize : b + (size_t)(off[2] + i * ib) * elsize;
             copy_bytes(y, src, elsize);
             y += elsize;
         }
-        for (i32 d = rank - 2; d >= 0; d--) {
-            oc += sc[d];
-            oa += sa[d];
-            ob += sb[d];
-            if (++idx[d] < shape[d]) break;
-            oc -= sc[d] * shape[d];
-            oa -= sa[d] * shape[d];
-            ob -= sb[d] * shape[d];
-            idx[d] = 0;
-        }
+        next_row(idx, shape, rank, 3, off);
     }
 }

@@ -66,7 +66,8 @@ EXPORT i32 er_gather(unsigned char *dst, const unsigned char *src, const void *i
 
 static int known_type(i32 t) {
     return t == T_F32 || t == T_U8 || t == T_I8 || t == T_U16 || t == T_I16 || t == T_I32 ||
-           t == T_I64 || t == T_BOOL || t == T_F64 || t == T_U32 || t == T_U64;
+           t == T_I64 || t == T_BOOL || t == T_F64 || t == T_U32 || t == T_U64 || t == T_F16 ||
+           t == T_BF16;
 }
 
 /* n elements from type `from` to type `to`; returns -1 for a type it does not know. */

@@ -142,6 +142,9 @@ def run_case(case: dict, provider: str = "cpu") -> tuple:
                 problem = compare_outputs(expected, got, case["rtol"], atol, shape_only)
                 if problem:
                     return False, problem
+            on_host = _host_fallbacks(sess)
+            if on_host:
+                return False, on_host
     except Exception as e:  # noqa: BLE001 - a conformance run reports every failure
         return False, f"{type(e).__name__}: {e}"
     return True, ""
@@ -155,6 +158,16 @@ def _off_provider(sess, provider: str) -> str:
         if node["provider"] != provider:
             why = "; ".join(node["refused_by"]) or f"ran on {node['provider']}"
             return f"not claimed: {node['domain']}::{node['op_type']} ({why})"
+    return ""
+
+
+def _host_fallbacks(sess) -> str:
+    """'' unless a node ran through the numpy CPU kernel inside the provider (an element type
+    its kernels do not compute): in a page there is no numpy, so that node would fail there."""
+    for provider in sess._providers:
+        ran = provider.stats.get("host_fallbacks") if provider.name == "wasm" else None
+        if ran:
+            return f"ran on the numpy CPU kernel (no numpy in a page): {ran}"
     return ""
 
 

@@ -151,7 +151,7 @@ class WasmDevice:
             return value.source
         if isinstance(value, HostTensor):
             elem_type, shape, data = value.elem_type, value.shape, value.data
-        elif hasattr(value, "dtype") and hasattr(value, "shape") and value.dtype.kind not in "OUSV":
+        elif hasattr(value, "dtype") and hasattr(value, "shape") and value.dtype.kind not in "OUS":
             elem_type = dtypes.BY_NUMPY.get(value.dtype.name)
             elem_type = elem_type.code if elem_type else None
             shape = value.shape

@@ -1,37 +1,67 @@
-"""Elementwise operators: activations (er_unary) and broadcasting arithmetic (er_binary)."""
+"""Elementwise operators: activations and math (er_unary), broadcasting arithmetic (er_binary)
+and the operators of many inputs (Sum, Max, Min, Mean).
+
+float32 takes the SIMD kernels where an operator has one; every other numeric type, and the
+operators without a SIMD loop, take the typed kernels (er_map_unary, er_map_binary in map.c).
+"""
 from __future__ import annotations
+
+from array import array
 
 from ....ir import dtypes
 from . import EDGERUN, operator
-from .common import (all_float, broadcast_shape, broadcast_strides, float_or_fallback,
-                     host_fallback, merge_dims)
+from .common import all_float, broadcast_shape, broadcast_strides, host_fallback, merge_dims
 from .host_math import INT_BINARY, INTEGER_TYPES, elementwise, has_values, wrap
+from .tensor import CAST_TYPES
 from ..device import WasmTensor
+from ....runtime.host_tensor import HostTensor
 
-# op_type -> (er_unary code, params from the node's attributes); codes match common.h
+# Typed kernels' operation codes (map.c's enums, in order)
+MAP_UNARY = ("Identity Abs Neg Sign Round Floor Ceil Sqrt Exp Log Sin Cos Tan Asin Acos Atan "
+             "Sinh Cosh Tanh Asinh Acosh Atanh Reciprocal Sigmoid Relu Erf IsInf IsNaN Not "
+             "BitwiseNot Softplus Softsign Elu Selu Celu ThresholdedRelu Shrink Mish Swish "
+             "HardSigmoid HardSwish LeakyRelu Gelu GeluTanh Clip").split()
+MAP_BINARY = ("Add Sub Mul Div Max Min Pow Mod FMod ShiftLeft ShiftRight BitwiseAnd BitwiseOr "
+              "BitwiseXor PRelu").split()
+
 FLT_MAX = 3.4028234663852886e38
+NO_PARAMS = (lambda n: (0.0, 0.0))
+# op_type -> (er_unary code for float32 SIMD or None, params from the node's attributes);
+# every one also runs er_map_unary (any numeric type), with the same params
 UNARY = {
-    "Relu": (1, lambda n: (0.0, 0.0)),
-    "Sigmoid": (2, lambda n: (0.0, 0.0)),
-    "Tanh": (3, lambda n: (0.0, 0.0)),
+    "Relu": (1, NO_PARAMS),
+    "Sigmoid": (2, NO_PARAMS),
+    "Tanh": (3, NO_PARAMS),
     "Clip": (4, lambda n: (n.attr("min", -FLT_MAX), n.attr("max", FLT_MAX))),
     "LeakyRelu": (5, lambda n: (n.attr("alpha", 0.01), 0.0)),
     "HardSigmoid": (6, lambda n: (n.attr("alpha", 0.2), n.attr("beta", 0.5))),
-    "HardSwish": (7, lambda n: (0.0, 0.0)),
-    "Erf": (8, lambda n: (0.0, 0.0)),
-    "Gelu": (9, lambda n: (0.0, 0.0)),
-    "Softplus": (11, lambda n: (0.0, 0.0)),
-    "Exp": (12, lambda n: (0.0, 0.0)),
-    "Neg": (13, lambda n: (0.0, 0.0)),
-    "Abs": (14, lambda n: (0.0, 0.0)),
-    "Sqrt": (15, lambda n: (0.0, 0.0)),
-    "Reciprocal": (16, lambda n: (0.0, 0.0)),
-    "Log": (17, lambda n: (0.0, 0.0)),
+    "HardSwish": (7, NO_PARAMS),
+    "Erf": (8, NO_PARAMS),
+    "Gelu": (9, NO_PARAMS),
+    "Softplus": (11, NO_PARAMS),
+    "Exp": (12, NO_PARAMS),
+    "Neg": (13, NO_PARAMS),
+    "Abs": (14, NO_PARAMS),
+    "Sqrt": (15, NO_PARAMS),
+    "Reciprocal": (16, NO_PARAMS),
+    "Log": (17, NO_PARAMS),
     "Elu": (18, lambda n: (n.attr("alpha", 1.0), 0.0)),
-    "Softsign": (19, lambda n: (0.0, 0.0)),
-    "Floor": (20, lambda n: (0.0, 0.0)),
-    "Ceil": (21, lambda n: (0.0, 0.0)),
+    "Softsign": (19, NO_PARAMS),
+    "Floor": (20, NO_PARAMS),
+    "Ceil": (21, NO_PARAMS),
+    **{op: (None, NO_PARAMS) for op in ("Sign", "Round", "Sin", "Cos", "Tan", "Asin", "Acos",
+                                        "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh",
+                                        "Mish", "BitwiseNot", "IsNaN")},
+    "Selu": (None, lambda n: (n.attr("alpha", 1.67326319217681884765625),
+                              n.attr("gamma", 1.05070102214813232421875))),
+    "Celu": (None, lambda n: (n.attr("alpha", 1.0), 0.0)),
+    "ThresholdedRelu": (None, lambda n: (n.attr("alpha", 1.0), 0.0)),
+    "Shrink": (None, lambda n: (n.attr("bias", 0.0), n.attr("lambd", 0.5))),
+    "Swish": (None, lambda n: (n.attr("alpha", 1.0), 0.0)),
+    "IsInf": (None, lambda n: (float(n.attr("detect_positive", 1)),
+                               float(n.attr("detect_negative", 1)))),
 }
+BOOL_RESULT = {"IsInf", "IsNaN"}
 GELU_TANH = 10
 AFFINE = 23        # p0 * x + p1
 
@@ -78,59 +108,108 @@ def apply_activation(dev, y: WasmTensor, code: int, p0: float, p1: float) -> Non
 def bind_unary(dev, node, opset):
     code, params = UNARY[node.op_type]
     p0, p1 = params(node)
+    map_name = node.op_type
     if node.op_type == "Gelu" and node.attr("approximate", b"none") in (b"tanh", "tanh"):
-        code = GELU_TANH
+        code, map_name = GELU_TANH, "GeluTanh"
+    map_code = MAP_UNARY.index(map_name)
+    out_type = dtypes.BOOL if node.op_type in BOOL_RESULT else None
     clip_inputs = node.op_type == "Clip" and opset >= 11
+    fallback = host_fallback(dev, node, opset)
 
-    def run(ctx, x, *bounds, **_):
+    def run(ctx, x, *bounds, **attrs):
+        if x.elem_type not in CAST_TYPES:
+            return fallback(ctx, x, *bounds, **attrs)
+        if clip_inputs and x.elem_type != dtypes.FLOAT:
+            return clip_between(dev, x, *bounds)
         lo, hi = p0, p1
         if clip_inputs:
             lo = _scalar(dev, bounds[0], -FLT_MAX) if len(bounds) > 0 else -FLT_MAX
             hi = _scalar(dev, bounds[1], FLT_MAX) if len(bounds) > 1 else FLT_MAX
-        y = dev.empty(x.shape)
-        dev.call("er_unary", code, x.ptr, y.ptr, x.size, float(lo), float(hi))
-        return y
-    return float_or_fallback(dev, node, opset, run)
+        if code is not None and x.elem_type == dtypes.FLOAT:
+            y = dev.empty(x.shape)
+            dev.call("er_unary", code, x.ptr, y.ptr, x.size, float(lo), float(hi))
+            return y
+        return map_unary(dev, map_code, x, out_type or x.elem_type, lo, hi)
+    return run
+
+
+def map_unary(dev, code: int, x: WasmTensor, out_type: int, p0=0.0, p1=0.0) -> WasmTensor:
+    """er_map_unary: operation `code` (MAP_UNARY) on any numeric type."""
+    y = dev.empty(x.shape, out_type)
+    if y.size:
+        dev.call("er_map_unary", code, x.elem_type, x.ptr, out_type, y.ptr, x.size,
+                 float(p0), float(p1))
+    return y
+
+
+def clip_between(dev, x: WasmTensor, lo=None, hi=None) -> WasmTensor:
+    """Clip with bound tensors of x's own type: Max, then Min (exact for every type)."""
+    for bound, name in ((lo, "Max"), (hi, "Min")):
+        if bound is not None:
+            x = map_binary(dev, MAP_BINARY.index(name), x, bound, x.elem_type)
+    return x
 
 
 def _scalar(dev, t, default: float) -> float:
     if t is None:
         return default
-    data = dev.read(t.ptr, 4)
-    from array import array
-    return float(array("f", bytes(data))[0])
+    return float(array("f", bytes(dev.read(t.ptr, 4)))[0])
 
 
-BINARY = {"Add": 0, "Sub": 1, "Mul": 2, "Div": 3, "Max": 4, "Min": 5, "Pow": 6}
+BINARY = {"Add": 0, "Sub": 1, "Mul": 2, "Div": 3, "Max": 4, "Min": 5, "Pow": 6}   # er_binary
 INT64_BINARY = {"Add", "Sub", "Mul"}
+TYPED_BINARY = ("Mod", "BitShift", "BitwiseAnd", "BitwiseOr", "BitwiseXor", "PRelu")
 
 
 def check_binary(node, opset) -> str:
-    if node.op_type in ("Max", "Min") and len(node.inputs) != 2:
-        return f"{node.op_type} with {len(node.inputs)} inputs (the kernel takes 2)"
     if node.op_type in ("Add", "Sub", "Mul", "Div") and opset < 7 and node.attr("broadcast"):
         return "legacy broadcast attribute (opset < 7)"
     return ""
 
 
-@operator(*BINARY, check=check_binary)
+def map_binary_name(node) -> str:
+    """The MAP_BINARY operation a binary node computes."""
+    if node.op_type == "Mod":
+        return "FMod" if node.attr("fmod", 0) else "Mod"
+    if node.op_type == "BitShift":
+        direction = node.attr("direction", b"LEFT")
+        return "ShiftRight" if direction in (b"RIGHT", "RIGHT") else "ShiftLeft"
+    return node.op_type
+
+
+@operator(*BINARY, *TYPED_BINARY, check=check_binary)
 def bind_binary(dev, node, opset):
-    code = BINARY[node.op_type]
+    code = BINARY.get(node.op_type)
+    map_code = MAP_BINARY.index(map_binary_name(node))
     fallback = host_fallback(dev, node, opset)
     int64_ok = node.op_type in INT64_BINARY
-
-    int_fn = INT_BINARY[node.op_type]
+    int_fn = INT_BINARY.get(node.op_type)
 
     def run(ctx, a, b, **attrs):
-        if all_float((a, b)):
+        if code is not None and all_float((a, b)):
             return binary(dev, "er_binary", code, a, b, dtypes.FLOAT)
-        if a.elem_type == b.elem_type in INTEGER_TYPES and has_values(a, b):   # shape math
-            shape, values = elementwise(int_fn, (a, b))
+        if int_fn and a.elem_type == b.elem_type in INTEGER_TYPES and has_values(a, b):
+            shape, values = elementwise(int_fn, (a, b))                 # shape math
             return dev.from_ints([wrap(v, a.elem_type) for v in values], shape, a.elem_type)
         if int64_ok and a.elem_type == b.elem_type == dtypes.INT64:
             return binary(dev, "er_binary_i64", code, a, b, dtypes.INT64)
+        if a.elem_type in CAST_TYPES and b.elem_type in CAST_TYPES:
+            return map_binary(dev, map_code, a, b, a.elem_type)
         return fallback(ctx, a, b, **attrs)
     return run
+
+
+def map_binary(dev, code: int, a: WasmTensor, b: WasmTensor, out_type: int) -> WasmTensor:
+    """er_map_binary: operation `code` (MAP_BINARY) with broadcasting, on any numeric types."""
+    shape = broadcast_shape(a.shape, b.shape)
+    y = dev.empty(shape, out_type)
+    if y.size:
+        dims, (sa, sb) = merge_dims(shape, broadcast_strides(a.shape, shape),
+                                    broadcast_strides(b.shape, shape))
+        dev.set_args(dims + sa + sb)
+        dev.call("er_map_binary", code, a.elem_type, a.ptr, b.elem_type, b.ptr, out_type, y.ptr,
+                 len(dims))
+    return y
 
 
 def binary(dev, export: str, code: int, a: WasmTensor, b: WasmTensor, elem_type: int):
@@ -145,18 +224,26 @@ def binary(dev, export: str, code: int, a: WasmTensor, b: WasmTensor, elem_type:
     return y
 
 
-@operator("Sum")
-def bind_sum(dev, node, opset):
-    """Sum of any number of inputs (broadcast): a chain of binary adds."""
+@operator("Sum", "Max", "Min", "Mean")
+def bind_variadic(dev, node, opset):
+    """Sum, Max, Min and Mean of any number of inputs (broadcast): a chain of binary ops
+    (Mean: a Sum, divided by the count)."""
+    name = "Add" if node.op_type in ("Sum", "Mean") else node.op_type
     fallback = host_fallback(dev, node, opset)
 
+    def step(a, b):
+        if all_float((a, b)):
+            return binary(dev, "er_binary", BINARY[name], a, b, dtypes.FLOAT)
+        return map_binary(dev, MAP_BINARY.index(name), a, b, a.elem_type)
+
     def run(ctx, *xs, **attrs):
-        if not all_float(xs):
+        if any(x.elem_type not in CAST_TYPES for x in xs):
             return fallback(ctx, *xs, **attrs)
-        if len(xs) == 1:
-            return xs[0]
-        y = binary(dev, "er_binary", BINARY["Add"], xs[0], xs[1], dtypes.FLOAT)
-        for x in xs[2:]:
-            y = binary(dev, "er_binary", BINARY["Add"], y, x, dtypes.FLOAT)
+        y = xs[0]
+        for x in xs[1:]:
+            y = step(y, x)
+        if node.op_type == "Mean" and len(xs) > 1:
+            count = dev.upload(HostTensor(dtypes.DOUBLE, (), array("d", [len(xs)]).tobytes()))
+            y = map_binary(dev, MAP_BINARY.index("Div"), y, count, y.elem_type)
         return y
     return run

@@ -78,21 +78,3 @@ def bind_where(dev, node, opset):
             dev.call("er_where", cond.ptr, a.ptr, b.ptr, y.ptr, a.itemsize, len(dims))
         return y
     return run
-
-
-@operator("IsNaN")
-def bind_is_nan(dev, node, opset):
-    """NaN is the one value not equal to itself: er_compare's Equal of x with x (the build has
-    no fast-math), negated in place."""
-    fallback = host_fallback(dev, node, opset)
-
-    def run(ctx, x, **attrs):
-        if x.elem_type not in (dtypes.FLOAT, dtypes.DOUBLE):
-            return fallback(ctx, x, **attrs)
-        y = dev.empty(x.shape, dtypes.BOOL)
-        if y.size:
-            dev.set_args([y.size, 1, 1])
-            dev.call("er_compare", COMPARE["Equal"][0], x.elem_type, x.ptr, x.ptr, y.ptr, 1)
-            dev.call("er_not", y.ptr, y.ptr, y.size)
-        return y
-    return run

@@ -18,8 +18,9 @@ from .host_math import has_values, wrap
 from ..device import INT_FORMATS, SMALL_INTS, WasmTensor
 
 # what er_cast converts between: float32/64, 8- to 64-bit integers, bool
-CAST_TYPES = {dtypes.FLOAT, dtypes.DOUBLE, dtypes.BOOL, dtypes.INT8, dtypes.UINT8, dtypes.INT16,
-              dtypes.UINT16, dtypes.INT32, dtypes.UINT32, dtypes.INT64, dtypes.UINT64}
+CAST_TYPES = {dtypes.FLOAT, dtypes.DOUBLE, dtypes.FLOAT16, dtypes.BFLOAT16, dtypes.BOOL,
+              dtypes.INT8, dtypes.UINT8, dtypes.INT16, dtypes.UINT16, dtypes.INT32,
+              dtypes.UINT32, dtypes.INT64, dtypes.UINT64}
 
 
 def copy_strided(dev, dst_ptr: int, src_ptr: int, itemsize: int, shape, dst_strides,
@@ -204,7 +205,7 @@ def check_cast(node, opset) -> str:
     to = node.attr("to")
     if to not in CAST_TYPES:
         return (f"Cast to {dtypes.type_string(to) if to in dtypes.BY_CODE else to}: the wasm "
-                f"kernel casts between float32/64, 8- to 64-bit integers and bool")
+                f"kernel casts between float16/bfloat16/32/64, 8- to 64-bit integers and bool")
     return ""
 
 
@@ -231,6 +232,19 @@ def bind_cast(dev, node, opset):
         if x.elem_type not in CAST_TYPES:
             return fallback(ctx, x, **attrs)
         return cast(dev, x, to)
+    return run
+
+
+@operator("CastLike")
+def bind_cast_like(dev, node, opset):
+    """Cast to the element type of the second input."""
+    from .common import host_fallback
+    fallback = host_fallback(dev, node, opset)
+
+    def run(ctx, x, like, **attrs):
+        if x.elem_type not in CAST_TYPES or like.elem_type not in CAST_TYPES:
+            return fallback(ctx, x, like, **attrs)
+        return cast(dev, x, like.elem_type)
     return run
 
 

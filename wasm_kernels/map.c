@@ -1,0 +1,225 @@
+/* Typed elementwise kernels: unary and broadcasting binary operators on any numeric element
+ * type (float16/bfloat16/32/64, 8- to 64-bit integers, bool).
+ *
+ * Floats compute in double (dmath.h), integers in 64 bits (unsigned 64-bit where the type is
+ * uint64), and the result is stored as the output's type. These are the general path: the
+ * float32 activations and arithmetic that models spend their time in have SIMD loops in
+ * elementwise.c, and the host takes those first.
+ * Integer division and modulo by zero give 0 (wasm would trap; ONNX leaves it undefined).
+ */
+#include "elemtypes.h"
+
+enum {
+    M_IDENTITY = 0, M_ABS, M_NEG, M_SIGN, M_ROUND, M_FLOOR, M_CEIL, M_SQRT, M_EXP, M_LOG,
+    M_SIN, M_COS, M_TAN, M_ASIN, M_ACOS, M_ATAN, M_SINH, M_COSH, M_TANH, M_ASINH, M_ACOSH,
+    M_ATANH, M_RECIPROCAL, M_SIGMOID, M_RELU, M_ERF, M_IS_INF, M_IS_NAN, M_NOT, M_BITWISE_NOT,
+    M_SOFTPLUS, M_SOFTSIGN, M_ELU, M_SELU, M_CELU, M_THRESHOLDED_RELU, M_SHRINK, M_MISH,
+    M_SWISH, M_HARD_SIGMOID, M_HARD_SWISH, M_LEAKY_RELU, M_GELU, M_GELU_TANH, M_CLIP
+};
+
+enum {
+    B_ADD = 0, B_SUB, B_MUL, B_DIV, B_MAX, B_MIN, B_POW, B_MOD, B_FMOD, B_SHIFT_LEFT,
+    B_SHIFT_RIGHT, B_BITWISE_AND, B_BITWISE_OR, B_BITWISE_XOR, B_PRELU
+};
+
+static inline int is_unsigned64(i32 t) { return t == T_U64; }
+
+static inline double d_sigmoid(double x) {
+    return x >= 0 ? 1 / (1 + d_exp(-x)) : d_exp(x) / (1 + d_exp(x));
+}
+
+static inline double d_softplus(double x) {            /* max(x, 0) + log1p(e^-|x|) */
+    return (x > 0 ? x : 0) + d_log1p(d_exp(-__builtin_fabs(x)));
+}
+
+static double unary_float(i32 op, double x, double p0, double p1) {
+    switch (op) {
+    case M_IDENTITY: return x;
+    case M_ABS: return __builtin_fabs(x);
+    case M_NEG: return -x;
+    case M_SIGN: return x > 0 ? 1 : x < 0 ? -1 : x;     /* 0 and NaN stay */
+    case M_ROUND: return __builtin_nearbyint(x);          /* ties to even */
+    case M_FLOOR: return __builtin_floor(x);
+    case M_CEIL: return __builtin_ceil(x);
+    case M_SQRT: return __builtin_sqrt(x);
+    case M_EXP: return d_exp(x);
+    case M_LOG: return d_log(x);
+    case M_SIN: return d_sin(x);
+    case M_COS: return d_cos(x);
+    case M_TAN: return d_tan(x);
+    case M_ASIN: return d_asin(x);
+    case M_ACOS: return d_acos(x);
+    case M_ATAN: return d_atan(x);
+    case M_SINH: return d_sinh(x);
+    case M_COSH: return d_cosh(x);
+    case M_TANH: return d_tanh(x);
+    case M_ASINH: return d_asinh(x);
+    case M_ACOSH: return d_acosh(x);
+    case M_ATANH: return d_atanh(x);
+    case M_RECIPROCAL: return 1 / x;
+    case M_SIGMOID: return d_sigmoid(x);
+    case M_RELU: return x > 0 ? x : (x == x ? 0 : x);
+    case M_ERF: return d_erf(x);
+    case M_IS_INF: return (p0 != 0 && x == __builtin_inf()) || (p1 != 0 && x == -__builtin_inf());
+    case M_IS_NAN: return x != x;
+    case M_NOT: return x == 0;
+    case M_SOFTPLUS: return d_softplus(x);
+    case M_SOFTSIGN: return x / (1 + __builtin_fabs(x));
+    case M_ELU: return x >= 0 ? x : p0 * d_expm1(x);                   /* alpha */
+    case M_SELU: return x > 0 ? p1 * x : p1 * p0 * d_expm1(x);          /* alpha, gamma */
+    case M_CELU: return (x > 0 ? x : 0) + (x < 0 ? p0 * d_expm1(x / p0) : 0);   /* alpha */
+    case M_THRESHOLDED_RELU: return x > p0 ? x : 0;                     /* alpha */
+    case M_SHRINK: return x < -p1 ? x + p0 : x > p1 ? x - p0 : 0;       /* bias, lambd */
+    case M_MISH: return x * d_tanh(d_softplus(x));
+    case M_SWISH: return x * d_sigmoid(p0 * x);                        /* alpha */
+    case M_HARD_SIGMOID: {                                              /* alpha, beta */
+        double v = p0 * x + p1;
+        return v < 0 ? 0 : v > 1 ? 1 : v;
+    }
+    case M_HARD_SWISH: {
+        double v = x / 6 + 0.5;
+        return x * (v < 0 ? 0 : v > 1 ? 1 : v);
+    }
+    case M_LEAKY_RELU: return x >= 0 ? x : p0 * x;                      /* alpha */
+    case M_GELU: return 0.5 * x * (1 + d_erf(x * 0.7071067811865476));
+    case M_GELU_TANH:
+        return 0.5 * x * (1 + d_tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
+    case M_CLIP: return x != x ? x : x < p0 ? p0 : x > p1 ? p1 : x;    /* min, max */
+    default: return __builtin_nan("");
+    }
+}
+
+static i64 unary_int(i32 op, i64 x, int is_unsigned) {
+    switch (op) {
+    case M_ABS: return is_unsigned || x >= 0 ? x : -x;
+    case M_NEG: return -x;
+    case M_SIGN: return x > 0 ? 1 : x < 0 ? (is_unsigned ? 1 : -1) : 0;
+    case M_RELU: return x > 0 || is_unsigned ? x : 0;
+    case M_NOT: return x == 0;
+    case M_BITWISE_NOT: return ~x;
+    case M_IS_INF: case M_IS_NAN: return 0;
+    default: return x;        /* M_IDENTITY, and rounding ops on integers */
+    }
+}
+
+/* y[i] = op(x[i]) for n elements; x of type tx, y of type ty. */
+EXPORT void er_map_unary(i32 op, i32 tx, const void *x, i32 ty, void *y, i32 n, float p0,
+                         float p1) {
+    if (is_float_type(tx)) {
+        for (i32 i = 0; i < n; i++) store_float(y, i, ty, unary_float(op, load_float(x, i, tx), p0, p1));
+    } else {
+        int u = tx == T_U8 || tx == T_U16 || tx == T_U32 || tx == T_U64 || tx == T_BOOL;
+        for (i32 i = 0; i < n; i++) store_int(y, i, ty, unary_int(op, load_int(x, i, tx), u));
+    }
+}
+
+/* a^b: repeated squaring for integral b (exact where the result is), else e^(b log a) */
+static double d_pow(double a, double b) {
+    if (b == 0) return 1;
+    if (d_isnan(a) || d_isnan(b)) return __builtin_nan("");
+    if (b == __builtin_nearbyint(b) && __builtin_fabs(b) < 1e9) {
+        i64 k = (i64)__builtin_fabs(b);
+        double r = 1, base = a;
+        while (k) { if (k & 1) r *= base; base *= base; k >>= 1; }
+        return b < 0 ? 1 / r : r;
+    }
+    if (a < 0) return __builtin_nan("");
+    if (a == 0) return b > 0 ? 0 : __builtin_inf();
+    return d_exp(b * d_log(a));
+}
+
+static double binary_float(i32 op, double a, double b) {
+    switch (op) {
+    case B_ADD: return a + b;
+    case B_SUB: return a - b;
+    case B_MUL: return a * b;
+    case B_DIV: return a / b;
+    case B_MAX: return d_isnan(a) || d_isnan(b) ? __builtin_nan("") : a > b ? a : b;
+    case B_MIN: return d_isnan(a) || d_isnan(b) ? __builtin_nan("") : a < b ? a : b;
+    case B_POW: return d_pow(a, b);
+    case B_FMOD: case B_MOD: {
+        if (b == 0 || d_isinf(a) || d_isnan(a) || d_isnan(b)) return __builtin_nan("");
+        if (d_isinf(b)) return op == B_FMOD || (a < 0) == (b < 0) || a == 0 ? a : b;
+        double r = a - __builtin_trunc(a / b) * b;          /* C fmod: the dividend's sign */
+        if (__builtin_fabs(r) >= __builtin_fabs(b)) r = 0;    /* a / b rounded up */
+        if (op == B_MOD && r != 0 && (r < 0) != (b < 0)) r += b;   /* the divisor's sign */
+        return r;
+    }
+    case B_PRELU: return a < 0 ? a * b : a;
+    default: return __builtin_nan("");
+    }
+}
+
+static i64 int_pow(i64 a, i64 b) {
+    if (b < 0) return a == 1 ? 1 : a == -1 ? ((b & 1) ? -1 : 1) : 0;
+    uint64_t r = 1, base = (uint64_t)a;
+    while (b) { if (b & 1) r *= base; base *= base; b >>= 1; }
+    return (i64)r;
+}
+
+/* a shifted by b bits, for a of `bits` bits: b out of [0, bits) leaves only the sign fill */
+static i64 shift_int(i32 op, i64 a, i64 b, i32 bits, int is_signed) {
+    if (b < 0 || b >= bits) return op == B_SHIFT_RIGHT && is_signed && a < 0 ? -1 : 0;
+    if (op == B_SHIFT_LEFT) return (i64)((uint64_t)a << b);
+    return is_signed ? a >> b : (i64)((uint64_t)a >> b);    /* arithmetic for signed types */
+}
+
+static i64 binary_int(i32 op, i64 a, i64 b, int u64) {
+    uint64_t ua = (uint64_t)a, ub = (uint64_t)b;
+    switch (op) {
+    case B_ADD: return (i64)(ua + ub);
+    case B_SUB: return (i64)(ua - ub);
+    case B_MUL: return (i64)(ua * ub);
+    case B_DIV:
+        if (b == 0) return 0;
+        if (u64) return (i64)(ua / ub);
+        return b == -1 ? (i64)(0 - ua) : a / b;
+    case B_MAX: return u64 ? (i64)(ua > ub ? ua : ub) : a > b ? a : b;
+    case B_MIN: return u64 ? (i64)(ua < ub ? ua : ub) : a < b ? a : b;
+    case B_POW: return int_pow(a, b);
+    case B_MOD: case B_FMOD: {
+        if (b == 0) return 0;
+        if (u64) return (i64)(ua % ub);
+        i64 r = b == -1 ? 0 : a % b;                          /* truncated (fmod=1) */
+        if (op == B_MOD && r != 0 && (r < 0) != (b < 0)) r += b;   /* floored (fmod=0) */
+        return r;
+    }
+    case B_BITWISE_AND: return a & b;
+    case B_BITWISE_OR: return a | b;
+    case B_BITWISE_XOR: return a ^ b;
+    case B_PRELU: return a < 0 ? a * b : a;
+    default: return 0;
+    }
+}
+
+/* er_args: shape[rank], astride[rank], bstride[rank]; y is contiguous of type ty.
+ * Float a computes in double (b read as whatever it is: Pow's exponent may be an integer);
+ * integer a with integer b computes in 64 bits, with a float b in double. */
+EXPORT void er_map_binary(i32 op, i32 ta, const void *a, i32 tb, const void *b, i32 ty,
+                          void *y, i32 rank) {
+    const i32 *shape = er_args, *sa = er_args + rank, *sb = er_args + 2 * rank;
+    i32 idx[MAX_RANK] = {0}, off[2] = {0, 0};      /* this row's element offsets in a, b */
+    i32 inner = shape[rank - 1], ia = sa[rank - 1], ib = sb[rank - 1];
+    i32 rows = outer_rows(shape, rank), out = 0;
+    int in_float = is_float_type(ta) || is_float_type(tb);
+    int u64 = is_unsigned64(ta), shifts = op == B_SHIFT_LEFT || op == B_SHIFT_RIGHT;
+    int is_signed = ta == T_I8 || ta == T_I16 || ta == T_I32 || ta == T_I64;
+    i32 bits = ta == T_U8 || ta == T_I8 || ta == T_BOOL ? 8 : ta == T_U16 || ta == T_I16 ? 16
+             : ta == T_U32 || ta == T_I32 ? 32 : 64;
+    for (i32 r = 0; r < rows; r++) {
+        for (i32 i = 0; i < inner; i++) {
+            i32 ka = off[0] + i * ia, kb = off[1] + i * ib;
+            if (in_float) {
+                double x = is_float_type(ta) ? load_float(a, ka, ta) : (double)load_int(a, ka, ta);
+                double z = is_float_type(tb) ? load_float(b, kb, tb) : (double)load_int(b, kb, tb);
+                store_float(y, out + i, ty, binary_float(op, x, z));
+            } else {
+                i64 x = load_int(a, ka, ta), z = load_int(b, kb, tb);
+                store_int(y, out + i, ty, shifts ? shift_int(op, x, z, bits, is_signed)
+                                                 : binary_int(op, x, z, u64));
+            }
+        }
+        out += inner;
+        next_row(idx, shape, rank, 2, off);
+    }
+}
