@@ -456,3 +456,76 @@ def test_index_kernels_match_the_cpu_provider(gpu, n_idx):
     for values in (np.array([0.5, 2.0], np.float32), np.array([-1, 7], np.int64)):
         _on_gpu_matches_cpu(gpu, "OneHot", {"i": hot, "d": np.array(5, np.int64),
                                             "v": values}, opset=11, axis=0)
+
+
+def _attention_model(inputs: dict, n_outputs: int, opset: int, **attrs):
+    """One Attention node over `inputs` (name -> array, None for an absent input), in the
+    operator's input order."""
+    order = ["q", "k", "v", "mask", "past_k", "past_v", "nonpad"]
+    names = [n if inputs.get(n) is not None else "" for n in order]
+    while names and not names[-1]:
+        names.pop()
+    values = [helper.make_tensor_value_info(n, _TYPES[inputs[n].dtype.type], None)
+              for n in names if n]
+    outs = [f"y{i}" for i in range(n_outputs)]
+    graph = helper.make_graph([helper.make_node("Attention", names, outs, **attrs)], "g",
+                              values, [helper.make_tensor_value_info(o, TensorProto.FLOAT, None)
+                                       for o in outs])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)]
+                             ).SerializeToString()
+
+
+@pytest.mark.parametrize("case", [
+    dict(layout=4, hq=2, hkv=2, s=1, l=5),                                    # batch-1 decode
+    dict(layout=4, hq=4, hkv=2, s=6, l=6, causal=1, mask="bool4"),            # GQA, causal
+    dict(layout=3, hq=3, hkv=1, s=5, l=7, mask="float2", scale=0.3, softcap=2.0),
+    dict(layout=3, hq=2, hkv=2, s=3, l=4, past=3, causal=1, mode=3, mask="bool2short"),
+    dict(layout=4, hq=2, hkv=1, s=4, l=4, past=2, mode=2, mask="float4", strided=True),
+    dict(layout=4, hq=2, hkv=2, s=2, l=6, nonpad=True, causal=1),
+    dict(layout=4, hq=2, hkv=2, s=5, l=5, left=1, right=1, mode=0, softcap=1.5)])
+def test_attention_matches_the_cpu_provider(gpu, case):
+    rng = np.random.default_rng(len(str(case)))
+    b, dqk, dv = 2, 8, 6
+    hq, hkv, s, l, past = case["hq"], case["hkv"], case["s"], case["l"], case.get("past", 0)
+    strided = case.get("strided", False)
+
+    def heads(h, n, d):
+        shape = (b, h, n, d) if case["layout"] == 4 else (b, n, h * d)
+        return _rng_values(rng, shape, strided=strided)
+
+    total = l + past
+    inputs = {"q": heads(hq, s, dqk), "k": heads(hkv, l, dqk), "v": heads(hkv, l, dv)}
+    mask = case.get("mask", "")
+    if mask:
+        shape = {"4": (b, hq, s, total), "2": (s, total), "2short": (s, total - 1)}[
+            mask.lstrip("boolfat")]
+        m = rng.uniform(-2, 2, shape).astype(np.float32)
+        if mask.startswith("bool"):
+            m = m > -1.0
+            m[..., 0] = True                    # every row attends something
+        else:
+            m[..., 1] = -np.inf
+        inputs["mask"] = m
+    if past:
+        inputs["past_k"] = _rng_values(rng, (b, hkv, past, dqk))
+        inputs["past_v"] = _rng_values(rng, (b, hkv, past, dv))
+    opset = 23
+    if case.get("nonpad"):
+        inputs["nonpad"], opset = np.array([l, l - 2], np.int64), 24
+    attrs = {"is_causal": case.get("causal", 0)}
+    if case["layout"] == 3:
+        attrs.update(q_num_heads=hq, kv_num_heads=hkv)
+    for key, attr in (("scale", "scale"), ("softcap", "softcap"), ("mode", "qk_matmul_output_mode"),
+                      ("left", "left_window_size"), ("right", "right_window_size")):
+        if key in case:
+            attrs[attr] = case[key]
+    n_outputs = 4 if "mode" in case else (3 if past else 1)
+    model = _attention_model(inputs, n_outputs, opset, **attrs)
+    feeds = {k: v for k, v in inputs.items() if v is not None}
+    sess = webgpu_session(model)
+    assert [n["provider"] for n in sess.explain()["nodes"]] == ["webgpu"]
+    before = gpu.stats["fallbacks"]
+    got = sess.run(None, feeds)
+    assert gpu.stats["fallbacks"] == before, gpu.fallback_log[-1:]
+    expected = edgerun.InferenceSession(model, providers=["cpu"]).run(None, feeds)
+    _assert_close(got, expected, f"Attention {case}")

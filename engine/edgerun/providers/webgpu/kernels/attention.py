@@ -1,0 +1,133 @@
+"""Attention (opsets 23-24) on attention.wgsl: 3-D or 4-D Q/K/V, grouped-query heads, boolean
+or float masks (broadcast, shorter than the keys), is_causal, sliding windows, scale, softcap,
+past_key/past_value with present outputs, nonpad_kv_seqlen and the qk_matmul_output in every
+mode. Computed in float32: other element types are refused."""
+from __future__ import annotations
+
+import math
+
+from ....ir import dtypes
+from .common import as_gpu, as_gpu_any, broadcast_strides, strided_copy, strides_of
+from .registry import Unsupported, gpu_op
+
+MAX_HEAD_SIZE = 256          # attention.wgsl's per-row accumulator
+MASK_KINDS = {"bool": 1, "float32": 2}
+
+
+def check_attention(node, opset, types) -> str:
+    wanted = {0: "Q", 1: "K", 2: "V", 4: "past_key", 5: "past_value"}
+    for i, name in enumerate(node.inputs):
+        if not name:
+            continue
+        t = types.get(name)
+        code = t.elem_type if t is not None else 0
+        what = dtypes.type_string(code) if code else "unknown type"
+        if i in wanted and code != dtypes.FLOAT:
+            return f"Attention {wanted[i]} of {what} (the kernel computes float32)"
+        if i == 3 and code not in (dtypes.FLOAT, dtypes.BOOL):
+            return f"an attn_mask of {what}"
+    return ""
+
+
+def _head_strides(t, heads: int) -> tuple:
+    """(B, H, S, D) dims and (batch, head, position) strides of a 4-D tensor or of a 3-D one
+    packing `heads` heads in its last dim."""
+    if t.ndim == 4:
+        b, h, s, d = t.shape
+        return (b, h, s, d), (h * s * d, s * d, d)
+    if t.ndim != 3 or not heads or t.shape[2] % heads:
+        raise ValueError(f"Attention: a {t.shape} input with {heads} heads")
+    b, s, hd = t.shape
+    return (b, heads, s, hd // heads), (s * hd, hd // heads, hd)
+
+
+def _present(gpu, past, x, dims, strides):
+    """past (B, H, P, D) followed by x along the sequence, as a 4-D tensor."""
+    b, h, s, d = dims
+    p = past.shape[2] if past is not None else 0
+    out_dims = (b, h, p + s, d)
+    out = gpu.empty(out_dims)
+    dst = strides_of(out_dims)
+    if past is not None:
+        strided_copy(gpu, out, past, past.shape, strides_of(past.shape), dst)
+    strided_copy(gpu, out, x, dims, list(strides) + [1], dst, 0, p * dst[2])
+    return out
+
+
+@gpu_op("Attention", check=check_attention, typed=True)
+def attention(gpu, ctx, q, k, v, attn_mask=None, past_key=None, past_value=None,
+              nonpad_kv_seqlen=None, is_causal=0, q_num_heads=None, kv_num_heads=None,
+              qk_matmul_output_mode=0, scale=None, softcap=0.0, softmax_precision=None,
+              left_window_size=-1, right_window_size=-1):
+    q, k, v = as_gpu(gpu, q), as_gpu(gpu, k), as_gpu(gpu, v)
+    if not q.ndim == k.ndim == v.ndim:
+        raise ValueError(f"Attention: Q, K, V of ranks {q.ndim}, {k.ndim}, {v.ndim}")
+    qd, qs = _head_strides(q, q_num_heads)
+    kd, ks = _head_strides(k, kv_num_heads)
+    vd, vs = _head_strides(v, kv_num_heads)
+    batch, hq, seq, dqk = qd
+    hkv, dv = kd[1], vd[3]
+    if hkv == 0 or hq % hkv or kd[3] != dqk or vd[1] != hkv:
+        raise ValueError(f"Attention: Q {q.shape}, K {k.shape}, V {v.shape} do not match")
+    if dv > MAX_HEAD_SIZE:
+        raise Unsupported(f"a value head size of {dv} (the kernel holds up to {MAX_HEAD_SIZE})")
+    if (past_key is None) != (past_value is None):
+        raise ValueError("Attention: past_key and past_value must be given together")
+    if past_key is not None and nonpad_kv_seqlen is not None:
+        raise ValueError("Attention: nonpad_kv_seqlen with past_key/past_value")
+    past_len = 0
+    n_out = ctx.num_outputs
+    if past_key is not None or n_out > 1:
+        past_key = None if past_key is None else as_gpu(gpu, past_key)
+        past_value = None if past_value is None else as_gpu(gpu, past_value)
+        past_len = 0 if past_key is None else past_key.shape[2]
+        if k.ndim == 4 and past_key is None:
+            present_k, present_v = k, v
+        else:
+            present_k = _present(gpu, past_key, k, kd, ks)
+            present_v = _present(gpu, past_value, v, vd, vs)
+        k, v = present_k, present_v
+        kd, ks = _head_strides(k, hkv)
+        vd, vs = _head_strides(v, hkv)
+    kv_len = kd[2]
+
+    if attn_mask is None:
+        mask, kind, mask_params = gpu.zeros(1), 0, [0, 0, 0, 0, 0]
+    else:
+        mask = as_gpu_any(gpu, attn_mask)
+        kind = MASK_KINDS.get(mask.dtype)
+        if kind is None or mask.ndim > 4:
+            raise Unsupported(f"a {mask.dtype} attn_mask of shape {mask.shape}")
+        mask_len = mask.shape[-1] if mask.ndim else 1
+        full = (batch, hq, seq, mask_len)
+        mask_params = broadcast_strides(mask.shape, full) + [mask_len]
+    if nonpad_kv_seqlen is None:
+        nonpad, has_nonpad = gpu.zeros(1), 0
+    else:
+        nonpad, has_nonpad = as_gpu_any(gpu, nonpad_kv_seqlen), 1
+        if nonpad.dtype not in ("int32", "int64") or nonpad.size != batch:
+            raise Unsupported(f"a {nonpad.dtype} nonpad_kv_seqlen of shape {nonpad.shape}")
+
+    y_dims = (batch, hq, seq, dv) if q.ndim == 4 else (batch, seq, hq * dv)
+    y = gpu.empty(y_dims)
+    y_strides = _head_strides(y, hq)[1]
+    scale = 1.0 / math.sqrt(dqk) if scale is None else float(scale)
+    params = ([hq, seq, kv_len, dqk, dv, hq // hkv] + list(qs) + list(ks) + list(vs)
+              + list(y_strides) + mask_params
+              + [float(scale), float(softcap or 0.0), int(bool(is_causal)), past_len,
+                 int(left_window_size), int(right_window_size), int(qk_matmul_output_mode)])
+    subs = {"MASK": kind, "NONPAD": has_nonpad}
+    rows = batch * hq * seq
+    if rows and dv:
+        gpu.dispatch("attention", "attention", y, [q, k, v, mask, nonpad], params, rows, subs)
+    outputs = [y]
+    if n_out > 1:
+        outputs += [present_k, present_v]
+    if n_out > 3:
+        if qk_matmul_output_mode not in (0, 1, 2, 3):
+            raise ValueError(f"qk_matmul_output_mode must be 0..3, got {qk_matmul_output_mode}")
+        scores = gpu.empty((batch, hq, seq, kv_len))
+        gpu.dispatch("attention", "attention_scores", scores, [q, k, mask, nonpad], params,
+                     scores.size, subs)
+        outputs.append(scores)
+    return tuple(outputs) if n_out > 1 else y
