@@ -913,3 +913,86 @@ def test_cast_to_16_bit_floats_rounds_as_numpy(wasm, to):
         np.testing.assert_array_equal(got.view(np.uint16)[~np.isnan(want.astype(np.float32))],
                                       want.view(np.uint16)[~np.isnan(want.astype(np.float32))])
         assert np.isnan(got.astype(np.float32)[np.isnan(want.astype(np.float32))]).all()
+
+
+# ---- Attention ------------------------------------------------------------------------------
+
+def _attention_model(rank, heads, kv_heads, attrs, mask, past, nonpad, outputs):
+    from onnx import TensorProto, helper
+
+    f = TensorProto.FLOAT
+    inputs = [helper.make_tensor_value_info(n, f, None) for n in ("q", "k", "v")]
+    names = ["q", "k", "v"]
+    if mask or past or nonpad:
+        names.append("mask" if mask else "")
+        if mask:
+            inputs.append(helper.make_tensor_value_info(
+                "mask", TensorProto.BOOL if mask == "bool" else f, None))
+    if past or nonpad:
+        names += ["past_key", "past_value"] if past else ["", ""]
+        if past:
+            inputs += [helper.make_tensor_value_info(n, f, None) for n in ("past_key", "past_value")]
+    if nonpad:
+        names.append("nonpad")
+        inputs.append(helper.make_tensor_value_info("nonpad", TensorProto.INT64, None))
+    outs = ["y", "present_key", "present_value", "qk"][:outputs]
+    if rank == 3:
+        attrs = dict(attrs, q_num_heads=heads, kv_num_heads=kv_heads)
+    node = helper.make_node("Attention", names, outs, **attrs)
+    graph = helper.make_graph([node], "g", inputs,
+                              [helper.make_tensor_value_info(n, f, None) for n in outs])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 24)]).SerializeToString()
+
+
+ATTENTION_CASES = [   # (batch, rank, heads, kv heads, q len, kv len, attrs, mask, past, nonpad, outputs)
+    (1, 4, 2, 2, 3, 5, {}, None, 0, 0, 1),
+    (2, 4, 4, 2, 4, 4, {"is_causal": 1}, None, 0, 0, 1),
+    (1, 3, 4, 1, 2, 6, {"scale": 0.3}, "bool", 0, 0, 1),
+    (3, 3, 2, 2, 5, 5, {"softcap": 2.0, "qk_matmul_output_mode": 1}, "float", 0, 0, 4),
+    (2, 4, 2, 1, 1, 3, {"is_causal": 1}, "float-short", 4, 0, 3),      # decode with a cache
+    (1, 4, 4, 4, 2, 7, {"qk_matmul_output_mode": 3}, "bool", 0, 0, 4),
+    (2, 4, 2, 2, 2, 6, {}, None, 0, 1, 1),                              # valid key counts
+    (1, 4, 2, 2, 4, 4, {"qk_matmul_output_mode": 2, "is_causal": 1}, "float", 0, 0, 4),
+    (2, 3, 3, 3, 4, 4, {"qk_matmul_output_mode": 0}, None, 2, 0, 4),
+]
+
+
+@pytest.mark.parametrize("case", range(len(ATTENTION_CASES)))
+def test_attention_matches_the_cpu_provider(wasm, case):
+    """Attention on wasm (er_attention) against the CPU provider (itself checked by the onnx
+    conformance cases): 3-D and 4-D layouts, grouped heads, bool/float/short masks, causal,
+    softcap, past key/value, valid key counts, every qk output mode; rtol 1e-5, atol 1e-6."""
+    import edgerun
+
+    batch, rank, hq, hkv, sq, skv, attrs, mask, past, nonpad, outputs = ATTENTION_CASES[case]
+    rng = np.random.default_rng(case)
+    d, dv = 8, 6
+
+    def tensor(heads, seq, size):
+        shape = (batch, heads, seq, size) if rank == 4 else (batch, seq, heads * size)
+        return rng.standard_normal(shape).astype(np.float32)
+    feeds = {"q": tensor(hq, sq, d), "k": tensor(hkv, skv, d), "v": tensor(hkv, skv, dv)}
+    total = skv + past
+    if mask:
+        length = total - 2 if mask.endswith("short") else total
+        if mask == "bool":
+            feeds["mask"] = rng.random((sq, length)) > 0.3
+        else:
+            feeds["mask"] = np.where(rng.random((batch, 1, sq, length)) > 0.3, 0.0,
+                                     -np.inf).astype(np.float32) + \
+                rng.standard_normal((batch, 1, sq, length)).astype(np.float32)
+    if past:
+        feeds["past_key"] = rng.standard_normal((batch, hkv, past, d)).astype(np.float32)
+        feeds["past_value"] = rng.standard_normal((batch, hkv, past, dv)).astype(np.float32)
+    if nonpad:
+        feeds["nonpad"] = rng.integers(sq, skv + 1, size=batch).astype(np.int64)
+    model = _attention_model(rank, hq, hkv, attrs, mask, past, nonpad, outputs)
+    before = dict(wasm.dev.fallbacks)
+    sess = edgerun.InferenceSession(model, providers=[wasm])
+    got = sess.run(None, feeds)
+    assert wasm.dev.fallbacks == before
+    assert [n["provider"] for n in sess.explain()["nodes"]] == ["wasm"]
+    want = edgerun.InferenceSession(model, providers=["cpu"]).run(None, feeds)
+    for g, w in zip(got, want):
+        assert g.shape == w.shape
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)

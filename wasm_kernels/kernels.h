@@ -13,7 +13,8 @@
     X(er_unary) X(er_binary) X(er_binary_i64) X(er_compare) X(er_not) X(er_where) \
     X(er_sgemm) X(er_sgemm_batch) X(er_conv2d) X(er_depthwise2d) \
     X(er_maxpool2d) X(er_avgpool2d) X(er_softmax) X(er_layer_norm) X(er_batch_norm) \
-    X(er_lrn) X(er_reduce) X(er_argmax) X(er_lstm_cell) X(er_map_unary) X(er_map_binary)
+    X(er_lrn) X(er_reduce) X(er_argmax) X(er_lstm_cell) X(er_map_unary) X(er_map_binary) \
+    X(er_attention)
 
 void er_memcpy(unsigned char *dst, const unsigned char *src, i32 nbytes);
 void er_fill(unsigned char *dst, const unsigned char *pattern, i32 elsize, i32 n);
@@ -26,6 +27,9 @@ void er_binary(i32 op, const float *a, const float *b, float *y, i32 rank);
 void er_map_unary(i32 op, i32 tx, const void *x, i32 ty, void *y, i32 n, float p0, float p1);
 void er_map_binary(i32 op, i32 ta, const void *a, i32 tb, const void *b, i32 ty, void *y,
                    i32 rank);
+void er_attention(const float *q, const float *k, const float *v, const void *mask,
+                  const i64 *valid_keys, float *y, float *qk, float *row, float scale,
+                  float softcap);
 void er_binary_i64(i32 op, const i64 *a, const i64 *b, i64 *y, i32 rank);
 void er_compare(i32 op, i32 type, const void *a, const void *b, uint8_t *y, i32 rank);
 void er_not(const uint8_t *x, uint8_t *y, i32 n);

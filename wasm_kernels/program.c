@@ -85,6 +85,9 @@ EXPORT i32 er_run_program(const uint32_t *words, i32 nwords) {
             break;
         case OP_er_map_unary: er_map_unary(I(0), I(1), P(2), I(3), P(4), I(5), F(6), F(7)); break;
         case OP_er_map_binary: er_map_binary(I(0), I(1), P(2), I(3), P(4), I(5), P(6), I(7)); break;
+        case OP_er_attention:
+            er_attention(P(0), P(1), P(2), P(3), P(4), P(5), P(6), P(7), F(8), F(9));
+            break;
         default: bad = 1;
         }
         if (bad) return (i32)(w - words) + 1;

@@ -98,14 +98,46 @@ def _as_array(value):
     return np.asarray(value)
 
 
+# float types the float32 kernels compute by converting in and out (as onnxruntime's CPU
+# kernels compute float16): float64 loses its extra precision there
+WIDENED_FLOATS = frozenset({dtypes.FLOAT16, dtypes.BFLOAT16, dtypes.DOUBLE})
+
+
+def converted(dev, x: WasmTensor, elem_type: int) -> WasmTensor:
+    """`x` as another numeric element type (er_cast)."""
+    if x.elem_type == elem_type:
+        return x
+    y = dev.empty(x.shape, elem_type)
+    if y.size and dev.call("er_cast", x.ptr, y.ptr, x.size, x.elem_type, elem_type):
+        raise TypeError(f"er_cast cannot convert {dtypes.type_string(x.elem_type)} to "
+                        f"{dtypes.type_string(elem_type)}")
+    return y
+
+
 def float_or_fallback(dev, node, opset, fast, float_inputs=None):
-    """`fast` when the listed inputs (default: all) are float32 tensors, else the fallback."""
+    """`fast` when the listed inputs (default: all) are float32 tensors; when they are all
+    one other float type (float16, bfloat16, float64), `fast` on float32 copies, its float32
+    outputs converted back; else the fallback."""
     slow = host_fallback(dev, node, opset)
 
     def run(ctx, *inputs, **attrs):
-        checked = inputs if float_inputs is None else [inputs[i] for i in float_inputs
-                                                        if i < len(inputs)]
+        positions = range(len(inputs)) if float_inputs is None else \
+            [i for i in float_inputs if i < len(inputs)]
+        checked = [inputs[i] for i in positions]
         if all_float(checked):
             return fast(ctx, *inputs)
-        return slow(ctx, *inputs, **attrs)
+        kinds = {v.elem_type if isinstance(v, WasmTensor) else None
+                 for v in checked if v is not None}
+        if len(kinds) != 1 or not kinds <= WIDENED_FLOATS:
+            return slow(ctx, *inputs, **attrs)
+        kind = kinds.pop()
+        widened = list(inputs)
+        for i in positions:
+            if widened[i] is not None:
+                widened[i] = converted(dev, widened[i], dtypes.FLOAT)
+        result = fast(ctx, *widened)
+        back = [converted(dev, r, kind) if isinstance(r, WasmTensor) and
+                r.elem_type == dtypes.FLOAT else r
+                for r in (result if isinstance(result, tuple) else (result,))]
+        return tuple(back) if isinstance(result, tuple) else back[0]
     return run

@@ -12,8 +12,8 @@ from __future__ import annotations
 from ....ir import dtypes
 from ....ir.shape_rules import split_lengths
 from . import operator
-from .common import (broadcast_shape, broadcast_strides, contiguous_strides, merge_dims,
-                     normalize_axis, product)
+from .common import (broadcast_shape, broadcast_strides, contiguous_strides, converted,
+                     merge_dims, normalize_axis, product)
 from .host_math import has_values, wrap
 from ..device import INT_FORMATS, SMALL_INTS, WasmTensor
 
@@ -215,11 +215,7 @@ def cast(dev, x: WasmTensor, to: int) -> WasmTensor:
         return x
     if to in INT_FORMATS and has_values(x):          # shape arithmetic stays on the host
         return dev.from_ints([wrap(v, to) for v in x.ints], x.shape, to)
-    y = dev.empty(x.shape, to)
-    if y.size and dev.call("er_cast", x.ptr, y.ptr, x.size, x.elem_type, to):
-        raise TypeError(f"er_cast cannot convert {dtypes.type_string(x.elem_type)} to "
-                        f"{dtypes.type_string(to)}")
-    return y
+    return converted(dev, x, to)
 
 
 @operator("Cast", check=check_cast)

@@ -1,0 +1,81 @@
+/* Scaled dot-product attention (ONNX Attention, opset 23+), one query row at a time:
+ * scores against every key, softcap, the mask (bool or additive float, causal, sliding
+ * window, per-batch valid key counts), softmax, then the weighted sum of the values.
+ *
+ * Heads may be grouped (GQA: query head h reads key/value head h / (Hq / Hkv)). Every tensor
+ * is addressed through 4-D strides (batch, head, sequence, feature) in elements, so 3-D
+ * inputs with packed heads and the present key/value buffers need no transposing copies.
+ * A query row whose mask allows no key outputs zeros.
+ */
+#include "dmath.h"
+#include "vmath.h"
+
+enum { MASK_NONE = 0, MASK_BOOL, MASK_FLOAT };
+
+/* er_args, in order (ints): B, Hq, Hkv, Sq, Skv, D, Dv, then strides[4] of q, k, v, y, mask,
+ * then mask_kind, mask_len, is_causal, past_len, left_window, right_window, qk_mode
+ * (-1: no qk output, else 0 raw, 1 softcapped, 2 masked logits, 3 probabilities) */
+EXPORT void er_attention(const float *q, const float *k, const float *v, const void *mask,
+                         const i64 *valid_keys, float *y, float *qk, float *row, float scale,
+                         float softcap) {
+    const i32 *a = er_args;
+    i32 B = a[0], Hq = a[1], Hkv = a[2], Sq = a[3], Skv = a[4], D = a[5], Dv = a[6];
+    const i32 *qs = a + 7, *ks = a + 11, *vs = a + 15, *ys = a + 19, *ms = a + 23;
+    i32 mask_kind = a[27], mask_len = a[28], causal = a[29], past_len = a[30];
+    i32 left = a[31], right = a[32], qk_mode = a[33];
+    i32 group = Hq / Hkv;
+    for (i32 b = 0; b < B; b++) {
+        i32 offset = valid_keys ? (i32)valid_keys[b] - Sq : past_len;
+        for (i32 h = 0; h < Hq; h++) {
+            i32 kvh = h / group;
+            const float *kb = k + b * ks[0] + kvh * ks[1], *vb = v + b * vs[0] + kvh * vs[1];
+            for (i32 i = 0; i < Sq; i++) {
+                const float *qr = q + b * qs[0] + h * qs[1] + i * qs[2];
+                float *qk_row = qk_mode >= 0 ? qk + (((i64)b * Hq + h) * Sq + i) * Skv : 0;
+                i32 pos = i + offset;
+                float best = -__builtin_inff();
+                for (i32 j = 0; j < Skv; j++) {
+                    const float *kr = kb + j * ks[2];
+                    float s = 0;
+                    for (i32 d = 0; d < D; d++) s += qr[d * qs[3]] * kr[d * ks[3]];
+                    s *= scale;
+                    if (qk_mode == 0) qk_row[j] = s;
+                    if (softcap > 0) s = softcap * (float)d_tanh(s / softcap);
+                    if (qk_mode == 1) qk_row[j] = s;
+                    int allowed = (!causal || j <= pos) && (left < 0 || j >= pos - left) &&
+                                  (right < 0 || j <= pos + right) &&
+                                  (!valid_keys || j < valid_keys[b]);
+                    if (mask_kind != MASK_NONE) {
+                        i64 at = b * ms[0] + h * ms[1] + i * ms[2] + j * ms[3];
+                        if (j >= mask_len) allowed = 0;            /* a short mask pads */
+                        else if (mask_kind == MASK_BOOL) allowed &= ((const uint8_t *)mask)[at] != 0;
+                        else s += ((const float *)mask)[at];
+                    }
+                    row[j] = allowed ? s : -__builtin_inff();
+                    if (qk_mode == 2) qk_row[j] = row[j];
+                    if (row[j] > best) best = row[j];
+                }
+                float *yr = y + b * ys[0] + h * ys[1] + i * ys[2];
+                if (best == -__builtin_inff() || best != best) {    /* nothing attended */
+                    for (i32 j = 0; j < Skv && qk_mode == 3; j++) qk_row[j] = 0;
+                    for (i32 d = 0; d < Dv; d++) yr[d * ys[3]] = 0;
+                    continue;
+                }
+                for (i32 j = 0; j < Skv; j++) row[j] -= best;
+                unary_f32(U_EXP, row, row, Skv, 0, 0);
+                float total = 0;
+                for (i32 j = 0; j < Skv; j++) total += row[j];
+                float inv = 1 / total;
+                for (i32 j = 0; j < Skv; j++) row[j] *= inv;
+                if (qk_mode == 3)
+                    for (i32 j = 0; j < Skv; j++) qk_row[j] = row[j];
+                for (i32 d = 0; d < Dv; d++) yr[d * ys[3]] = 0;
+                for (i32 j = 0; j < Skv; j++) {
+                    const float *vr = vb + j * vs[2];
+                    float p = row[j];
+                    for (i32 d = 0; d < Dv; d++) yr[d * ys[3]] += p * vr[d * vs[3]];
+                }
+            }
+        }
+    }
+}
