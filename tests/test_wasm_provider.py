@@ -996,3 +996,47 @@ def test_attention_matches_the_cpu_provider(wasm, case):
     for g, w in zip(got, want):
         assert g.shape == w.shape
         np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+
+
+# ---- losses ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("op", ["NegativeLogLikelihoodLoss", "SoftmaxCrossEntropyLoss"])
+@pytest.mark.parametrize("reduction", ["none", "sum", "mean"])
+def test_losses_match_the_cpu_provider(wasm, op, reduction):
+    """(N, C) and (N, C, d1, d2) scores, with and without weights and an ignore_index that
+    some targets hit, int32 and int64 targets, the log-probability output; rtol 1e-5."""
+    from onnx import TensorProto, helper
+
+    import edgerun
+
+    rng = np.random.default_rng(len(op) + len(reduction))
+    for shape, weighted, ignore, t_type in (((1, 5), False, None, np.int64),
+                                            ((4, 3, 2, 5), True, 1, np.int32),
+                                            ((3, 6, 4), True, -1, np.int64)):
+        x = rng.standard_normal(shape).astype(np.float32)
+        target = rng.integers(0, shape[1], size=shape[:1] + shape[2:]).astype(t_type)
+        if ignore is not None:
+            target.flat[::3] = ignore
+        names = ["x", "t"] + (["w"] if weighted else [])
+        outs = ["loss"] + (["log_prob"] if op == "SoftmaxCrossEntropyLoss" else [])
+        attrs = {"reduction": reduction}
+        if ignore is not None:
+            attrs["ignore_index"] = ignore
+        tt = TensorProto.INT32 if t_type == np.int32 else TensorProto.INT64
+        graph = helper.make_graph(
+            [helper.make_node(op, names, outs, **attrs)], "g",
+            [helper.make_tensor_value_info("x", TensorProto.FLOAT, None),
+             helper.make_tensor_value_info("t", tt, None)] +
+            ([helper.make_tensor_value_info("w", TensorProto.FLOAT, None)] if weighted else []),
+            [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in outs])
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+        feeds = {"x": x, "t": target}
+        if weighted:
+            feeds["w"] = rng.uniform(0.5, 2, size=shape[1]).astype(np.float32)
+        before = dict(wasm.dev.fallbacks)
+        got = edgerun.InferenceSession(model.SerializeToString(), providers=[wasm]).run(None, feeds)
+        assert wasm.dev.fallbacks == before
+        want = edgerun.InferenceSession(model.SerializeToString(), providers=["cpu"]).run(None, feeds)
+        for g, w in zip(got, want):
+            assert g.shape == w.shape
+            np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)

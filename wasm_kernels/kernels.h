@@ -14,7 +14,7 @@
     X(er_sgemm) X(er_sgemm_batch) X(er_conv2d) X(er_depthwise2d) \
     X(er_maxpool2d) X(er_avgpool2d) X(er_softmax) X(er_layer_norm) X(er_batch_norm) \
     X(er_lrn) X(er_reduce) X(er_argmax) X(er_lstm_cell) X(er_map_unary) X(er_map_binary) \
-    X(er_attention)
+    X(er_attention) X(er_nll)
 
 void er_memcpy(unsigned char *dst, const unsigned char *src, i32 nbytes);
 void er_fill(unsigned char *dst, const unsigned char *pattern, i32 elsize, i32 n);
@@ -30,6 +30,8 @@ void er_map_binary(i32 op, i32 ta, const void *a, i32 tb, const void *b, i32 ty,
 void er_attention(const float *q, const float *k, const float *v, const void *mask,
                   const i64 *valid_keys, float *y, float *qk, float *row, float scale,
                   float softcap);
+i32 er_nll(const float *x, const void *target, i32 t64, const float *weight, float *loss,
+           i32 N, i32 C, i32 D, i32 has_ignore, i32 ignore, i32 reduction);
 void er_binary_i64(i32 op, const i64 *a, const i64 *b, i64 *y, i32 rank);
 void er_compare(i32 op, i32 type, const void *a, const void *b, uint8_t *y, i32 rank);
 void er_not(const uint8_t *x, uint8_t *y, i32 n);

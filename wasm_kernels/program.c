@@ -88,6 +88,9 @@ EXPORT i32 er_run_program(const uint32_t *words, i32 nwords) {
         case OP_er_attention:
             er_attention(P(0), P(1), P(2), P(3), P(4), P(5), P(6), P(7), F(8), F(9));
             break;
+        case OP_er_nll:
+            bad = er_nll(P(0), P(1), I(2), P(3), P(4), I(5), I(6), I(7), I(8), I(9), I(10));
+            break;
         default: bad = 1;
         }
         if (bad) return (i32)(w - words) + 1;
