@@ -1,23 +1,51 @@
 /* Reductions over the middle axis of an (outer, R, inner) view: sum, mean, max, min,
- * sum of squares, and the index reductions ArgMax / ArgMin. The host folds the reduced axes into R (transposing first when they are
- * not adjacent). Also the global pools: GlobalAveragePool and GlobalMaxPool are reductions
+ * sum of squares, product, L1, L2, log-sum and log-sum-exp, and the index reductions ArgMax /
+ * ArgMin. The host folds the reduced axes into R (transposing first when they are not
+ * adjacent). Also the global pools: GlobalAveragePool and GlobalMaxPool are reductions
  * with inner = 1.
  */
-#include "common.h"
+#include "dmath.h"
 
-enum { R_SUM = 0, R_MEAN, R_MAX, R_MIN, R_SUM_SQUARE };
+enum { R_SUM = 0, R_MEAN, R_MAX, R_MIN, R_SUM_SQUARE, R_PROD, R_L1, R_L2, R_LOG_SUM,
+       R_LOG_SUM_EXP };
 
 static inline __attribute__((always_inline)) v128_t combine(i32 op, v128_t acc, v128_t v) {
     switch (op) {
     case R_MAX: return wasm_f32x4_max(acc, v);
     case R_MIN: return wasm_f32x4_min(acc, v);
-    case R_SUM_SQUARE: return wasm_f32x4_add(acc, wasm_f32x4_mul(v, v));
+    case R_SUM_SQUARE: case R_L2: return wasm_f32x4_add(acc, wasm_f32x4_mul(v, v));
+    case R_PROD: return wasm_f32x4_mul(acc, v);
+    case R_L1: return wasm_f32x4_add(acc, wasm_f32x4_abs(v));
     default: return wasm_f32x4_add(acc, v);
     }
 }
 
 static inline float start_value(i32 op) {
-    return op == R_MAX ? -__builtin_inff() : op == R_MIN ? __builtin_inff() : 0.0f;
+    return op == R_MAX ? -__builtin_inff() : op == R_MIN ? __builtin_inff()
+         : op == R_PROD ? 1.0f : 0.0f;
+}
+
+/* the result from the combined value s of r elements */
+static inline float finish(i32 op, float s, i32 r) {
+    switch (op) {
+    case R_MEAN: return r > 0 ? s * (1.0f / (float)r) : s;
+    case R_L2: return __builtin_sqrtf(s);
+    case R_LOG_SUM: return (float)d_log(s);
+    default: return s;
+    }
+}
+
+/* log(sum(e^x)) over r elements `stride` apart, shifted by their maximum */
+static float log_sum_exp(const float *x, i32 r, i32 stride) {
+    float m = -__builtin_inff();
+    for (i32 i = 0; i < r; i++) {
+        float v = x[i * stride];
+        m = v > m || v != v ? v : m;
+    }
+    if (m != m || m == __builtin_inff() || m == -__builtin_inff()) return m;
+    double s = 0;
+    for (i32 i = 0; i < r; i++) s += d_exp((double)x[i * stride] - m);
+    return (float)(m + d_log(s));
 }
 
 static inline float horizontal(i32 op, v128_t v) {
@@ -33,6 +61,7 @@ static inline float horizontal(i32 op, v128_t v) {
         for (int i = 1; i < 4; i++) m = (l[i] < m || l[i] != l[i]) ? l[i] : m;
         return m;
     }
+    if (op == R_PROD) return (l[0] * l[1]) * (l[2] * l[3]);
     return (l[0] + l[1]) + (l[2] + l[3]);
 }
 
@@ -43,31 +72,35 @@ static inline float combine1(i32 op, float acc, float v) {
 }
 
 EXPORT void er_reduce(i32 op, const float *x, float *y, i32 outer, i32 r, i32 inner) {
-    float scale = (op == R_MEAN && r > 0) ? 1.0f / (float)r : 1.0f;
     v128_t init = wasm_f32x4_splat(start_value(op));
     for (i32 o = 0; o < outer; o++) {
         const float *xo = x + o * r * inner;
         float *yo = y + o * inner;
+        if (op == R_LOG_SUM_EXP) {
+            for (i32 j = 0; j < inner; j++) yo[j] = log_sum_exp(xo + j, r, inner);
+            continue;
+        }
         if (inner == 1) {
             v128_t acc = init;
             i32 i = 0;
             for (; i + 4 <= r; i += 4) acc = combine(op, acc, wasm_v128_load(xo + i));
             float s = horizontal(op, acc);
             for (; i < r; i++) s = combine1(op, s, xo[i]);
-            yo[0] = op == R_MEAN ? s * scale : s;
+            yo[0] = finish(op, s, r);
             continue;
         }
         i32 j = 0;
         for (; j + 4 <= inner; j += 4) {
             v128_t acc = init;
             for (i32 i = 0; i < r; i++) acc = combine(op, acc, wasm_v128_load(xo + i * inner + j));
-            if (op == R_MEAN) acc = wasm_f32x4_mul(acc, wasm_f32x4_splat(scale));
-            wasm_v128_store(yo + j, acc);
+            float lanes[4];
+            wasm_v128_store(lanes, acc);
+            for (int l = 0; l < 4; l++) yo[j + l] = finish(op, lanes[l], r);
         }
         for (; j < inner; j++) {
             float s = start_value(op);
             for (i32 i = 0; i < r; i++) s = combine1(op, s, xo[i * inner + j]);
-            yo[j] = op == R_MEAN ? s * scale : s;
+            yo[j] = finish(op, s, r);
         }
     }
 }

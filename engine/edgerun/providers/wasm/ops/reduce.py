@@ -1,4 +1,4 @@
-"""ReduceSum/Mean/Max/Min/SumSquare over any axes: adjacent axes fold into one (outer, R,
+"""ReduceSum/Mean/Max/Min/SumSquare/Prod/L1/L2/LogSum/LogSumExp over any axes: adjacent axes fold into one (outer, R,
 inner) pass; others are transposed to the end first. ArgMax/ArgMin over one axis."""
 from __future__ import annotations
 
@@ -8,7 +8,12 @@ from .common import float_or_fallback, normalize_axis, product
 from .tensor import transpose
 
 REDUCE = {"ReduceSum": 0, "ReduceMean": 1, "ReduceMax": 2, "ReduceMin": 3,
-          "ReduceSumSquare": 4}
+          "ReduceSumSquare": 4, "ReduceProd": 5, "ReduceL1": 6, "ReduceL2": 7,
+          "ReduceLogSum": 8, "ReduceLogSumExp": 9}
+# reductions whose result over one element is that element (noop_with_empty_axes returns x;
+# the others keep their per-element part: |x|, x * x, log x)
+ONE_ELEMENT_IDENTITY = {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd",
+                        "ReduceLogSumExp"}
 AXES_INPUT_SINCE = {"ReduceSum": 13}     # the others take axes as an input from opset 18
 
 
@@ -24,9 +29,9 @@ def bind_reduce(dev, node, opset):
         axes = dev.ints(axes_t) if axes_from_input else attr_axes
         rank = len(x.shape)
         if not axes and noop_empty:
-            if node.op_type != "ReduceSumSquare":
+            if node.op_type in ONE_ELEMENT_IDENTITY:
                 return x
-            y = dev.empty(list(x.shape))      # no reduction, but each element is squared
+            y = dev.empty(list(x.shape))      # no reduction, but each element's own part
             if y.size:
                 dev.call("er_reduce", code, x.ptr, y.ptr, y.size, 1, 1)
             return y
