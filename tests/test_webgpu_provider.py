@@ -387,6 +387,8 @@ def test_mod_bitwise_and_cast_like_match_the_cpu_provider(gpu):
     for op in ("BitwiseAnd", "BitwiseOr", "BitwiseXor"):
         _on_gpu_matches_cpu(gpu, op, {"a": a, "b": b[:1]}, what="int32 broadcast")
     _on_gpu_matches_cpu(gpu, "BitwiseNot", {"a": a})
+    for op in ("Neg", "Abs", "Sign"):                        # integer unary rows
+        _on_gpu_matches_cpu(gpu, op, {"a": a.astype(np.int64)}, what="int64")
     x = _rng_values(rng, (5, 30), -20, 20)
     for like in (a, a.astype(np.int64), a > 0, x[:1]):
         _on_gpu_matches_cpu(gpu, "CastLike", {"x": x, "like": like}, what=str(like.dtype))
@@ -529,3 +531,20 @@ def test_attention_matches_the_cpu_provider(gpu, case):
     assert gpu.stats["fallbacks"] == before, gpu.fallback_log[-1:]
     expected = edgerun.InferenceSession(model, providers=["cpu"]).run(None, feeds)
     _assert_close(got, expected, f"Attention {case}")
+
+
+@pytest.mark.parametrize("n", [1, 40])        # host labels, and labels on the GPU (> 64)
+def test_losses_match_the_cpu_provider(gpu, n):
+    rng = np.random.default_rng(n)
+    scores = _rng_values(rng, (n, 5, 3), strided=True)
+    labels = rng.integers(0, 5, (n, 3)).astype(np.int64)
+    labels[0, 0] = -1                                     # the ignored label below
+    weight = rng.uniform(0.5, 2, (5,)).astype(np.float32)
+    for reduction in ("none", "sum", "mean"):
+        for extra in ({}, {"w": weight}):
+            _on_gpu_matches_cpu(gpu, "SoftmaxCrossEntropyLoss",
+                                {"x": scores, "t": labels, **extra}, opset=13, n_outputs=2,
+                                reduction=reduction, ignore_index=-1)
+            _on_gpu_matches_cpu(gpu, "NegativeLogLikelihoodLoss",
+                                {"x": scores, "t": np.maximum(labels, 0), **extra}, opset=13,
+                                reduction=reduction)

@@ -121,7 +121,10 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
 
 fn logit(b: u32, h: u32, s: u32, j: u32) -> f32 {
   let add = addend(b, h, s, j);
-  if (!attended(b, h, s, j) || is_neg_inf(add)) { return bitcast<f32>(NEG_INF_BITS); }
+  if (!attended(b, h, s, j) || is_neg_inf(add)) {
+    let bits = NEG_INF_BITS;    // a runtime value: Tint (Chrome) rejects a constant -inf
+    return bitcast<f32>(bits);
+  }
   return score(b, h, s, j, 1u) + add;
 }
 

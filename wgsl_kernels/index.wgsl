@@ -229,3 +229,32 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
   if (k < 0) { k += i32(depth); }
   out[i] = values[select(0u, 1u, k == i32(d))];
 }
+
+//! kernel nll
+// NegativeLogLikelihoodLoss per target element: loss[n, q] = -x[n, t, q] * w and the weight
+// w (weight[t], or 1 with has_weight 0; 0 where t is ignore_index and has_ignore 1), for the
+// mean reduction's denominator. params: n (= N * inner), C, inner, has_weight, has_ignore,
+// ignore_index (i32)
+@group(0) @binding(1) var<storage, read_write> out: array<f32>;
+@group(0) @binding(2) var<storage, read> x: array<f32>;
+@group(0) @binding(3) var<storage, read> labels: array<i32>;
+@group(0) @binding(4) var<storage, read> weight: array<f32>;
+@group(0) @binding(5) var<storage, read_write> weights_out: array<f32>;
+
+@compute @workgroup_size({{WG}})
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+  let i = flat_index(gid, nwg);
+  if (i >= pu(0u)) { return; }
+  let C = pu(1u);
+  let inner = pu(2u);
+  let t = labels[i];
+  if (pu(4u) == 1u && t == pi(5u)) {
+    out[i] = 0.0;
+    weights_out[i] = 0.0;
+    return;
+  }
+  let c = u32(clamp(t, 0, i32(C) - 1));
+  let w = select(1.0, weight[c], pu(3u) == 1u);
+  out[i] = -x[((i / inner) * C + c) * inner + i % inner] * w;
+  weights_out[i] = w;
+}

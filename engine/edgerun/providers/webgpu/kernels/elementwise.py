@@ -116,11 +116,16 @@ def binary(gpu, a, b, expr: str, cast_b: bool = False, dtypes_in=("float32",),
     return gpu.dispatch("elementwise", "binary", out, [a, b], params, n, subs)
 
 
+INTEGER_UNARY = {"Neg", "Abs", "Sign"}          # the same WGSL serves i32 (int32, int64)
+
+
 def _unary_op(op, expr, attr_fn, domain=""):
+    kinds = ("float32", "int32", "int64") if op in INTEGER_UNARY else ("float32",)
+
     @gpu_op(op, domain=domain)
     def run(gpu, ctx, x, **attrs):
         alpha, beta = attr_fn(attrs) if attr_fn else (0.0, 0.0)
-        return unary(gpu, x, expr, alpha, beta)
+        return unary(gpu, x, expr, alpha, beta, dtypes_in=kinds)
     return run
 
 

@@ -1,13 +1,16 @@
 """Index operators on index.wgsl: GatherElements, ScatterElements (and Scatter),
-ScatterND, Trilu, OneHot, CumSum, TopK."""
+ScatterND, Trilu, OneHot, CumSum, TopK, and the losses that gather by label
+(NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss)."""
 from __future__ import annotations
 
 from ....ir import dtypes
 from .. import host_values
 from ..gpu import GPU_TYPES
 from ..memory import GpuTensor
-from .common import (as_gpu_any, cast_to, count, gpu_indices, host_floats_or_ints,
+from .common import (as_gpu, as_gpu_any, cast_to, count, gpu_indices, host_floats_or_ints,
                      host_ints, normalize_axis, padded, strides_of)
+from .elementwise import binary
+from .reduce import reduce, softmax
 from .registry import Unsupported, gpu_op
 
 # ScatterElements / ScatterND reduction -> how update `u` folds into `acc`
@@ -180,3 +183,50 @@ def one_hot(gpu, ctx, indices, depth, values, axis=-1):
         return out
     return gpu.dispatch("index", "onehot", out, [idx, values], [depth_n, count(idx.shape[axis:])],
                         count(shape), {"T": values.wgsl})
+
+
+LOSS_REDUCTIONS = ("none", "sum", "mean")
+
+
+def check_loss(node, opset) -> str:
+    reduction = _text(node.attr("reduction"), "mean")
+    return "" if reduction in LOSS_REDUCTIONS else f"reduction={reduction!r}"
+
+
+def nll_loss(gpu, log_prob, target, weight, ignore_index, reduction):
+    """NegativeLogLikelihoodLoss of float32 `log_prob` (N, C, ...) on the GPU."""
+    labels = as_gpu_any(gpu, target)
+    if labels.dtype not in ("int32", "int64"):
+        raise Unsupported(f"{labels.dtype} targets")
+    n, classes = log_prob.shape[0], log_prob.shape[1]
+    if labels.shape != (n,) + log_prob.shape[2:]:
+        raise ValueError(f"NegativeLogLikelihoodLoss: target {labels.shape} for input "
+                         f"{log_prob.shape}")
+    weight = gpu.zeros(1) if weight is None else as_gpu(gpu, weight)
+    loss, weights = gpu.empty(labels.shape), gpu.empty(labels.shape)
+    params = [classes, count(log_prob.shape[2:]), int(weight.size == classes),
+              int(ignore_index is not None), int(ignore_index or 0)]
+    gpu.dispatch("index", "nll", loss, [log_prob, labels, weight, weights], params,
+                 labels.size)
+    reduction = _text(reduction, "mean")
+    if reduction == "none":
+        return loss
+    axes = list(range(loss.ndim))
+    total = reduce(gpu, loss, "ReduceSum", axes, keepdims=False)
+    if reduction == "sum":
+        return total
+    return binary(gpu, total, reduce(gpu, weights, "ReduceSum", axes, keepdims=False), "x / y")
+
+
+@gpu_op("NegativeLogLikelihoodLoss", check=check_loss)
+def negative_log_likelihood_loss(gpu, ctx, x, target, weight=None, ignore_index=None,
+                                 reduction="mean"):
+    return nll_loss(gpu, as_gpu(gpu, x), target, weight, ignore_index, reduction)
+
+
+@gpu_op("SoftmaxCrossEntropyLoss", check=check_loss)
+def softmax_cross_entropy_loss(gpu, ctx, scores, labels, weights=None, ignore_index=None,
+                               reduction="mean"):
+    log_prob = softmax(gpu, scores, 1, 13, True)
+    loss = nll_loss(gpu, log_prob, labels, weights, ignore_index, reduction)
+    return (loss, log_prob) if ctx.num_outputs > 1 else loss
