@@ -1040,3 +1040,46 @@ def test_losses_match_the_cpu_provider(wasm, op, reduction):
         for g, w in zip(got, want):
             assert g.shape == w.shape
             np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+
+
+# ---- normalization --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("op,dtype,axis,scale_shape", [
+    ("LayerNormalization", "float32", -1, "full"), ("LayerNormalization", "float16", 1, "last"),
+    ("LayerNormalization", "float32", 0, "scalar"), ("RMSNormalization", "float32", -1, "full"),
+    ("RMSNormalization", "float16", 2, "scalar"), ("LayerNormalization", "float64", -2, "full")])
+def test_layer_and_rms_norm_match_the_cpu_provider(wasm, op, dtype, axis, scale_shape):
+    """Y (and LayerNormalization's float32 Mean and InvStdDev) for batch 1 and 3, a scale and
+    bias of the normalized shape, of its last axis or scalar; rtol 1e-5 (float16: 1e-2)."""
+    from onnx import TensorProto, helper
+    from onnx.helper import np_dtype_to_tensor_dtype
+
+    import edgerun
+
+    t = np_dtype_to_tensor_dtype(np.dtype(dtype))
+    rng = np.random.default_rng(abs(axis) + len(op))
+    layer = op == "LayerNormalization"
+    outs = ["y", "mean", "inv"] if layer else ["y"]
+    names = ["x", "scale"] + (["bias"] if layer else [])
+    graph = helper.make_graph(
+        [helper.make_node(op, names, outs, axis=axis, epsilon=1e-3)], "g",
+        [helper.make_tensor_value_info(n, t, None) for n in names],
+        [helper.make_tensor_value_info("y", t, None)] +
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in outs[1:]])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 23)])
+    for batch in (1, 3):
+        x = (rng.standard_normal((batch, 4, 6)) * 3 + 1).astype(dtype)
+        normalized = x.shape[axis:]
+        pshape = {"full": normalized, "last": normalized[-1:], "scalar": (1,)}[scale_shape]
+        feeds = {"x": x, "scale": rng.uniform(0.5, 2, pshape).astype(dtype)}
+        if layer:
+            feeds["bias"] = rng.standard_normal(pshape).astype(dtype)
+        before = dict(wasm.dev.fallbacks)
+        got = edgerun.InferenceSession(model.SerializeToString(), providers=[wasm]).run(None, feeds)
+        assert wasm.dev.fallbacks == before
+        want = edgerun.InferenceSession(model.SerializeToString(), providers=["cpu"]).run(None, feeds)
+        for g, w in zip(got, want):
+            assert g.dtype == w.dtype and g.shape == w.shape
+            rtol = 1e-2 if g.dtype == np.float16 else 1e-5
+            np.testing.assert_allclose(g.astype(np.float64), w.astype(np.float64), rtol=rtol,
+                                       atol=rtol)

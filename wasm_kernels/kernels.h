@@ -48,7 +48,7 @@ void er_maxpool2d(const float *x, float *y);
 void er_avgpool2d(const float *x, float *y);
 void er_softmax(const float *x, float *y, i32 outer, i32 n, i32 inner, i32 log_out);
 void er_layer_norm(const float *x, const float *scale, const float *bias, float *y,
-                   i32 rows, i32 n, float eps);
+                   float *mean_out, float *inv_out, i32 rows, i32 n, float eps, i32 rms);
 void er_batch_norm(const float *x, const float *scale, const float *bias,
                    const float *mean, const float *var, float *y, i32 n, i32 c,
                    i32 inner, float eps);

@@ -42,29 +42,40 @@ EXPORT void er_softmax(const float *x, float *y, i32 outer, i32 n, i32 inner, i3
             softmax_row(x + o * n * inner + j, y + o * n * inner + j, n, inner, log_out);
 }
 
-/* y = (x - mean) / sqrt(var + eps) * scale + bias over rows of n; bias may be 0 (none). */
+static inline float lanes_sum(v128_t v) {
+    float l[4];
+    wasm_v128_store(l, v);
+    return (l[0] + l[1]) + (l[2] + l[3]);
+}
+
+/* Each of `rows` rows of n: (x - mean) / sqrt(var + eps) * scale + bias, or with rms set
+ * (RMSNormalization) x / sqrt(mean(x^2) + eps) * scale. mean_out and inv_out (nullable)
+ * get each row's mean and 1 / sqrt(var + eps). */
 EXPORT void er_layer_norm(const float *x, const float *scale, const float *bias, float *y,
-                          i32 rows, i32 n, float eps) {
+                          float *mean_out, float *inv_out, i32 rows, i32 n, float eps,
+                          i32 rms) {
     for (i32 r = 0; r < rows; r++, x += n, y += n) {
-        v128_t vs = wasm_f32x4_splat(0.0f);
         i32 i = 0;
-        for (; i + 4 <= n; i += 4) vs = wasm_f32x4_add(vs, wasm_v128_load(x + i));
-        float l[4];
-        wasm_v128_store(l, vs);
-        float sum = (l[0] + l[1]) + (l[2] + l[3]);
-        for (; i < n; i++) sum += x[i];
-        float mean = sum / (float)n;
+        float mean = 0;
+        if (!rms) {
+            v128_t vs = wasm_f32x4_splat(0.0f);
+            for (; i + 4 <= n; i += 4) vs = wasm_f32x4_add(vs, wasm_v128_load(x + i));
+            float sum = lanes_sum(vs);
+            for (; i < n; i++) sum += x[i];
+            mean = sum / (float)n;
+        }
         v128_t vm = wasm_f32x4_splat(mean), vq = wasm_f32x4_splat(0.0f);
         for (i = 0; i + 4 <= n; i += 4) {
             v128_t d = wasm_f32x4_sub(wasm_v128_load(x + i), vm);
             vq = wasm_f32x4_add(vq, wasm_f32x4_mul(d, d));
         }
-        wasm_v128_store(l, vq);
-        float sq = (l[0] + l[1]) + (l[2] + l[3]);
+        float sq = lanes_sum(vq);
         for (; i < n; i++) sq += (x[i] - mean) * (x[i] - mean);
         float buf[4] = {sq / (float)n + eps, 1, 1, 1};
         wasm_v128_store(buf, wasm_f32x4_div(wasm_f32x4_splat(1.0f),
                                             wasm_f32x4_sqrt(wasm_v128_load(buf))));
+        if (mean_out) mean_out[r] = mean;
+        if (inv_out) inv_out[r] = buf[0];
         v128_t inv = wasm_f32x4_splat(buf[0]);
         for (i = 0; i + 4 <= n; i += 4) {
             v128_t v = wasm_f32x4_mul(wasm_f32x4_sub(wasm_v128_load(x + i), vm), inv);

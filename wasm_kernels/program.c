@@ -73,7 +73,9 @@ EXPORT i32 er_run_program(const uint32_t *words, i32 nwords) {
         case OP_er_maxpool2d: er_maxpool2d(P(0), P(1)); break;
         case OP_er_avgpool2d: er_avgpool2d(P(0), P(1)); break;
         case OP_er_softmax: er_softmax(P(0), P(1), I(2), I(3), I(4), I(5)); break;
-        case OP_er_layer_norm: er_layer_norm(P(0), P(1), P(2), P(3), I(4), I(5), F(6)); break;
+        case OP_er_layer_norm:
+            er_layer_norm(P(0), P(1), P(2), P(3), P(4), P(5), I(6), I(7), F(8), I(9));
+            break;
         case OP_er_batch_norm:
             er_batch_norm(P(0), P(1), P(2), P(3), P(4), P(5), I(6), I(7), I(8), F(9));
             break;

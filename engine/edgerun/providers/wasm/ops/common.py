@@ -114,10 +114,11 @@ def converted(dev, x: WasmTensor, elem_type: int) -> WasmTensor:
     return y
 
 
-def float_or_fallback(dev, node, opset, fast, float_inputs=None):
+def float_or_fallback(dev, node, opset, fast, float_inputs=None, keep_outputs=()):
     """`fast` when the listed inputs (default: all) are float32 tensors; when they are all
     one other float type (float16, bfloat16, float64), `fast` on float32 copies, its float32
-    outputs converted back; else the fallback."""
+    outputs converted back (except those at `keep_outputs`, float32 by the spec); else the
+    fallback."""
     slow = host_fallback(dev, node, opset)
 
     def run(ctx, *inputs, **attrs):
@@ -137,7 +138,7 @@ def float_or_fallback(dev, node, opset, fast, float_inputs=None):
                 widened[i] = converted(dev, widened[i], dtypes.FLOAT)
         result = fast(ctx, *widened)
         back = [converted(dev, r, kind) if isinstance(r, WasmTensor) and
-                r.elem_type == dtypes.FLOAT else r
-                for r in (result if isinstance(result, tuple) else (result,))]
+                r.elem_type == dtypes.FLOAT and i not in keep_outputs else r
+                for i, r in enumerate(result if isinstance(result, tuple) else (result,))]
         return tuple(back) if isinstance(result, tuple) else back[0]
     return run

@@ -1,8 +1,12 @@
-"""Softmax, LogSoftmax, LayerNormalization, BatchNormalization (inference), LRN."""
+"""Softmax, LogSoftmax, LayerNormalization, RMSNormalization, BatchNormalization
+(inference), LRN."""
 from __future__ import annotations
 
+from ....ir import dtypes
 from . import EDGERUN, operator
-from .common import float_or_fallback, normalize_axis, product
+from .common import (broadcast_shape, broadcast_strides, contiguous_strides, converted,
+                     float_or_fallback, normalize_axis, product)
+from .tensor import CAST_TYPES, copy_strided
 
 
 @operator("Softmax", "LogSoftmax")
@@ -26,31 +30,54 @@ def bind_softmax(dev, node, opset):
     return float_or_fallback(dev, node, opset, run)
 
 
-def check_layer_norm(node, opset) -> str:
-    if len([o for o in node.outputs if o]) > 1:
-        return "LayerNormalization with Mean/InvStdDev outputs"
-    return ""
+def normalized_param(dev, t, shape, what: str, op: str):
+    """A scale or bias as float32 of the normalized shape: broadcast when it is smaller."""
+    if t is None or tuple(t.shape) == tuple(shape):
+        return t
+    try:
+        target = broadcast_shape(t.shape, shape)
+    except ValueError:
+        target = None
+    if target != tuple(shape):
+        raise ValueError(f"{op}: {what} shape {list(t.shape)} does not broadcast to the "
+                         f"normalized shape {list(shape)}")
+    y = dev.empty(shape, t.elem_type)
+    copy_strided(dev, y.ptr, t.ptr, t.itemsize, shape, contiguous_strides(shape),
+                 broadcast_strides(t.shape, shape))
+    return y
 
 
-@operator("LayerNormalization", check=check_layer_norm)
-@operator("LayerNormalization", domains=EDGERUN, check=check_layer_norm)
+@operator("LayerNormalization", "RMSNormalization")
+@operator("LayerNormalization", domains=EDGERUN)
 def bind_layer_norm(dev, node, opset):
+    """LayerNormalization (with its Mean and InvStdDev outputs) and RMSNormalization: the
+    statistics are float32 (stash_type), whatever the input's type."""
     axis_attr = int(node.attr("axis", -1))
     eps = float(node.attr("epsilon", 1e-5))
+    rms = int(node.op_type == "RMSNormalization")
+    stash = int(node.attr("stash_type", dtypes.FLOAT))
+    wanted = [bool(o) for o in node.outputs]
 
     def run(ctx, x, scale, bias=None, **_):
         axis = normalize_axis(axis_attr, len(x.shape))
-        n = product(x.shape[axis:])
-        if scale.size != n or (bias is not None and bias.size != n):
-            raise ValueError(f"LayerNormalization: scale {list(scale.shape)} / bias "
-                             f"{list(bias.shape) if bias is not None else None} must have the "
-                             f"normalized shape {list(x.shape[axis:])}")
+        normalized = x.shape[axis:]
+        scale = normalized_param(dev, scale, normalized, "scale", node.op_type)
+        bias = normalized_param(dev, bias, normalized, "bias", node.op_type)
+        rows, n = product(x.shape[:axis]), product(normalized)
+        stats_shape = list(x.shape[:axis]) + [1] * len(normalized)
         y = dev.empty(x.shape)
+        mean = dev.empty(stats_shape) if wanted[1:2] == [True] else None
+        inv = dev.empty(stats_shape) if wanted[2:3] == [True] else None
         if y.size:
             dev.call("er_layer_norm", x.ptr, scale.ptr, bias.ptr if bias is not None else 0,
-                     y.ptr, product(x.shape[:axis]), n, eps)
-        return y
-    return float_or_fallback(dev, node, opset, run)
+                     y.ptr, mean.ptr if mean is not None else 0,
+                     inv.ptr if inv is not None else 0, rows, n, eps, rms)
+        if len(wanted) == 1:
+            return y
+        stats = [converted(dev, t, stash) if t is not None and stash in CAST_TYPES else t
+                 for t in (mean, inv)]
+        return (y, *stats)[:len(wanted)]
+    return float_or_fallback(dev, node, opset, run, keep_outputs=(1, 2))
 
 
 def check_batch_norm(node, opset) -> str:
