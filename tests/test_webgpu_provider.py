@@ -548,3 +548,51 @@ def test_losses_match_the_cpu_provider(gpu, n):
             _on_gpu_matches_cpu(gpu, "NegativeLogLikelihoodLoss",
                                 {"x": scores, "t": np.maximum(labels, 0), **extra}, opset=13,
                                 reduction=reduction)
+
+
+def test_uint32_bit_shift_on_gpu_tensors(gpu):
+    """uint32 tensors reach the GPU only beside GPU operands (or in a page, without numpy):
+    the kernel, called on uploaded tensors, matches numpy, shifts of 32 and more giving 0."""
+    from edgerun.providers.webgpu.kernels.elementwise import bit_shift
+
+    rng = np.random.default_rng(5)
+    x = rng.integers(0, 2**32, (3, 40), dtype=np.uint64).astype(np.uint32)
+    y = rng.integers(0, 40, (40,)).astype(np.uint32)
+    for direction, expected in (("LEFT", np.left_shift(x, y)), ("RIGHT", np.right_shift(x, y))):
+        expected = np.where(y >= 32, np.uint32(0), expected)
+        got = bit_shift(gpu, None, gpu.upload(x), gpu.upload(y), direction=direction)
+        np.testing.assert_array_equal(gpu.download(got), expected)
+
+
+def test_rotary_swiglu_cumprod_and_grouped_norms_match_the_cpu_provider(gpu):
+    rng = np.random.default_rng(21)
+    pos = rng.integers(0, 20, (2, 5)).astype(np.int64)
+    for interleaved in (0, 1):
+        for rot in (0, 4):
+            angles = _rng_values(rng, (20, (rot or 8) // 2))
+            c, s = np.cos(angles), np.sin(angles)
+            attrs = dict(interleaved=interleaved, rotary_embedding_dim=rot)
+            _on_gpu_matches_cpu(gpu, "RotaryEmbedding", {"x": _rng_values(rng, (2, 3, 5, 8),
+                                                                           strided=True),
+                                                         "c": c, "s": s, "p": pos},
+                                opset=23, what="4-D", **attrs)
+            _on_gpu_matches_cpu(gpu, "RotaryEmbedding", {"x": _rng_values(rng, (2, 5, 24)),
+                                                         "c": c, "s": s, "p": pos},
+                                opset=23, what="3-D", num_heads=3, **attrs)
+            _on_gpu_matches_cpu(gpu, "RotaryEmbedding", {"x": _rng_values(rng, (1, 2, 5, 8)),
+                                                         "c": c[None, :5], "s": s[None, :5]},
+                                opset=23, what="batch 1, no position_ids", **attrs)
+    a, b = _rng_values(rng, (3, 33), -8, 8, strided=True), _rng_values(rng, (3, 33))
+    _on_gpu_matches_cpu(gpu, "SwiGLU", {"a": a, "b": b}, opset=28, alpha=1.7)
+    x = _rng_values(rng, (4, 30), 0.5, 1.5)
+    for exclusive, reverse in ((0, 0), (1, 1)):
+        _on_gpu_matches_cpu(gpu, "CumProd", {"x": x, "a": np.array(1, np.int64)}, opset=26,
+                            exclusive=exclusive, reverse=reverse)
+    x = _rng_values(rng, (2, 6, 3, 5), strided=True)
+    scale, bias = _rng_values(rng, (6,)), _rng_values(rng, (6,))
+    _on_gpu_matches_cpu(gpu, "InstanceNormalization", {"x": x, "s": scale, "b": bias},
+                        opset=22, epsilon=1e-3)
+    _on_gpu_matches_cpu(gpu, "GroupNormalization", {"x": x, "s": scale, "b": bias}, opset=21,
+                        num_groups=3)
+    _on_gpu_matches_cpu(gpu, "GroupNormalization", {"x": x, "s": scale[:2], "b": bias[:2]},
+                        opset=18, num_groups=2)

@@ -133,9 +133,10 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
   out[i] = select({{T}}(0), x[i], keep);
 }
 
-//! kernel cumsum
-// Running sums along one axis: lines of length L with stride `inner`, one line per work
-// item. params: n (= outer * inner), L, inner, exclusive, reverse
+//! kernel cumulative
+// Running sums (CumSum: {{OP}} +, {{FIRST}} 0) or products (CumProd: *, 1) along one axis:
+// lines of length L with stride `inner`, one line per work item.
+// params: n (= outer * inner), L, inner, exclusive, reverse
 @group(0) @binding(1) var<storage, read_write> out: array<{{T}}>;
 @group(0) @binding(2) var<storage, read> x: array<{{T}}>;
 
@@ -148,7 +149,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
   let exclusive = pu(3u) == 1u;
   let reverse = pu(4u) == 1u;
   let base = (i / inner) * L * inner + i % inner;
-  var acc = {{T}}(0);
+  var acc = {{T}}({{FIRST}});
   for (var j = 0u; j < L; j++) {
     var p = j;
     if (reverse) { p = L - 1u - j; }
@@ -156,9 +157,9 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     let v = x[at];
     if (exclusive) {
       out[at] = acc;
-      acc += v;
+      acc = acc {{OP}} v;
     } else {
-      acc += v;
+      acc = acc {{OP}} v;
       out[at] = acc;
     }
   }
@@ -257,4 +258,45 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
   let w = select(1.0, weight[c], pu(3u) == 1u);
   out[i] = -x[((i / inner) * C + c) * inner + i % inner] * w;
   weights_out[i] = w;
+}
+
+//! kernel rotary
+// RotaryEmbedding, one work item per element of x (B, H, S, D) or (B, S, H*D): the first
+// rot_dim elements of each head rotate pairwise (halves, or neighbours with interleaved 1)
+// by the angle of cache row pos[b, s] (has_pos 1) or b * S + s; the rest are copied.
+// The position of element i: d = i % D, s = (i / s_div) % S, b = i / b_div.
+// params: n, D, S, s_div, b_div, rot_dim, interleaved, has_pos
+@group(0) @binding(1) var<storage, read_write> out: array<f32>;
+@group(0) @binding(2) var<storage, read> x: array<f32>;
+@group(0) @binding(3) var<storage, read> cos_cache: array<f32>;
+@group(0) @binding(4) var<storage, read> sin_cache: array<f32>;
+@group(0) @binding(5) var<storage, read> pos: array<i32>;
+
+@compute @workgroup_size({{WG}})
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+  let i = flat_index(gid, nwg);
+  if (i >= pu(0u)) { return; }
+  let d = i % pu(1u);
+  let rot = pu(5u);
+  if (d >= rot) {
+    out[i] = x[i];
+    return;
+  }
+  let S = pu(2u);
+  let s = (i / pu(3u)) % S;
+  let b = i / pu(4u);
+  var row = b * S + s;
+  if (pu(7u) == 1u) { row = u32(pos[row]); }
+  let half = rot / 2u;
+  var j = d % half;             // the angle's index
+  var first = d < half;         // the pair's first element (real part)
+  var mate = select(i - half, i + half, first);
+  if (pu(6u) == 1u) {
+    j = d / 2u;
+    first = d % 2u == 0u;
+    mate = select(i - 1u, i + 1u, first);
+  }
+  let c = cos_cache[row * half + j];
+  let sn = sin_cache[row * half + j];
+  out[i] = select(sn * x[mate] + c * x[i], c * x[i] - sn * x[mate], first);
 }

@@ -1,7 +1,8 @@
 """Attention (opsets 23-24) on attention.wgsl: 3-D or 4-D Q/K/V, grouped-query heads, boolean
 or float masks (broadcast, shorter than the keys), is_causal, sliding windows, scale, softcap,
 past_key/past_value with present outputs, nonpad_kv_seqlen and the qk_matmul_output in every
-mode. Computed in float32: other element types are refused."""
+mode. Computed in float32: other element types are refused. RotaryEmbedding (index.wgsl's
+`rotary`) lives here too."""
 from __future__ import annotations
 
 import math
@@ -131,3 +132,43 @@ def attention(gpu, ctx, q, k, v, attn_mask=None, past_key=None, past_value=None,
                      scores.size, subs)
         outputs.append(scores)
     return tuple(outputs) if n_out > 1 else y
+
+
+@gpu_op("RotaryEmbedding")
+def rotary_embedding(gpu, ctx, x, cos_cache, sin_cache, position_ids=None, interleaved=0,
+                     num_heads=0, rotary_embedding_dim=0):
+    x, cos, sin = as_gpu(gpu, x), as_gpu(gpu, cos_cache), as_gpu(gpu, sin_cache)
+    half = cos.shape[-1]
+    if x.ndim == 4:
+        batch, heads, seq, size = x.shape
+        s_div = size
+    elif x.ndim == 3:
+        batch, seq, hidden = x.shape
+        heads = num_heads or hidden // (2 * half)
+        if rotary_embedding_dim and not num_heads:
+            raise ValueError("RotaryEmbedding: 3-D input with rotary_embedding_dim needs "
+                             "num_heads")
+        if not heads or hidden % heads:
+            raise ValueError(f"RotaryEmbedding: hidden size {hidden} for {heads} heads")
+        size = hidden // heads
+        s_div = hidden
+    else:
+        raise ValueError(f"RotaryEmbedding input must be 3-D or 4-D, got shape {x.shape}")
+    rot_dim = rotary_embedding_dim or size
+    if rot_dim % 2 or rot_dim > size or sin.shape[-1] != half or 2 * half != rot_dim:
+        raise ValueError(f"RotaryEmbedding: cos/sin caches {cos.shape} for rotary_dim "
+                         f"{rot_dim} of {size}")
+    if position_ids is None:
+        pos, has_pos = gpu.zeros(1), 0
+        if cos.size != batch * seq * half:
+            raise ValueError(f"RotaryEmbedding: caches {cos.shape} without position_ids for "
+                             f"batch {batch}, sequence {seq}")
+    else:
+        pos, has_pos = as_gpu_any(gpu, position_ids), 1
+        if pos.dtype not in ("int32", "int64") or pos.size != batch * seq:
+            raise Unsupported(f"{pos.dtype} position_ids of shape {pos.shape}")
+    out = gpu.empty(x.shape)
+    if x.size == 0:
+        return out
+    params = [size, seq, s_div, x.size // batch, rot_dim, int(bool(interleaved)), has_pos]
+    return gpu.dispatch("index", "rotary", out, [x, cos, sin, pos], params, x.size)

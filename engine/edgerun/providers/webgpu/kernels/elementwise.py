@@ -94,7 +94,7 @@ def unary(gpu, x, expr: str, alpha: float = 0.0, beta: float = 0.0, out_dtype: s
 
 
 def binary(gpu, a, b, expr: str, cast_b: bool = False, dtypes_in=("float32",),
-           out_dtype: str = None):
+           out_dtype: str = None, alpha: float = 0.0, beta: float = 0.0):
     """out = EXPR(x, y) with numpy broadcasting; both inputs of one type among `dtypes_in`
     (int32 and int64 mix: both are int32 words)."""
     if dtypes_in == ("float32",):
@@ -109,10 +109,12 @@ def binary(gpu, a, b, expr: str, cast_b: bool = False, dtypes_in=("float32",),
     n = count(shape)
     subs = {"EXPR": expr, "T": a.wgsl, "OT": out.wgsl}
     if a.shape == shape and b.shape == shape:
-        return gpu.dispatch("elementwise", "binary_same", out, [a, b], [0.0, 0.0], n, subs)
+        return gpu.dispatch("elementwise", "binary_same", out, [a, b],
+                            [float(alpha), float(beta)], n, subs)
     dims, (sa, sb) = merge_dims(list(shape), broadcast_strides(a.shape, shape),
                                 broadcast_strides(b.shape, shape))
-    params = [len(dims)] + padded(dims, fill=1) + padded(sa) + padded(sb) + [0.0, 0.0]
+    params = ([len(dims)] + padded(dims, fill=1) + padded(sa) + padded(sb)
+              + [float(alpha), float(beta)])
     return gpu.dispatch("elementwise", "binary", out, [a, b], params, n, subs)
 
 
@@ -193,6 +195,21 @@ for _op, _expr in LOGIC.items():
 
 for _op, _expr in BITWISE.items():
     _binary_op(_op, _expr, ("int32",))
+
+
+@gpu_op("SwiGLU")
+def swiglu(gpu, ctx, a, b, alpha=1.0):
+    if tuple(a.shape) != tuple(b.shape):
+        raise ValueError(f"SwiGLU inputs must have the same shape, got {a.shape} and {b.shape}")
+    return binary(gpu, a, b, UNARY["Swish"][0] + " * y", alpha=alpha)
+
+
+@gpu_op("BitShift")
+def bit_shift(gpu, ctx, a, b, direction="LEFT"):
+    direction = direction.decode() if isinstance(direction, bytes) else direction
+    op = {"LEFT": "<<", "RIGHT": ">>"}[direction]
+    # shifts of 32 or more give 0, as numpy's; WGSL would shift by y % 32
+    return binary(gpu, a, b, f"select(x {op} y, 0u, y >= 32u)", dtypes_in=("uint32",))
 
 
 @gpu_op("BitwiseNot")

@@ -117,19 +117,29 @@ def _lines(shape, axis):
     return length, inner, count(shape[:axis]) * inner
 
 
-@gpu_op("CumSum")
-def cumsum(gpu, ctx, x, axis, exclusive=0, reverse=0):
-    x = as_gpu_any(gpu, x)
-    if x.dtype not in NUMERIC:
-        raise Unsupported(f"CumSum over {x.dtype}")
-    axis = normalize_axis(host_ints(gpu, axis)[0], x.ndim)
-    out = gpu.empty(x.shape, x.dtype)
-    length, inner, lines = _lines(x.shape, axis)
-    if x.size == 0:
-        return out
-    return gpu.dispatch("index", "cumsum", out, [x], [length, inner, int(bool(exclusive)),
-                                                      int(bool(reverse))], lines,
-                        {"T": x.wgsl})
+CUMULATIVE = {"CumSum": ("+", 0), "CumProd": ("*", 1)}     # op -> (WGSL operator, start)
+
+
+def _cumulative_op(op):
+    @gpu_op(op)
+    def run(gpu, ctx, x, axis, exclusive=0, reverse=0):
+        x = as_gpu_any(gpu, x)
+        if x.dtype not in NUMERIC:
+            raise Unsupported(f"{op} over {x.dtype}")
+        axis = normalize_axis(host_ints(gpu, axis)[0], x.ndim)
+        out = gpu.empty(x.shape, x.dtype)
+        length, inner, lines = _lines(x.shape, axis)
+        if x.size == 0:
+            return out
+        sign, first = CUMULATIVE[op]
+        return gpu.dispatch("index", "cumulative", out, [x],
+                            [length, inner, int(bool(exclusive)), int(bool(reverse))], lines,
+                            {"T": x.wgsl, "OP": sign, "FIRST": first})
+    return run
+
+
+for _op in CUMULATIVE:
+    _cumulative_op(_op)
 
 
 # (largest, WGSL type) -> does (a, ia) come before (b, ib): ties keep the lower index

@@ -1,7 +1,11 @@
-"""BatchNormalization (inference), LayerNormalization, LRN."""
+"""BatchNormalization (inference), LayerNormalization, RMSNormalization, InstanceNormalization,
+GroupNormalization, LRN."""
 from __future__ import annotations
 
+from ....ir import dtypes
+from .. import host_values
 from .common import as_gpu, count, normalize_axis
+from .elementwise import binary
 from .registry import Unsupported, gpu_op
 
 
@@ -74,6 +78,36 @@ def run_layer_norm(gpu, ctx, x, scale, bias=None, axis=-1, epsilon=1e-5, stash_t
 @gpu_op("RMSNormalization")
 def run_rms_norm(gpu, ctx, x, scale, axis=-1, epsilon=1e-5, stash_type=1):
     return layer_norm(gpu, x, scale, None, axis, epsilon, rms=True)
+
+
+def _one(gpu):
+    return gpu.constant(("one",), lambda: host_values.filled(dtypes.FLOAT, (1,), 1.0))
+
+
+def _grouped_norm(gpu, x, groups: int, scale, bias, epsilon, per_group=False):
+    """Normalize each (n, group) block of x (N, C, ...), then scale and shift per channel
+    (per group with `per_group`: GroupNormalization before opset 21)."""
+    x = as_gpu(gpu, x)
+    n, channels = x.shape[0], x.shape[1]
+    if groups <= 0 or channels % groups:
+        raise ValueError(f"{channels} channels in {groups} groups")
+    normed = layer_norm(gpu, x.view((n * groups, x.size // max(n * groups, 1))), _one(gpu),
+                        None, -1, epsilon)
+    affine = groups if per_group else channels
+    shaped = normed.view((n, affine, x.size // max(n * affine, 1)))
+    scale, bias = as_gpu(gpu, scale).view((affine, 1)), as_gpu(gpu, bias).view((affine, 1))
+    return binary(gpu, binary(gpu, shaped, scale, "x * y"), bias, "x + y").view(x.shape)
+
+
+@gpu_op("InstanceNormalization")
+def instance_normalization(gpu, ctx, x, scale, bias, epsilon=1e-5):
+    return _grouped_norm(gpu, x, x.shape[1], scale, bias, epsilon)
+
+
+@gpu_op("GroupNormalization")
+def group_normalization(gpu, ctx, x, scale, bias, num_groups, epsilon=1e-5, stash_type=1):
+    return _grouped_norm(gpu, x, int(num_groups), scale, bias, epsilon,
+                         per_group=ctx.opset < 21)
 
 
 @gpu_op("LRN")
