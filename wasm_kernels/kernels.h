@@ -14,7 +14,8 @@
     X(er_sgemm) X(er_sgemm_batch) X(er_conv2d) X(er_depthwise2d) \
     X(er_maxpool2d) X(er_avgpool2d) X(er_softmax) X(er_layer_norm) X(er_batch_norm) \
     X(er_lrn) X(er_reduce) X(er_argmax) X(er_lstm_cell) X(er_map_unary) X(er_map_binary) \
-    X(er_attention) X(er_nll)
+    X(er_attention) X(er_nll) X(er_elements) X(er_nd) X(er_trilu) X(er_cumulative) \
+    X(er_one_hot) X(er_top_k) X(er_hardmax)
 
 void er_memcpy(unsigned char *dst, const unsigned char *src, i32 nbytes);
 void er_fill(unsigned char *dst, const unsigned char *pattern, i32 elsize, i32 n);
@@ -32,6 +33,20 @@ void er_attention(const float *q, const float *k, const float *v, const void *ma
                   float softcap);
 i32 er_nll(const float *x, const void *target, i32 t64, const float *weight, float *loss,
            i32 N, i32 C, i32 D, i32 has_ignore, i32 ignore, i32 reduction);
+i32 er_elements(i32 scatter, unsigned char *dst, const unsigned char *src, const void *indices,
+                i32 idx64, i32 t, i32 size, i32 reduction);
+i32 er_nd(i32 scatter, unsigned char *dst, const unsigned char *src, const void *indices,
+          i32 idx64, i32 batches, i32 per_batch, i32 k, i32 slice_elems, i32 batch_elems,
+          i32 t, i32 size, i32 reduction);
+void er_trilu(unsigned char *dst, const unsigned char *src, i32 size, i32 batch, i32 rows,
+              i32 cols, i32 k, i32 upper);
+void er_cumulative(i32 prod, i32 t, const void *x, void *y, i32 outer, i32 n, i32 inner,
+                   i32 exclusive, i32 reverse);
+void er_one_hot(unsigned char *dst, const i64 *indices, const unsigned char *on, i32 size,
+                i32 outer, i32 depth, i32 inner);
+void er_top_k(const unsigned char *x, unsigned char *values, i64 *indices, i32 t, i32 size,
+              i32 outer, i32 n, i32 inner, i32 k, i32 largest, unsigned char *scratch);
+void er_hardmax(const float *x, float *y, i32 outer, i32 n, i32 inner);
 void er_binary_i64(i32 op, const i64 *a, const i64 *b, i64 *y, i32 rank);
 void er_compare(i32 op, i32 type, const void *a, const void *b, uint8_t *y, i32 rank);
 void er_not(const uint8_t *x, uint8_t *y, i32 n);

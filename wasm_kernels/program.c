@@ -93,6 +93,20 @@ EXPORT i32 er_run_program(const uint32_t *words, i32 nwords) {
         case OP_er_nll:
             bad = er_nll(P(0), P(1), I(2), P(3), P(4), I(5), I(6), I(7), I(8), I(9), I(10));
             break;
+        case OP_er_elements: bad = er_elements(I(0), P(1), P(2), P(3), I(4), I(5), I(6), I(7)); break;
+        case OP_er_nd:
+            bad = er_nd(I(0), P(1), P(2), P(3), I(4), I(5), I(6), I(7), I(8), I(9), I(10), I(11),
+                        I(12));
+            break;
+        case OP_er_trilu: er_trilu(P(0), P(1), I(2), I(3), I(4), I(5), I(6), I(7)); break;
+        case OP_er_cumulative:
+            er_cumulative(I(0), I(1), P(2), P(3), I(4), I(5), I(6), I(7), I(8));
+            break;
+        case OP_er_one_hot: er_one_hot(P(0), P(1), P(2), I(3), I(4), I(5), I(6)); break;
+        case OP_er_top_k:
+            er_top_k(P(0), P(1), P(2), I(3), I(4), I(5), I(6), I(7), I(8), I(9), P(10));
+            break;
+        case OP_er_hardmax: er_hardmax(P(0), P(1), I(2), I(3), I(4)); break;
         default: bad = 1;
         }
         if (bad) return (i32)(w - words) + 1;
