@@ -596,3 +596,26 @@ def test_rotary_swiglu_cumprod_and_grouped_norms_match_the_cpu_provider(gpu):
                         num_groups=3)
     _on_gpu_matches_cpu(gpu, "GroupNormalization", {"x": x, "s": scale[:2], "b": bias[:2]},
                         opset=18, num_groups=2)
+
+
+@pytest.mark.parametrize("mode", ["nearest", "linear", "cubic"])
+def test_resize_modes_match_the_cpu_provider(gpu, mode):
+    rng = np.random.default_rng(len(mode))
+    x = _rng_values(rng, (1, 2, 5, 7), strided=True)
+    scales = np.array([1, 1, 1.6, 0.6], np.float32)
+    for coord in ("half_pixel", "align_corners", "asymmetric", "pytorch_half_pixel",
+                  "half_pixel_symmetric"):
+        _on_gpu_matches_cpu(gpu, "Resize", {"x": x, "r": np.zeros(0, np.float32),
+                                            "s": scales},
+                            opset=19, mode=mode, coordinate_transformation_mode=coord,
+                            exclude_outside=int(mode == "cubic"), cubic_coeff_a=-0.5)
+    roi = np.array([0.2, 0.1, 0.9, 1.2], np.float32)
+    _on_gpu_matches_cpu(gpu, "Resize",
+                        {"x": x, "r": roi, "s": np.array([2.0, 1.5], np.float32)}, opset=19,
+                        mode=mode, axes=[3, 2], extrapolation_value=-7.0,
+                        coordinate_transformation_mode="tf_crop_and_resize")
+    for policy in ("stretch", "not_larger", "not_smaller"):
+        _on_gpu_matches_cpu(gpu, "Resize", {"x": x, "r": np.zeros(0, np.float32),
+                                            "s": np.zeros(0, np.float32),
+                                            "z": np.array([9, 4], np.int64)},
+                            opset=19, mode=mode, axes=[2, 3], keep_aspect_ratio_policy=policy)

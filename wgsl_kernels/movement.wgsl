@@ -91,28 +91,42 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
 }
 
 //! kernel resize
-// Nearest or bilinear resize of the last two dims of [..., H, W]; {{LINEAR}} picks which.
-// Output coordinates map back through the coordinate transformation mode:
-// 0 half_pixel, 1 asymmetric, 2 align_corners, 3 pytorch_half_pixel, 4 tf_half_pixel_for_nn.
+// Resize of the last two dims of [..., H, W] by {{MODE}}: 0 nearest, 1 linear, 2 cubic
+// (coefficient A; exclude_outside drops and renormalizes taps outside the input). Output
+// coordinates map back through the coordinate transformation mode: 0 half_pixel,
+// 1 asymmetric, 2 align_corners, 3 pytorch_half_pixel, 4 tf_half_pixel_for_nn,
+// 5 half_pixel_symmetric, 6 tf_crop_and_resize (roi; outside it, extrapolation_value).
 // Nearest rounding: 0 round_prefer_floor, 1 round_prefer_ceil, 2 floor, 3 ceil.
-// params: n, H, W, OH, OW, scale_h, scale_w, coord_mode, nearest_mode
+// params: n, H, W, OH, OW, scale_h, scale_w, coord_mode, nearest_mode, roi_h0, roi_h1,
+//         roi_w0, roi_w1, extrapolation_value, A, exclude_outside
 @group(0) @binding(1) var<storage, read_write> out: array<f32>;
 @group(0) @binding(2) var<storage, read> x: array<f32>;
 
-fn source_coord(o: u32, n_out: u32, n_in: u32, scale: f32) -> f32 {
+// roi_at: the params index of this axis' roi start (its end follows)
+fn source_coord(o: u32, n_out: u32, n_in: u32, scale: f32, roi_at: u32) -> f32 {
   let mode = pu(7u);
   let fo = f32(o);
+  // ONNX measures the resized length as n_in * scale, which need not be an integer
+  let resized = f32(n_in) * scale;
   if (mode == 0u) { return (fo + 0.5) / scale - 0.5; }
   if (mode == 1u) { return fo / scale; }
   if (mode == 2u) {
-    // ONNX measures the resized length as n_in * scale, which need not be an integer
-    let resized = f32(n_in) * scale;
     if (resized <= 1.0) { return 0.0; }
     return fo * f32(n_in - 1u) / (resized - 1.0);
   }
   if (mode == 3u) {
     if (n_out <= 1u) { return 0.0; }
     return (fo + 0.5) / scale - 0.5;
+  }
+  if (mode == 5u) {
+    let offset = f32(n_in) / 2.0 * (1.0 - f32(n_out) / resized);
+    return offset + (fo + 0.5) / scale - 0.5;
+  }
+  if (mode == 6u) {
+    let r0 = pf(roi_at);
+    let span = (pf(roi_at + 1u) - r0) * f32(n_in - 1u);
+    if (n_out <= 1u) { return span / 2.0 + r0 * f32(n_in - 1u); }
+    return fo * span / f32(n_out - 1u) + r0 * f32(n_in - 1u);
   }
   return (fo + 0.5) / scale;
 }
@@ -132,6 +146,49 @@ fn nearest(c: f32, n_in: u32) -> u32 {
   return u32(clamp(r, 0.0, f32(n_in - 1u)));
 }
 
+// The input indices (clamped to the edge) and weights that make coordinate c along an axis
+// of n_in elements; unused taps weigh 0.
+struct Taps {
+  idx: array<u32, 4>,
+  w: array<f32, 4>,
+}
+
+fn taps(c: f32, n_in: u32) -> Taps {
+  var t: Taps;
+  if ({{MODE}} == 0) {
+    t.idx[0] = nearest(c, n_in);
+    t.w[0] = 1.0;
+    return t;
+  }
+  let base = floor(c);
+  let last = f32(n_in - 1u);
+  if ({{MODE}} == 1) {
+    let f = c - base;
+    t.idx[0] = u32(clamp(base, 0.0, last));
+    t.idx[1] = u32(clamp(base + 1.0, 0.0, last));
+    t.w[0] = 1.0 - f;
+    t.w[1] = f;
+    return t;
+  }
+  let A = pf(14u);
+  let exclude = pu(15u) == 1u;
+  var total = 0.0;
+  for (var k = 0u; k < 4u; k++) {
+    let p = base - 1.0 + f32(k);
+    let s = abs(p - c);
+    var w = ((A + 2.0) * s - (A + 3.0)) * s * s + 1.0;
+    if (s > 1.0) { w = ((A * s - 5.0 * A) * s + 8.0 * A) * s - 4.0 * A; }
+    if (s >= 2.0 || (exclude && (p < 0.0 || p > last))) { w = 0.0; }
+    t.idx[k] = u32(clamp(p, 0.0, last));
+    t.w[k] = w;
+    total += w;
+  }
+  if (exclude && total != 0.0) {
+    for (var k = 0u; k < 4u; k++) { t.w[k] = t.w[k] / total; }
+  }
+  return t;
+}
+
 @compute @workgroup_size({{WG}})
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
   let i = flat_index(gid, nwg);
@@ -143,21 +200,23 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
   let ow = i % OW;
   let oh = (i / OW) % OH;
   let plane = (i / (OW * OH)) * H * W;
-  let ch = source_coord(oh, OH, H, pf(5u));
-  let cw = source_coord(ow, OW, W, pf(6u));
-  if ({{LINEAR}} == 0) {
-    out[i] = x[plane + nearest(ch, H) * W + nearest(cw, W)];
+  let ch = source_coord(oh, OH, H, pf(5u), 9u);
+  let cw = source_coord(ow, OW, W, pf(6u), 11u);
+  if (pu(7u) == 6u && (ch < 0.0 || ch > f32(H - 1u) || cw < 0.0 || cw > f32(W - 1u))) {
+    out[i] = pf(13u);
     return;
   }
-  let yh = clamp(ch, 0.0, f32(H - 1u));
-  let yw = clamp(cw, 0.0, f32(W - 1u));
-  let h0 = u32(floor(yh));
-  let w0 = u32(floor(yw));
-  let h1 = min(h0 + 1u, H - 1u);
-  let w1 = min(w0 + 1u, W - 1u);
-  let fh = yh - f32(h0);
-  let fw = yw - f32(w0);
-  let top = mix(x[plane + h0 * W + w0], x[plane + h0 * W + w1], fw);
-  let bottom = mix(x[plane + h1 * W + w0], x[plane + h1 * W + w1], fw);
-  out[i] = mix(top, bottom, fh);
+  let th = taps(ch, H);
+  let tw = taps(cw, W);
+  var acc = 0.0;
+  for (var a = 0u; a < 4u; a++) {
+    if (th.w[a] == 0.0) { continue; }
+    var row = 0.0;
+    for (var b = 0u; b < 4u; b++) {
+      if (tw.w[b] != 0.0) { row += tw.w[b] * x[plane + th.idx[a] * W + tw.idx[b]]; }
+    }
+    acc += th.w[a] * row;
+  }
+  out[i] = acc;
 }
+

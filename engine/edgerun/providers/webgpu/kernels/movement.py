@@ -185,19 +185,21 @@ def run_pad(gpu, ctx, x, pads_input=None, value_input=None, axes_input=None, mod
 
 
 COORD_MODES = {"half_pixel": 0, "asymmetric": 1, "align_corners": 2, "pytorch_half_pixel": 3,
-               "tf_half_pixel_for_nn": 4}
+               "tf_half_pixel_for_nn": 4, "half_pixel_symmetric": 5, "tf_crop_and_resize": 6}
 NEAREST_MODES = {"round_prefer_floor": 0, "round_prefer_ceil": 1, "floor": 2, "ceil": 3}
+RESIZE_MODES = {"nearest": 0, "linear": 1, "bilinear": 1, "cubic": 2}
+ASPECT_POLICIES = {"stretch": None, "not_larger": min, "not_smaller": max}
 
 
 def _text(node, name, default):
-    v = node.attr(name, default)
-    return v.decode() if isinstance(v, bytes) else v
+    value = node.attr(name, default)
+    return value.decode() if isinstance(value, bytes) else value
 
 
 def check_resize(node, opset) -> str:
     mode = _text(node, "mode", "nearest")
-    if mode not in ("nearest", "linear", "bilinear"):
-        return f"mode={mode} (supported: nearest, linear)"
+    if mode not in RESIZE_MODES:
+        return f"mode={mode} (supported: nearest, linear, cubic)"
     coord = _text(node, "coordinate_transformation_mode", "half_pixel")
     if coord not in COORD_MODES:
         return f"coordinate_transformation_mode={coord}"
@@ -205,49 +207,69 @@ def check_resize(node, opset) -> str:
         return f"nearest_mode={_text(node, 'nearest_mode', '')}"
     if node.attr("antialias", 0):
         return "antialias=1"
-    if node.attr("exclude_outside", 0):
-        return "exclude_outside=1"
-    if node.attr("axes") is not None:
-        return "the axes attribute"
-    if _text(node, "keep_aspect_ratio_policy", "stretch") != "stretch":
-        return "keep_aspect_ratio_policy other than stretch"
+    if _text(node, "keep_aspect_ratio_policy", "stretch") not in ASPECT_POLICIES:
+        return f"keep_aspect_ratio_policy={_text(node, 'keep_aspect_ratio_policy', '')}"
     return ""
 
 
-def resize(gpu, x, scales, sizes, mode, coord, nearest_mode):
+def _resize_geometry(shape, axes, scales, sizes, policy):
+    """(output shape, per-dim scale) as the CPU kernel computes them, over every dim."""
+    out, factors = list(shape), [1.0] * len(shape)
+    if sizes is not None and len(sizes):
+        ratios = [s / shape[a] if shape[a] else 1.0 for a, s in zip(axes, sizes)]
+        pick = ASPECT_POLICIES[policy]
+        for a, s, r in zip(axes, sizes, ratios):
+            factor = r if pick is None else pick(ratios)
+            out[a] = int(s) if pick is None else int(math.floor(factor * shape[a] + 0.5))
+            factors[a] = factor
+    else:
+        for a, f in zip(axes, scales):
+            out[a], factors[a] = int(math.floor(shape[a] * float(f))), float(f)
+    return out, factors
+
+
+def resize(gpu, x, scales, sizes, mode, coord, nearest_mode, axes=None, roi=None,
+           policy="stretch", cubic_a=-0.75, exclude_outside=0, extrapolation=0.0):
     x = as_gpu(gpu, x)
     if x.ndim < 2:
         raise Unsupported(f"resizing a {x.ndim}-D tensor")
-    if sizes is not None and len(sizes):
-        out_shape = [int(s) for s in sizes]
-        scales = [o / i if i else 1.0 for o, i in zip(out_shape, x.shape)]
-    else:
-        scales = [float(s) for s in scales]
-        out_shape = [int(math.floor(d * s)) for d, s in zip(x.shape, scales)]
+    axes = list(range(x.ndim)) if axes is None else [normalize_axis(a, x.ndim) for a in axes]
+    out_shape, factors = _resize_geometry(x.shape, axes, scales, sizes, policy)
     if any(o != d for o, d in zip(out_shape[:-2], x.shape[:-2])) or \
-            any(s != 1.0 for s in scales[:-2]):     # a scale of 4/3 on 2 keeps its size
+            any(s != 1.0 for s in factors[:-2]):     # a scale of 4/3 on 2 keeps its size
         raise Unsupported("resizing dims other than the last two")
+    rois = [0.0, 1.0] * x.ndim
+    if roi is not None and len(roi) == 2 * len(axes):
+        for i, a in enumerate(axes):
+            rois[2 * a: 2 * a + 2] = [float(roi[i]), float(roi[len(axes) + i])]
     out = gpu.empty(out_shape)
     h, w = x.shape[-2:]
     oh, ow = out_shape[-2:]
     if count(out_shape) == 0:
         return out
-    params = [h, w, oh, ow, float(scales[-2]), float(scales[-1]), COORD_MODES[coord],
-              NEAREST_MODES[nearest_mode]]
+    if h == 0 or w == 0:
+        raise Unsupported("resizing an empty input to a non-empty output")
+    params = [h, w, oh, ow, float(factors[-2]), float(factors[-1]), COORD_MODES[coord],
+              NEAREST_MODES[nearest_mode]] + rois[-4:] + [float(extrapolation),
+                                                          float(cubic_a), int(exclude_outside)]
     return gpu.dispatch("movement", "resize", out, [x], params, count(out_shape),
-                        {"LINEAR": int(mode != "nearest")})
+                        {"MODE": RESIZE_MODES[mode]})
 
 
 @gpu_op("Resize", check=check_resize)
 def run_resize(gpu, ctx, x, roi=None, scales=None, sizes=None, mode="nearest",
                coordinate_transformation_mode="half_pixel", nearest_mode="round_prefer_floor",
-               cubic_coeff_a=-0.75, extrapolation_value=0.0, **_):
+               cubic_coeff_a=-0.75, extrapolation_value=0.0, axes=None, exclude_outside=0,
+               keep_aspect_ratio_policy="stretch", **_):
     if ctx.opset < 11:          # Resize-10: (X, scales), asymmetric, floor for nearest
-        scales, coordinate_transformation_mode, nearest_mode = roi, "asymmetric", "floor"
+        scales, roi = roi, None
+        coordinate_transformation_mode, nearest_mode = "asymmetric", "floor"
     scale_values = None if scales is None else host_floats_or_ints(gpu, scales)
     size_values = host_ints(gpu, sizes)
+    roi_values = None if roi is None else host_floats_or_ints(gpu, roi)
     return resize(gpu, x, scale_values, size_values, mode, coordinate_transformation_mode,
-                  nearest_mode)
+                  nearest_mode, axes, roi_values, keep_aspect_ratio_policy, cubic_coeff_a,
+                  exclude_outside, extrapolation_value)
 
 
 @gpu_op("Upsample", check=check_resize)
