@@ -1083,3 +1083,36 @@ def test_layer_and_rms_norm_match_the_cpu_provider(wasm, op, dtype, axis, scale_
             rtol = 1e-2 if g.dtype == np.float16 else 1e-5
             np.testing.assert_allclose(g.astype(np.float64), w.astype(np.float64), rtol=rtol,
                                        atol=rtol)
+
+
+# ---- Resize ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", ["uint8", "float16", "int32"])
+@pytest.mark.parametrize("mode", ["nearest", "linear", "cubic"])
+def test_resize_of_other_types_matches_the_cpu_provider(wasm, dtype, mode):
+    """Images as uint8 (and float16, int32) through every mode: nearest gathers in the type,
+    linear and cubic compute in float32 and round/saturate back, as the CPU kernel does
+    (exactly equal for integers, float16 to 1 ulp); batch 1 and 2, up- and downsampling."""
+    from onnx import TensorProto, helper
+    from onnx.helper import np_dtype_to_tensor_dtype
+
+    import edgerun
+
+    t = np_dtype_to_tensor_dtype(np.dtype(dtype))
+    rng = np.random.default_rng(len(dtype) + len(mode))
+    graph = helper.make_graph(
+        [helper.make_node("Resize", ["x", "", "scales"], ["y"], mode=mode)], "g",
+        [helper.make_tensor_value_info("x", t, None)], [helper.make_tensor_value_info("y", t, None)],
+        [helper.make_tensor("scales", TensorProto.FLOAT, [4], [1.0, 1.0, 1.7, 0.6])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)])
+    for batch in (1, 2):
+        x = (rng.uniform(0, 255, (batch, 3, 5, 9))).astype(dtype)
+        before = dict(wasm.dev.fallbacks)
+        got = edgerun.InferenceSession(model.SerializeToString(), providers=[wasm]).run(None, {"x": x})[0]
+        assert wasm.dev.fallbacks == before
+        want = edgerun.InferenceSession(model.SerializeToString(), providers=["cpu"]).run(None, {"x": x})[0]
+        assert got.dtype == want.dtype and got.shape == want.shape
+        if dtype == "float16":
+            np.testing.assert_allclose(got.astype(np.float32), want.astype(np.float32), rtol=1e-3)
+        else:
+            np.testing.assert_array_equal(got, want)

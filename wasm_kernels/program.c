@@ -107,6 +107,9 @@ EXPORT i32 er_run_program(const uint32_t *words, i32 nwords) {
             er_top_k(P(0), P(1), P(2), I(3), I(4), I(5), I(6), I(7), I(8), I(9), P(10));
             break;
         case OP_er_hardmax: er_hardmax(P(0), P(1), I(2), I(3), I(4)); break;
+        case OP_er_resample:
+            er_resample(P(0), P(1), I(2), I(3), I(4), I(5), P(6), P(7), I(8), P(9), F(10));
+            break;
         default: bad = 1;
         }
         if (bad) return (i32)(w - words) + 1;

@@ -1,0 +1,168 @@
+"""Resize (opsets 10-19) and Upsample: separable, one pass per resized axis.
+
+The geometry (output sizes, source coordinates, taps) is ir/resize_rules.py's, computed on
+the host once per input shape and sizes/scales/roi values. Nearest passes gather slices
+(er_gather, any element type); linear and cubic passes (er_resample) run in float32, as the
+CPU kernel does, and integer results are rounded and saturated back to their type.
+"""
+from __future__ import annotations
+
+from array import array
+
+from ....ir import dtypes, resize_rules as rules
+from ....runtime.host_tensor import HostTensor
+from . import operator
+from .common import converted, product
+from .elementwise import MAP_UNARY, map_unary
+from .tensor import CAST_TYPES
+from ..device import WasmTensor
+
+FLOAT_FORMATS = {dtypes.FLOAT: "f", dtypes.DOUBLE: "d"}
+INT_RANGES = {dtypes.INT8: (-128, 127), dtypes.UINT8: (0, 255), dtypes.INT16: (-32768, 32767),
+              dtypes.UINT16: (0, 65535), dtypes.INT32: (-2 ** 31, 2 ** 31 - 1),
+              dtypes.UINT32: (0, 2 ** 32 - 1), dtypes.INT64: (-2 ** 63, 2 ** 63 - 1),
+              dtypes.UINT64: (0, 2 ** 64 - 1)}
+
+
+def _text(value) -> str:
+    return value.decode() if isinstance(value, bytes) else value
+
+
+def check_resize(node, opset) -> str:
+    mode = _text(node.attr("mode", "nearest"))
+    if mode not in ("nearest", "linear", "cubic", "bilinear"):
+        return f"mode={mode!r}"
+    transform = _text(node.attr("coordinate_transformation_mode", "half_pixel"))
+    if transform not in rules.TRANSFORMS:
+        return f"coordinate_transformation_mode={transform!r}"
+    if _text(node.attr("nearest_mode", "round_prefer_floor")) not in rules.NEAREST_MODES:
+        return f"nearest_mode={node.attr('nearest_mode')!r}"
+    if node.op_type == "Upsample" and opset < 7:
+        return "Upsample-1 (height_scale/width_scale attributes)"
+    return ""
+
+
+def _floats(dev, t) -> list:
+    """A small float tensor's values (scales, roi); None when absent or empty."""
+    if t is None or t.size == 0:
+        return None
+    if t.elem_type not in FLOAT_FORMATS:
+        t = converted(dev, t, dtypes.DOUBLE)
+    return list(array(FLOAT_FORMATS[t.elem_type], bytes(dev.read(t.ptr, t.nbytes))))
+
+
+@operator("Resize", "Upsample", check=check_resize)
+def bind_resize(dev, node, opset):
+    legacy = node.op_type == "Upsample" or opset < 11       # asymmetric, legacy nearest
+    mode = _text(node.attr("mode", "nearest"))
+    mode = "linear" if mode == "bilinear" else mode
+    transform = "asymmetric" if legacy else \
+        _text(node.attr("coordinate_transformation_mode", "half_pixel"))
+    nearest = "legacy" if legacy else _text(node.attr("nearest_mode", "round_prefer_floor"))
+    cubic_a = float(node.attr("cubic_coeff_a", -0.75))
+    exclude_outside = bool(node.attr("exclude_outside", 0))
+    fill = float(node.attr("extrapolation_value", 0.0))
+    antialias = bool(node.attr("antialias", 0))
+    policy = _text(node.attr("keep_aspect_ratio_policy", "stretch"))
+    axes_attr = node.attr("axes")
+    scales_attr = node.attr("scales")                # Upsample-7
+    plans: dict = {}
+
+    def plan(shape, scales, sizes, roi, roi32):
+        """Per resized axis: (axis, out size, nearest indices or (indices, weights), outside
+        flags or None)."""
+        key = (tuple(shape), tuple(scales or ()), tuple(sizes or ()), tuple(roi or ()))
+        if key in plans:
+            return plans[key]
+        axes = rules.normalize_axes(axes_attr, len(shape))
+        geometry = rules.output_geometry(shape, axes, scales, sizes, policy)
+        crop = transform == "tf_crop_and_resize"
+        if roi is not None and len(roi) != 2 * len(axes):
+            raise ValueError(f"Resize: roi has {len(roi)} entries, expected {2 * len(axes)}")
+        passes = []
+        for i, axis in enumerate(axes):
+            out_size, scale, length = geometry[i]
+            in_size = shape[axis]
+            start, end = (roi[i], roi[len(axes) + i]) if roi is not None else (0.0, 1.0)
+            if out_size == in_size and scale == 1.0 and (not crop or (start, end) == (0, 1)):
+                continue
+            if out_size == 0 or in_size == 0:
+                passes.append((axis, out_size, None, None))
+                continue
+            coords = rules.source_coordinates(transform, out_size, in_size, scale, length,
+                                              start, end, roi32)
+            taps = rules.nearest_indices(coords, in_size, nearest, scale < 1) \
+                if mode == "nearest" else \
+                rules.filter_taps(coords, in_size, mode, cubic_a, scale, antialias,
+                                  exclude_outside)
+            outside = [int(c < 0 or c > in_size - 1) for c in coords] if crop else None
+            passes.append((axis, out_size, taps, outside if outside and any(outside) else None))
+        plans[key] = passes
+        return passes
+
+    def run(ctx, x, *rest, **_):
+        if x.elem_type not in CAST_TYPES:
+            raise TypeError(f"Resize of {dtypes.type_string(x.elem_type)} has no wasm kernel")
+        roi_t = None
+        if node.op_type == "Upsample":
+            scales, sizes, roi = (list(scales_attr) if scales_attr is not None
+                                  else _floats(dev, rest[0])), None, None
+        elif opset < 11:
+            scales, sizes, roi = _floats(dev, rest[0]), None, None
+        else:
+            roi_t = rest[0] if len(rest) > 0 else None
+            roi = _floats(dev, roi_t)
+            scales = _floats(dev, rest[1]) if len(rest) > 1 else None
+            sizes = list(dev.ints(rest[2])) if len(rest) > 2 and rest[2] is not None and \
+                rest[2].size else None
+            if scales is not None and sizes is not None:
+                raise ValueError("Resize: only one of scales and sizes may be given")
+        roi32 = roi is not None and roi_t.elem_type == dtypes.FLOAT
+        passes = plan(x.shape, scales, sizes, roi, roi32)
+        float_path = mode != "nearest" or any(p[3] is not None for p in passes)
+        y = converted(dev, x, dtypes.FLOAT) if float_path else x
+        for axis, out_size, taps, outside in passes:
+            y = _resample(dev, y, axis, out_size, taps, outside, fill, mode == "nearest")
+        if not float_path or x.elem_type == dtypes.FLOAT:
+            return y
+        return _float_back(dev, y, x.elem_type)
+    return run
+
+
+def _upload(dev, elem_type: int, fmt: str, values, shape) -> WasmTensor:
+    return dev.upload(HostTensor(elem_type, shape, array(fmt, values).tobytes()))
+
+
+def _resample(dev, x: WasmTensor, axis: int, out_size: int, taps, outside, fill: float,
+              nearest: bool) -> WasmTensor:
+    shape = list(x.shape)
+    outer, in_n, inner = product(shape[:axis]), shape[axis], product(shape[axis + 1:])
+    shape[axis] = out_size
+    y = dev.empty(shape, x.elem_type)
+    if y.size == 0 or taps is None:
+        return dev.zeros(shape, x.elem_type)
+    if nearest and outside is None:
+        index = _upload(dev, dtypes.INT32, "i", taps, (out_size,))
+        dev.call("er_gather", y.ptr, x.ptr, index.ptr, 0, out_size, outer, in_n,
+                 inner * x.itemsize)
+        return y
+    index, weight = ([[i] for i in taps], [[1.0]] * out_size) if nearest else taps
+    count = len(index[0])
+    index_t = _upload(dev, dtypes.INT32, "i", [i for row in index for i in row],
+                      (out_size, count))
+    weight_t = _upload(dev, dtypes.FLOAT, "f", [w for row in weight for w in row],
+                       (out_size, count))
+    flags = _upload(dev, dtypes.UINT8, "B", outside, (out_size,)) if outside else None
+    dev.call("er_resample", x.ptr, y.ptr, outer, in_n, inner, out_size, index_t.ptr,
+             weight_t.ptr, count, flags.ptr if flags is not None else 0, fill)
+    return y
+
+
+def _float_back(dev, y: WasmTensor, elem_type: int) -> WasmTensor:
+    """float32 results in the input's type: integers rounded (ties to even) and saturated,
+    bool nonzero."""
+    if elem_type in INT_RANGES:
+        lo, hi = INT_RANGES[elem_type]
+        y = map_unary(dev, MAP_UNARY.index("Round"), y, dtypes.FLOAT)
+        y = map_unary(dev, MAP_UNARY.index("Clip"), y, dtypes.FLOAT, float(lo), float(hi))
+    return converted(dev, y, elem_type)
