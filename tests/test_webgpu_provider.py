@@ -47,7 +47,7 @@ FALLBACK_REASONS = {
                       f"is_{c}" for p in (0, 1) for c in ("True", "False")],
                     "test_maxpool_3d_default", "test_maxpool_3d_dilations",
                     "test_maxpool_3d_dilations_use_ref_impl",
-                    "test_maxpool_3d_dilations_use_ref_impl_large"],
+                    "test_maxpool_3d_dilations_use_ref_impl_large", "test_lppool_3d_default"],
     "dilated AveragePool": ["test_averagepool_2d_dilations"],
     "Dropout in training mode": [f"test_training_dropout{s}" for s in (
         "_default", "_default_mask", "", "_mask", "_zero_ratio", "_zero_ratio_mask")],
@@ -619,3 +619,35 @@ def test_resize_modes_match_the_cpu_provider(gpu, mode):
                                             "s": np.zeros(0, np.float32),
                                             "z": np.array([9, 4], np.int64)},
                             opset=19, mode=mode, axes=[2, 3], keep_aspect_ratio_policy=policy)
+
+
+def test_conv_transpose_grid_sample_and_lp_pool_match_the_cpu_provider(gpu):
+    rng = np.random.default_rng(33)
+    for rank, attrs in ((1, dict(strides=[2], pads=[1, 0])),
+                        (2, dict(strides=[2, 3], dilations=[1, 2], group=2,
+                                 output_padding=[1, 0])),
+                        (2, dict(strides=[2, 2], auto_pad="SAME_UPPER")),
+                        (2, dict(strides=[3, 2], output_shape=[11, 8])),
+                        (3, dict(strides=[1, 2, 1], pads=[0, 1, 1, 1, 0, 0]))):
+        spatial = (5, 4, 3)[:rank]
+        x = _rng_values(rng, (1 if rank == 2 else 2, 4) + spatial, strided=True)
+        w = _rng_values(rng, (4, 3) + (3, 2, 2)[:rank])
+        _on_gpu_matches_cpu(gpu, "ConvTranspose", {"x": x, "w": w, "b": _rng_values(rng, (
+            3 * attrs.get("group", 1),))}, opset=11, what=f"{rank}-D", **attrs)
+    x = _rng_values(rng, (2, 3, 5, 6), strided=True)
+    grid = rng.uniform(-1.3, 1.3, (2, 4, 7, 2)).astype(np.float32)
+    x3, grid3 = _rng_values(rng, (1, 2, 3, 4, 5)), rng.uniform(-1.2, 1.2, (1, 2, 3, 2, 3))
+    for mode in ("nearest", "linear", "cubic"):
+        for padding in ("zeros", "border", "reflection"):
+            for corners in (0, 1):
+                _on_gpu_matches_cpu(gpu, "GridSample", {"x": x, "g": grid}, opset=20,
+                                    mode=mode, padding_mode=padding, align_corners=corners)
+                if mode != "cubic":
+                    _on_gpu_matches_cpu(gpu, "GridSample", {"x": x3,
+                                                            "g": grid3.astype(np.float32)},
+                                        opset=20, mode=mode, padding_mode=padding,
+                                        align_corners=corners)
+    for p in (1, 2, 3):
+        _on_gpu_matches_cpu(gpu, "LpPool", {"x": x}, opset=18, p=p, kernel_shape=[2, 3],
+                            strides=[1, 2], pads=[1, 0, 0, 1], dilations=[2, 1])
+        _on_gpu_matches_cpu(gpu, "GlobalLpPool", {"x": x}, opset=2, p=p)

@@ -167,3 +167,68 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     }
   }
 }
+
+//! kernel conv_transpose
+// Transposed convolution, direct: each work item gathers one output element of
+// (N, M, OD, OH, OW) from the inputs (N, C, D, H, W) whose kernel taps land on it:
+// o + pad - k * dilation = i * stride. 1-D and 2-D run with D (and H) = 1.
+// w is (C, Mg, KD, KH, KW); Cg input and Mg output channels per group.
+// params: n, C, D, H, W, M, OD, OH, OW, KD, KH, KW, strides[3] @12, pads[3] @15,
+//         dilations[3] @18, Cg @21, Mg @22, bias_stride @23
+@group(0) @binding(1) var<storage, read_write> out: array<f32>;
+@group(0) @binding(2) var<storage, read> x: array<f32>;
+@group(0) @binding(3) var<storage, read> w: array<f32>;
+@group(0) @binding(4) var<storage, read> bias: array<f32>;
+
+// The input position that kernel tap k feeds output position o from, or -1.
+fn source(o: u32, k: u32, axis: u32, size: u32) -> i32 {
+  let t = i32(o) + pi(15u + axis) - i32(k) * pi(18u + axis);
+  let s = pi(12u + axis);
+  if (t < 0 || t % s != 0 || t / s >= i32(size)) { return -1; }
+  return t / s;
+}
+
+@compute @workgroup_size({{WG}})
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+  let i = flat_index(gid, nwg);
+  if (i >= pu(0u)) { return; }
+  let D = pu(2u);
+  let H = pu(3u);
+  let W = pu(4u);
+  let M = pu(5u);
+  let OD = pu(6u);
+  let OH = pu(7u);
+  let OW = pu(8u);
+  let KD = pu(9u);
+  let KH = pu(10u);
+  let KW = pu(11u);
+  let Cg = pu(21u);
+  let Mg = pu(22u);
+  let ow = i % OW;
+  let oh = (i / OW) % OH;
+  let od = (i / (OW * OH)) % OD;
+  let m = (i / (OW * OH * OD)) % M;
+  let n = i / (OW * OH * OD * M);
+  let g = m / Mg;
+  let mg = m % Mg;
+  var acc = bias[m * pu(23u)];
+  for (var kd = 0u; kd < KD; kd++) {
+    let id = source(od, kd, 0u, D);
+    if (id < 0) { continue; }
+    for (var kh = 0u; kh < KH; kh++) {
+      let ih = source(oh, kh, 1u, H);
+      if (ih < 0) { continue; }
+      for (var kw = 0u; kw < KW; kw++) {
+        let iw = source(ow, kw, 2u, W);
+        if (iw < 0) { continue; }
+        let at = (u32(id) * H + u32(ih)) * W + u32(iw);
+        let tap = (kd * KH + kh) * KW + kw;
+        for (var cg = 0u; cg < Cg; cg++) {
+          let c = g * Cg + cg;
+          acc += x[(n * pu(1u) + c) * D * H * W + at] * w[((c * Mg + mg) * KD * KH * KW) + tap];
+        }
+      }
+    }
+  }
+  out[i] = acc;
+}

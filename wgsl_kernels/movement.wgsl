@@ -220,3 +220,109 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
   out[i] = acc;
 }
 
+
+//! kernel grid_sample
+// GridSample of x (N, C, D, H, W) (D = 1 for 2-D inputs) at the points of grid (N, P, R):
+// R coordinates per point in [-1, 1], the innermost dim (W) first. {{MODE}} 0 nearest
+// (halfway to even), 1 linear, 2 cubic (A = -0.75); padding 0 zeros, 1 border, 2 reflection;
+// align_corners maps -1 and 1 to the corner pixels' centres (else to their outer edges).
+// params: n (= N * C * P), C, P, R, D, H, W, padding, align_corners
+@group(0) @binding(1) var<storage, read_write> out: array<f32>;
+@group(0) @binding(2) var<storage, read> x: array<f32>;
+@group(0) @binding(3) var<storage, read> grid: array<f32>;
+
+struct GridTaps {
+  idx: array<u32, 4>,
+  w: array<f32, 4>,
+}
+
+// Mirror c into [low, high] (PyTorch's reflection padding).
+fn reflect(c: f32, low: f32, high: f32) -> f32 {
+  let span = high - low;
+  if (span <= 0.0) { return low; }
+  if (c >= low && c <= high) { return c; }
+  let distance = select(c - high, low - c, c < low);
+  let folds = floor(distance / span);
+  let rest = distance - folds * span;
+  let even = (folds - 2.0 * floor(folds / 2.0)) == 0.0;
+  if (c < low) { return select(high - rest, low + rest, even); }
+  return select(low + rest, high - rest, even);
+}
+
+fn grid_taps(g: f32, size: u32) -> GridTaps {
+  var t: GridTaps;
+  let n = f32(size);
+  let padding = pu(7u);
+  var c = ((g + 1.0) * n - 1.0) / 2.0;
+  var low = -0.5;
+  var high = n - 0.5;
+  if (pu(8u) == 1u) {
+    c = (g + 1.0) / 2.0 * (n - 1.0);
+    low = 0.0;
+    high = n - 1.0;
+  }
+  if ({{MODE}} == 0) { c = round(c); }                 // WGSL rounds halfway to even
+  if (padding == 1u && (c < low || c > high)) { c = clamp(c, 0.0, n - 1.0); }
+  if (padding == 2u) { c = reflect(c, low, high); }
+  var count = 4u;
+  var base = floor(c) - 1.0;
+  if ({{MODE}} == 0) {
+    count = 1u;
+    base = trunc(c);
+  } else if ({{MODE}} == 1) {
+    count = 2u;
+    base = floor(c);
+  }
+  let tt = c - floor(c);
+  for (var k = 0u; k < count; k++) {
+    var p = base + f32(k);
+    var w = 1.0;
+    if ({{MODE}} == 1) { w = select(tt, 1.0 - tt, k == 0u); }
+    if ({{MODE}} == 2) {
+      let s = abs(tt - (f32(k) - 1.0));
+      w = ((1.25 * s - 2.25) * s) * s + 1.0;               // A = -0.75, |s| <= 1
+      if (s > 1.0) { w = ((-0.75 * s + 3.75) * s - 6.0) * s + 3.0; }
+    }
+    if (padding == 0u && (p < 0.0 || p > n - 1.0)) { w = 0.0; }
+    if (padding == 2u) { p = trunc(reflect(p, low, high)); }
+    t.idx[k] = u32(clamp(p, 0.0, n - 1.0));
+    t.w[k] = w;
+  }
+  return t;
+}
+
+@compute @workgroup_size({{WG}})
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+  let i = flat_index(gid, nwg);
+  if (i >= pu(0u)) { return; }
+  let C = pu(1u);
+  let P = pu(2u);
+  let R = pu(3u);
+  let D = pu(4u);
+  let H = pu(5u);
+  let W = pu(6u);
+  let p = i % P;
+  let nc = i / P;
+  let g = (nc / C * P + p) * R;
+  let tw = grid_taps(grid[g], W);
+  let th = grid_taps(grid[g + 1u], H);
+  var td: GridTaps;
+  td.w[0] = 1.0;
+  if (R == 3u) { td = grid_taps(grid[g + 2u], D); }
+  let plane = nc * D * H * W;
+  var acc = 0.0;
+  for (var a = 0u; a < 4u; a++) {
+    if (td.w[a] == 0.0) { continue; }
+    for (var b = 0u; b < 4u; b++) {
+      if (th.w[b] == 0.0) { continue; }
+      var row = 0.0;
+      for (var e = 0u; e < 4u; e++) {
+        if (tw.w[e] != 0.0) {
+          row += tw.w[e] * x[plane + (td.idx[a] * H + th.idx[b]) * W + tw.idx[e]];
+        }
+      }
+      acc += td.w[a] * th.w[b] * row;
+    }
+  }
+  out[i] = acc;
+}

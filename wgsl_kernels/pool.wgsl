@@ -1,8 +1,9 @@
-// Pooling family: windowed max / average over the last two dims of [..., H, W]
+// Pooling family: windowed max / average / Lp norm over the last two dims of [..., H, W]
 // (1-D pools run with H = 1). One output element per work item.
 
 //! kernel maxpool
-// params: n, H, W, OH, OW, KH, KW, sh, sw, ph, pw, dh, dw
+// The window's max ({{LP}} 0), or with {{LP}} 1 its Lp norm (sum |v|^p)^(1/p) (LpPool:
+// padding adds nothing). params: n, H, W, OH, OW, KH, KW, sh, sw, ph, pw, dh, dw, p
 @group(0) @binding(1) var<storage, read_write> out: array<f32>;
 @group(0) @binding(2) var<storage, read> x: array<f32>;
 
@@ -30,9 +31,17 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
       let iw = w0 + kw * pi(12u);
       if (iw < 0 || iw >= W) { continue; }
       let v = x[plane + u32(ih * W + iw)];
-      best = select(v, max(best, v), seen);
+      if ({{LP}} == 1) {
+        best += pow(abs(v), pf(13u));
+      } else {
+        best = select(v, max(best, v), seen);
+      }
       seen = true;
     }
+  }
+  if ({{LP}} == 1) {
+    out[i] = pow(best, 1.0 / pf(13u));
+    return;
   }
   out[i] = select(bitcast<f32>(0xff7fffffu), best, seen);   // -FLT_MAX
 }

@@ -118,3 +118,61 @@ def _pointwise(gpu, x, w, b, activation, act_params):
                       bias=bias, bias_strides=strides, beta=1.0, activation=activation,
                       act_params=act_params)
     return out.view((n, m) + x.shape[2:])
+
+
+def _text(value, default="NOTSET") -> str:
+    value = default if value is None else value
+    return value.decode() if isinstance(value, bytes) else value
+
+
+def transpose_geometry(in_shape, kernel, strides, dilations, pads, auto_pad, output_padding,
+                       output_shape) -> tuple:
+    """(output spatial shape, begin pads) of a transposed convolution, ONNX's rules (the
+    CPU kernel's): an explicit or SAME output_shape fixes the padding, else pads do."""
+    rank = len(in_shape)
+    output_padding = list(output_padding or [0] * rank)
+    natural = [s * (size - 1) + op + (k - 1) * d + 1 for s, size, op, k, d in
+               zip(strides, in_shape, output_padding, kernel, dilations)]
+    if output_shape:
+        output_shape = [int(v) for v in output_shape][-rank:]
+    elif auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+        output_shape = [size * s for size, s in zip(in_shape, strides)]
+    if output_shape and (auto_pad in ("SAME_UPPER", "SAME_LOWER") or not pads):
+        totals = [n - o for n, o in zip(natural, output_shape)]
+        if auto_pad not in ("SAME_UPPER", "SAME_LOWER"):
+            totals = [max(t, 0) for t in totals]
+        begin = [t // 2 if auto_pad == "SAME_UPPER" else t - t // 2 for t in totals]
+        return output_shape, begin
+    pads = [0] * (2 * rank) if auto_pad == "VALID" or not pads else [int(p) for p in pads]
+    if not output_shape:
+        output_shape = [n - pads[i] - pads[rank + i] for i, n in enumerate(natural)]
+    return output_shape, pads[:rank]
+
+
+@gpu_op("ConvTranspose", check=check_conv)
+def conv_transpose(gpu, ctx, x, w, b=None, auto_pad="NOTSET", dilations=None, group=1,
+                   kernel_shape=None, output_padding=None, output_shape=None, pads=None,
+                   strides=None):
+    x, w = as_gpu(gpu, x), as_gpu(gpu, w)
+    rank = x.ndim - 2
+    if rank not in (1, 2, 3) or w.ndim != x.ndim or x.shape[1] != w.shape[0] or \
+            x.shape[1] % group:
+        raise Unsupported(f"ConvTranspose of a {x.shape} input with {w.shape} weights")
+    kernel = list(kernel_shape or w.shape[2:])
+    strides = list(strides or [1] * rank)
+    dilations = list(dilations or [1] * rank)
+    out_sizes, begin = transpose_geometry(list(x.shape[2:]), kernel, strides, dilations, pads,
+                                          _text(auto_pad), output_padding, output_shape)
+    out_per_group = w.shape[1]
+    m = out_per_group * group
+    out = gpu.empty((x.shape[0], m) + tuple(out_sizes))
+    if out.size == 0:
+        return out
+    bias, bias_stride = (gpu.zeros(1), 0) if b is None else (as_gpu(gpu, b), 1)
+    def pad3(values, fill):              # 1-D and 2-D run as 3-D
+        return [fill] * (3 - rank) + list(values)
+
+    params = ([x.shape[1]] + pad3(x.shape[2:], 1) + [m] + pad3(out_sizes, 1)
+              + pad3(kernel, 1) + pad3(strides, 1) + pad3(begin, 0) + pad3(dilations, 1)
+              + [x.shape[1] // group, out_per_group, bias_stride])
+    return gpu.dispatch("conv", "conv_transpose", out, [x, w, bias], params, out.size)

@@ -277,3 +277,40 @@ def run_upsample(gpu, ctx, x, scales_input=None, mode="nearest", scales=None):
     if scales_input is not None:
         scales = host_floats_or_ints(gpu, scales_input)
     return resize(gpu, x, scales, None, mode, "asymmetric", "floor")
+
+
+GRID_MODES = {"nearest": 0, "linear": 1, "bilinear": 1, "cubic": 2, "bicubic": 2}
+GRID_PADDING = {"zeros": 0, "border": 1, "reflection": 2}
+
+
+def check_grid_sample(node, opset) -> str:
+    mode = _text(node, "mode", "linear" if opset >= 20 else "bilinear")
+    padding = _text(node, "padding_mode", "zeros")
+    if mode not in GRID_MODES or padding not in GRID_PADDING:
+        return f"mode={mode}, padding_mode={padding}"
+    return ""
+
+
+@gpu_op("GridSample", check=check_grid_sample)
+def grid_sample(gpu, ctx, x, grid, mode="linear", padding_mode="zeros", align_corners=0):
+    x, grid = as_gpu(gpu, x), as_gpu(gpu, grid)
+    n, channels, *spatial = x.shape
+    rank = len(spatial)
+    if rank not in (2, 3) or grid.ndim != rank + 2 or grid.shape[0] != n or \
+            grid.shape[-1] != rank:
+        raise Unsupported(f"GridSample of a {x.shape} input at a {grid.shape} grid")
+    points = count(grid.shape[1:-1])
+    out = gpu.empty((n, channels) + tuple(grid.shape[1:-1]))
+    if out.size == 0:
+        return out
+    if 0 in spatial:
+        raise Unsupported("sampling an empty input")
+    d, h, w = ([1] + spatial)[-3:]
+    params = [channels, points, rank, d, h, w, GRID_PADDING[_text_value(padding_mode)],
+              int(bool(align_corners))]
+    return gpu.dispatch("movement", "grid_sample", out, [x, grid], params, out.size,
+                        {"MODE": GRID_MODES[_text_value(mode)]})
+
+
+def _text_value(value) -> str:
+    return value.decode() if isinstance(value, bytes) else value

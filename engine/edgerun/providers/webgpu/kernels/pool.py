@@ -1,4 +1,5 @@
-"""MaxPool, AveragePool (1-D and 2-D) on pool.wgsl; global pools are reductions."""
+"""MaxPool, AveragePool, LpPool (1-D and 2-D) on pool.wgsl; global pools are reductions
+(GlobalLpPool: one window over the whole plane)."""
 from __future__ import annotations
 
 from .common import as_gpu
@@ -18,7 +19,7 @@ def check_pool(node, opset) -> str:
 
 
 def pool(gpu, x, kind, kernel_shape, auto_pad="NOTSET", ceil_mode=0, count_include_pad=0,
-         dilations=None, pads=None, strides=None):
+         dilations=None, pads=None, strides=None, p=2):
     x = as_gpu(gpu, x)
     spatial = x.ndim - 2
     if spatial not in (1, 2) or len(kernel_shape) != spatial:
@@ -46,8 +47,9 @@ def pool(gpu, x, kind, kernel_shape, auto_pad="NOTSET", ceil_mode=0, count_inclu
     threads = planes * out_sizes[0] * out_sizes[1]
     common = [in_sizes[0], in_sizes[1], out_sizes[0], out_sizes[1], kernel[0], kernel[1],
               strides[0], strides[1], begin[0], begin[1]]
-    if kind == "max":
-        return gpu.dispatch("pool", "maxpool", out, [x], common + dilations, threads)
+    if kind in ("max", "lp"):
+        return gpu.dispatch("pool", "maxpool", out, [x], common + dilations + [float(p)],
+                            threads, {"LP": int(kind == "lp")})
     params = common + [end[0], end[1], int(count_include_pad)]   # windows clip at the pads' end
     return gpu.dispatch("pool", "avgpool", out, [x], params, threads)
 
@@ -60,6 +62,17 @@ def run_maxpool(gpu, ctx, x, kernel_shape=None, storage_order=0, **attrs):
 @gpu_op("AveragePool", check=check_pool)
 def run_avgpool(gpu, ctx, x, kernel_shape=None, **attrs):
     return pool(gpu, x, "avg", kernel_shape, **attrs)
+
+
+@gpu_op("LpPool", check=check_pool)
+def run_lppool(gpu, ctx, x, kernel_shape=None, **attrs):
+    return pool(gpu, x, "lp", kernel_shape, **attrs)
+
+
+@gpu_op("GlobalLpPool")
+def run_global_lp(gpu, ctx, x, p=2):
+    x = as_gpu(gpu, x)
+    return pool(gpu, x, "lp", list(x.shape[2:]), p=p)
 
 
 @gpu_op("GlobalAveragePool")
