@@ -651,3 +651,47 @@ def test_conv_transpose_grid_sample_and_lp_pool_match_the_cpu_provider(gpu):
         _on_gpu_matches_cpu(gpu, "LpPool", {"x": x}, opset=18, p=p, kernel_shape=[2, 3],
                             strides=[1, 2], pads=[1, 0, 0, 1], dilations=[2, 1])
         _on_gpu_matches_cpu(gpu, "GlobalLpPool", {"x": x}, opset=2, p=p)
+
+
+def test_causal_conv_and_linear_attention_match_the_cpu_provider(gpu):
+    rng = np.random.default_rng(44)
+    for length, k in ((6, 4), (2, 4), (5, 1)):
+        x = _rng_values(rng, (2, 3, length), strided=True)
+        w, b = _rng_values(rng, (3, 1, k)), _rng_values(rng, (3,))
+        past = _rng_values(rng, (2, 3, k - 1))
+        _on_gpu_matches_cpu(gpu, "CausalConvWithState", {"x": x, "w": w, "b": b, "p": past},
+                            opset=26, n_outputs=2, activation="silu")
+        _on_gpu_matches_cpu(gpu, "CausalConvWithState", {"x": x, "w": w}, opset=26,
+                            n_outputs=2)
+    batch, steps, hq, hkv, dk, dv = 2, 5, 4, 2, 3, 5
+    q = _rng_values(rng, (batch, steps, hq * dk), -1, 1, strided=True)
+    key = _rng_values(rng, (batch, steps, hkv * dk), -1, 1)
+    v = _rng_values(rng, (batch, steps, hkv * dv), -1, 1)
+    past = _rng_values(rng, (batch, hkv, dk, dv), -1, 1)
+    heads = dict(q_num_heads=hq, kv_num_heads=hkv)
+    for rule, extra in (("linear", {}),
+                        ("gated", {"d": _rng_values(rng, (batch, steps, hkv * dk), -1, 0)}),
+                        ("delta", {"beta": _rng_values(rng, (batch, steps, 1), 0, 1)}),
+                        ("gated_delta", {"d": _rng_values(rng, (batch, steps, hkv), -1, 0),
+                                         "beta": _rng_values(rng, (batch, steps, hkv), 0, 1)})):
+        feeds = {"q": q, "k": key, "v": v, "p": past, **extra}
+        if "d" not in feeds and "beta" in feeds:
+            feeds["d"] = None
+        names = ["q", "k", "v", "p", "d", "beta"]
+        inputs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, None)
+                  for n in names if feeds.get(n) is not None]
+        node = helper.make_node("LinearAttention",
+                                [n if feeds.get(n) is not None else "" for n in names
+                                 if n in feeds], ["y", "s"], update_rule=rule, **heads)
+        model = helper.make_model(helper.make_graph(
+            [node], "g", inputs, [helper.make_tensor_value_info(n, TensorProto.FLOAT, None)
+                                  for n in ("y", "s")]),
+            opset_imports=[helper.make_opsetid("", 27)]).SerializeToString()
+        feeds = {n: a for n, a in feeds.items() if a is not None}
+        sess = webgpu_session(model)
+        assert [n["provider"] for n in sess.explain()["nodes"]] == ["webgpu"]
+        before = gpu.stats["fallbacks"]
+        got = sess.run(None, feeds)
+        assert gpu.stats["fallbacks"] == before, gpu.fallback_log[-1:]
+        _assert_close(got, edgerun.InferenceSession(model, providers=["cpu"]).run(None, feeds),
+                      f"LinearAttention {rule}")

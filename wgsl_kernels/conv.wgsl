@@ -232,3 +232,37 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
   }
   out[i] = acc;
 }
+
+//! kernel causal_conv
+// CausalConvWithState: y[b, c, t] = bias[c] + sum_j h[b, c, t + j] * w[c, j] over the history
+// h = past_state (K - 1 steps; zeros with has_past 0) followed by x (L steps); {{SILU}} 1
+// applies y * sigmoid(y). params: n (= B * C * L), C, L, K, has_past, bias_stride
+@group(0) @binding(1) var<storage, read_write> out: array<f32>;
+@group(0) @binding(2) var<storage, read> x: array<f32>;
+@group(0) @binding(3) var<storage, read> w: array<f32>;
+@group(0) @binding(4) var<storage, read> bias: array<f32>;
+@group(0) @binding(5) var<storage, read> past: array<f32>;
+
+@compute @workgroup_size({{WG}})
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+  let i = flat_index(gid, nwg);
+  if (i >= pu(0u)) { return; }
+  let L = pu(2u);
+  let K = pu(3u);
+  let t = i % L;
+  let row = i / L;                     // b * C + c
+  let c = row % pu(1u);
+  var acc = bias[c * pu(5u)];
+  for (var j = 0u; j < K; j++) {
+    let p = t + j;                     // position in the history
+    var h = 0.0;
+    if (p + 1u >= K) {
+      h = x[row * L + p + 1u - K];
+    } else if (pu(4u) == 1u) {
+      h = past[row * (K - 1u) + p];
+    }
+    acc += h * w[c * K + j];
+  }
+  if ({{SILU}} == 1) { acc = acc / (1.0 + exp(-acc)); }
+  out[i] = acc;
+}

@@ -49,3 +49,67 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
   h_out[state + j] = h;
   y[((time * pu(5u) + d) * B + b) * H + j] = h;
 }
+
+//! kernel linear_attention
+// LinearAttention's recurrence: work item (b, h, j) carries column j of kv head h's state
+// S (d_k x d_v, in registers: d_k <= 256) through the T steps: S *= exp(decay) (gated),
+// v_t = beta * (v_t - S^T k_t) (delta), S += k_t v_t^T, and each of the `group` query heads
+// of h reads o_t = scale * q_t^T S. Layouts: q (B, T, Hq * dk), k (B, T, Hkv * dk),
+// v (B, T, Hkv * dv), out (B, T, Hq * dv), state (B, Hkv, dk, dv); decay's last dim is
+// Hkv * dk (decay_mode 1), Hkv (2) or 1 (3); beta's Hkv (beta_mode 1) or 1 (2); 0: absent.
+// params: n (= B * Hkv * dv), T, Hkv, dk, dv, group, decay_mode, beta_mode, scale, has_past
+@group(0) @binding(1) var<storage, read_write> out: array<f32>;
+@group(0) @binding(2) var<storage, read> q: array<f32>;
+@group(0) @binding(3) var<storage, read> k: array<f32>;
+@group(0) @binding(4) var<storage, read> v: array<f32>;
+@group(0) @binding(5) var<storage, read> past: array<f32>;
+@group(0) @binding(6) var<storage, read> decay: array<f32>;
+@group(0) @binding(7) var<storage, read> beta: array<f32>;
+@group(0) @binding(8) var<storage, read_write> state: array<f32>;
+
+@compute @workgroup_size({{WG}})
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+  let i = flat_index(gid, nwg);
+  if (i >= pu(0u)) { return; }
+  let T = pu(1u);
+  let Hkv = pu(2u);
+  let dk = pu(3u);
+  let dv = pu(4u);
+  let group = pu(5u);
+  let Hq = Hkv * group;
+  let j = i % dv;
+  let h = (i / dv) % Hkv;
+  let b = i / (dv * Hkv);
+  var S: array<f32, 256>;
+  let s_at = (b * Hkv + h) * dk * dv + j;
+  for (var d = 0u; d < dk; d++) {
+    S[d] = select(0.0, past[s_at + d * dv], pu(9u) == 1u);
+  }
+  for (var t = 0u; t < T; t++) {
+    let k_at = (b * T + t) * Hkv * dk + h * dk;
+    let decay_mode = pu(6u);
+    if (decay_mode == 1u) {
+      for (var d = 0u; d < dk; d++) { S[d] *= exp(decay[k_at + d]); }
+    } else if (decay_mode != 0u) {
+      let g = exp(decay[(b * T + t) * select(1u, Hkv, decay_mode == 2u) + select(0u, h, decay_mode == 2u)]);
+      for (var d = 0u; d < dk; d++) { S[d] *= g; }
+    }
+    var vt = v[(b * T + t) * Hkv * dv + h * dv + j];
+    let beta_mode = pu(7u);
+    if (beta_mode != 0u) {
+      var retrieved = 0.0;
+      for (var d = 0u; d < dk; d++) { retrieved += S[d] * k[k_at + d]; }
+      let rate = beta[(b * T + t) * select(1u, Hkv, beta_mode == 1u) + select(0u, h, beta_mode == 1u)];
+      vt = rate * (vt - retrieved);
+    }
+    for (var d = 0u; d < dk; d++) { S[d] += k[k_at + d] * vt; }
+    for (var g = 0u; g < group; g++) {
+      let hq = h * group + g;
+      let q_at = (b * T + t) * Hq * dk + hq * dk;
+      var o = 0.0;
+      for (var d = 0u; d < dk; d++) { o += q[q_at + d] * S[d]; }
+      out[(b * T + t) * Hq * dv + hq * dv + j] = o * pf(8u);
+    }
+  }
+  for (var d = 0u; d < dk; d++) { state[s_at + d * dv] = S[d]; }
+}

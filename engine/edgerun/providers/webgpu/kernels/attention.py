@@ -172,3 +172,63 @@ def rotary_embedding(gpu, ctx, x, cos_cache, sin_cache, position_ids=None, inter
         return out
     params = [size, seq, s_div, x.size // batch, rot_dim, int(bool(interleaved)), has_pos]
     return gpu.dispatch("index", "rotary", out, [x, cos, sin, pos], params, x.size)
+
+
+LINEAR_RULES = {"linear": (False, False), "gated": (True, False), "delta": (False, True),
+                "gated_delta": (True, True)}      # update_rule -> (decay, beta)
+
+
+def check_linear_attention(node, opset) -> str:
+    rule = node.attr("update_rule", b"gated_delta")
+    rule = rule.decode() if isinstance(rule, bytes) else rule
+    return "" if rule in LINEAR_RULES else f"update_rule={rule!r}"
+
+
+def _per_head_mode(t, heads: int, size: int, what: str) -> int:
+    """How a (B, T, last) decay/beta is read: 1 per head and element (last = heads * size,
+    when size > 1), 2 per head, 3 one value per step."""
+    last = t.shape[-1]
+    if size > 1 and last == heads * size:
+        return 1
+    if last == heads:
+        return 2
+    if last == 1:
+        return 3
+    raise ValueError(f"LinearAttention: {what} last dim {last} must be {heads} or "
+                     f"{heads * size}")
+
+
+@gpu_op("LinearAttention", check=check_linear_attention)
+def linear_attention(gpu, ctx, query, key, value, past_state=None, decay=None, beta=None,
+                     q_num_heads=None, kv_num_heads=None, update_rule="gated_delta",
+                     scale=0.0, chunk_size=64):
+    rule = update_rule.decode() if isinstance(update_rule, bytes) else update_rule
+    gated, delta = LINEAR_RULES[rule]
+    if gated != (decay is not None) or delta != (beta is not None):
+        raise ValueError(f"LinearAttention: update_rule {rule!r} with decay "
+                         f"{'given' if decay is not None else 'absent'} and beta "
+                         f"{'given' if beta is not None else 'absent'}")
+    q, k, v = as_gpu(gpu, query), as_gpu(gpu, key), as_gpu(gpu, value)
+    if not q_num_heads or not kv_num_heads or q_num_heads % kv_num_heads or q.ndim != 3:
+        raise ValueError(f"LinearAttention: q_num_heads {q_num_heads}, kv_num_heads "
+                         f"{kv_num_heads} for a {q.shape} query")
+    batch, steps = q.shape[:2]
+    dk, dv = q.shape[2] // q_num_heads, v.shape[2] // kv_num_heads
+    if dk > MAX_HEAD_SIZE:
+        raise Unsupported(f"a key head size of {dk} (the kernel holds up to {MAX_HEAD_SIZE})")
+    state_shape = (batch, kv_num_heads, dk, dv)
+    past = gpu.zeros(1) if past_state is None else as_gpu(gpu, past_state)
+    if past_state is not None and past.shape != state_shape:
+        raise ValueError(f"LinearAttention: past_state {past.shape}, expected {state_shape}")
+    decay_t = gpu.zeros(1) if decay is None else as_gpu(gpu, decay)
+    beta_t = gpu.zeros(1) if beta is None else as_gpu(gpu, beta)
+    decay_mode = 0 if decay is None else _per_head_mode(decay_t, kv_num_heads, dk, "decay")
+    beta_mode = 0 if beta is None else _per_head_mode(beta_t, kv_num_heads, 1, "beta") - 1
+    out = gpu.empty((batch, steps, q_num_heads * dv))
+    state = gpu.empty(state_shape)
+    scale = float(scale) if scale else 1.0 / math.sqrt(dk)
+    params = [steps, kv_num_heads, dk, dv, q_num_heads // kv_num_heads, decay_mode,
+              beta_mode, scale, int(past_state is not None)]
+    gpu.dispatch("rnn", "linear_attention", out, [q, k, v, past, decay_t, beta_t, state],
+                 params, batch * kv_num_heads * dv)
+    return out, state

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from .activation import check_fused, epilogue
-from .common import as_gpu
+from .common import as_gpu, strided_copy
 from .matmul import matmul_core
 from .registry import Unsupported, gpu_op
 
@@ -176,3 +176,41 @@ def conv_transpose(gpu, ctx, x, w, b=None, auto_pad="NOTSET", dilations=None, gr
               + pad3(kernel, 1) + pad3(strides, 1) + pad3(begin, 0) + pad3(dilations, 1)
               + [x.shape[1] // group, out_per_group, bias_stride])
     return gpu.dispatch("conv", "conv_transpose", out, [x, w, bias], params, out.size)
+
+
+def check_causal_conv(node, opset) -> str:
+    activation = _text(node.attr("activation"), "none")
+    return "" if activation in ("none", "silu", "swish") else f"activation={activation!r}"
+
+
+@gpu_op("CausalConvWithState", check=check_causal_conv)
+def causal_conv_with_state(gpu, ctx, x, w, bias=None, past_state=None, activation="none"):
+    x, w = as_gpu(gpu, x), as_gpu(gpu, w)
+    if x.ndim != 3 or w.ndim != 3 or w.shape[1] != 1 or w.shape[0] != x.shape[1]:
+        raise ValueError(f"CausalConvWithState: input (B, C, L) and weight (C, 1, k) "
+                         f"expected, got {x.shape} and {w.shape}")
+    batch, channels, length = x.shape
+    k = w.shape[2]
+    state_shape = (batch, channels, k - 1)
+    past = None if past_state is None else as_gpu(gpu, past_state)
+    if past is not None and past.shape != state_shape:
+        raise ValueError(f"CausalConvWithState: past_state {past.shape}, expected {state_shape}")
+    y = gpu.empty(x.shape)
+    b, bias_stride = (gpu.zeros(1), 0) if bias is None else (as_gpu(gpu, bias), 1)
+    if y.size:
+        history = gpu.zeros(1) if past is None else past
+        gpu.dispatch("conv", "causal_conv", y, [x, w, b, history],
+                     [channels, length, k, int(past is not None), bias_stride], y.size,
+                     {"SILU": int(_text(activation, "none") != "none")})
+    # the last k - 1 steps of the history: past_state's tail, then x's
+    present = gpu.empty(state_shape)
+    kept = max(k - 1 - length, 0)          # steps still from past_state
+    rows = batch * channels
+    dst = [k - 1, 1]
+    if kept:
+        source = past if past is not None else gpu.zeros(rows * (k - 1))
+        strided_copy(gpu, present, source, [rows, kept], [k - 1, 1], dst, length, 0)
+    if k - 1 - kept:
+        strided_copy(gpu, present, x, [rows, k - 1 - kept], [length, 1], dst,
+                     length - (k - 1 - kept), kept)
+    return y, present
