@@ -705,6 +705,15 @@ print(json.dumps(out))
 REPLAYED_FLOOR = 550         # claimed conformance cases replayed without numpy
 
 
+def _unpacked(data: bytes, elem_type: int, shape) -> bytes:
+    """ONNX's packed sub-byte values one per byte (ml_dtypes' layout); other types as they are."""
+    from edgerun.ir import dtypes
+    from edgerun.providers.wasm.device import unpack_narrow
+
+    bits = dtypes.elem_type(elem_type).bits
+    return unpack_narrow(data, bits, int(np.prod(shape))) if bits < 8 else data
+
+
 def test_conformance_cases_replay_without_numpy(wasm):
     """Every conformance case the provider claims, run three times per input set without
     numpy (record, then replays), gives the expected outputs every time; with capture off
@@ -717,11 +726,14 @@ def test_conformance_cases_replay_without_numpy(wasm):
     from edgerun.tools import conformance
 
     def encode(x):
+        from edgerun.providers.wasm.device import pack_narrow
+
         x = np.array(x, order="C")
         t = dtypes.BY_NUMPY.get(x.dtype.name)
-        if t is None or t.bits % 8 or x.dtype.kind in "OUS":
-            return None                          # strings, sequences, sub-byte types
-        return [t.code, list(x.shape), base64.b64encode(x.tobytes()).decode()]
+        if t is None or t.bits not in (2, 4, 8, 16, 32, 64) or x.dtype.kind in "OUS":
+            return None                          # strings, sequences, float6
+        data = pack_narrow(x.tobytes(), t.bits) if t.bits < 8 else x.tobytes()
+        return [t.code, list(x.shape), base64.b64encode(data).decode()]
 
     cases, jobs = {}, []
     for case in _claimed_cases(wasm):
@@ -748,8 +760,8 @@ def test_conformance_cases_replay_without_numpy(wasm):
         replayed += result["programs"]["replayed"] > 0
         for (_, expected), runs in zip(case["data_sets"], result["runs"]):
             for i, run in enumerate(runs):
-                got = [np.frombuffer(base64.b64decode(b), dtypes.numpy_dtype(t)).reshape(s)
-                       for t, s, b in run]
+                got = [np.frombuffer(_unpacked(base64.b64decode(b), t, s),
+                                     dtypes.numpy_dtype(t)).reshape(s) for t, s, b in run]
                 problem = conformance.compare_outputs(expected, got, case["rtol"], case["atol"],
                                                       conformance._shape_only(case))
                 if problem:

@@ -22,7 +22,7 @@ void er_fill(unsigned char *dst, const unsigned char *pattern, i32 elsize, i32 n
 void er_copy_strided(unsigned char *dst, const unsigned char *src, i32 elsize, i32 rank);
 i32 er_gather(unsigned char *dst, const unsigned char *src, const void *indices, i32 idx64,
               i32 nidx, i32 outer, i32 axis_dim, i32 inner_bytes);
-i32 er_cast(const void *src, void *dst, i32 n, i32 from, i32 to);
+i32 er_cast(const void *src, void *dst, i32 n, i32 from, i32 to, i32 flags);
 void er_unary(i32 op, const float *x, float *y, i32 n, float p0, float p1);
 void er_binary(i32 op, const float *a, const float *b, float *y, i32 rank);
 void er_map_unary(i32 op, i32 tx, const void *x, i32 ty, void *y, i32 n, float p0, float p1);

@@ -54,7 +54,7 @@ EXPORT i32 er_run_program(const uint32_t *words, i32 nwords) {
         case OP_er_fill: er_fill(P(0), P(1), I(2), I(3)); break;
         case OP_er_copy_strided: er_copy_strided(P(0), P(1), I(2), I(3)); break;
         case OP_er_gather: bad = er_gather(P(0), P(1), P(2), I(3), I(4), I(5), I(6), I(7)); break;
-        case OP_er_cast: bad = er_cast(P(0), P(1), I(2), I(3), I(4)); break;
+        case OP_er_cast: bad = er_cast(P(0), P(1), I(2), I(3), I(4), I(5)); break;
         case OP_er_unary: er_unary(I(0), P(1), P(2), I(3), F(4), F(5)); break;
         case OP_er_binary: er_binary(I(0), P(1), P(2), P(3), I(4)); break;
         case OP_er_binary_i64: er_binary_i64(I(0), P(1), P(2), P(3), I(4)); break;

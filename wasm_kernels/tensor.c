@@ -64,16 +64,34 @@ EXPORT i32 er_gather(unsigned char *dst, const unsigned char *src, const void *i
     return 0;
 }
 
-static int known_type(i32 t) {
-    return t == T_F32 || t == T_U8 || t == T_I8 || t == T_U16 || t == T_I16 || t == T_I32 ||
-           t == T_I64 || t == T_BOOL || t == T_F64 || t == T_U32 || t == T_U64 || t == T_F16 ||
-           t == T_BF16;
+static int known_type(i32 t) {     /* every numeric type but complex */
+    return t >= T_F32 && t <= T_I2 && t != 8 && t != 14 && t != 15;
 }
 
-/* n elements from type `from` to type `to`; returns -1 for a type it does not know. */
-EXPORT i32 er_cast(const void *src, void *dst, i32 n, i32 from, i32 to) {
+enum { CAST_NO_SATURATE = 1, CAST_FNUZ_INF_TO_NAN = 2 };   /* flags; bits 2-3: e8m0 rounding */
+
+/* One value to a narrow float type as Cast's attributes say (saturate, round_mode). */
+static void cast_narrow(void *dst, i32 i, i32 to, double v, i32 flags) {
+    i32 saturate = !(flags & CAST_NO_SATURATE);
+    if ((flags & CAST_FNUZ_INF_TO_NAN) && d_isinf(v) &&
+        (to == T_F8E4M3FNUZ || to == T_F8E5M2FNUZ)) v = __builtin_nan("");
+    ((uint8_t *)dst)[i] = to == T_F8E8M0 ? e8m0_encode(v, saturate, (flags >> 2) & 3)
+                        : (uint8_t)small_float_encode(small_float(to), v, to == T_F4E2M1 ? 4 : 8,
+                                                      saturate);
+}
+
+/* n elements from type `from` to type `to`, float8 targets as `flags` say; returns -1 for a
+ * type it does not know. */
+EXPORT i32 er_cast(const void *src, void *dst, i32 n, i32 from, i32 to, i32 flags) {
     if (!known_type(from) || !known_type(to)) return -1;
-    if (from == T_F32 && to == T_F32) {
+    if (flags && (small_float(to) || to == T_F8E8M0)) {
+        for (i32 i = 0; i < n; i++) {
+            double v = is_float_type(from) ? load_float(src, i, from)
+                     : from == T_U64 ? (double)((const uint64_t *)src)[i]
+                     : (double)load_int(src, i, from);
+            cast_narrow(dst, i, to, v, flags);
+        }
+    } else if (from == T_F32 && to == T_F32) {
         __builtin_memcpy(dst, src, (size_t)n * 4);
     } else if (is_float_type(from)) {
         for (i32 i = 0; i < n; i++) store_float(dst, i, to, load_float(src, i, from));

@@ -30,6 +30,28 @@ INT_FORMATS = {dtypes.INT64: "q", dtypes.INT32: "i", dtypes.BOOL: "B", dtypes.UI
                dtypes.INT8: "b", dtypes.INT16: "h", dtypes.UINT16: "H", dtypes.UINT32: "I",
                dtypes.UINT64: "Q"}
 _COMPILED: dict = {}     # the module, compiled once per process per host kind
+UNHELD_TYPES = frozenset({dtypes.STRING, dtypes.COMPLEX64, dtypes.COMPLEX128,
+                          dtypes.FLOAT6E2M3, dtypes.FLOAT6E3M2})
+
+
+def stored_itemsize(elem_type: int) -> int:
+    """Bytes per element in linear memory: sub-byte types take one byte each, in its low
+    bits (as ml_dtypes keeps them); ONNX packs them, so copies in and out unpack and pack."""
+    return max(dtypes.elem_type(elem_type).bits // 8, 1)
+
+
+def unpack_narrow(data, bits: int, count: int) -> bytes:
+    """ONNX's packed sub-byte values (lowest bits first) as one value per byte."""
+    per_byte, mask = 8 // bits, (1 << bits) - 1
+    return bytes((data[i // per_byte] >> (bits * (i % per_byte))) & mask for i in range(count))
+
+
+def pack_narrow(data, bits: int) -> bytes:
+    per_byte, mask = 8 // bits, (1 << bits) - 1
+    out = bytearray((len(data) + per_byte - 1) // per_byte)
+    for i, v in enumerate(data):
+        out[i // per_byte] |= (v & mask) << (bits * (i % per_byte))
+    return bytes(out)
 
 
 class Block:
@@ -70,7 +92,7 @@ class WasmTensor:
 
     @property
     def itemsize(self) -> int:
-        return dtypes.elem_type(self.elem_type).bits // 8
+        return stored_itemsize(self.elem_type)
 
     @property
     def nbytes(self) -> int:
@@ -120,7 +142,7 @@ class WasmDevice:
 
     def empty(self, shape, elem_type: int = dtypes.FLOAT) -> WasmTensor:
         shape = tuple(int(d) for d in shape)
-        nbytes = element_count(shape) * (dtypes.elem_type(elem_type).bits // 8)
+        nbytes = element_count(shape) * stored_itemsize(elem_type)
         return WasmTensor(Block(self, nbytes), shape, elem_type)
 
     def scratch(self, nbytes: int) -> Block:
@@ -159,9 +181,11 @@ class WasmDevice:
             data = np.ascontiguousarray(value)
         else:
             return value
-        if elem_type is None or elem_type == dtypes.STRING or dtypes.elem_type(elem_type).bits % 8:
+        if elem_type is None or elem_type in UNHELD_TYPES:
             return value
         t = self.empty(shape, elem_type)
+        if isinstance(value, HostTensor) and dtypes.elem_type(elem_type).bits < 8:
+            data = unpack_narrow(data, dtypes.elem_type(elem_type).bits, t.size)
         self.write(t.ptr, data)
         if elem_type in INT_FORMATS and t.size <= SMALL_INTS:
             raw = data.tobytes() if hasattr(data, "tobytes") else bytes(data)
@@ -173,7 +197,8 @@ class WasmDevice:
             return t
         data = self.read(t.ptr, t.nbytes)
         if not self.numpy:
-            return HostTensor(t.elem_type, t.shape, data)
+            bits = dtypes.elem_type(t.elem_type).bits
+            return HostTensor(t.elem_type, t.shape, pack_narrow(data, bits) if bits < 8 else data)
         import numpy as np
         return np.frombuffer(data, dtypes.numpy_dtype(t.elem_type)).reshape(t.shape)
 

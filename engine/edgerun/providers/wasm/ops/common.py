@@ -103,12 +103,13 @@ def _as_array(value):
 WIDENED_FLOATS = frozenset({dtypes.FLOAT16, dtypes.BFLOAT16, dtypes.DOUBLE})
 
 
-def converted(dev, x: WasmTensor, elem_type: int) -> WasmTensor:
-    """`x` as another numeric element type (er_cast)."""
+def converted(dev, x: WasmTensor, elem_type: int, flags: int = 0) -> WasmTensor:
+    """`x` as another numeric element type (er_cast; `flags`: how float8 targets saturate
+    and round, tensor.cast_flags)."""
     if x.elem_type == elem_type:
         return x
     y = dev.empty(x.shape, elem_type)
-    if y.size and dev.call("er_cast", x.ptr, y.ptr, x.size, x.elem_type, elem_type):
+    if y.size and dev.call("er_cast", x.ptr, y.ptr, x.size, x.elem_type, elem_type, flags):
         raise TypeError(f"er_cast cannot convert {dtypes.type_string(x.elem_type)} to "
                         f"{dtypes.type_string(elem_type)}")
     return y

@@ -18,9 +18,10 @@ from .host_math import has_values, wrap
 from ..device import INT_FORMATS, SMALL_INTS, WasmTensor
 
 # what er_cast converts between: float32/64, 8- to 64-bit integers, bool
-CAST_TYPES = {dtypes.FLOAT, dtypes.DOUBLE, dtypes.FLOAT16, dtypes.BFLOAT16, dtypes.BOOL,
-              dtypes.INT8, dtypes.UINT8, dtypes.INT16, dtypes.UINT16, dtypes.INT32,
-              dtypes.UINT32, dtypes.INT64, dtypes.UINT64}
+# the numeric types the kernels convert and compute (all but complex and float6)
+CAST_TYPES = frozenset(set(range(dtypes.FLOAT, dtypes.FLOAT6E2M3)) -
+                       {dtypes.STRING, dtypes.COMPLEX64, dtypes.COMPLEX128})
+E8M0_ROUNDING = {"up": 0, "down": 1, "nearest": 2}
 
 
 def copy_strided(dev, dst_ptr: int, src_ptr: int, itemsize: int, shape, dst_strides,
@@ -203,44 +204,67 @@ def bind_expand(dev, node, opset):
 
 def check_cast(node, opset) -> str:
     to = node.attr("to")
-    if to not in CAST_TYPES:
+    if node.op_type == "CastLike":
+        pass                                 # the type comes with the second input
+    elif isinstance(to, (bytes, str)):       # Cast-1 names the type
+        return f"Cast to a type given by name ({to!r})"
+    elif to not in CAST_TYPES:
         return (f"Cast to {dtypes.type_string(to) if to in dtypes.BY_CODE else to}: the wasm "
-                f"kernel casts between float16/bfloat16/32/64, 8- to 64-bit integers and bool")
+                f"kernel casts between the numeric types (not strings, complex or float6)")
+    rounding = node.attr("round_mode", "up")
+    if (rounding.decode() if isinstance(rounding, bytes) else rounding) not in E8M0_ROUNDING:
+        return f"round_mode={rounding!r}"
     return ""
 
 
-def cast(dev, x: WasmTensor, to: int) -> WasmTensor:
+def cast_flags(node, opset) -> int:
+    """er_cast's flags from Cast's (or CastLike's) attributes: saturate=0 (bit 0); opsets
+    19-23 send +-inf to NaN in the FNUZ float8 types (bit 1); float8e8m0's round_mode."""
+    rounding = node.attr("round_mode", "up")
+    rounding = rounding.decode() if isinstance(rounding, bytes) else rounding
+    return (int(not node.attr("saturate", 1)) | (2 if 19 <= opset < 24 else 0) |
+            E8M0_ROUNDING[rounding] << 2)
+
+
+def cast(dev, x: WasmTensor, to: int, flags: int = 0) -> WasmTensor:
     """`x` converted to element type `to` (both in CAST_TYPES)."""
     if x.elem_type == to:
         return x
     if to in INT_FORMATS and has_values(x):          # shape arithmetic stays on the host
         return dev.from_ints([wrap(v, to) for v in x.ints], x.shape, to)
-    return converted(dev, x, to)
+    return converted(dev, x, to, flags)
 
 
 @operator("Cast", check=check_cast)
+@operator("CastLike", check=check_cast)
 def bind_cast(dev, node, opset):
-    to = int(node.attr("to"))
+    """Cast, and CastLike (to the element type of its second input)."""
     from .common import host_fallback
     fallback = host_fallback(dev, node, opset)
+    flags = cast_flags(node, opset)
+    to_attr = node.attr("to")
 
-    def run(ctx, x, **attrs):
-        if x.elem_type not in CAST_TYPES:
-            return fallback(ctx, x, **attrs)
-        return cast(dev, x, to)
+    def run(ctx, x, like=None, **attrs):
+        to = like.elem_type if like is not None else int(to_attr)
+        if x.elem_type not in CAST_TYPES or to not in CAST_TYPES:
+            return fallback(ctx, x, *([like] if like is not None else []), **attrs)
+        return cast(dev, x, to, flags)
     return run
 
 
-@operator("CastLike")
-def bind_cast_like(dev, node, opset):
-    """Cast to the element type of the second input."""
-    from .common import host_fallback
-    fallback = host_fallback(dev, node, opset)
+@operator("BitCast")
+def bind_bit_cast(dev, node, opset):
+    """The same bits read as type `to` (same width): a view."""
+    to = int(node.attr("to"))
 
-    def run(ctx, x, like, **attrs):
-        if x.elem_type not in CAST_TYPES or like.elem_type not in CAST_TYPES:
-            return fallback(ctx, x, like, **attrs)
-        return cast(dev, x, like.elem_type)
+    def run(ctx, x, **_):
+        if dtypes.STRING in (x.elem_type, to):
+            raise TypeError("BitCast: string tensors have no bit pattern to reinterpret")
+        have, want = dtypes.elem_type(x.elem_type).bits, dtypes.elem_type(to).bits
+        if have != want:
+            raise ValueError(f"BitCast: {dtypes.type_string(x.elem_type)} has {have} bits but "
+                             f"{dtypes.type_string(to)} has {want}; they must match")
+        return WasmTensor(x.block, x.shape, to, x.offset)
     return run
 
 
