@@ -118,3 +118,41 @@ EXPORT void er_depthwise2d(const float *x, const float *w, float *y, i32 accumul
         }
     }
 }
+
+/* Fold (col2im, adding): columns (C, *kernel, *blocks) summed into y (C, *out) for up to 3
+ * spatial axes: column [c, k, b] lands on output position b * stride + k * dilation - pad,
+ * and positions outside the output are dropped. y must hold zeros (or what it adds to).
+ * er_args: rank, C, then per axis: kernel, blocks, out, stride, pad_begin, dilation. */
+EXPORT void er_fold(const float *col, float *y) {
+    i32 rank = er_args[0], C = er_args[1];
+    i32 k[3] = {1, 1, 1}, b[3] = {1, 1, 1}, o[3] = {1, 1, 1}, s[3] = {1, 1, 1};
+    i32 p[3] = {0, 0, 0}, d[3] = {1, 1, 1};
+    for (i32 a = 0; a < rank; a++) {       /* right-aligned: missing leading axes are 1 */
+        i32 at = 3 - rank + a;
+        const i32 *v = er_args + 2 + 6 * a;
+        k[at] = v[0]; b[at] = v[1]; o[at] = v[2]; s[at] = v[3]; p[at] = v[4]; d[at] = v[5];
+    }
+    i64 blocks = (i64)b[0] * b[1] * b[2], outs = (i64)o[0] * o[1] * o[2];
+    for (i32 c = 0; c < C; c++) {
+        float *yc = y + c * outs;
+        for (i32 k0 = 0; k0 < k[0]; k0++)
+        for (i32 k1 = 0; k1 < k[1]; k1++)
+        for (i32 k2 = 0; k2 < k[2]; k2++) {
+            const float *src = col + (((i64)c * k[0] + k0) * k[1] * k[2] + k1 * k[2] + k2) * blocks;
+            for (i32 b0 = 0; b0 < b[0]; b0++) {
+                i32 y0 = b0 * s[0] + k0 * d[0] - p[0];
+                if (y0 < 0 || y0 >= o[0]) continue;
+                for (i32 b1 = 0; b1 < b[1]; b1++) {
+                    i32 y1 = b1 * s[1] + k1 * d[1] - p[1];
+                    if (y1 < 0 || y1 >= o[1]) continue;
+                    const float *row = src + ((i64)b0 * b[1] + b1) * b[2];
+                    float *out = yc + ((i64)y0 * o[1] + y1) * o[2];
+                    for (i32 b2 = 0; b2 < b[2]; b2++) {
+                        i32 y2 = b2 * s[2] + k2 * d[2] - p[2];
+                        if (y2 >= 0 && y2 < o[2]) out[y2] += row[b2];
+                    }
+                }
+            }
+        }
+    }
+}

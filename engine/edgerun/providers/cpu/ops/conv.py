@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
+from ....ir.conv_rules import transpose_output_geometry
 from ..registry import kernel
 from .conv_depthwise import (RowMixLayout, band_rows, row_mix_conv, row_mix_layout,
                              row_mix_weights)
@@ -809,52 +810,15 @@ def conv(ctx, x, w, b=None, auto_pad="NOTSET", dilations=None, group=1, kernel_s
 # ---------------------------------------------------------------- ConvTranspose
 
 
-def _transpose_output_geometry(in_shape, kernel, strides, dilations, pads, auto_pad,
-                               output_padding, output_shape):
-    """(output spatial shape, pads_begin, strides, dilations) of a transposed convolution,
-    per the ONNX spec: an explicit or SAME output_shape fixes the padding, else pads do."""
-    rank = len(in_shape)
-    strides = _ints(strides) if strides else [1] * rank
-    dilations = _ints(dilations) if dilations else [1] * rank
-    output_padding = _ints(output_padding) if output_padding else [0] * rank
-    auto_pad = _as_str(auto_pad or "NOTSET")
-    natural = [s * (size - 1) + op + (k - 1) * d + 1
-               for s, size, op, k, d in zip(strides, in_shape, output_padding, kernel, dilations)]
-    if output_shape:
-        output_shape = _ints(output_shape)[-rank:]   # some exporters give (N, C, *spatial)
-    elif auto_pad in ("SAME_UPPER", "SAME_LOWER"):
-        output_shape = [size * s for size, s in zip(in_shape, strides)]
-
-    if output_shape and (auto_pad in ("SAME_UPPER", "SAME_LOWER") or not pads):
-        totals = [n - o for n, o in zip(natural, output_shape)]
-        if auto_pad not in ("SAME_UPPER", "SAME_LOWER"):
-            # an explicit output_shape past the natural size adds positions at the end
-            # (onnxruntime and the reference clamp the padding at 0)
-            totals = [max(t, 0) for t in totals]
-        if auto_pad == "SAME_UPPER":
-            begin = [t // 2 for t in totals]
-        else:
-            begin = [t - t // 2 for t in totals]
-        return output_shape, begin, strides, dilations
-
-    if auto_pad == "VALID" or not pads:
-        pads = [0] * (2 * rank)
-    pads = _ints(pads)
-    if len(pads) != 2 * rank:
-        raise ValueError(f"pads {pads} must have {2 * rank} entries")
-    if not output_shape:
-        output_shape = [n - pads[i] - pads[rank + i] for i, n in enumerate(natural)]
-    return output_shape, pads[:rank], strides, dilations
-
-
 @kernel("ConvTranspose")
 def conv_transpose(ctx, x, w, b=None, auto_pad="NOTSET", dilations=None, group=1,
                    kernel_shape=None, output_padding=None, output_shape=None, pads=None,
                    strides=None):
     _check_conv_shapes(x, w, group, transposed=True)
     kernel = _spatial_kernel(kernel_shape, w)
-    out_shape, pads_begin, strides, dilations = _transpose_output_geometry(
-        x.shape[2:], kernel, strides, dilations, pads, auto_pad, output_padding, output_shape)
+    out_shape, pads_begin, strides, dilations = transpose_output_geometry(
+        x.shape[2:], kernel, _ints(strides or []), _ints(dilations or []), _ints(pads or []),
+        auto_pad, _ints(output_padding or []), _ints(output_shape or []))
     acc = compute_dtype(x.dtype)
     n, channels = x.shape[:2]
     in_per_group = channels // group

@@ -2,6 +2,7 @@
 GEMM, depthwise direct."""
 from __future__ import annotations
 
+from ....ir.conv_rules import transpose_output_geometry
 from . import EDGERUN, operator
 from .common import float_or_fallback, product
 from .elementwise import activation_of, apply_activation, check_activation
@@ -155,3 +156,55 @@ def conv3d(dev, node, x, w, b, group: int):
         if not accumulate:                 # every kernel depth reads padding here
             dev.fill(y, bytes(4))
     return transpose(dev, y_t, [1, 2, 0, 3, 4])
+
+
+def check_conv_transpose(node, opset) -> str:
+    kernel = node.attr("kernel_shape")
+    if kernel is not None and not 1 <= len(kernel) <= 3:
+        return f"ConvTranspose over {len(kernel)} spatial axes (the kernel does 1 to 3)"
+    return ""
+
+
+@operator("ConvTranspose", check=check_conv_transpose)
+def bind_conv_transpose(dev, node, opset):
+    """Per image and group: columns = W_g^T X_g (er_sgemm), folded into the output
+    (er_fold) over a bias pre-fill or zeros."""
+    group = int(node.attr("group", 1))
+
+    def run(ctx, x, w, b=None, **_):
+        rank = len(x.shape) - 2
+        n, c = x.shape[:2]
+        if not 1 <= rank <= 3 or len(w.shape) != len(x.shape) or w.shape[0] != c or \
+                group < 1 or c % group:
+            raise ValueError(f"ConvTranspose group={group}: input {list(x.shape)} and weight "
+                             f"{list(w.shape)} do not match (weight (C, M/group, *kernel))")
+        kernel = list(node.attr("kernel_shape") or w.shape[2:])
+        out, begin, strides, dilations = transpose_output_geometry(
+            x.shape[2:], kernel, node.attr("strides"), node.attr("dilations"),
+            node.attr("pads"), node.attr("auto_pad", "NOTSET"), node.attr("output_padding"),
+            node.attr("output_shape"))
+        mg, cg = w.shape[1], c // group
+        m, blocks, taps, outs = mg * group, product(x.shape[2:]), product(kernel), product(out)
+        y = dev.empty([n, m] + list(out))
+        if y.size == 0:
+            return y
+        if b is not None:
+            broadcast_into(dev, b.view((m, 1)), y.view((n, m, outs)))
+        else:
+            dev.fill(y, bytes(4))
+        if blocks == 0 or cg == 0:
+            return y
+        col = dev.scratch(mg * taps * blocks * 4)
+        fold_args = [rank, mg]
+        for a in range(rank):
+            fold_args += [kernel[a], x.shape[2 + a], out[a], strides[a], begin[a], dilations[a]]
+        for i in range(n):
+            for g in range(group):
+                # A = W_g^T: (mg * taps) x cg, read from W_g (cg, mg * taps) transposed
+                dev.call("er_sgemm", mg * taps, blocks, cg, w.ptr + g * cg * mg * taps * 4, 1,
+                         mg * taps, x.ptr + (i * c + g * cg) * blocks * 4, blocks, 1, col.ptr,
+                         blocks, 0)
+                dev.set_args(fold_args)
+                dev.call("er_fold", col.ptr, y.ptr + (i * m + g * mg) * outs * 4)
+        return y
+    return float_or_fallback(dev, node, opset, run)
