@@ -695,3 +695,52 @@ def test_causal_conv_and_linear_attention_match_the_cpu_provider(gpu):
         assert gpu.stats["fallbacks"] == before, gpu.fallback_log[-1:]
         _assert_close(got, edgerun.InferenceSession(model, providers=["cpu"]).run(None, feeds),
                       f"LinearAttention {rule}")
+
+
+def test_layout_and_gather_operators_match_the_cpu_provider(gpu):
+    rng = np.random.default_rng(55)
+    x = _rng_values(rng, (3, 4, 5), strided=True)
+    ints = rng.integers(-9, 9, (3, 40)).astype(np.int64)
+    _on_gpu_matches_cpu(gpu, "Tile", {"x": x, "r": np.array([2, 1, 3], np.int64)}, opset=13)
+    _on_gpu_matches_cpu(gpu, "Tile", {"x": ints, "r": np.array([1, 2], np.int64)}, opset=13)
+    _on_gpu_matches_cpu(gpu, "Tile", {"x": x.reshape(3, 2, 2, 5), "r": np.array([2, 3, 2, 2],
+                                                                              np.int64)},
+                        opset=13, what="four repeated dims: two copies")
+    _on_gpu_matches_cpu(gpu, "CenterCropPad", {"x": x, "s": np.array([6, 3], np.int64)},
+                        opset=18, axes=[0, 2])
+    cond = np.array([1, 0, 1, 1], bool)
+    _on_gpu_matches_cpu(gpu, "Compress", {"x": x, "c": cond}, opset=11, axis=1)
+    _on_gpu_matches_cpu(gpu, "Compress", {"x": x, "c": cond}, opset=11)
+    for b in (0, 1):
+        idx = np.stack([rng.integers(-3 + b, 3 - b, (3, 7)), rng.integers(0, 4, (3, 7))],
+                       -1).astype(np.int64)
+        _on_gpu_matches_cpu(gpu, "GatherND", {"x": x, "i": idx[:, :, :2 - b]}, opset=13,
+                            batch_dims=b)
+    _on_gpu_matches_cpu(gpu, "EyeLike", {"x": x[0]}, opset=9, k=2)
+    _on_gpu_matches_cpu(gpu, "EyeLike", {"x": ints}, opset=9, k=-1, dtype=TensorProto.INT32)
+    lens = np.array([2, 5, 0, 1], np.int64)
+    _on_gpu_matches_cpu(gpu, "ReverseSequence", {"x": x.transpose(2, 1, 0).copy(), "l": lens},
+                        opset=10, batch_axis=1, time_axis=0)
+
+
+def test_window_functions_without_numpy_match_the_cpu_provider(gpu, monkeypatch):
+    """Windows are host values (sized by a host scalar): in a page, without numpy, the
+    provider computes them in plain Python."""
+    from edgerun.providers.webgpu import host_values
+    from edgerun.providers.webgpu.kernels import lookup
+    from edgerun.runtime.host_tensor import HostTensor
+
+    for op in ("HannWindow", "HammingWindow", "BlackmanWindow"):
+        for periodic in (0, 1):
+            model = _single_node(op, [helper.make_tensor_value_info("n", TensorProto.INT64, [])],
+                                 [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                                 opset=17, periodic=periodic)
+            (expected,) = edgerun.InferenceSession(model, providers=["cpu"]).run(
+                None, {"n": np.array(10, np.int64)})
+            with monkeypatch.context() as m:
+                m.setattr(host_values, "np", None)
+                got = lookup(op, "").run(gpu, None, HostTensor(7, (), np.int64(10).tobytes()),
+                                         periodic=periodic)
+            assert isinstance(got, HostTensor)
+            np.testing.assert_allclose(np.frombuffer(got.data, np.float32), expected,
+                                       atol=1e-6, err_msg=op)

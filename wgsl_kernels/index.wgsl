@@ -300,3 +300,61 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
   let sn = sin_cache[row * half + j];
   out[i] = select(sn * x[mate] + c * x[i], c * x[i] - sn * x[mate], first);
 }
+
+//! kernel gather_nd
+// GatherND: output row r (`inner` elements) copies the slice of data that index tuple r
+// (idx[r * K .. r * K + K]) names in the K dims after the batch dims; rows_per_batch rows
+// share a batch entry of batch_stride data elements. params: n, K, inner, rows_per_batch,
+// batch_stride, dims[6] @5 (the K indexed dims)
+@group(0) @binding(1) var<storage, read_write> out: array<{{T}}>;
+@group(0) @binding(2) var<storage, read> data: array<{{T}}>;
+@group(0) @binding(3) var<storage, read> idx: array<i32>;
+
+@compute @workgroup_size({{WG}})
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+  let i = flat_index(gid, nwg);
+  if (i >= pu(0u)) { return; }
+  let K = pu(1u);
+  let inner = pu(2u);
+  let r = i / inner;
+  var s = 0;
+  for (var d = 0u; d < K; d++) {
+    let dim = pi(5u + d);
+    var k = idx[r * K + d];
+    if (k < 0) { k += dim; }
+    s = s * dim + clamp(k, 0, dim - 1);
+  }
+  out[i] = data[(r / pu(3u)) * pu(4u) + u32(s) * inner + i % inner];
+}
+
+//! kernel eye
+// EyeLike: 1 where col - row == k, else 0, over (rows, cols). params: n, cols, k (i32)
+@group(0) @binding(1) var<storage, read_write> out: array<{{T}}>;
+
+@compute @workgroup_size({{WG}})
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+  let i = flat_index(gid, nwg);
+  if (i >= pu(0u)) { return; }
+  let cols = pu(1u);
+  let on = i32(i % cols) - i32(i / cols) == pi(2u);
+  out[i] = select({{T}}(0), {{T}}(1), on);
+}
+
+//! kernel reverse_sequence
+// ReverseSequence: along the time axis, batch entry b's first lens[b] steps are reversed.
+// params: n, T, time_stride, B, batch_stride
+@group(0) @binding(1) var<storage, read_write> out: array<{{T}}>;
+@group(0) @binding(2) var<storage, read> x: array<{{T}}>;
+@group(0) @binding(3) var<storage, read> lens: array<i32>;
+
+@compute @workgroup_size({{WG}})
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+  let i = flat_index(gid, nwg);
+  if (i >= pu(0u)) { return; }
+  let t = (i / pu(2u)) % pu(1u);
+  let b = (i / pu(4u)) % pu(3u);
+  let n = u32(clamp(lens[b], 0, i32(pu(1u))));
+  var src = i;
+  if (t < n) { src = i - t * pu(2u) + (n - 1u - t) * pu(2u); }
+  out[i] = x[src];
+}

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ....ir import dtypes
 from .. import host_values
-from ..gpu import GPU_TYPES
+from ..gpu import CODES, GPU_TYPES
 from ..memory import GpuTensor
 from .common import (as_gpu, as_gpu_any, cast_to, count, gpu_indices, host_floats_or_ints,
                      host_ints, normalize_axis, padded, strides_of)
@@ -240,3 +240,60 @@ def softmax_cross_entropy_loss(gpu, ctx, scores, labels, weights=None, ignore_in
     log_prob = softmax(gpu, scores, 1, 13, True)
     loss = nll_loss(gpu, log_prob, labels, weights, ignore_index, reduction)
     return (loss, log_prob) if ctx.num_outputs > 1 else loss
+
+
+@gpu_op("GatherND")
+def gather_nd(gpu, ctx, data, indices, batch_dims=0):
+    data = as_gpu_any(gpu, data)
+    idx_shape = indices.shape if isinstance(indices, GpuTensor) else host_values.shape(indices)
+    k, b = idx_shape[-1], int(batch_dims)
+    if b + k > data.ndim or tuple(idx_shape[:b]) != tuple(data.shape[:b]):
+        raise ValueError(f"GatherND: indices {tuple(idx_shape)} into data {data.shape} with "
+                         f"batch_dims {b}")
+    idx, _ = gpu_indices(gpu, indices, list(data.shape[b:b + k]), "GatherND")
+    shape = tuple(idx_shape[:-1]) + tuple(data.shape[b + k:])
+    out = gpu.empty(shape, data.dtype)
+    if count(shape) == 0:
+        return out
+    inner = count(data.shape[b + k:])
+    params = [k, inner, count(idx_shape[b:-1]), count(data.shape[b:])] + padded(
+        list(data.shape[b:b + k]), fill=1)
+    return gpu.dispatch("index", "gather_nd", out, [data, idx], params, count(shape),
+                        {"T": data.wgsl})
+
+
+def check_eye_like(node, opset, types) -> str:
+    code = node.attr("dtype")
+    if code is None:
+        t = types.get(node.inputs[0])
+        code = t.elem_type if t is not None else 0
+    if code not in GPU_TYPES or code == dtypes.UINT32:
+        return f"EyeLike of {dtypes.type_string(code) if code else 'an unknown type'}"
+    return ""
+
+
+@gpu_op("EyeLike", check=check_eye_like, typed=True)
+def eye_like(gpu, ctx, x, dtype=None, k=0):
+    shape = x.shape if isinstance(x, GpuTensor) else host_values.shape(x)
+    code = dtype if dtype is not None else (
+        CODES[x.dtype] if isinstance(x, GpuTensor) else host_values.elem_type(x))
+    if len(shape) != 2:
+        raise ValueError(f"EyeLike of a rank-{len(shape)} tensor (2 expected)")
+    out = gpu.empty(shape, GPU_TYPES[code])
+    return gpu.dispatch("index", "eye", out, [], [shape[1], int(k)], count(shape),
+                        {"T": out.wgsl})
+
+
+@gpu_op("ReverseSequence")
+def reverse_sequence(gpu, ctx, x, sequence_lens, batch_axis=1, time_axis=0):
+    x = as_gpu_any(gpu, x)
+    lens = as_gpu_any(gpu, sequence_lens)
+    if lens.dtype not in ("int32", "int64"):
+        raise Unsupported(f"{lens.dtype} sequence_lens")
+    strides = strides_of(x.shape)
+    out = gpu.empty(x.shape, x.dtype)
+    if x.size == 0:
+        return out
+    params = [x.shape[time_axis], strides[time_axis], x.shape[batch_axis], strides[batch_axis]]
+    return gpu.dispatch("index", "reverse_sequence", out, [x, lens], params, x.size,
+                        {"T": x.wgsl})

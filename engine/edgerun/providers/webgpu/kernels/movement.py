@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+from ....ir import dtypes
 from .. import host_values
 from ....ir.shape_rules import split_lengths
 from .common import (as_gpu, as_gpu_any, broadcast_strides, count, gpu_indices,
@@ -125,6 +126,49 @@ def run_expand(gpu, ctx, x, shape):
                         strides_of(target))
 
 
+@gpu_op("Tile")
+def tile(gpu, ctx, x, repeats):
+    """x repeated along each dim: broadcast copies of x as (r0, d0, r1, d1, ...), three
+    repeated dims at a time (the copy kernel's rank limit is 6)."""
+    x = as_gpu_any(gpu, x)
+    reps = host_ints(gpu, repeats)
+    if len(reps) != x.ndim or any(r < 0 for r in reps):
+        raise ValueError(f"Tile: repeats {reps} for a rank-{x.ndim} input")
+    repeated = [a for a, r in enumerate(reps) if r != 1]
+    for first in range(0, max(len(repeated), 1), 3):
+        now = [reps[a] if a in repeated[first:first + 3] else 1 for a in range(x.ndim)]
+        out = gpu.empty([d * r for d, r in zip(x.shape, now)], x.dtype)
+        dims = [v for d, r in zip(x.shape, now) for v in (r, d)]
+        src = [v for s in strides_of(x.shape) for v in (0, s)]
+        x = strided_copy(gpu, out, x, dims, src, strides_of(dims))
+    return x
+
+
+@gpu_op("CenterCropPad")
+def center_crop_pad(gpu, ctx, x, shape, axes=None):
+    x = as_gpu_any(gpu, x)
+    target = host_ints(gpu, shape)
+    axes = list(range(x.ndim)) if axes is None else [normalize_axis(a, x.ndim) for a in axes]
+    begin, end = [0] * x.ndim, [0] * x.ndim
+    for a, t in zip(axes, target):
+        diff = t - x.shape[a]          # > 0: pad (the extra one at the end); < 0: crop
+        begin[a] = diff // 2 if diff > 0 else -((-diff) // 2)
+        end[a] = diff - begin[a]
+    return pad(gpu, x, begin, end)
+
+
+@gpu_op("Compress")
+def compress(gpu, ctx, x, condition, axis=None):
+    """The slices of x where `condition` (read on the host) is true, by a Gather."""
+    x = as_gpu_any(gpu, x)
+    keep = [i for i, c in enumerate(host_values.values(gpu.host_values(condition))) if c]
+    if axis is None:
+        x, axis = x.view((x.size,)), 0
+    axis = normalize_axis(axis, x.ndim)
+    keep = [i for i in keep if i < x.shape[axis]]
+    return gather(gpu, x, host_values.make(dtypes.INT64, (len(keep),), keep), axis)
+
+
 @gpu_op("Gather")
 def run_gather(gpu, ctx, data, indices, axis=0):
     data = as_gpu_any(gpu, data)
@@ -171,7 +215,12 @@ def run_pad(gpu, ctx, x, pads_input=None, value_input=None, axes_input=None, mod
                 a = normalize_axis(a, rank)
                 full[a], full[a + rank] = pads[i], pads[i + len(axes)]
             pads = full
-    begin, end = pads[:rank], pads[rank:]
+    return pad(gpu, x, pads[:rank], pads[rank:], value, mode)
+
+
+def pad(gpu, x, begin, end, value=0.0, mode="constant"):
+    """x padded by `begin`/`end` per dim (negative: cropped) in one of PAD_MODES."""
+    rank = x.ndim
     out_shape = [d + b + e for d, b, e in zip(x.shape, begin, end)]
     out = gpu.empty(out_shape, x.dtype)
     if count(out_shape) == 0:

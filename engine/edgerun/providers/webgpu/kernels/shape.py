@@ -11,6 +11,7 @@ import math
 
 from ....ir import dtypes
 from .. import host_values
+from ..host_values import FORMATS
 from ..gpu import CODES, GPU_TYPES
 from ..memory import GpuTensor
 from .common import cast_to, count, host_floats_or_ints, host_ints, normalize_axis
@@ -165,3 +166,34 @@ def range_of(gpu, ctx, start, limit, delta):
     n = max(int(math.ceil((stop - first) / step)), 0)
     return host_values.make(host_values.elem_type(start), (n,),
                             [first + i * step for i in range(n)])
+
+
+# window -> its terms (a0, a1, a2): a0 - a1 cos(phase) + a2 cos(2 phase)
+WINDOWS = {"HannWindow": (0.5, 0.5, 0.0), "HammingWindow": (25 / 46, 21 / 46, 0.0),
+           "BlackmanWindow": (0.42, 0.5, 0.08)}
+
+
+def _check_window(node, opset) -> str:
+    code = node.attr("output_datatype", dtypes.FLOAT)
+    return "" if code in FORMATS else f"a window of {dtypes.type_string(code)}"
+
+
+def _window_op(op):
+    @gpu_op(op, host_only=True, check=_check_window)
+    def run(gpu, ctx, size, output_datatype=dtypes.FLOAT, periodic=1):
+        """A window of `size` samples (a host value: shape-sized, computed once per run)."""
+        n = int(host_floats_or_ints(gpu, size)[0])
+        if n < 0:
+            raise ValueError(f"{op}: size {n}")
+        period = n if periodic else n - 1
+        a0, a1, a2 = WINDOWS[op]
+        phases = [2 * math.pi * i / period if period > 0 else 0.0 for i in range(n)]
+        values = [a0 - a1 * math.cos(p) + a2 * math.cos(2 * p) for p in phases]
+        if output_datatype in host_values.INTEGER_TYPES:
+            values = [int(v) for v in values]          # truncated, as numpy's astype
+        return host_values.make(output_datatype, (n,), values)
+    return run
+
+
+for _op in WINDOWS:
+    _window_op(_op)
