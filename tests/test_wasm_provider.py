@@ -1128,3 +1128,51 @@ def test_resize_of_other_types_matches_the_cpu_provider(wasm, dtype, mode):
             np.testing.assert_allclose(got.astype(np.float32), want.astype(np.float32), rtol=1e-3)
         else:
             np.testing.assert_array_equal(got, want)
+
+
+# ---- quantization ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("qtype,scale_type,layout", [
+    ("uint8", "float32", "tensor"), ("int8", "float32", "axis"), ("int4", "float32", "block"),
+    ("uint16", "float16", "axis"), ("float8e4m3fn", "float32", "tensor"),
+    ("int8", "float32", "block")])
+def test_quantize_and_dequantize_match_the_cpu_provider(wasm, qtype, scale_type, layout):
+    """QuantizeLinear then DequantizeLinear with per-tensor, per-axis and blocked scales and
+    zero points (random shapes, batch 1 and 3, a partial last block): integers exactly,
+    float results rtol 1e-6 (float16 1e-3)."""
+    from onnx import TensorProto, helper
+
+    import edgerun
+    from edgerun.ir import dtypes
+
+    rng = np.random.default_rng(len(qtype) + len(layout))
+    q = dtypes.BY_NAME[qtype.upper()].code
+    s = {"float32": dtypes.FLOAT, "float16": dtypes.FLOAT16}[scale_type]
+    for batch in (1, 3):
+        shape = (batch, 5, 7)
+        axis, block = (1, 0) if layout == "axis" else (2, 3) if layout == "block" else (1, 0)
+        pshape = {"tensor": (), "axis": (shape[1],),
+                  "block": (batch, 5, -(-7 // 3))}[layout]
+        scale = rng.uniform(0.01, 0.2, pshape).astype(np.float16 if s == dtypes.FLOAT16
+                                                       else np.float32)
+        is_float8 = qtype.startswith("float8")
+        zp_values = np.zeros(pshape) if is_float8 else rng.integers(0, 3, pshape)
+        zp = helper.make_tensor("zp", q, list(pshape), zp_values.reshape(-1).tolist())
+        nodes = [helper.make_node("QuantizeLinear", ["x", "scale", "zp"], ["q"], axis=axis,
+                                  block_size=block),
+                 helper.make_node("DequantizeLinear", ["q", "scale", "zp"], ["y"], axis=axis,
+                                  block_size=block)]
+        graph = helper.make_graph(
+            nodes, "g", [helper.make_tensor_value_info("x", s, None)],
+            [helper.make_tensor_value_info("q", q, None), helper.make_tensor_value_info("y", s, None)],
+            [helper.make_tensor("scale", s, list(pshape), scale.reshape(-1).tolist()), zp])
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
+        x = (rng.standard_normal(shape) * 3).astype(scale.dtype)
+        before = dict(wasm.dev.fallbacks)
+        got = edgerun.InferenceSession(model.SerializeToString(), providers=[wasm]).run(None, {"x": x})
+        assert wasm.dev.fallbacks == before
+        want = edgerun.InferenceSession(model.SerializeToString(), providers=["cpu"]).run(None, {"x": x})
+        assert got[0].dtype == want[0].dtype
+        np.testing.assert_array_equal(got[0].astype(np.float64), want[0].astype(np.float64))
+        np.testing.assert_allclose(got[1].astype(np.float64), want[1].astype(np.float64),
+                                   rtol=1e-3 if scale.dtype == np.float16 else 1e-6)

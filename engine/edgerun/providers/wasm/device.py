@@ -225,6 +225,12 @@ class WasmDevice:
         t.ints = values
         return t
 
+    def from_floats(self, values, shape) -> WasmTensor:
+        """A small float32 tensor computed on the host (a scale), uploaded."""
+        t = self.empty(shape, dtypes.FLOAT)
+        self.write(t.ptr, array("f", [float(v) for v in values]))
+        return t
+
     def fill(self, t: WasmTensor, element: bytes) -> WasmTensor:
         """Fill `t` with copies of one element given as its little-endian bytes."""
         if t.size:

@@ -1,0 +1,169 @@
+"""Linear quantization on the typed kernels: QuantizeLinear, DequantizeLinear and
+DynamicQuantizeLinear, as chains of casts and elementwise passes (er_cast, er_map_binary,
+er_map_unary) that follow the CPU kernel's arithmetic step by step.
+
+Scale and zero point are per tensor (scalar), per axis (1-D) or blocked (same rank as the
+input, one entry per `block_size` elements along `axis`); blocked ones are gathered to the
+input's length along the axis first (er_gather), so every step is a plain broadcast.
+"""
+from __future__ import annotations
+
+from array import array
+
+from ....ir import dtypes
+from . import operator
+from .common import converted, host_fallback, normalize_axis, product
+from .elementwise import MAP_BINARY, MAP_UNARY, map_binary, map_unary
+from .tensor import CAST_TYPES, cast_flags
+from ..device import WasmTensor
+
+INTEGER_RANGES = {dtypes.UINT8: (0, 255), dtypes.INT8: (-128, 127),
+                  dtypes.UINT16: (0, 65535), dtypes.INT16: (-32768, 32767),
+                  dtypes.UINT4: (0, 15), dtypes.INT4: (-8, 7), dtypes.UINT2: (0, 3),
+                  dtypes.INT2: (-2, 1)}
+FLOAT_QUANT_TYPES = frozenset({dtypes.FLOAT8E4M3FN, dtypes.FLOAT8E4M3FNUZ, dtypes.FLOAT8E5M2,
+                               dtypes.FLOAT8E5M2FNUZ, dtypes.FLOAT4E2M1})
+
+
+def _axis(axis: int, rank: int) -> int:
+    return 0 if rank <= 1 else normalize_axis(axis, rank)
+
+
+def expand_param(dev, param: WasmTensor, shape, axis: int, block: int) -> WasmTensor:
+    """A scale or zero point as a tensor that broadcasts element-wise against `shape`."""
+    if param is None:
+        return None
+    if len(param.shape) == 0 or (param.size == 1 and not block):
+        return param.view(())
+    axis = _axis(axis, len(shape))
+    if block and block > 0:
+        if len(param.shape) != len(shape):
+            raise ValueError(f"blocked quantization needs a scale of rank {len(shape)}, got "
+                             f"shape {list(param.shape)}")
+        blocks = param.shape[axis]
+        if -(-shape[axis] // block) != blocks or any(
+                p != s for i, (p, s) in enumerate(zip(param.shape, shape)) if i != axis):
+            raise ValueError(f"scale shape {list(param.shape)} with block_size {block} along "
+                             f"axis {axis} does not tile input shape {list(shape)}")
+        full_shape = list(param.shape)
+        full_shape[axis] = shape[axis]
+        y = dev.empty(full_shape, param.elem_type)
+        index = dev.from_ints([a // block for a in range(shape[axis])], (shape[axis],),
+                              dtypes.INT32)
+        dev.call("er_gather", y.ptr, param.ptr, index.ptr, 0, shape[axis],
+                 product(param.shape[:axis]), blocks, product(param.shape[axis + 1:]) *
+                 param.itemsize)
+        return y
+    if block < 0:
+        raise ValueError(f"block_size must be positive, got {block}")
+    if len(param.shape) != 1 or param.size != shape[axis]:
+        raise ValueError(f"per-axis scale must be 1-D of length {shape[axis]} (axis {axis} of "
+                         f"{list(shape)}), got shape {list(param.shape)}")
+    dims = [1] * len(shape)
+    dims[axis] = param.size
+    return param.view(dims)
+
+
+def _binary(dev, name: str, a, b, out_type: int):
+    return map_binary(dev, MAP_BINARY.index(name), a, b, out_type)
+
+
+def quantize_values(dev, values: WasmTensor, zero_point, code: int, flags: int) -> WasmTensor:
+    """Real values (already divided by the scale) to element type `code`: integers round
+    half to even, add the zero point and saturate; float8/float4 add it and convert."""
+    if code in INTEGER_RANGES:
+        low, high = INTEGER_RANGES[code]
+        q = converted(dev, map_unary(dev, MAP_UNARY.index("Round"), values, values.elem_type),
+                      dtypes.DOUBLE)
+        if zero_point is not None:
+            q = _binary(dev, "Add", q, converted(dev, zero_point, dtypes.DOUBLE), dtypes.DOUBLE)
+        q = map_unary(dev, MAP_UNARY.index("Clip"), q, dtypes.DOUBLE, float(low), float(high))
+        return converted(dev, q, code)
+    if zero_point is not None:
+        values = _binary(dev, "Add", converted(dev, values, dtypes.FLOAT),
+                         converted(dev, zero_point, dtypes.FLOAT), dtypes.FLOAT)
+    return converted(dev, values, code, flags)
+
+
+def _check_types(*tensors) -> bool:
+    return all(t is None or (isinstance(t, WasmTensor) and t.elem_type in CAST_TYPES)
+               for t in tensors)
+
+
+@operator("QuantizeLinear")
+def bind_quantize(dev, node, opset):
+    axis, block = int(node.attr("axis", 1)), int(node.attr("block_size", 0))
+    output_dtype, precision = int(node.attr("output_dtype", 0)), int(node.attr("precision", 0))
+    flags = cast_flags(node, opset) & 1            # saturate=0 only (no round_mode here)
+    fallback = host_fallback(dev, node, opset)
+
+    def run(ctx, x, scale, zero_point=None, **attrs):
+        if not _check_types(x, scale, zero_point):
+            return fallback(ctx, x, scale, zero_point, **attrs)
+        code = zero_point.elem_type if zero_point is not None else (output_dtype or dtypes.UINT8)
+        if zero_point is not None and output_dtype and output_dtype != code:
+            raise TypeError(f"QuantizeLinear: output_dtype {dtypes.type_string(output_dtype)} "
+                            f"differs from the zero point's type {dtypes.type_string(code)}")
+        if code not in INTEGER_RANGES and code not in FLOAT_QUANT_TYPES:
+            raise TypeError(f"QuantizeLinear: {dtypes.type_string(code)} is not a quantized type")
+        compute = precision or scale.elem_type           # the division's precision
+        full_scale = expand_param(dev, scale, x.shape, axis, block)
+        scaled = _binary(dev, "Div", converted(dev, x, compute), converted(dev, full_scale, compute),
+                         compute)
+        return quantize_values(dev, scaled, expand_param(dev, zero_point, x.shape, axis, block),
+                               code, flags)
+    return run
+
+
+@operator("DequantizeLinear")
+def bind_dequantize(dev, node, opset):
+    axis, block = int(node.attr("axis", 1)), int(node.attr("block_size", 0))
+    output_dtype = int(node.attr("output_dtype", 0))
+    fallback = host_fallback(dev, node, opset)
+
+    def run(ctx, x, scale, zero_point=None, **attrs):
+        if not _check_types(x, scale, zero_point):
+            return fallback(ctx, x, scale, zero_point, **attrs)
+        out_type = output_dtype or scale.elem_type
+        compute = dtypes.DOUBLE if out_type == dtypes.DOUBLE else dtypes.FLOAT
+        zp = expand_param(dev, zero_point, x.shape, axis, block)
+        if x.elem_type in INTEGER_RANGES or x.elem_type == dtypes.INT32:
+            centered = converted(dev, x, dtypes.INT64)
+            if zp is not None:
+                centered = _binary(dev, "Sub", centered, converted(dev, zp, dtypes.INT64),
+                                   dtypes.INT64)
+            centered = converted(dev, centered, compute)
+        else:
+            centered = converted(dev, x, compute)
+            if zp is not None:
+                centered = _binary(dev, "Sub", centered, converted(dev, zp, compute), compute)
+        full_scale = converted(dev, expand_param(dev, scale, x.shape, axis, block), compute)
+        return converted(dev, _binary(dev, "Mul", centered, full_scale, compute), out_type)
+    return run
+
+
+@operator("DynamicQuantizeLinear")
+def bind_dynamic_quantize(dev, node, opset):
+    """uint8 with a scale and zero point from x's range widened to include 0 (scale 1 for a
+    constant-zero input, as onnxruntime)."""
+    def run(ctx, x, **_):
+        x = converted(dev, x, dtypes.FLOAT)
+        high = low = 0.0
+        if x.size:
+            extremes = dev.empty((2,))
+            dev.call("er_reduce", 2, x.ptr, extremes.ptr, 1, x.size, 1)            # max
+            dev.call("er_reduce", 3, x.ptr, extremes.ptr + 4, 1, x.size, 1)        # min
+            top, bottom = array("f", bytes(dev.read(extremes.ptr, 8)))
+            high, low = max(0.0, top), min(0.0, bottom)
+        f32 = _float32
+        scale = f32(f32(high - low) / 255) if high != low else 1.0
+        zero = min(max(round(f32(0.0 - f32(low / scale))), 0), 255)
+        scale_t = dev.from_floats([scale], ())
+        zero_t = dev.from_ints([zero], (), dtypes.UINT8)
+        scaled = _binary(dev, "Div", x, scale_t, dtypes.FLOAT)
+        return quantize_values(dev, scaled, zero_t, dtypes.UINT8, 0), scale_t, zero_t
+    return run
+
+
+def _float32(value: float) -> float:
+    return array("f", [value])[0]
