@@ -1176,3 +1176,46 @@ def test_quantize_and_dequantize_match_the_cpu_provider(wasm, qtype, scale_type,
         np.testing.assert_array_equal(got[0].astype(np.float64), want[0].astype(np.float64))
         np.testing.assert_allclose(got[1].astype(np.float64), want[1].astype(np.float64),
                                    rtol=1e-3 if scale.dtype == np.float16 else 1e-6)
+
+
+@pytest.mark.parametrize("a_shape,b_shape", [((1, 3, 5), (5, 4)), ((2, 1, 4, 6), (3, 6, 2)),
+                                             ((7,), (7, 3)), ((4, 9), (9,))])
+def test_integer_matmuls_match_the_cpu_provider(wasm, a_shape, b_shape):
+    """MatMulInteger (per-row / per-column zero points) and QLinearMatMul (uint8 x int8,
+    per-tensor scales) on broadcast batches and 1-D operands: exactly equal."""
+    from onnx import TensorProto, helper
+
+    import edgerun
+
+    rng = np.random.default_rng(len(a_shape) * 10 + len(b_shape))
+    a = rng.integers(0, 256, a_shape).astype(np.uint8)
+    b = rng.integers(-128, 128, b_shape).astype(np.int8)
+    m = a_shape[-2] if len(a_shape) > 1 else 1
+    n = b_shape[-1] if len(b_shape) > 1 else 1
+    inits = [helper.make_tensor("az", TensorProto.UINT8, [m] if m > 1 else [],
+                                rng.integers(0, 256, m).tolist() if m > 1 else [7]),
+             helper.make_tensor("bz", TensorProto.INT8, [n] if n > 1 else [],
+                                rng.integers(-5, 5, n).tolist() if n > 1 else [3]),
+             helper.make_tensor("as", TensorProto.FLOAT, [], [0.02]),
+             helper.make_tensor("bs", TensorProto.FLOAT, [], [0.05]),
+             helper.make_tensor("ys", TensorProto.FLOAT, [], [0.4]),
+             helper.make_tensor("yz", TensorProto.UINT8, [], [120]),
+             helper.make_tensor("az0", TensorProto.UINT8, [], [9]),
+             helper.make_tensor("bz0", TensorProto.INT8, [], [-2])]
+    nodes = [helper.make_node("MatMulInteger", ["a", "b", "az", "bz"], ["i"]),
+             helper.make_node("QLinearMatMul", ["a", "as", "az0", "b", "bs", "bz0", "ys", "yz"],
+                              ["q"])]
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("a", TensorProto.UINT8, None),
+                     helper.make_tensor_value_info("b", TensorProto.INT8, None)],
+        [helper.make_tensor_value_info("i", TensorProto.INT32, None),
+         helper.make_tensor_value_info("q", TensorProto.UINT8, None)], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
+    feeds = {"a": a, "b": b}
+    before = dict(wasm.dev.fallbacks)
+    got = edgerun.InferenceSession(model.SerializeToString(), providers=[wasm]).run(None, feeds)
+    assert wasm.dev.fallbacks == before
+    want = edgerun.InferenceSession(model.SerializeToString(), providers=["cpu"]).run(None, feeds)
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype
+        np.testing.assert_array_equal(g, w)

@@ -194,3 +194,18 @@ void sgemm_internal(i32 M, i32 N, i32 K, const float *A, i32 rsa, i32 csa, const
                     i32 rsb, i32 csb, float *C, i32 ldc, i32 accumulate) {
     sgemm(M, N, K, A, rsa, csa, B, rsb, csb, C, ldc, accumulate);
 }
+
+/* C (int32, row stride ldc) = A (M x K) B (K x N) over int32 operands (centered quantized
+ * values), summed in 64 bits and wrapped to 32 at the end (ONNX: the accumulation may
+ * overflow only in 32 bits). Strides in elements. */
+EXPORT void er_igemm(i32 M, i32 N, i32 K, const i32 *A, i32 rsa, i32 csa, const i32 *B,
+                     i32 rsb, i32 csb, i32 *C, i32 ldc) {
+    for (i32 i = 0; i < M; i++) {
+        for (i32 j = 0; j < N; j++) {
+            i64 sum = 0;
+            for (i32 k = 0; k < K; k++)
+                sum += (i64)A[(i64)i * rsa + (i64)k * csa] * B[(i64)k * rsb + (i64)j * csb];
+            C[(i64)i * ldc + j] = (i32)sum;
+        }
+    }
+}

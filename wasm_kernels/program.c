@@ -111,6 +111,9 @@ EXPORT i32 er_run_program(const uint32_t *words, i32 nwords) {
             er_resample(P(0), P(1), I(2), I(3), I(4), I(5), P(6), P(7), I(8), P(9), F(10));
             break;
         case OP_er_fold: er_fold(P(0), P(1)); break;
+        case OP_er_igemm:
+            er_igemm(I(0), I(1), I(2), P(3), I(4), I(5), P(6), I(7), I(8), P(9), I(10));
+            break;
         default: bad = 1;
         }
         if (bad) return (i32)(w - words) + 1;

@@ -167,3 +167,81 @@ def bind_dynamic_quantize(dev, node, opset):
 
 def _float32(value: float) -> float:
     return array("f", [value])[0]
+
+
+# ---- integer products -----------------------------------------------------------------------
+
+def _centered(dev, x: WasmTensor, zero_point, per_row: bool) -> WasmTensor:
+    """x - zero_point as int32 (a 1-D zero point of an [..., M, K] input is per row)."""
+    if zero_point is None:
+        return converted(dev, x, dtypes.INT32)
+    if per_row and len(zero_point.shape) == 1 and zero_point.size > 1 and len(x.shape) >= 2:
+        zero_point = zero_point.view((zero_point.size, 1))
+    return _binary(dev, "Sub", x, zero_point, dtypes.INT32)
+
+
+def integer_matmul(dev, a: WasmTensor, b: WasmTensor) -> WasmTensor:
+    """a @ b for int32 operands (numpy's matmul shapes: 1-D promoted, batches broadcast)."""
+    from .common import broadcast_shape, broadcast_strides
+
+    ashape = [1] + list(a.shape) if len(a.shape) == 1 else list(a.shape)
+    bshape = list(b.shape) + [1] if len(b.shape) == 1 else list(b.shape)
+    (m, k), (k2, n) = ashape[-2:], bshape[-2:]
+    if k != k2:
+        raise ValueError(f"MatMul inner dimensions differ: {list(a.shape)} x {list(b.shape)}")
+    batch = list(broadcast_shape(ashape[:-2], bshape[:-2]))
+    y = dev.empty(batch + [m, n], dtypes.INT32)
+    a_strides = broadcast_strides(ashape[:-2], batch) if batch else []
+    b_strides = broadcast_strides(bshape[:-2], batch) if batch else []
+    for i in range(product(batch)):
+        index, rest = [], i
+        for d in reversed(batch):
+            index.append(rest % d)
+            rest //= d
+        index.reverse()
+        ao = sum(x * s for x, s in zip(index, a_strides)) * m * k
+        bo = sum(x * s for x, s in zip(index, b_strides)) * k * n
+        dev.call("er_igemm", m, n, k, a.ptr + ao * 4, k, 1, b.ptr + bo * 4, n, 1,
+                 y.ptr + i * m * n * 4, n)
+    final = batch + ([] if len(a.shape) == 1 else [m]) + ([] if len(b.shape) == 1 else [n])
+    return y.view(final)
+
+
+INTEGER_INPUTS = frozenset(INTEGER_RANGES) | {dtypes.INT32}
+
+
+@operator("MatMulInteger")
+def bind_matmul_integer(dev, node, opset):
+    fallback = host_fallback(dev, node, opset)
+
+    def run(ctx, a, b, a_zero_point=None, b_zero_point=None, **attrs):
+        if any(t is not None and t.elem_type not in INTEGER_INPUTS
+               for t in (a, b, a_zero_point, b_zero_point)):
+            return fallback(ctx, a, b, a_zero_point, b_zero_point, **attrs)
+        return integer_matmul(dev, _centered(dev, a, a_zero_point, True),
+                              _centered(dev, b, b_zero_point, False))
+    return run
+
+
+@operator("QLinearMatMul")
+def bind_qlinear_matmul(dev, node, opset):
+    fallback = host_fallback(dev, node, opset)
+
+    def run(ctx, a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale,
+            y_zero_point=None, **attrs):
+        inputs = (a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, y_zero_point)
+        if a.elem_type not in INTEGER_INPUTS or b.elem_type not in INTEGER_INPUTS or \
+                not _check_types(*inputs):
+            return fallback(ctx, *inputs, **attrs)
+        product_t = integer_matmul(dev, _centered(dev, a, a_zero_point, True),
+                                   _centered(dev, b, b_zero_point, False))
+        if len(a_scale.shape) == 1 and a_scale.size > 1 and len(a.shape) >= 2:
+            a_scale = a_scale.view((a_scale.size, 1))
+        scale_type = a_scale.elem_type      # the multiplier is formed in the scales' type
+        multiplier = _binary(dev, "Div", _binary(dev, "Mul", a_scale, b_scale, scale_type),
+                             y_scale, scale_type)
+        values = _binary(dev, "Mul", converted(dev, product_t, dtypes.DOUBLE),
+                         converted(dev, multiplier, dtypes.DOUBLE), dtypes.DOUBLE)
+        code = y_zero_point.elem_type if y_zero_point is not None else a.elem_type
+        return quantize_values(dev, values, y_zero_point, code, 0)
+    return run
