@@ -344,14 +344,19 @@ def _on_gpu_matches_cpu(gpu, op, feeds: dict, opset=24, n_outputs=1, initializer
     outputs = [helper.make_tensor_value_info(f"y{i}", TensorProto.UNDEFINED, None)
                for i in range(n_outputs)]
     model = _single_node(op, inputs, outputs, list(initializers), opset, **attrs)
+    return _model_on_gpu_matches_cpu(gpu, model, feeds, f"{op} {what} {attrs}")
+
+
+def _model_on_gpu_matches_cpu(gpu, model: bytes, feeds: dict, what: str):
+    """Every node of `model` on the GPU, no CPU-kernel fallback, outputs as the CPU's."""
     sess = webgpu_session(model)
     assert {n["provider"] for n in sess.explain()["nodes"]} == {"webgpu"}, \
         sess.explain()["nodes"]
     before = gpu.stats["fallbacks"]
     got = sess.run(None, feeds)
     assert gpu.stats["fallbacks"] == before, gpu.fallback_log[-1:]
-    expected = edgerun.InferenceSession(model, providers=["cpu"]).run(None, feeds)
-    _assert_close(got, expected, f"{op} {what} {attrs}")
+    _assert_close(got, edgerun.InferenceSession(model, providers=["cpu"]).run(None, feeds),
+                  what)
     return got
 
 
@@ -524,13 +529,7 @@ def test_attention_matches_the_cpu_provider(gpu, case):
     n_outputs = 4 if "mode" in case else (3 if past else 1)
     model = _attention_model(inputs, n_outputs, opset, **attrs)
     feeds = {k: v for k, v in inputs.items() if v is not None}
-    sess = webgpu_session(model)
-    assert [n["provider"] for n in sess.explain()["nodes"]] == ["webgpu"]
-    before = gpu.stats["fallbacks"]
-    got = sess.run(None, feeds)
-    assert gpu.stats["fallbacks"] == before, gpu.fallback_log[-1:]
-    expected = edgerun.InferenceSession(model, providers=["cpu"]).run(None, feeds)
-    _assert_close(got, expected, f"Attention {case}")
+    _model_on_gpu_matches_cpu(gpu, model, feeds, f"Attention {case}")
 
 
 @pytest.mark.parametrize("n", [1, 40])        # host labels, and labels on the GPU (> 64)
@@ -688,13 +687,7 @@ def test_causal_conv_and_linear_attention_match_the_cpu_provider(gpu):
                                   for n in ("y", "s")]),
             opset_imports=[helper.make_opsetid("", 27)]).SerializeToString()
         feeds = {n: a for n, a in feeds.items() if a is not None}
-        sess = webgpu_session(model)
-        assert [n["provider"] for n in sess.explain()["nodes"]] == ["webgpu"]
-        before = gpu.stats["fallbacks"]
-        got = sess.run(None, feeds)
-        assert gpu.stats["fallbacks"] == before, gpu.fallback_log[-1:]
-        _assert_close(got, edgerun.InferenceSession(model, providers=["cpu"]).run(None, feeds),
-                      f"LinearAttention {rule}")
+        _model_on_gpu_matches_cpu(gpu, model, feeds, f"LinearAttention {rule}")
 
 
 def test_layout_and_gather_operators_match_the_cpu_provider(gpu):
@@ -744,3 +737,35 @@ def test_window_functions_without_numpy_match_the_cpu_provider(gpu, monkeypatch)
             assert isinstance(got, HostTensor)
             np.testing.assert_allclose(np.frombuffer(got.data, np.float32), expected,
                                        atol=1e-6, err_msg=op)
+
+
+@pytest.mark.parametrize("op, gates", [("GRU", 3), ("RNN", 1), ("LSTM", 4)])
+def test_recurrent_layers_match_the_cpu_provider(gpu, op, gates):
+    rng = np.random.default_rng(gates)
+    steps, batch, inputs, hidden = 4, 3, 5, 6
+    for direction, layout in (("forward", 0), ("bidirectional", 1), ("reverse", 0)):
+        dirs = 2 if direction == "bidirectional" else 1
+        shape = (batch, steps, inputs) if layout else (steps, batch, inputs)
+        state = (batch, dirs, hidden) if layout else (dirs, batch, hidden)
+        feeds = {"x": _rng_values(rng, shape, -1, 1, strided=True),
+                 "w": _rng_values(rng, (dirs, gates * hidden, inputs), -0.5, 0.5),
+                 "r": _rng_values(rng, (dirs, gates * hidden, hidden), -0.5, 0.5),
+                 "b": _rng_values(rng, (dirs, 2 * gates * hidden), -0.5, 0.5)}
+        names = ["x", "w", "r", "b", "", "h0"]
+        feeds["h0"] = _rng_values(rng, state, -1, 1)
+        if op == "LSTM":
+            names.append("c0")
+            feeds["c0"] = _rng_values(rng, state, -1, 1)
+        attrs = dict(hidden_size=hidden, direction=direction, layout=layout)
+        if op == "GRU":
+            attrs["linear_before_reset"] = layout
+        if op == "RNN" and layout:
+            attrs["activations"] = ["Relu"] * dirs
+        inputs_info = [helper.make_tensor_value_info(n, TensorProto.FLOAT, None)
+                       for n in names if n]
+        outs = ["y", "y_h"] + (["y_c"] if op == "LSTM" else [])
+        model = helper.make_model(helper.make_graph(
+            [helper.make_node(op, names, outs, **attrs)], "g", inputs_info,
+            [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in outs]),
+            opset_imports=[helper.make_opsetid("", 14)]).SerializeToString()
+        _model_on_gpu_matches_cpu(gpu, model, feeds, f"{op} {attrs}")

@@ -1,8 +1,33 @@
-// Recurrent family: one time step of an LSTM, every direction at once.
+// Recurrent family: one time step of an LSTM, GRU or RNN, every direction at once.
 // The input projection X·Wᵀ + Wb + Rb of every step is one matmul beforehand (matmul.wgsl);
 // a step adds H·Rᵀ and applies the gates. Work item (d, b, j) computes hidden unit j of batch
 // row b in direction d, reading the previous state (h_in, c_in) and writing the new one
 // (h_out, c_out: other buffers, as every item reads all of h_in).
+
+fn sigmoid(v: f32) -> f32 { return 1.0 / (1.0 + exp(-v)); }
+
+// Work item i of a step (params: n, H, B, T, t, D, reverse): hidden unit j of batch row b in
+// direction d, at time T - 1 - t for a backward direction (else t); its state row starts at
+// `state` in [D, B, H] buffers, its input projection row is `row` of xp [D, T, B, gates * H],
+// and its output goes to y[y_at] ([T, D, B, H]).
+struct Unit {
+  j: u32,
+  d: u32,
+  state: u32,
+  row: u32,
+  y_at: u32,
+}
+
+fn unit_of(i: u32) -> Unit {
+  let H = pu(1u);
+  let B = pu(2u);
+  let d = i / (H * B);
+  let b = (i / H) % B;
+  let time = select(pu(4u), pu(3u) - 1u - pu(4u), d + pu(6u) == 1u);
+  return Unit(i % H, d, (d * B + b) * H, (d * pu(3u) + time) * B + b,
+              ((time * pu(5u) + d) * B + b) * H + i % H);
+}
+
 
 //! kernel lstm_step
 // Gate order i, o, f, c (ONNX); default activations sigmoid, tanh, tanh.
@@ -18,21 +43,16 @@
 @group(0) @binding(6) var<storage, read_write> h_out: array<f32>;
 @group(0) @binding(7) var<storage, read_write> c_out: array<f32>;
 
-fn sigmoid(v: f32) -> f32 { return 1.0 / (1.0 + exp(-v)); }
-
 @compute @workgroup_size({{WG}})
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
   let i = flat_index(gid, nwg);
   if (i >= pu(0u)) { return; }
   let H = pu(1u);
-  let B = pu(2u);
-  let T = pu(3u);
-  let j = i % H;
-  let b = (i / H) % B;
-  let d = i / (H * B);
-  let time = select(pu(4u), T - 1u - pu(4u), d + pu(6u) == 1u);
-  let state = (d * B + b) * H;
-  let x_row = ((d * T + time) * B + b) * 4u * H;
+  let u = unit_of(i);
+  let j = u.j;
+  let d = u.d;
+  let state = u.state;
+  let x_row = u.row * 4u * H;
   let r_dir = d * 4u * H * H;
   var g = array<f32, 4>(xp[x_row + j], xp[x_row + H + j], xp[x_row + 2u * H + j],
                         xp[x_row + 3u * H + j]);
@@ -47,7 +67,104 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
   let h = sigmoid(g[1]) * tanh(clamp(c, -20.0, 20.0));
   c_out[state + j] = c;
   h_out[state + j] = h;
-  y[((time * pu(5u) + d) * B + b) * H + j] = h;
+  y[u.y_at] = h;
+}
+
+//! kernel rnn_step
+// One step of a simple RNN: h = {{ACT}} over v = xp + R h_in (xp holds X W^T + Wb + Rb).
+// Layouts and params as lstm_step, with one gate: xp [D, T, B, H], r [D, H, H].
+@group(0) @binding(1) var<storage, read_write> y: array<f32>;
+@group(0) @binding(2) var<storage, read> xp: array<f32>;
+@group(0) @binding(3) var<storage, read> r: array<f32>;
+@group(0) @binding(4) var<storage, read> h_in: array<f32>;
+@group(0) @binding(5) var<storage, read_write> h_out: array<f32>;
+
+@compute @workgroup_size({{WG}})
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+  let i = flat_index(gid, nwg);
+  if (i >= pu(0u)) { return; }
+  let H = pu(1u);
+  let u = unit_of(i);
+  let j = u.j;
+  let d = u.d;
+  let state = u.state;
+  var v = xp[u.row * H + j];
+  for (var k = 0u; k < H; k++) { v += r[(d * H + j) * H + k] * h_in[state + k]; }
+  let h = {{ACT}};
+  h_out[state + j] = h;
+  y[u.y_at] = h;
+}
+
+//! kernel gru_reset
+// GRU, first half of a step: rh = r * h_in per unit, the reset gate
+// r = sigmoid(xp_r + R_r h_in + Rb_r), for the candidate's (r * h) R_h^T (linear_before_reset
+// 0). Layouts: xp [D, T, B, 3H] (X W^T + Wb; gates z, r, h), r [D, 3H, H], rb [D, 3H].
+// params as lstm_step.
+@group(0) @binding(1) var<storage, read_write> rh: array<f32>;
+@group(0) @binding(2) var<storage, read> xp: array<f32>;
+@group(0) @binding(3) var<storage, read> r: array<f32>;
+@group(0) @binding(4) var<storage, read> rb: array<f32>;
+@group(0) @binding(5) var<storage, read> h_in: array<f32>;
+
+@compute @workgroup_size({{WG}})
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+  let i = flat_index(gid, nwg);
+  if (i >= pu(0u)) { return; }
+  let H = pu(1u);
+  let u = unit_of(i);
+  let j = u.j;
+  let d = u.d;
+  let state = u.state;
+  var g = xp[u.row * 3u * H + H + j] + rb[d * 3u * H + H + j];
+  for (var k = 0u; k < H; k++) { g += r[(d * 3u * H + H + j) * H + k] * h_in[state + k]; }
+  rh[state + j] = sigmoid(g) * h_in[state + j];
+}
+
+//! kernel gru_step
+// GRU, second half: z, r and the candidate n = tanh(xp_h + (r * h) R_h^T + Rb_h) (rh from
+// gru_reset; with {{LBR}} 1, linear_before_reset: r * (h R_h^T + Rb_h)), then
+// h = (1 - z) n + z h_in. params as lstm_step.
+@group(0) @binding(1) var<storage, read_write> y: array<f32>;
+@group(0) @binding(2) var<storage, read> xp: array<f32>;
+@group(0) @binding(3) var<storage, read> r: array<f32>;
+@group(0) @binding(4) var<storage, read> rb: array<f32>;
+@group(0) @binding(5) var<storage, read> h_in: array<f32>;
+@group(0) @binding(6) var<storage, read> rh: array<f32>;
+@group(0) @binding(7) var<storage, read_write> h_out: array<f32>;
+
+@compute @workgroup_size({{WG}})
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+  let i = flat_index(gid, nwg);
+  if (i >= pu(0u)) { return; }
+  let H = pu(1u);
+  let u = unit_of(i);
+  let j = u.j;
+  let d = u.d;
+  let state = u.state;
+  let x_row = u.row * 3u * H;
+  let bias = d * 3u * H;
+  let rows = d * 3u * H;
+  var z = xp[x_row + j] + rb[bias + j];
+  var reset = xp[x_row + H + j] + rb[bias + H + j];
+  var hr = 0.0;                       // h R_h^T (lbr 1) or (r * h) R_h^T (lbr 0)
+  for (var k = 0u; k < H; k++) {
+    let hk = h_in[state + k];
+    z += r[(rows + j) * H + k] * hk;
+    reset += r[(rows + H + j) * H + k] * hk;
+    hr += r[(rows + 2u * H + j) * H + k] * select(rh[state + k], hk, {{LBR}} == 1);
+  }
+  z = sigmoid(z);
+  reset = sigmoid(reset);
+  var n = xp[x_row + 2u * H + j];
+  if ({{LBR}} == 1) {
+    n += reset * (hr + rb[bias + 2u * H + j]);
+  } else {
+    n += hr + rb[bias + 2u * H + j];
+  }
+  n = tanh(clamp(n, -20.0, 20.0));
+  let h = (1.0 - z) * n + z * h_in[state + j];
+  h_out[state + j] = h;
+  y[u.y_at] = h;
 }
 
 //! kernel linear_attention
