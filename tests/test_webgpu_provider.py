@@ -769,3 +769,14 @@ def test_recurrent_layers_match_the_cpu_provider(gpu, op, gates):
             [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in outs]),
             opset_imports=[helper.make_opsetid("", 14)]).SerializeToString()
         _model_on_gpu_matches_cpu(gpu, model, feeds, f"{op} {attrs}")
+
+
+@pytest.mark.parametrize("equation, shapes", [
+    ("bij,bjk->bik", [(1, 3, 4), (1, 4, 5)]), ("ij->ji", [(3, 4)]), ("ij->i", [(3, 4)]),
+    ("...ii->...i", [(2, 3, 4, 4)]), ("i,i", [(7,), (7,)]), ("bhqd,bhkd->bhqk", [(2, 2, 3, 4),
+                                                                             (2, 2, 5, 4)]),
+    ("ij,kj", [(3, 4), (2, 4)]), ("...j,jk->...k", [(2, 3, 4), (4, 6)])])
+def test_einsum_matches_the_cpu_provider(gpu, equation, shapes):
+    rng = np.random.default_rng(len(equation))
+    feeds = {f"x{i}": _rng_values(rng, s, strided=i == 0) for i, s in enumerate(shapes)}
+    _on_gpu_matches_cpu(gpu, "Einsum", feeds, opset=12, equation=equation)

@@ -166,3 +166,46 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
   }
   {{WRITE}}
 }
+
+//! kernel einsum
+// Einsum of one or two operands ({{TWO}} 1): each output element sums, over every value of
+// the summed labels, the product of the operands' elements those labels and its own pick.
+// An operand reads label l at stride s[l] (0 where it lacks l; repeated labels add up, so
+// "ii" walks the diagonal). params: n, out_rank, out_dims[6] @2, sum_rank @8,
+// sum_dims[6] @9, a_out[6] @15, a_sum[6] @21, b_out[6] @27, b_sum[6] @33, R (sum count) @39
+@group(0) @binding(1) var<storage, read_write> out: array<f32>;
+@group(0) @binding(2) var<storage, read> a: array<f32>;
+@group(0) @binding(3) var<storage, read> b: array<f32>;
+
+@compute @workgroup_size({{WG}})
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+  let i = flat_index(gid, nwg);
+  if (i >= pu(0u)) { return; }
+  var rest = i;
+  var a0 = 0u;
+  var b0 = 0u;
+  for (var d = i32(pu(1u)) - 1; d >= 0; d--) {
+    let k = u32(d);
+    let c = rest % pu(2u + k);
+    rest = rest / pu(2u + k);
+    a0 += c * pu(15u + k);
+    b0 += c * pu(27u + k);
+  }
+  var acc = 0.0;
+  for (var r = 0u; r < pu(39u); r++) {
+    var left = r;
+    var ai = a0;
+    var bi = b0;
+    for (var d = i32(pu(8u)) - 1; d >= 0; d--) {
+      let k = u32(d);
+      let c = left % pu(9u + k);
+      left = left / pu(9u + k);
+      ai += c * pu(21u + k);
+      bi += c * pu(33u + k);
+    }
+    var term = a[ai];
+    if ({{TWO}} == 1) { term *= b[bi]; }
+    acc += term;
+  }
+  out[i] = acc;
+}

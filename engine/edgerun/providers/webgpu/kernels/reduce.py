@@ -151,3 +151,68 @@ def hardmax(gpu, ctx, x, axis=None):
     return gpu.dispatch("reduce", "arg_extreme", out, [x], [length, inner], x.size // length,
                         {"T": "f32", "OT": "f32", "WRITE": HARDMAX_WRITE,
                          "BETTER": ARG_TESTS[("ArgMax", 0)]})
+
+
+def _einsum_terms(equation: str, shapes: list) -> tuple:
+    """(input label lists, output labels) of an Einsum equation, "..." expanded to one label
+    per broadcast dim (digits, as letters are the equation's own)."""
+    equation = equation.replace(" ", "")
+    lhs, arrow, rhs = equation.partition("->")
+    terms = lhs.split(",")
+    if len(terms) != len(shapes):
+        raise ValueError(f"Einsum: {equation!r} names {len(terms)} operands, {len(shapes)} given")
+    ellipsis = max((len(s) - len(t.replace("...", "")) for t, s in zip(terms, shapes)
+                    if "..." in t), default=0)
+    dots = [str(k) for k in range(ellipsis)]
+    labels = []
+    for t, s in zip(terms, shapes):
+        head, _, tail = t.partition("...")
+        own = len(s) - len(head) - len(tail) if "..." in t else 0
+        labels.append(list(head) + dots[ellipsis - own:] + list(tail))
+        if len(labels[-1]) != len(s):
+            raise ValueError(f"Einsum: term {t!r} for an operand of rank {len(s)}")
+    if arrow:
+        head, _, tail = rhs.partition("...")
+        out = list(head) + (dots if "..." in rhs else []) + list(tail)
+    else:
+        seen = [c for t in labels for c in t if not c.isdigit()]
+        out = dots + sorted(c for c in set(seen) if seen.count(c) == 1)
+    return labels, out
+
+
+@gpu_op("Einsum")
+def einsum(gpu, ctx, *operands, equation=""):
+    equation = equation.decode() if isinstance(equation, bytes) else equation
+    tensors = [as_gpu(gpu, t) for t in operands]
+    if len(tensors) not in (1, 2):
+        raise Unsupported(f"Einsum of {len(tensors)} operands (the kernel takes 1 or 2)")
+    labels, out_labels = _einsum_terms(equation, [t.shape for t in tensors])
+    sizes = {}
+    for t, ls in zip(tensors, labels):
+        for label, d in zip(ls, t.shape):
+            if sizes.get(label, 1) not in (1, d) and d != 1:
+                raise ValueError(f"Einsum: label {label!r} is {sizes[label]} and {d}")
+            sizes[label] = max(sizes.get(label, 1), d)
+    summed = [c for c in sizes if c not in out_labels]
+    if len(out_labels) > 6 or len(summed) > 6:
+        raise Unsupported(f"Einsum over {len(out_labels)} output and {len(summed)} summed labels")
+
+    def strides(t, ls, wanted):
+        own = strides_of(t.shape)
+        return [sum(s for label, s, d in zip(ls, own, t.shape) if label == w and d != 1)
+                for w in wanted]
+
+    out_shape = [sizes[c] for c in out_labels]
+    out = gpu.empty(out_shape)
+    if count(out_shape) == 0:
+        return out
+    b = tensors[1] if len(tensors) == 2 else tensors[0]
+    b_labels = labels[1] if len(tensors) == 2 else []
+    params = ([len(out_labels)] + padded(out_shape, fill=1) + [len(summed)]
+              + padded([sizes[c] for c in summed], fill=1)
+              + padded(strides(tensors[0], labels[0], out_labels))
+              + padded(strides(tensors[0], labels[0], summed))
+              + padded(strides(b, b_labels, out_labels)) + padded(strides(b, b_labels, summed))
+              + [count([sizes[c] for c in summed])])
+    return gpu.dispatch("reduce", "einsum", out, [tensors[0], b], params, count(out_shape),
+                        {"TWO": int(len(tensors) == 2)})
