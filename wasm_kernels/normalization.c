@@ -50,7 +50,7 @@ static inline float lanes_sum(v128_t v) {
 
 /* Each of `rows` rows of n: (x - mean) / sqrt(var + eps) * scale + bias, or with rms set
  * (RMSNormalization) x / sqrt(mean(x^2) + eps) * scale. mean_out and inv_out (nullable)
- * get each row's mean and 1 / sqrt(var + eps). */
+ * get each row's mean and 1 / sqrt(var + eps); scale and bias may be 0 (none). */
 EXPORT void er_layer_norm(const float *x, const float *scale, const float *bias, float *y,
                           float *mean_out, float *inv_out, i32 rows, i32 n, float eps,
                           i32 rms) {
@@ -79,11 +79,12 @@ EXPORT void er_layer_norm(const float *x, const float *scale, const float *bias,
         v128_t inv = wasm_f32x4_splat(buf[0]);
         for (i = 0; i + 4 <= n; i += 4) {
             v128_t v = wasm_f32x4_mul(wasm_f32x4_sub(wasm_v128_load(x + i), vm), inv);
-            v = wasm_f32x4_mul(v, wasm_v128_load(scale + i));
+            if (scale) v = wasm_f32x4_mul(v, wasm_v128_load(scale + i));
             if (bias) v = wasm_f32x4_add(v, wasm_v128_load(bias + i));
             wasm_v128_store(y + i, v);
         }
-        for (; i < n; i++) y[i] = (x[i] - mean) * buf[0] * scale[i] + (bias ? bias[i] : 0.0f);
+        for (; i < n; i++)
+            y[i] = (x[i] - mean) * buf[0] * (scale ? scale[i] : 1.0f) + (bias ? bias[i] : 0.0f);
     }
 }
 

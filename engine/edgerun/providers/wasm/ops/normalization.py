@@ -1,12 +1,16 @@
 """Softmax, LogSoftmax, LayerNormalization, RMSNormalization, BatchNormalization
-(inference), LRN."""
+(inference), LRN, InstanceNormalization, GroupNormalization, LpNormalization and
+MeanVarianceNormalization."""
 from __future__ import annotations
 
 from ....ir import dtypes
 from . import EDGERUN, operator
 from .common import (broadcast_shape, broadcast_strides, contiguous_strides, converted,
                      float_or_fallback, normalize_axis, product)
+from .elementwise import AFFINE, BINARY, UNARY, binary
+from .reduce import REDUCE, reduce_axes
 from .tensor import CAST_TYPES, copy_strided
+from ..device import WasmTensor
 
 
 @operator("Softmax", "LogSoftmax")
@@ -120,4 +124,107 @@ def bind_lrn(dev, node, opset):
             dev.call("er_lrn", x.ptr, y.ptr, x.shape[0], x.shape[1], product(x.shape[2:]), size,
                      alpha, beta, bias)
         return y
+    return float_or_fallback(dev, node, opset, run)
+
+
+def _affine_per_channel(dev, y: WasmTensor, scale, bias) -> WasmTensor:
+    """y * scale[c] + bias[c] over (N, C, ...)."""
+    shape = y.shape
+    flat = y.view((shape[0], shape[1], product(shape[2:])))
+    for t, code in ((scale, BINARY["Mul"]), (bias, BINARY["Add"])):
+        if t is not None:
+            if t.size != shape[1]:
+                raise ValueError(f"expected {shape[1]} per-channel values, got {t.size}")
+            flat = binary(dev, "er_binary", code, flat, t.view((shape[1], 1)), dtypes.FLOAT)
+    return flat.view(shape)
+
+
+def _normalize_rows(dev, x: WasmTensor, rows: int, eps: float) -> WasmTensor:
+    y = dev.empty(x.shape)
+    if y.size:
+        dev.call("er_layer_norm", x.ptr, 0, 0, y.ptr, 0, 0, rows, y.size // rows, eps, 0)
+    return y
+
+
+@operator("InstanceNormalization")
+def bind_instance_norm(dev, node, opset):
+    eps = float(node.attr("epsilon", 1e-5))
+
+    def run(ctx, x, scale, bias, **_):
+        if len(x.shape) < 3:
+            raise ValueError(f"InstanceNormalization input must be (N, C, ...), got "
+                             f"{list(x.shape)}")
+        y = _normalize_rows(dev, x, x.shape[0] * x.shape[1], eps)
+        return _affine_per_channel(dev, y, scale, bias)
+    return float_or_fallback(dev, node, opset, run)
+
+
+@operator("GroupNormalization")
+def bind_group_norm(dev, node, opset):
+    """Opset 18 scales per group (repeated to the channels), opset 21 per channel."""
+    eps = float(node.attr("epsilon", 1e-5))
+    groups = int(node.attr("num_groups"))
+
+    def run(ctx, x, scale, bias, **_):
+        n, c = x.shape[:2]
+        if groups < 1 or c % groups:
+            raise ValueError(f"GroupNormalization: {c} channels are not divisible into "
+                             f"{groups} groups")
+        y = _normalize_rows(dev, x, n * groups, eps)
+        if opset < 21:
+            index = dev.from_ints([i // (c // groups) for i in range(c)], (c,), dtypes.INT32)
+            scale, bias = (_per_group(dev, t, index, c, groups) for t in (scale, bias))
+        return _affine_per_channel(dev, y, scale, bias)
+    return float_or_fallback(dev, node, opset, run)
+
+
+def _per_group(dev, t: WasmTensor, index: WasmTensor, channels: int, groups: int):
+    if t.size != groups:
+        raise ValueError(f"GroupNormalization-18 takes one scale/bias per group ({groups}), "
+                         f"got {t.size}")
+    y = dev.empty((channels,))
+    dev.call("er_gather", y.ptr, t.ptr, index.ptr, 0, channels, 1, groups, 4)
+    return y
+
+
+@operator("LpNormalization")
+def bind_lp_norm(dev, node, opset):
+    """x / ||x||_p along axis (p 1 or 2); an all-zero slice stays zeros."""
+    axis_attr, p = int(node.attr("axis", -1)), int(node.attr("p", 2))
+
+    def run(ctx, x, **_):
+        if p not in (1, 2):
+            raise ValueError(f"LpNormalization supports p=1 or p=2, got p={p}")
+        axis = normalize_axis(axis_attr, len(x.shape))
+        norm = reduce_axes(dev, x, REDUCE["ReduceL1" if p == 1 else "ReduceL2"], [axis], True)
+        zero = binary(dev, "er_binary", BINARY["Mul"], norm, dev.from_floats([0.0], ()),
+                      dtypes.FLOAT)
+        dev.set_args([norm.size, 1, 1])
+        is_zero = dev.empty(norm.shape, dtypes.BOOL)
+        dev.call("er_compare", 0, dtypes.FLOAT, norm.ptr, zero.ptr, is_zero.ptr, 1)
+        safe = binary(dev, "er_binary", BINARY["Add"], norm,
+                      converted(dev, is_zero, dtypes.FLOAT), dtypes.FLOAT)
+        return binary(dev, "er_binary", BINARY["Div"], x, safe, dtypes.FLOAT)
+    return float_or_fallback(dev, node, opset, run)
+
+
+@operator("MeanVarianceNormalization")
+def bind_mean_variance_norm(dev, node, opset):
+    """(x - E[x]) / (sqrt(max(E[x^2] - E[x]^2, 0)) + 1e-9), the spec's function."""
+    axes = list(node.attr("axes", [0, 2, 3]))
+
+    def run(ctx, x, **_):
+        mean = reduce_axes(dev, x, REDUCE["ReduceMean"], axes, True)
+        square = binary(dev, "er_binary", BINARY["Mul"], x, x, dtypes.FLOAT)
+        mean_square = reduce_axes(dev, square, REDUCE["ReduceMean"], axes, True)
+        variance = binary(dev, "er_binary", BINARY["Sub"], mean_square,
+                          binary(dev, "er_binary", BINARY["Mul"], mean, mean, dtypes.FLOAT),
+                          dtypes.FLOAT)
+        dev.call("er_unary", UNARY["Relu"][0], variance.ptr, variance.ptr, variance.size,
+                 0.0, 0.0)
+        dev.call("er_unary", UNARY["Sqrt"][0], variance.ptr, variance.ptr, variance.size,
+                 0.0, 0.0)
+        dev.call("er_unary", AFFINE, variance.ptr, variance.ptr, variance.size, 1.0, 1e-9)
+        centered = binary(dev, "er_binary", BINARY["Sub"], x, mean, dtypes.FLOAT)
+        return binary(dev, "er_binary", BINARY["Div"], centered, variance, dtypes.FLOAT)
     return float_or_fallback(dev, node, opset, run)

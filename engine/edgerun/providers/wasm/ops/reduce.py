@@ -35,29 +35,35 @@ def bind_reduce(dev, node, opset):
             if y.size:
                 dev.call("er_reduce", code, x.ptr, y.ptr, y.size, 1, 1)
             return y
-        if not axes:
-            axes = range(rank)
-        axes = sorted({normalize_axis(int(a), rank, "reduce axis") for a in axes})
-        out_full = [1 if i in axes else d for i, d in enumerate(x.shape)]
-        out_shape = out_full if keepdims else [d for i, d in enumerate(x.shape) if i not in axes]
-        y = dev.empty(out_shape)
-        if y.size == 0:
-            return y
-        src = x
-        if axes != list(range(axes[0], axes[-1] + 1)):     # not adjacent: move them last
-            keep = [i for i in range(rank) if i not in axes]
-            src = transpose(dev, x, keep + axes)
-            axes = list(range(len(keep), rank))
-            shape = src.shape
-        else:
-            shape = x.shape
-        outer = product(shape[:axes[0]])
-        r = product(shape[axes[0]:axes[-1] + 1])
-        inner = product(shape[axes[-1] + 1:])
-        dev.call("er_reduce", code, src.ptr, y.ptr, outer, r, inner)
-        return y
+        return reduce_axes(dev, x, code, axes or range(rank), keepdims)
     return float_or_fallback(dev, node, opset, run, float_inputs=[0])
 
+
+def reduce_axes(dev, x, code: int, axes, keepdims: bool):
+    """er_reduce operation `code` of float32 `x` over `axes` (adjacent ones in one pass,
+    others moved last first)."""
+    rank = len(x.shape)
+    axes = sorted({normalize_axis(int(a), rank, "reduce axis") for a in axes})
+    if not axes:                       # a scalar: its one element's own part
+        y = dev.empty(x.shape)
+        dev.call("er_reduce", code, x.ptr, y.ptr, 1, 1, 1)
+        return y
+    out_full = [1 if i in axes else d for i, d in enumerate(x.shape)]
+    out_shape = out_full if keepdims else [d for i, d in enumerate(x.shape) if i not in axes]
+    y = dev.empty(out_shape)
+    if y.size == 0:
+        return y
+    src, shape = x, x.shape
+    if axes != list(range(axes[0], axes[-1] + 1)):     # not adjacent: move them last
+        keep = [i for i in range(rank) if i not in axes]
+        src = transpose(dev, x, keep + axes)
+        axes = list(range(len(keep), rank))
+        shape = src.shape
+    outer = product(shape[:axes[0]])
+    r = product(shape[axes[0]:axes[-1] + 1])
+    inner = product(shape[axes[-1] + 1:])
+    dev.call("er_reduce", code, src.ptr, y.ptr, outer, r, inner)
+    return y
 
 
 @operator("ArgMax", "ArgMin")
