@@ -16,7 +16,7 @@
     X(er_lrn) X(er_reduce) X(er_argmax) X(er_lstm_cell) X(er_map_unary) X(er_map_binary) \
     X(er_attention) X(er_nll) X(er_elements) X(er_nd) X(er_trilu) X(er_cumulative) \
     X(er_one_hot) X(er_top_k) X(er_hardmax) X(er_resample) \
-    X(er_fold) X(er_igemm)
+    X(er_fold) X(er_igemm) X(er_pool_nd)
 
 void er_memcpy(unsigned char *dst, const unsigned char *src, i32 nbytes);
 void er_fill(unsigned char *dst, const unsigned char *pattern, i32 elsize, i32 n);
@@ -54,6 +54,7 @@ void er_resample(const float *x, float *y, i32 outer, i32 in_n, i32 inner, i32 o
 void er_fold(const float *col, float *y);
 void er_igemm(i32 M, i32 N, i32 K, const i32 *A, i32 rsa, i32 csa, const i32 *B, i32 rsb,
               i32 csb, i32 *C, i32 ldc);
+void er_pool_nd(i32 mode, const float *x, float *y, i64 *indices, float p);
 void er_binary_i64(i32 op, const i64 *a, const i64 *b, i64 *y, i32 rank);
 void er_compare(i32 op, i32 type, const void *a, const void *b, uint8_t *y, i32 rank);
 void er_not(const uint8_t *x, uint8_t *y, i32 n);

@@ -5,7 +5,7 @@
  * count_include_pad by the window clipped to the padded input (pads count, the ceil_mode
  * overhang does not).
  */
-#include "common.h"
+#include "dmath.h"
 
 typedef struct {
     i32 planes, h, w, kh, kw, sh, sw, pt, pl, pb, pr, dh, dw, oh, ow, include_pad;
@@ -64,6 +64,72 @@ EXPORT void er_avgpool2d(const float *x, float *y) {
                     }
                 }
                 *y++ = count ? sum / (float)count : 0.0f;
+            }
+        }
+    }
+}
+
+/* Pooling over up to 3 spatial axes: max (with optional int64 indices, row- or column-major
+ * within each plane), average (count_include_pad as er_avgpool2d) and Lp, (sum |x|^p)^(1/p).
+ * er_args: planes, include_pad, column_major, then for 3 axes (missing leading ones are
+ * 1, 1, 1, 0, 0, 1, 1): size, kernel, stride, pad_begin, pad_end, dilation, out. */
+enum { P_MAX = 0, P_AVG, P_LP };
+
+EXPORT void er_pool_nd(i32 mode, const float *x, float *y, i64 *indices, float p) {
+    i32 planes = er_args[0], include_pad = er_args[1], column_major = er_args[2];
+    i32 n[3], k[3], s[3], pb[3], pe[3], d[3], o[3];
+    for (i32 a = 0; a < 3; a++) {
+        const i32 *v = er_args + 3 + 7 * a;
+        n[a] = v[0]; k[a] = v[1]; s[a] = v[2]; pb[a] = v[3]; pe[a] = v[4]; d[a] = v[5];
+        o[a] = v[6];
+    }
+    i64 plane = (i64)n[0] * n[1] * n[2];
+    for (i32 q = 0; q < planes; q++) {
+        const float *xp = x + q * plane;
+        for (i32 o0 = 0; o0 < o[0]; o0++)
+        for (i32 o1 = 0; o1 < o[1]; o1++)
+        for (i32 o2 = 0; o2 < o[2]; o2++) {
+            double sum = 0;
+            float best = -__builtin_inff();
+            i64 best_at = -1;
+            i32 count = 0;
+            for (i32 k0 = 0; k0 < k[0]; k0++) {
+                i32 i0 = o0 * s[0] - pb[0] + k0 * d[0];
+                for (i32 k1 = 0; k1 < k[1]; k1++) {
+                    i32 i1 = o1 * s[1] - pb[1] + k1 * d[1];
+                    for (i32 k2 = 0; k2 < k[2]; k2++) {
+                        i32 i2 = o2 * s[2] - pb[2] + k2 * d[2];
+                        int inside = i0 >= 0 && i0 < n[0] && i1 >= 0 && i1 < n[1] &&
+                                     i2 >= 0 && i2 < n[2];
+                        int padded = i0 >= -pb[0] && i0 < n[0] + pe[0] && i1 >= -pb[1] &&
+                                     i1 < n[1] + pe[1] && i2 >= -pb[2] && i2 < n[2] + pe[2];
+                        count += include_pad ? padded : inside;
+                        if (!inside) continue;
+                        i64 at = ((i64)i0 * n[1] + i1) * n[2] + i2;
+                        float v = xp[at];
+                        if (mode == P_MAX) {
+                            if (best_at < 0 || v > best || (v != v && best == best)) {
+                                best = v;
+                                best_at = column_major ? ((i64)i2 * n[1] + i1) * n[0] + i0 : at;
+                            }
+                        } else if (mode == P_AVG) {
+                            sum += v;
+                        } else {
+                            double a = __builtin_fabs((double)v);
+                            sum += p == 1 ? a : p == 2 ? a * a : d_exp(p * d_log(a));
+                        }
+                    }
+                }
+            }
+            if (mode == P_MAX) {
+                /* a window of padding only: the lowest float, as onnxruntime and the CPU */
+                *y++ = best_at < 0 ? -3.402823466e+38f : best;
+                if (indices) *indices++ = best_at < 0 ? 0 : q * plane + best_at;
+            } else if (mode == P_AVG) {
+                *y++ = count ? (float)(sum / count) : 0.0f;
+            } else {
+                *y++ = (float)(p == 1 ? sum : p == 2 ? __builtin_sqrt(sum)
+                               : sum > 0 ? d_exp(d_log(sum) / p) : 0.0);
             }
         }
     }
