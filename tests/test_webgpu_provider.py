@@ -780,3 +780,24 @@ def test_einsum_matches_the_cpu_provider(gpu, equation, shapes):
     rng = np.random.default_rng(len(equation))
     feeds = {f"x{i}": _rng_values(rng, s, strided=i == 0) for i, s in enumerate(shapes)}
     _on_gpu_matches_cpu(gpu, "Einsum", feeds, opset=12, equation=equation)
+
+
+def test_dft_and_stft_match_the_cpu_provider(gpu):
+    rng = np.random.default_rng(66)
+    real, cplx = _rng_values(rng, (2, 12, 3, 1), strided=True), _rng_values(rng, (2, 12, 3, 2))
+    for x in (real, cplx):
+        for inverse, onesided in ((0, 0), (1, 0), (0, 1), (1, 1)):
+            if inverse and onesided and x is real:
+                continue
+            for length in (None, 9, 16):
+                feeds = {"x": x, "n": np.array(length, np.int64)} if length else {"x": x}
+                _on_gpu_matches_cpu(gpu, "DFT", feeds, opset=17, axis=1, inverse=inverse,
+                                    onesided=onesided, what=f"length {length}")
+    _on_gpu_matches_cpu(gpu, "DFT", {"x": real, "n": np.array(8, np.int64),
+                                     "a": np.array(-2, np.int64)}, opset=20)
+    signal = _rng_values(rng, (2, 64, 1))
+    _on_gpu_matches_cpu(gpu, "STFT", {"s": signal, "step": np.array(8, np.int64),
+                                      "w": np.hanning(16).astype(np.float32)}, opset=17)
+    _on_gpu_matches_cpu(gpu, "STFT", {"s": _rng_values(rng, (1, 40, 2)),
+                                      "step": np.array(5, np.int64),
+                                      "w": np.ones(12, np.float32)}, opset=17, onesided=0)

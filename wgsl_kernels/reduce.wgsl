@@ -209,3 +209,70 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
   }
   out[i] = acc;
 }
+
+//! kernel dft
+// A direct DFT along one axis of x viewed as [outer, N, inner, C] (C = 1 real or 2 complex),
+// one output element (outer, k, inner, part) per work item: mode 0 forward
+// X[k] = sum_n x[n] e^{-2 pi i k n / L} over the first min(N, L) samples (the rest are
+// zeros), 1 inverse (e^{+...} / L), 2 inverse of a one-sided spectrum (N bins, Hermitian
+// symmetry, a real output of L samples: C_out = 1). The twiddles come from a table made on
+// the host in double precision (cos 2 pi m / L, then sin, m < L), indexed by (k n mod L):
+// WGSL's sin and cos need only be within 2^-11, too coarse for long sums (SwiftShader).
+// params: n, N, inner, C, L, K (output length), C_out, mode
+@group(0) @binding(1) var<storage, read_write> out: array<f32>;
+@group(0) @binding(2) var<storage, read> x: array<f32>;
+@group(0) @binding(3) var<storage, read> twiddle: array<f32>;
+
+@compute @workgroup_size({{WG}})
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+  let i = flat_index(gid, nwg);
+  if (i >= pu(0u)) { return; }
+  let N = pu(1u);
+  let inner = pu(2u);
+  let C = pu(3u);
+  let L = pu(4u);
+  let K = pu(5u);
+  let c_out = pu(6u);
+  let mode = pu(7u);
+  let part = i % c_out;
+  let q = (i / c_out) % inner;
+  let k = (i / (c_out * inner)) % K;
+  let o = i / (c_out * inner * K);
+  let base = o * N * inner * C + q * C;
+  let step = inner * C;
+  var re = 0.0;
+  var im = 0.0;
+  if (mode == 2u) {
+    for (var t = 0u; t < L; t++) {        // Y[t] from the bins, conjugated past L / 2
+      var bin = t;
+      var sign = 1.0;
+      if (2u * t > L) {
+        bin = L - t;
+        sign = -1.0;
+      }
+      if (bin >= N) { continue; }
+      let yr = x[base + bin * step];
+      var yi = select(0.0, sign * x[base + bin * step + 1u], C == 2u);
+      if (bin == 0u || 2u * bin == L) { yi = 0.0; }
+      let m = (t * k) % L;
+      re += yr * twiddle[m] - yi * twiddle[L + m];
+    }
+    out[i] = re / f32(L);
+    return;
+  }
+  let sign = select(-1.0, 1.0, mode == 1u);
+  for (var t = 0u; t < min(N, L); t++) {
+    let xr = x[base + t * step];
+    let xi = select(0.0, x[base + t * step + 1u], C == 2u);
+    let m = (t * k) % L;
+    let cs = twiddle[m];
+    let sn = sign * twiddle[L + m];
+    re += xr * cs - xi * sn;
+    im += xr * sn + xi * cs;
+  }
+  if (mode == 1u) {
+    re /= f32(L);
+    im /= f32(L);
+  }
+  out[i] = select(re, im, part == 1u);
+}

@@ -1,8 +1,13 @@
-"""Reduce* over any axes, Softmax and LogSoftmax, on reduce.wgsl."""
+"""Reduce* over any axes, Softmax and LogSoftmax, LpNormalization, Hardmax, Einsum, DFT and
+STFT, on reduce.wgsl."""
 from __future__ import annotations
 
+import math
+
+from ....ir import dtypes
+from .. import host_values
 from .common import (as_gpu, as_gpu_any, count, host_ints, merge_dims, normalize_axis,
-                     padded, strides_of)
+                     padded, strided_copy, strides_of)
 from .elementwise import binary
 from .registry import Unsupported, gpu_op
 
@@ -216,3 +221,70 @@ def einsum(gpu, ctx, *operands, equation=""):
               + [count([sizes[c] for c in summed])])
     return gpu.dispatch("reduce", "einsum", out, [tensors[0], b], params, count(out_shape),
                         {"TWO": int(len(tensors) == 2)})
+
+
+def _twiddles(length: int):
+    """cos(2 pi m / L) for m < L, then sin(...), computed in double precision."""
+    angles = [2 * math.pi * m / length for m in range(length)]
+    return host_values.make(dtypes.FLOAT, (2 * length,),
+                            [math.cos(a) for a in angles] + [math.sin(a) for a in angles])
+
+
+def dft(gpu, x, length, axis, inverse, onesided):
+    """DFT of float32 x (..., 1 or 2) along `axis` (not the last): see reduce.wgsl's dft."""
+    x = as_gpu(gpu, x)
+    rank = x.ndim
+    if not (0 <= axis <= rank - 2 or -rank <= axis <= -2) or x.shape[-1] not in (1, 2):
+        raise ValueError(f"DFT: axis {axis} of a {x.shape} input")
+    axis %= rank
+    n = x.shape[axis]
+    if length is None:
+        length = 2 * (n - 1) if inverse and onesided else n
+    if length < 1:
+        raise ValueError(f"DFT: dft_length {length}")
+    if inverse and onesided:
+        mode, k, parts = 2, length, 1
+    else:
+        mode, parts = int(bool(inverse)), 2
+        k = length // 2 + 1 if onesided else length
+    shape = list(x.shape)
+    shape[axis], shape[-1] = k, parts
+    out = gpu.empty(shape)
+    if out.size == 0:
+        return out
+    params = [n, count(x.shape[axis + 1:-1]), x.shape[-1], length, k, parts, mode]
+    twiddle = gpu.constant(("dft twiddles", length), lambda: _twiddles(length))
+    return gpu.dispatch("reduce", "dft", out, [x, twiddle], params, out.size)
+
+
+@gpu_op("DFT")
+def run_dft(gpu, ctx, x, dft_length=None, axis=None, inverse=0, onesided=0):
+    if ctx.opset < 20:                   # the axis is an attribute (default 1)
+        axis_value = 1 if axis is None else axis
+    else:
+        axis_value = -2 if axis is None else host_ints(gpu, axis)[0]
+    length = None if dft_length is None else host_ints(gpu, dft_length)[0]
+    return dft(gpu, x, length, int(axis_value), inverse, onesided)
+
+
+@gpu_op("STFT")
+def stft(gpu, ctx, signal, frame_step, window=None, frame_length=None, onesided=1):
+    """Frames of the signal (one strided copy), windowed, then a DFT along each frame."""
+    signal = as_gpu(gpu, signal)
+    if signal.ndim != 3:
+        raise ValueError(f"STFT signal must be [batch, length, 1 or 2], got {signal.shape}")
+    batch, length, parts = signal.shape
+    step = host_ints(gpu, frame_step)[0]
+    if frame_length is not None:
+        size = host_ints(gpu, frame_length)[0]
+    else:
+        size = length if window is None else count(window.shape)
+    if step < 1 or not 1 <= size <= length:
+        raise ValueError(f"STFT: frame_step {step}, frame_length {size}, signal {length}")
+    frames = 1 + (length - size) // step
+    dims = [batch, frames, size, parts]
+    framed = strided_copy(gpu, gpu.empty(dims), signal, dims,
+                          [length * parts, step * parts, parts, 1], strides_of(dims))
+    if window is not None:
+        framed = binary(gpu, framed, as_gpu(gpu, window).view((size, 1)), "x * y")
+    return dft(gpu, framed, size, 2, 0, onesided)
