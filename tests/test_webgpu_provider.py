@@ -801,3 +801,34 @@ def test_dft_and_stft_match_the_cpu_provider(gpu):
     _on_gpu_matches_cpu(gpu, "STFT", {"s": _rng_values(rng, (1, 40, 2)),
                                       "step": np.array(5, np.int64),
                                       "w": np.ones(12, np.float32)}, opset=17, onesided=0)
+
+
+def test_tensor_scatter_affine_grid_col2im_and_mvn_match_the_cpu_provider(gpu):
+    rng = np.random.default_rng(77)
+    cache = _rng_values(rng, (3, 2, 6, 4), strided=True)
+    update = _rng_values(rng, (3, 2, 3, 4))
+    for mode, starts in (("linear", [0, 3, 1]), ("circular", [4, 5, 0])):
+        _on_gpu_matches_cpu(gpu, "TensorScatter", {"c": cache, "u": update,
+                                                   "i": np.array(starts, np.int64)},
+                            opset=24, mode=mode)
+    for rank in (2, 3):
+        theta = _rng_values(rng, (2, rank, rank + 1))
+        size = np.array([2, 3, 4, 5, 6][:rank + 2], np.int64)
+        for corners in (0, 1):
+            _on_gpu_matches_cpu(gpu, "AffineGrid", {"t": theta, "s": size}, opset=20,
+                                align_corners=corners)
+    for image, block, attrs in (([5, 6], [2, 3], dict(strides=[1, 2], pads=[1, 0, 0, 1])),
+                                ([4, 7], [2, 2], dict(dilations=[1, 2])),
+                                ([3, 4, 5], [2, 2, 2], {})):
+        rank = len(image)
+        strides, dilations = attrs.get("strides", [1] * rank), attrs.get("dilations", [1] * rank)
+        pads = attrs.get("pads", [0] * 2 * rank)
+        blocks = int(np.prod([(i + pads[d] + pads[d + rank] - (b - 1) * dilations[d] - 1)
+                              // strides[d] + 1 for d, (i, b) in enumerate(zip(image, block))]))
+        cols = _rng_values(rng, (2, 3 * int(np.prod(block)), blocks))
+        _on_gpu_matches_cpu(gpu, "Col2Im", {"x": cols, "i": np.array(image, np.int64),
+                                            "b": np.array(block, np.int64)}, opset=18, **attrs)
+    _on_gpu_matches_cpu(gpu, "MeanVarianceNormalization",
+                        {"x": _rng_values(rng, (2, 3, 4, 5), strided=True)}, opset=13)
+    _on_gpu_matches_cpu(gpu, "MeanVarianceNormalization",
+                        {"x": _rng_values(rng, (2, 3, 4))}, opset=13, axes=[1])

@@ -358,3 +358,32 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
   if (t < n) { src = i - t * pu(2u) + (n - 1u - t) * pu(2u); }
   out[i] = x[src];
 }
+
+//! kernel tensor_scatter
+// TensorScatter: the cache with batch entry b's update rows written at positions
+// write_indices[b] + j along `axis` (mod the cache length with circular 1).
+// params: n, S (cache length), axis_stride, S_new, batch_stride (cache), circular
+@group(0) @binding(1) var<storage, read_write> out: array<{{T}}>;
+@group(0) @binding(2) var<storage, read> cache: array<{{T}}>;
+@group(0) @binding(3) var<storage, read> update: array<{{T}}>;
+@group(0) @binding(4) var<storage, read> starts: array<i32>;
+
+@compute @workgroup_size({{WG}})
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+  let i = flat_index(gid, nwg);
+  if (i >= pu(0u)) { return; }
+  let S = i32(pu(1u));
+  let stride = pu(2u);
+  let s_new = i32(pu(3u));
+  let b = i / pu(4u);
+  let p = i32((i / stride) % u32(S));
+  var j = p - starts[b];
+  if (pu(5u) == 1u) { j = ((j % S) + S) % S; }
+  if (j < 0 || j >= s_new) {
+    out[i] = cache[i];
+    return;
+  }
+  // the same element of the update: its axis is s_new long instead of S
+  let outer = i / (stride * u32(S));
+  out[i] = update[(outer * u32(s_new) + u32(j)) * stride + i % stride];
+}

@@ -326,3 +326,34 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
   }
   out[i] = acc;
 }
+
+//! kernel affine_grid
+// AffineGrid: grid[n, (d,) h, w, r] = theta[n, r] . (x_w, y_h, (z_d,) 1), positions in
+// GridSample's [-1, 1] convention (align_corners: the corner pixels' centres).
+// params: n, R (2 or 3), D, H, W, align_corners
+@group(0) @binding(1) var<storage, read_write> out: array<f32>;
+@group(0) @binding(2) var<storage, read> theta: array<f32>;
+
+fn position(c: u32, size: u32) -> f32 {
+  if (pu(5u) == 1u) { return select(-1.0 + 2.0 * f32(c) / f32(size - 1u), -1.0, size <= 1u); }
+  return (2.0 * f32(c) + 1.0) / f32(size) - 1.0;
+}
+
+@compute @workgroup_size({{WG}})
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+  let i = flat_index(gid, nwg);
+  if (i >= pu(0u)) { return; }
+  let R = pu(1u);
+  let D = pu(2u);
+  let H = pu(3u);
+  let W = pu(4u);
+  let r = i % R;
+  let w = (i / R) % W;
+  let h = (i / (R * W)) % H;
+  let d = (i / (R * W * H)) % D;
+  let n = i / (R * W * H * D);
+  let row = (n * R + r) * (R + 1u);
+  var v = theta[row] * position(w, W) + theta[row + 1u] * position(h, H) + theta[row + R];
+  if (R == 3u) { v += theta[row + 2u] * position(d, D); }
+  out[i] = v;
+}

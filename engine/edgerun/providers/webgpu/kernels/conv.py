@@ -1,8 +1,11 @@
-"""Conv (1-D and 2-D, grouped, depthwise, dilated, auto_pad) and FusedConv on conv.wgsl."""
+"""Conv (1-D and 2-D, grouped, depthwise, dilated, auto_pad), FusedConv, ConvTranspose,
+Col2Im and CausalConvWithState on conv.wgsl."""
 from __future__ import annotations
 
 from .activation import check_fused, epilogue
-from .common import as_gpu, strided_copy
+from ....ir import dtypes
+from .. import host_values
+from .common import as_gpu, count, host_ints, strided_copy
 from .matmul import matmul_core
 from .registry import Unsupported, gpu_op
 
@@ -163,19 +166,57 @@ def conv_transpose(gpu, ctx, x, w, b=None, auto_pad="NOTSET", dilations=None, gr
     dilations = list(dilations or [1] * rank)
     out_sizes, begin = transpose_geometry(list(x.shape[2:]), kernel, strides, dilations, pads,
                                           _text(auto_pad), output_padding, output_shape)
+    return transposed_conv(gpu, x, w, b, out_sizes, begin, strides, dilations, group)
+
+
+def transposed_conv(gpu, x, w, b, out_sizes, begin, strides, dilations, group):
+    """conv.wgsl's conv_transpose: y (N, Mg * group, *out_sizes) gathered from x."""
+    rank = x.ndim - 2
     out_per_group = w.shape[1]
     m = out_per_group * group
     out = gpu.empty((x.shape[0], m) + tuple(out_sizes))
     if out.size == 0:
         return out
     bias, bias_stride = (gpu.zeros(1), 0) if b is None else (as_gpu(gpu, b), 1)
+
     def pad3(values, fill):              # 1-D and 2-D run as 3-D
         return [fill] * (3 - rank) + list(values)
 
     params = ([x.shape[1]] + pad3(x.shape[2:], 1) + [m] + pad3(out_sizes, 1)
-              + pad3(kernel, 1) + pad3(strides, 1) + pad3(begin, 0) + pad3(dilations, 1)
+              + pad3(w.shape[2:], 1) + pad3(strides, 1) + pad3(begin, 0) + pad3(dilations, 1)
               + [x.shape[1] // group, out_per_group, bias_stride])
     return gpu.dispatch("conv", "conv_transpose", out, [x, w, bias], params, out.size)
+
+
+def _fold_weights(channels: int, block: list):
+    """The (C * K, 1, *block) weights that make conv_transpose a Col2Im fold: input channel
+    c * K + k feeds output channel c through kernel tap k only."""
+    k = count(block)
+    values = [1.0 if j == i % k else 0.0 for i in range(channels * k) for j in range(k)]
+    return host_values.make(dtypes.FLOAT, (channels * k, 1) + tuple(block), values)
+
+
+@gpu_op("Col2Im")
+def col2im(gpu, ctx, x, image_shape, block_shape, dilations=None, pads=None, strides=None):
+    """Col2Im is a grouped transposed convolution of the columns, seen as (N, C * K, *blocks),
+    with one-hot weights (each column row lands on its own kernel tap)."""
+    x = as_gpu(gpu, x)
+    image, block = host_ints(gpu, image_shape), host_ints(gpu, block_shape)
+    rank = len(image)
+    k = count(block)
+    if x.ndim != 3 or x.shape[1] % k or len(block) != rank or rank > 3:
+        raise Unsupported(f"Col2Im of a {x.shape} input into {image} by {block}")
+    strides = list(strides or [1] * rank)
+    dilations = list(dilations or [1] * rank)
+    pads = list(pads or [0] * 2 * rank)
+    grid = [(i + pads[d] + pads[d + rank] - (b - 1) * dilations[d] - 1) // strides[d] + 1
+            for d, (i, b) in enumerate(zip(image, block))]
+    if count(grid) != x.shape[2]:
+        raise ValueError(f"Col2Im: {x.shape[2]} blocks, the geometry gives {grid}")
+    channels = x.shape[1] // k
+    w = gpu.constant(("col2im", channels, tuple(block)), lambda: _fold_weights(channels, block))
+    return transposed_conv(gpu, x.view((x.shape[0], x.shape[1]) + tuple(grid)), w, None,
+                           image, pads[:rank], strides, dilations, channels)
 
 
 def check_causal_conv(node, opset) -> str:

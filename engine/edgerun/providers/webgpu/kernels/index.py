@@ -297,3 +297,24 @@ def reverse_sequence(gpu, ctx, x, sequence_lens, batch_axis=1, time_axis=0):
     params = [x.shape[time_axis], strides[time_axis], x.shape[batch_axis], strides[batch_axis]]
     return gpu.dispatch("index", "reverse_sequence", out, [x, lens], params, x.size,
                         {"T": x.wgsl})
+
+
+@gpu_op("TensorScatter")
+def tensor_scatter(gpu, ctx, past_cache, update, write_indices=None, mode="linear", axis=-2):
+    cache, upd = as_gpu_any(gpu, past_cache), as_gpu_any(gpu, update)
+    mode = _text(mode, "linear")
+    axis = normalize_axis(axis, cache.ndim)
+    if mode not in ("linear", "circular") or axis == 0 or cache.dtype != upd.dtype:
+        raise Unsupported(f"TensorScatter (mode {mode}, axis {axis}) of {upd.dtype} into "
+                          f"{cache.dtype}")
+    starts = (gpu.zeros(cache.shape[0]) if write_indices is None
+              else as_gpu_any(gpu, write_indices))
+    if write_indices is not None and starts.dtype not in ("int32", "int64"):
+        raise Unsupported(f"{starts.dtype} write_indices")
+    out = gpu.empty(cache.shape, cache.dtype)
+    if cache.size == 0:
+        return out
+    params = [cache.shape[axis], count(cache.shape[axis + 1:]), upd.shape[axis],
+              count(cache.shape[1:]), int(mode == "circular")]
+    return gpu.dispatch("index", "tensor_scatter", out, [cache, upd, starts], params,
+                        cache.size, {"T": cache.wgsl})

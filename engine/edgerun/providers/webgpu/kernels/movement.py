@@ -363,3 +363,18 @@ def grid_sample(gpu, ctx, x, grid, mode="linear", padding_mode="zeros", align_co
 
 def _text_value(value) -> str:
     return value.decode() if isinstance(value, bytes) else value
+
+
+@gpu_op("AffineGrid")
+def affine_grid(gpu, ctx, theta, size, align_corners=0):
+    theta = as_gpu(gpu, theta)
+    n, _, *spatial = host_ints(gpu, size)
+    rank = len(spatial)
+    if rank not in (2, 3) or theta.shape != (n, rank, rank + 1):
+        raise ValueError(f"AffineGrid: theta {theta.shape} for size {[n, _, *spatial]}")
+    out = gpu.empty([n] + spatial + [rank])
+    if out.size == 0:
+        return out
+    d, h, w = ([1] + spatial)[-3:]
+    return gpu.dispatch("movement", "affine_grid", out, [theta],
+                        [rank, d, h, w, int(bool(align_corners))], out.size)

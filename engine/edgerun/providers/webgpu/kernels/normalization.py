@@ -1,11 +1,12 @@
 """BatchNormalization (inference), LayerNormalization, RMSNormalization, InstanceNormalization,
-GroupNormalization, LRN."""
+GroupNormalization, MeanVarianceNormalization, LRN."""
 from __future__ import annotations
 
 from ....ir import dtypes
 from .. import host_values
 from .common import as_gpu, count, normalize_axis
 from .elementwise import binary
+from .reduce import reduce
 from .registry import Unsupported, gpu_op
 
 
@@ -108,6 +109,16 @@ def instance_normalization(gpu, ctx, x, scale, bias, epsilon=1e-5):
 def group_normalization(gpu, ctx, x, scale, bias, num_groups, epsilon=1e-5, stash_type=1):
     return _grouped_norm(gpu, x, int(num_groups), scale, bias, epsilon,
                          per_group=ctx.opset < 21)
+
+
+@gpu_op("MeanVarianceNormalization")
+def mean_variance_normalization(gpu, ctx, x, axes=(0, 2, 3)):
+    """(x - E[x]) / (sqrt(E[x^2] - E[x]^2) + 1e-9) over `axes` (the spec's function)."""
+    x = as_gpu(gpu, x)
+    mean = reduce(gpu, x, "ReduceMean", list(axes))
+    square = reduce(gpu, binary(gpu, x, x, "x * y"), "ReduceMean", list(axes))
+    std = binary(gpu, square, mean, "sqrt(max(x - y * y, 0.0)) + 1e-9")
+    return binary(gpu, binary(gpu, x, mean, "x - y"), std, "x / y")
 
 
 @gpu_op("LRN")
