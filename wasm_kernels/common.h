@@ -53,6 +53,8 @@ static inline void next_row(i32 *idx, const i32 *shape, i32 rank, i32 operands, 
 }
 
 void unary_f32(i32 op, const float *x, float *y, i32 n, float p0, float p1);
+/* one value through a typed-kernel operation (map.c's M_ codes), in double */
+double map_unary_value(i32 op, double x, float p0, float p1);
 
 #include "kernels.h"
 

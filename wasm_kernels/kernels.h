@@ -16,7 +16,7 @@
     X(er_lrn) X(er_reduce) X(er_argmax) X(er_lstm_cell) X(er_map_unary) X(er_map_binary) \
     X(er_attention) X(er_nll) X(er_elements) X(er_nd) X(er_trilu) X(er_cumulative) \
     X(er_one_hot) X(er_top_k) X(er_hardmax) X(er_resample) \
-    X(er_fold) X(er_igemm) X(er_pool_nd)
+    X(er_fold) X(er_igemm) X(er_pool_nd) X(er_rnn_step)
 
 void er_memcpy(unsigned char *dst, const unsigned char *src, i32 nbytes);
 void er_fill(unsigned char *dst, const unsigned char *pattern, i32 elsize, i32 n);
@@ -55,6 +55,10 @@ void er_fold(const float *col, float *y);
 void er_igemm(i32 M, i32 N, i32 K, const i32 *A, i32 rsa, i32 csa, const i32 *B, i32 rsb,
               i32 csb, i32 *C, i32 ldc);
 void er_pool_nd(i32 mode, const float *x, float *y, i64 *indices, float p);
+void er_rnn_step(i32 gru, const float *gates, const float *h_prev, const float *R,
+                 const float *rbh, float *h_out, i32 batch, i32 hidden,
+                 i32 linear_before_reset, i32 f, i32 g, const float *params, float clip,
+                 float *scratch);
 void er_binary_i64(i32 op, const i64 *a, const i64 *b, i64 *y, i32 rank);
 void er_compare(i32 op, i32 type, const void *a, const void *b, uint8_t *y, i32 rank);
 void er_not(const uint8_t *x, uint8_t *y, i32 n);

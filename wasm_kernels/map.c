@@ -14,7 +14,8 @@ enum {
     M_SIN, M_COS, M_TAN, M_ASIN, M_ACOS, M_ATAN, M_SINH, M_COSH, M_TANH, M_ASINH, M_ACOSH,
     M_ATANH, M_RECIPROCAL, M_SIGMOID, M_RELU, M_ERF, M_IS_INF, M_IS_NAN, M_NOT, M_BITWISE_NOT,
     M_SOFTPLUS, M_SOFTSIGN, M_ELU, M_SELU, M_CELU, M_THRESHOLDED_RELU, M_SHRINK, M_MISH,
-    M_SWISH, M_HARD_SIGMOID, M_HARD_SWISH, M_LEAKY_RELU, M_GELU, M_GELU_TANH, M_CLIP
+    M_SWISH, M_HARD_SIGMOID, M_HARD_SWISH, M_LEAKY_RELU, M_GELU, M_GELU_TANH, M_CLIP,
+    M_AFFINE, M_SCALED_TANH
 };
 
 enum {
@@ -85,8 +86,14 @@ static double unary_float(i32 op, double x, double p0, double p1) {
     case M_GELU_TANH:
         return 0.5 * x * (1 + d_tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
     case M_CLIP: return x != x ? x : x < p0 ? p0 : x > p1 ? p1 : x;    /* min, max */
+    case M_AFFINE: return p0 * x + p1;                                  /* alpha, beta */
+    case M_SCALED_TANH: return p0 * d_tanh(p1 * x);                     /* alpha, beta */
     default: return __builtin_nan("");
     }
+}
+
+double map_unary_value(i32 op, double x, float p0, float p1) {
+    return unary_float(op, x, p0, p1);
 }
 
 static i64 unary_int(i32 op, i64 x, int is_unsigned) {

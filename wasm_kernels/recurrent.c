@@ -67,3 +67,63 @@ EXPORT void er_lstm_cell(const float *gates, i32 ldg, const float *c_prev, const
         }
     }
 }
+
+/* One step of a simple RNN (gru = 0) or a GRU (gru = 1, gate order z, r, h) for `batch`
+ * rows. gates [batch, G * hidden] hold X W^T plus the biases (for the GRU's h gate only Wb:
+ * its Rb comes as rbh, nullable); h_prev (nullable: zeros) and h_out [batch, hidden]; R is
+ * [G * hidden, hidden]. f and g are typed-kernel activations (map.c codes with two params),
+ * applied after clipping to [-clip, clip] when clip > 0. scratch holds `hidden` floats.
+ *   RNN: H = f(g + H_prev R^T)
+ *   GRU: z = f(g_z + H_prev R_z^T), r = f(g_r + H_prev R_r^T),
+ *        h~ = g(g_h + (r H_prev) R_h^T + Rb_h), or with linear_before_reset
+ *        h~ = g(g_h + r (H_prev R_h^T + Rb_h)); H = (1 - z) h~ + z H_prev */
+static inline float act(i32 code, double v, const float *p, float clip) {
+    if (clip > 0) v = v < -clip ? -clip : v > clip ? clip : v;
+    return (float)map_unary_value(code, v, p[0], p[1]);
+}
+
+static inline double dot(const float *a, const float *b, i32 n) {
+    float s = 0;
+    for (i32 i = 0; i < n; i++) s += a[i] * b[i];
+    return s;
+}
+
+EXPORT void er_rnn_step(i32 gru, const float *gates, const float *h_prev, const float *R,
+                        const float *rbh, float *h_out, i32 batch, i32 hidden,
+                        i32 linear_before_reset, i32 f, i32 g, const float *params, float clip,
+                        float *scratch) {
+    i32 G = gru ? 3 : 1;
+    const float *fp = params, *gp = params + 2;
+    for (i32 b = 0; b < batch; b++) {
+        const float *gb = gates + (i64)b * G * hidden;
+        const float *hp = h_prev ? h_prev + (i64)b * hidden : 0;
+        float *ho = h_out + (i64)b * hidden;
+        if (!gru) {
+            for (i32 j = 0; j < hidden; j++)
+                ho[j] = act(f, gb[j] + (hp ? dot(hp, R + (i64)j * hidden, hidden) : 0), fp, clip);
+            continue;
+        }
+        float *reset_h = scratch;          /* r * H_prev, for the default variant */
+        for (i32 j = 0; j < hidden; j++) {
+            float r = act(f, gb[hidden + j] + (hp ? dot(hp, R + (i64)(hidden + j) * hidden,
+                                                         hidden) : 0), fp, clip);
+            reset_h[j] = r;
+        }
+        for (i32 j = 0; j < hidden; j++) {
+            float z = act(f, gb[j] + (hp ? dot(hp, R + (i64)j * hidden, hidden) : 0), fp, clip);
+            const float *rh = R + (i64)(2 * hidden + j) * hidden;
+            double pre;
+            if (linear_before_reset) {
+                double hr = (hp ? dot(hp, rh, hidden) : 0) + (rbh ? rbh[j] : 0);
+                pre = gb[2 * hidden + j] + reset_h[j] * hr;
+            } else {
+                float s = 0;
+                if (hp) for (i32 i = 0; i < hidden; i++) s += reset_h[i] * hp[i] * rh[i];
+                pre = gb[2 * hidden + j] + s + (rbh ? rbh[j] : 0);
+            }
+            float cand = act(g, pre, gp, clip);
+            float prev = hp ? hp[j] : 0;
+            ho[j] = (1 - z) * cand + z * prev;
+        }
+    }
+}

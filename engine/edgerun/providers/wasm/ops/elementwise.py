@@ -20,7 +20,7 @@ from ....runtime.host_tensor import HostTensor
 MAP_UNARY = ("Identity Abs Neg Sign Round Floor Ceil Sqrt Exp Log Sin Cos Tan Asin Acos Atan "
              "Sinh Cosh Tanh Asinh Acosh Atanh Reciprocal Sigmoid Relu Erf IsInf IsNaN Not "
              "BitwiseNot Softplus Softsign Elu Selu Celu ThresholdedRelu Shrink Mish Swish "
-             "HardSigmoid HardSwish LeakyRelu Gelu GeluTanh Clip").split()
+             "HardSigmoid HardSwish LeakyRelu Gelu GeluTanh Clip Affine ScaledTanh").split()
 MAP_BINARY = ("Add Sub Mul Div Max Min Pow Mod FMod ShiftLeft ShiftRight BitwiseAnd BitwiseOr "
               "BitwiseXor PRelu").split()
 
