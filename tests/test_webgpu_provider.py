@@ -832,3 +832,35 @@ def test_tensor_scatter_affine_grid_col2im_and_mvn_match_the_cpu_provider(gpu):
                         {"x": _rng_values(rng, (2, 3, 4, 5), strided=True)}, opset=13)
     _on_gpu_matches_cpu(gpu, "MeanVarianceNormalization",
                         {"x": _rng_values(rng, (2, 3, 4))}, opset=13, axes=[1])
+
+
+def test_maxpool_indices_and_training_optimizers_match_the_cpu_provider(gpu):
+    rng = np.random.default_rng(88)
+    x = _rng_values(rng, (2, 3, 7, 6), strided=True)
+    for order in (0, 1):
+        _on_gpu_matches_cpu(gpu, "MaxPool", {"x": x}, opset=12, n_outputs=2,
+                            kernel_shape=[3, 2], strides=[2, 1], pads=[1, 0, 1, 1],
+                            storage_order=order)
+    training = "ai.onnx.preview.training"
+    rate, step = np.array(0.3, np.float32), np.array(3, np.int64)
+    params = [_rng_values(rng, (2, 40)), _rng_values(rng, (5,))]
+    grads = [_rng_values(rng, p.shape) for p in params]
+    states = [np.abs(_rng_values(rng, p.shape)) for p in params]
+    for op, groups, attrs in (
+            ("Adagrad", [states], dict(decay_factor=0.1, epsilon=1e-5, norm_coefficient=1e-3)),
+            ("Momentum", [states], dict(alpha=0.9, beta=0.2, mode="nesterov",
+                                        norm_coefficient=1e-2)),
+            ("Adam", [states, [s * 2 for s in states]],
+             dict(alpha=0.9, beta=0.8, epsilon=1e-2, norm_coefficient=1e-3,
+                  norm_coefficient_post=0.1))):
+        tensors = params + grads + [s for g in groups for s in g]
+        feeds = {"r": rate, "t": step, **{f"v{i}": v for i, v in enumerate(tensors)}}
+        outs = [f"o{i}" for i in range(len(tensors) - len(params))]
+        node = helper.make_node(op, list(feeds), outs, domain=training, **attrs)
+        model = helper.make_model(helper.make_graph(
+            [node], "g", [helper.make_tensor_value_info(k, _TYPES[v.dtype.type], None)
+                          for k, v in feeds.items()],
+            [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in outs]),
+            opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(training, 1)]
+        ).SerializeToString()
+        _model_on_gpu_matches_cpu(gpu, model, feeds, op)

@@ -3,9 +3,12 @@
 
 //! kernel maxpool
 // The window's max ({{LP}} 0), or with {{LP}} 1 its Lp norm (sum |v|^p)^(1/p) (LpPool:
-// padding adds nothing). params: n, H, W, OH, OW, KH, KW, sh, sw, ph, pw, dh, dw, p
+// padding adds nothing). With {{IDX}} 1 the max's flat input index goes to `indices` too
+// (MaxPool's Indices: the first max; column-major within the plane with storage_order 1).
+// params: n, H, W, OH, OW, KH, KW, sh, sw, ph, pw, dh, dw, p, storage_order
 @group(0) @binding(1) var<storage, read_write> out: array<f32>;
 @group(0) @binding(2) var<storage, read> x: array<f32>;
+@group(0) @binding(3) var<storage, read_write> indices: array<i32>;
 
 @compute @workgroup_size({{WG}})
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
@@ -24,6 +27,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
   // only gives the lowest float, as onnxruntime and the CPU provider
   var best = 0.0;
   var seen = false;
+  var at = 0u;
   for (var kh = 0; kh < pi(5u); kh++) {
     let ih = h0 + kh * pi(11u);
     if (ih < 0 || ih >= H) { continue; }
@@ -33,8 +37,9 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
       let v = x[plane + u32(ih * W + iw)];
       if ({{LP}} == 1) {
         best += pow(abs(v), pf(13u));
-      } else {
-        best = select(v, max(best, v), seen);
+      } else if (!seen || v > best) {
+        best = v;
+        at = select(u32(ih * W + iw), u32(iw * H + ih), pu(14u) == 1u);
       }
       seen = true;
     }
@@ -44,6 +49,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     return;
   }
   out[i] = select(bitcast<f32>(0xff7fffffu), best, seen);   // -FLT_MAX
+  if ({{IDX}} == 1) { indices[i] = i32(plane + at); }
 }
 
 //! kernel avgpool

@@ -9,8 +9,6 @@ from .registry import Unsupported, gpu_op
 
 
 def check_pool(node, opset) -> str:
-    if len([o for o in node.outputs if o]) > 1:
-        return "the Indices output of MaxPool"
     pad = node.attr("auto_pad", b"NOTSET")
     pad = pad.decode() if isinstance(pad, bytes) else pad
     if pad not in ("NOTSET", "VALID", "SAME_UPPER", "SAME_LOWER"):
@@ -19,7 +17,7 @@ def check_pool(node, opset) -> str:
 
 
 def pool(gpu, x, kind, kernel_shape, auto_pad="NOTSET", ceil_mode=0, count_include_pad=0,
-         dilations=None, pads=None, strides=None, p=2):
+         dilations=None, pads=None, strides=None, p=2, storage_order=0, indices=False):
     x = as_gpu(gpu, x)
     spatial = x.ndim - 2
     if spatial not in (1, 2) or len(kernel_shape) != spatial:
@@ -48,15 +46,20 @@ def pool(gpu, x, kind, kernel_shape, auto_pad="NOTSET", ceil_mode=0, count_inclu
     common = [in_sizes[0], in_sizes[1], out_sizes[0], out_sizes[1], kernel[0], kernel[1],
               strides[0], strides[1], begin[0], begin[1]]
     if kind in ("max", "lp"):
-        return gpu.dispatch("pool", "maxpool", out, [x], common + dilations + [float(p)],
-                            threads, {"LP": int(kind == "lp")})
+        where = gpu.empty(out.shape, "int64") if indices else gpu.empty((1,), "int32")
+        gpu.dispatch("pool", "maxpool", out, [x, where],
+                     common + dilations + [float(p), int(storage_order)], threads,
+                     {"LP": int(kind == "lp"), "IDX": int(indices)})
+        return (out, where) if indices else out
     params = common + [end[0], end[1], int(count_include_pad)]   # windows clip at the pads' end
     return gpu.dispatch("pool", "avgpool", out, [x], params, threads)
 
 
 @gpu_op("MaxPool", check=check_pool)
 def run_maxpool(gpu, ctx, x, kernel_shape=None, storage_order=0, **attrs):
-    return pool(gpu, x, "max", kernel_shape, **attrs)
+    indices = len(ctx.node.outputs) > 1 and bool(ctx.node.outputs[1])
+    return pool(gpu, x, "max", kernel_shape, storage_order=storage_order, indices=indices,
+                **attrs)
 
 
 @gpu_op("AveragePool", check=check_pool)
