@@ -1219,3 +1219,37 @@ def test_integer_matmuls_match_the_cpu_provider(wasm, a_shape, b_shape):
     for g, w in zip(got, want):
         assert g.dtype == w.dtype
         np.testing.assert_array_equal(g, w)
+
+
+# ---- detection ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("batch,center", [(1, 0), (2, 1), (3, 0)])
+def test_non_max_suppression_matches_the_cpu_provider(wasm, batch, center):
+    """Random boxes (corners in either order, degenerate ones, ties in score) and classes,
+    with and without a score threshold: the same selected triples in the same order."""
+    from onnx import TensorProto, helper
+
+    import edgerun
+
+    rng = np.random.default_rng(batch * 2 + center)
+    n, classes = 300, 3
+    boxes = rng.uniform(0, 50, (batch, n, 4)).astype(np.float32)
+    boxes[:, ::17, 2:] = boxes[:, ::17, :2]                       # zero-area boxes
+    scores = np.round(rng.random((batch, classes, n)), 2).astype(np.float32)   # ties
+    for with_threshold in (False, True):
+        names = ["boxes", "scores", "max", "iou"] + (["score"] if with_threshold else [])
+        inits = [helper.make_tensor("max", TensorProto.INT64, [1], [40]),
+                 helper.make_tensor("iou", TensorProto.FLOAT, [1], [0.4]),
+                 helper.make_tensor("score", TensorProto.FLOAT, [1], [0.3])]
+        graph = helper.make_graph(
+            [helper.make_node("NonMaxSuppression", names, ["selected"],
+                              center_point_box=center)], "g",
+            [helper.make_tensor_value_info("boxes", TensorProto.FLOAT, None),
+             helper.make_tensor_value_info("scores", TensorProto.FLOAT, None)],
+            [helper.make_tensor_value_info("selected", TensorProto.INT64, None)], inits)
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 11)])
+        feeds = {"boxes": boxes, "scores": scores}
+        got = edgerun.InferenceSession(model.SerializeToString(), providers=[wasm]).run(None, feeds)
+        want = edgerun.InferenceSession(model.SerializeToString(), providers=["cpu"]).run(None, feeds)
+        np.testing.assert_array_equal(got[0], want[0])
+        assert got[0].shape[0] > 0

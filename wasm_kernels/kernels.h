@@ -59,6 +59,10 @@ void er_rnn_step(i32 gru, const float *gates, const float *h_prev, const float *
                  const float *rbh, float *h_out, i32 batch, i32 hidden,
                  i32 linear_before_reset, i32 f, i32 g, const float *params, float clip,
                  float *scratch);
+/* not callable from programs: its result (a count) sets the output's shape */
+i32 er_nms(const float *boxes, const float *scores, i64 *out, i32 B, i32 C, i32 N, i32 max_out,
+           float iou_threshold, i32 has_score_threshold, float score_threshold, i32 center,
+           unsigned char *scratch);
 void er_binary_i64(i32 op, const i64 *a, const i64 *b, i64 *y, i32 rank);
 void er_compare(i32 op, i32 type, const void *a, const void *b, uint8_t *y, i32 rank);
 void er_not(const uint8_t *x, uint8_t *y, i32 n);
