@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from .activation import check_fused, epilogue
 from ....ir import dtypes
+from ....ir.conv_rules import transpose_output_geometry
 from .. import host_values
 from .common import as_gpu, count, host_ints, strided_copy
 from .matmul import matmul_core
@@ -123,33 +124,9 @@ def _pointwise(gpu, x, w, b, activation, act_params):
     return out.view((n, m) + x.shape[2:])
 
 
-def _text(value, default="NOTSET") -> str:
+def _text(value, default: str) -> str:
     value = default if value is None else value
     return value.decode() if isinstance(value, bytes) else value
-
-
-def transpose_geometry(in_shape, kernel, strides, dilations, pads, auto_pad, output_padding,
-                       output_shape) -> tuple:
-    """(output spatial shape, begin pads) of a transposed convolution, ONNX's rules (the
-    CPU kernel's): an explicit or SAME output_shape fixes the padding, else pads do."""
-    rank = len(in_shape)
-    output_padding = list(output_padding or [0] * rank)
-    natural = [s * (size - 1) + op + (k - 1) * d + 1 for s, size, op, k, d in
-               zip(strides, in_shape, output_padding, kernel, dilations)]
-    if output_shape:
-        output_shape = [int(v) for v in output_shape][-rank:]
-    elif auto_pad in ("SAME_UPPER", "SAME_LOWER"):
-        output_shape = [size * s for size, s in zip(in_shape, strides)]
-    if output_shape and (auto_pad in ("SAME_UPPER", "SAME_LOWER") or not pads):
-        totals = [n - o for n, o in zip(natural, output_shape)]
-        if auto_pad not in ("SAME_UPPER", "SAME_LOWER"):
-            totals = [max(t, 0) for t in totals]
-        begin = [t // 2 if auto_pad == "SAME_UPPER" else t - t // 2 for t in totals]
-        return output_shape, begin
-    pads = [0] * (2 * rank) if auto_pad == "VALID" or not pads else [int(p) for p in pads]
-    if not output_shape:
-        output_shape = [n - pads[i] - pads[rank + i] for i, n in enumerate(natural)]
-    return output_shape, pads[:rank]
 
 
 @gpu_op("ConvTranspose", check=check_conv)
@@ -161,11 +138,9 @@ def conv_transpose(gpu, ctx, x, w, b=None, auto_pad="NOTSET", dilations=None, gr
     if rank not in (1, 2, 3) or w.ndim != x.ndim or x.shape[1] != w.shape[0] or \
             x.shape[1] % group:
         raise Unsupported(f"ConvTranspose of a {x.shape} input with {w.shape} weights")
-    kernel = list(kernel_shape or w.shape[2:])
-    strides = list(strides or [1] * rank)
-    dilations = list(dilations or [1] * rank)
-    out_sizes, begin = transpose_geometry(list(x.shape[2:]), kernel, strides, dilations, pads,
-                                          _text(auto_pad), output_padding, output_shape)
+    out_sizes, begin, strides, dilations = transpose_output_geometry(
+        list(x.shape[2:]), list(kernel_shape or w.shape[2:]), strides, dilations, pads,
+        auto_pad, output_padding, output_shape)
     return transposed_conv(gpu, x, w, b, out_sizes, begin, strides, dilations, group)
 
 

@@ -1,11 +1,11 @@
-"""Layout operators: Transpose, Slice, Split, Concat, Expand, DepthToSpace, SpaceToDepth as
-strided copies; Gather, Pad and Resize with their own index rules (movement.wgsl)."""
+"""Layout operators: Transpose, Slice, Split, Concat, Expand, Tile, DepthToSpace, SpaceToDepth
+as strided copies; Gather, Pad (and CenterCropPad), Resize, GridSample and AffineGrid with
+their own index rules (movement.wgsl)."""
 from __future__ import annotations
-
-import math
 
 from ....ir import dtypes
 from .. import host_values
+from ....ir.resize_rules import output_geometry
 from ....ir.shape_rules import split_lengths
 from .common import (as_gpu, as_gpu_any, broadcast_strides, count, gpu_indices,
                      host_floats_or_ints, host_ints, normalize_axis, padded, strided_copy,
@@ -237,7 +237,7 @@ COORD_MODES = {"half_pixel": 0, "asymmetric": 1, "align_corners": 2, "pytorch_ha
                "tf_half_pixel_for_nn": 4, "half_pixel_symmetric": 5, "tf_crop_and_resize": 6}
 NEAREST_MODES = {"round_prefer_floor": 0, "round_prefer_ceil": 1, "floor": 2, "ceil": 3}
 RESIZE_MODES = {"nearest": 0, "linear": 1, "bilinear": 1, "cubic": 2}
-ASPECT_POLICIES = {"stretch": None, "not_larger": min, "not_smaller": max}
+ASPECT_POLICIES = ("stretch", "not_larger", "not_smaller")
 
 
 def _text(node, name, default):
@@ -262,18 +262,11 @@ def check_resize(node, opset) -> str:
 
 
 def _resize_geometry(shape, axes, scales, sizes, policy):
-    """(output shape, per-dim scale) as the CPU kernel computes them, over every dim."""
+    """(output shape, per-dim scale) over every dim (ir/resize_rules.py, the CPU kernel's)."""
     out, factors = list(shape), [1.0] * len(shape)
-    if sizes is not None and len(sizes):
-        ratios = [s / shape[a] if shape[a] else 1.0 for a, s in zip(axes, sizes)]
-        pick = ASPECT_POLICIES[policy]
-        for a, s, r in zip(axes, sizes, ratios):
-            factor = r if pick is None else pick(ratios)
-            out[a] = int(s) if pick is None else int(math.floor(factor * shape[a] + 0.5))
-            factors[a] = factor
-    else:
-        for a, f in zip(axes, scales):
-            out[a], factors[a] = int(math.floor(shape[a] * float(f))), float(f)
+    geometry = output_geometry(shape, axes, scales, sizes if sizes else None, policy)
+    for a, (size, factor, _) in zip(axes, geometry):
+        out[a], factors[a] = size, float(factor)
     return out, factors
 
 
