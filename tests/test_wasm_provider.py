@@ -1253,3 +1253,35 @@ def test_non_max_suppression_matches_the_cpu_provider(wasm, batch, center):
         want = edgerun.InferenceSession(model.SerializeToString(), providers=["cpu"]).run(None, feeds)
         np.testing.assert_array_equal(got[0], want[0])
         assert got[0].shape[0] > 0
+
+
+@pytest.mark.parametrize("mode", ["linear", "nearest", "cubic"])
+@pytest.mark.parametrize("padding", ["zeros", "border", "reflection"])
+def test_grid_sample_matches_the_cpu_provider(wasm, mode, padding):
+    """2-D and 3-D inputs (batch 1 and 2), grids reaching past [-1, 1], both align_corners;
+    rtol 1e-5, atol 1e-5 (float32 in the CPU kernel's order of operations)."""
+    from onnx import TensorProto, helper
+
+    import edgerun
+
+    rng = np.random.default_rng(len(mode) * 7 + len(padding))
+    for spatial, batch in (((5, 7), 1), ((3, 4, 6), 2)):
+        if mode == "cubic" and len(spatial) == 3:
+            continue                     # cubic is 2-D only in the spec
+        for align in (0, 1):
+            x = rng.standard_normal((batch, 3) + spatial).astype(np.float32)
+            grid = rng.uniform(-1.4, 1.4, (batch, 4, 5) + ((3,) if len(spatial) == 3 else (2,))
+                               ).astype(np.float32)
+            if len(spatial) == 3:
+                grid = grid.reshape(batch, 4, 5, 1, 3)
+            graph = helper.make_graph(
+                [helper.make_node("GridSample", ["x", "grid"], ["y"], mode=mode,
+                                  padding_mode=padding, align_corners=align)], "g",
+                [helper.make_tensor_value_info("x", TensorProto.FLOAT, None),
+                 helper.make_tensor_value_info("grid", TensorProto.FLOAT, None)],
+                [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+            model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 22)])
+            feeds = {"x": x, "grid": grid}
+            got = edgerun.InferenceSession(model.SerializeToString(), providers=[wasm]).run(None, feeds)
+            want = edgerun.InferenceSession(model.SerializeToString(), providers=["cpu"]).run(None, feeds)
+            np.testing.assert_allclose(got[0], want[0], rtol=1e-5, atol=1e-5)

@@ -119,6 +119,7 @@ EXPORT i32 er_run_program(const uint32_t *words, i32 nwords) {
             er_rnn_step(I(0), P(1), P(2), P(3), P(4), P(5), I(6), I(7), I(8), I(9), I(10), P(11),
                         F(12), P(13));
             break;
+        case OP_er_grid_sample: er_grid_sample(P(0), P(1), P(2), I(3), I(4), I(5)); break;
         default: bad = 1;
         }
         if (bad) return (i32)(w - words) + 1;

@@ -1,4 +1,5 @@
-"""Resize (opsets 10-19) and Upsample: separable, one pass per resized axis.
+"""Resize (opsets 10-19) and Upsample: separable, one pass per resized axis; GridSample
+(er_grid_sample) and AffineGrid.
 
 The geometry (output sizes, source coordinates, taps) is ir/resize_rules.py's, computed on
 the host once per input shape and sizes/scales/roi values. Nearest passes gather slices
@@ -12,7 +13,7 @@ from array import array
 from ....ir import dtypes, resize_rules as rules
 from ....runtime.host_tensor import HostTensor
 from . import operator
-from .common import converted, product
+from .common import converted, float_or_fallback, product
 from .elementwise import MAP_UNARY, map_unary
 from .tensor import CAST_TYPES
 from ..device import WasmTensor
@@ -166,3 +167,78 @@ def _float_back(dev, y: WasmTensor, elem_type: int) -> WasmTensor:
         y = map_unary(dev, MAP_UNARY.index("Round"), y, dtypes.FLOAT)
         y = map_unary(dev, MAP_UNARY.index("Clip"), y, dtypes.FLOAT, float(lo), float(hi))
     return converted(dev, y, elem_type)
+
+
+GRID_MODES = {"linear": 0, "bilinear": 0, "nearest": 1, "cubic": 2, "bicubic": 2}
+GRID_PADDING = {"zeros": 0, "border": 1, "reflection": 2}
+
+
+def check_grid_sample(node, opset) -> str:
+    mode = _text(node.attr("mode", "linear" if opset >= 20 else "bilinear"))
+    padding = _text(node.attr("padding_mode", "zeros"))
+    if mode not in GRID_MODES or padding not in GRID_PADDING:
+        return f"GridSample mode={mode!r} padding_mode={padding!r}"
+    return ""
+
+
+@operator("GridSample", check=check_grid_sample)
+def bind_grid_sample(dev, node, opset):
+    mode = GRID_MODES[_text(node.attr("mode", "linear" if opset >= 20 else "bilinear"))]
+    padding = GRID_PADDING[_text(node.attr("padding_mode", "zeros"))]
+    align = int(node.attr("align_corners", 0))
+
+    def run(ctx, x, grid, **_):
+        n, c, *spatial = x.shape
+        rank = len(spatial)
+        if not 1 <= rank <= 3 or len(grid.shape) != rank + 2 or grid.shape[0] != n or \
+                grid.shape[-1] != rank:
+            raise ValueError(f"GridSample: grid of shape {list(grid.shape)} does not fit input "
+                             f"{list(x.shape)}")
+        out_spatial = list(grid.shape[1:-1])
+        y = dev.empty([n, c] + out_spatial)
+        if y.size == 0:
+            return y
+        if 0 in spatial:
+            return dev.zeros(y.shape)
+        dev.set_args([n, c, rank] + spatial + [product(out_spatial)])
+        dev.call("er_grid_sample", x.ptr, grid.ptr, y.ptr, mode, padding, align)
+        return y
+    return float_or_fallback(dev, node, opset, run)
+
+
+@operator("AffineGrid")
+def bind_affine_grid(dev, node, opset):
+    """grid[n, p] = theta[n] (x_p, y_p, [z_p,] 1): the base points in GridSample's [-1, 1]
+    convention (x along the innermost axis), one er_sgemm per batch entry."""
+    align = int(node.attr("align_corners", 0))
+
+    def run(ctx, theta, size_t, **_):
+        n, _, *spatial = dev.ints(size_t)
+        rank = len(spatial)
+        if tuple(theta.shape) != (n, rank, rank + 1):
+            raise ValueError(f"AffineGrid: theta must be ({n}, {rank}, {rank + 1}) for size "
+                             f"{list(dev.ints(size_t))}, got {list(theta.shape)}")
+        axes = [_positions(s, align) for s in spatial]
+        points = product(spatial)
+        base = []
+        for p in range(points):
+            index, rest = [], p
+            for s in reversed(spatial):
+                index.append(rest % s)
+                rest //= s
+            base.extend([axes[rank - 1 - d][i] for d, i in enumerate(index)] + [1.0])
+        base_t = dev.from_floats(base, (points, rank + 1))
+        y = dev.empty([n] + spatial + [rank])
+        for i in range(n):     # (points, rank + 1) x theta[i]^T
+            dev.call("er_sgemm", points, rank, rank + 1, base_t.ptr, rank + 1, 1,
+                     theta.ptr + i * rank * (rank + 1) * 4, 1, rank + 1,
+                     y.ptr + i * points * rank * 4, rank, 0)
+        return y
+    return float_or_fallback(dev, node, opset, run, float_inputs=[0])
+
+
+def _positions(size: int, align: int) -> list:
+    """Pixel positions along one axis in GridSample's [-1, 1] convention."""
+    if align:
+        return [-1.0 + 2.0 * i / (size - 1) if size > 1 else -1.0 for i in range(size)]
+    return [(2 * i + 1) / size - 1 for i in range(size)]
