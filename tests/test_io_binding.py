@@ -6,6 +6,8 @@ both by the executor's planned copies (explain(binding)) and by the GPU device's
 upload/download counters; results match the CPU provider (rtol 1e-3, atol 1e-3).
 """
 
+import warnings
+
 import numpy as np
 import pytest
 from onnx import TensorProto, helper, numpy_helper
@@ -199,13 +201,42 @@ def test_webgpu_output_feeds_a_second_session_without_host_copies(gpu):
     np.testing.assert_allclose(got[0], z_ref, rtol=RTOL, atol=ATOL)
 
 
+def _cpu_only_head():
+    """_head with a Python custom operator in the middle: a node only the CPU provider runs,
+    whatever kernels WebGPU gains. Returns (model, session options that enable it)."""
+    from edgerun.custom_ops import PyCustomOpDef, get_library_path, onnx_op
+
+    @onnx_op(op_type="CubeOnCpuTest", inputs=[PyCustomOpDef.dt_float],
+             outputs=[PyCustomOpDef.dt_float])
+    def cube(v):
+        return (v * v * v).astype(np.float32)
+
+    graph = helper.make_graph(
+        [helper.make_node("Mul", ["y", "two"], ["y2"]),
+         helper.make_node("CubeOnCpuTest", ["y2"], ["z"], domain="ai.onnx.contrib"),
+         helper.make_node("Shape", ["z"], ["s"])], "g",
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 16])],
+        [helper.make_tensor_value_info("z", TensorProto.FLOAT, ["N", 16]),
+         helper.make_tensor_value_info("s", TensorProto.INT64, [2])],
+        initializer=[numpy_helper.from_array(np.array(2.0, np.float32), "two")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
+                                                    helper.make_opsetid("ai.onnx.contrib", 1)])
+    options = edgerun.SessionOptions()
+    options.register_custom_ops_library(get_library_path())
+    return model.SerializeToString(), options
+
+
 def test_webgpu_input_read_on_the_cpu_is_copied_down_and_counted(gpu):
     x = _x()
     y = edgerun.OrtValue.ortvalue_from_numpy(_reference(x)[0], "webgpu")
-    expected = _reference(x, "Hardmax")[1][0]
+    expected = (_reference(x)[0] * 2) ** 3
+    model, options = _cpu_only_head()
 
-    sess = webgpu_session(_head("Hardmax"))                    # no WGSL Hardmax: it runs on the CPU
-    assert [n["provider"] for n in sess.explain()["nodes"] if n["op_type"] == "Hardmax"] == ["cpu"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        sess = edgerun.InferenceSession(model, options, providers=["webgpu", "cpu"])
+    assert [n["provider"] for n in sess.explain()["nodes"]
+            if n["op_type"] == "CubeOnCpuTest"] == ["cpu"]
     binding = sess.io_binding()
     binding.bind_ortvalue_input("y", y)
     binding.bind_output("z")
@@ -215,7 +246,7 @@ def test_webgpu_input_read_on_the_cpu_is_copied_down_and_counted(gpu):
     sess.run_with_iobinding(binding)
     np.testing.assert_allclose(binding.copy_outputs_to_cpu()[0], expected, rtol=RTOL, atol=ATOL)
 
-    cpu_only = edgerun.InferenceSession(_head("Hardmax"), providers=["cpu"])
+    cpu_only = edgerun.InferenceSession(model, options, providers=["cpu"])
     binding = cpu_only.io_binding()
     binding.bind_ortvalue_input("y", y)                  # read back before the run (counted)
     binding.bind_output("z", "webgpu")                   # uploaded after it
