@@ -864,3 +864,13 @@ def test_maxpool_indices_and_training_optimizers_match_the_cpu_provider(gpu):
             opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(training, 1)]
         ).SerializeToString()
         _model_on_gpu_matches_cpu(gpu, model, feeds, op)
+
+
+def test_batch_normalization_in_training_mode_matches_the_cpu_provider(gpu):
+    rng = np.random.default_rng(99)
+    x = _rng_values(rng, (1, 3, 4, 5), strided=True)
+    params = {k: _rng_values(rng, (3,), 0.5, 1.5) for k in ("s", "b", "m", "v")}
+    for outputs in (1, 3):
+        _on_gpu_matches_cpu(gpu, "BatchNormalization", {"x": x, **params}, opset=15,
+                            n_outputs=outputs, training_mode=1, momentum=0.8, epsilon=1e-3)
+    _on_gpu_matches_cpu(gpu, "BatchNormalization", {"x": x, **params}, opset=15)

@@ -11,24 +11,36 @@ from .registry import Unsupported, gpu_op
 
 
 def check_batchnorm(node, opset) -> str:
-    if node.attr("training_mode", 0):
-        return "training_mode=1 (batch statistics)"
-    if len([o for o in node.outputs if o]) > 1:
-        return "the running mean/variance outputs (training)"
+    if opset < 14 and len([o for o in node.outputs if o]) > 1:
+        return "the mean/variance outputs of opsets before 14 (training)"
     return ""
 
 
 @gpu_op("BatchNormalization", check=check_batchnorm)
-def batch_normalization(gpu, ctx, x, scale, bias, mean, var, epsilon=1e-5, **_):
+def batch_normalization(gpu, ctx, x, scale, bias, mean, var, epsilon=1e-5, momentum=0.9,
+                        training_mode=0, **_):
     x = as_gpu(gpu, x)
     operands = [as_gpu(gpu, v) for v in (scale, bias, mean, var)]
     channels = x.shape[1] if x.ndim > 1 else 1
     if any(v.size != channels for v in operands):
         raise Unsupported("BatchNormalization parameters that are not per-channel vectors")
+    running = []
+    if training_mode:              # the batch's own statistics, and the running ones updated
+        axes = [0] + list(range(2, x.ndim))
+        batch_mean = reduce(gpu, x, "ReduceMean", axes, keepdims=False)
+        kept = (1, channels) + (1,) * (x.ndim - 2)
+        squares = binary(gpu, x, batch_mean.view(kept), "(x - y) * (x - y)")
+        batch_var = reduce(gpu, squares, "ReduceMean", axes, keepdims=False)
+        running = [binary(gpu, old, new, "x * alpha + y * (1.0 - alpha)", alpha=momentum)
+                   for old, new in ((operands[2], batch_mean), (operands[3], batch_var))]
+        operands[2:] = [batch_mean, batch_var]
     out = gpu.empty(x.shape)
     inner = count(x.shape[2:])
-    return gpu.dispatch("elementwise", "batchnorm", out, [x] + operands,
-                        [channels, inner, float(epsilon)], x.size)
+    gpu.dispatch("elementwise", "batchnorm", out, [x] + operands,
+                 [channels, inner, float(epsilon)], x.size)
+    if not training_mode or ctx.num_outputs <= 1:
+        return out
+    return (out, *running)[:ctx.num_outputs]
 
 
 def _row_operand(gpu, v, cols: int, what: str) -> tuple:
