@@ -1317,3 +1317,42 @@ def test_einsum_matches_the_cpu_provider(wasm, case):
     want = np.einsum(equation, *feeds.values())
     assert got.shape == want.shape
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("rank,interleaved,partial,positions", [
+    (4, 0, 0, 1), (4, 1, 1, 1), (3, 0, 1, 1), (3, 1, 0, 0), (4, 0, 0, 0)])
+def test_rotary_embedding_matches_the_cpu_provider(wasm, rank, interleaved, partial, positions):
+    """3-D and 4-D inputs, halves or interleaved pairs, a partial rotary dimension, position
+    ids or per-token caches, batch 1 and 2; rtol 1e-6."""
+    from onnx import TensorProto, helper
+
+    import edgerun
+
+    rng = np.random.default_rng(rank * 8 + interleaved * 4 + partial * 2 + positions)
+    heads, size = 3, 8
+    rot = 4 if partial else size
+    attrs = {"interleaved": interleaved}
+    if partial:
+        attrs["rotary_embedding_dim"] = rot
+    if rank == 3:
+        attrs["num_heads"] = heads
+    names = ["x", "cos", "sin"] + (["pos"] if positions else [])
+    graph = helper.make_graph(
+        [helper.make_node("RotaryEmbedding", names, ["y"], **attrs)], "g",
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in names[:3]] +
+        ([helper.make_tensor_value_info("pos", TensorProto.INT64, None)] if positions else []),
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 23)])
+    for batch in (1, 2):
+        seq = 5
+        x = rng.standard_normal((batch, heads, seq, size) if rank == 4
+                                else (batch, seq, heads * size)).astype(np.float32)
+        rows = (10,) if positions else (batch, seq)
+        angles = rng.uniform(0, 6, rows + (rot // 2,))
+        feeds = {"x": x, "cos": np.cos(angles).astype(np.float32),
+                 "sin": np.sin(angles).astype(np.float32)}
+        if positions:
+            feeds["pos"] = rng.integers(0, 10, (batch, seq)).astype(np.int64)
+        got = edgerun.InferenceSession(model.SerializeToString(), providers=[wasm]).run(None, feeds)
+        want = edgerun.InferenceSession(model.SerializeToString(), providers=["cpu"]).run(None, feeds)
+        np.testing.assert_allclose(got[0], want[0], rtol=1e-6, atol=1e-6)

@@ -79,3 +79,35 @@ EXPORT void er_attention(const float *q, const float *k, const float *v, const v
         }
     }
 }
+
+/* RotaryEmbedding: each head's first rot_dim features, as rot_dim/2 pairs (halves, or
+ * neighbours when interleaved), rotated by the angle of the token's position:
+ *   (x1, x2) -> (cos x1 - sin x2, sin x1 + cos x2); the other features are copied.
+ * x and y are addressed as (batch, head, seq, feature) through er_args strides; cos/sin rows
+ * (rot_dim/2 values) come from position_ids (int64 [B, S], nullable) or per (b, s).
+ * er_args: B, H, S, D, rot_dim, interleaved, x strides[4], y strides[4], cache rows. */
+EXPORT i32 er_rotary(const float *x, const float *cos_cache, const float *sin_cache,
+                     const i64 *positions, float *y) {
+    const i32 *a = er_args;
+    i32 B = a[0], H = a[1], S = a[2], D = a[3], rot = a[4], interleaved = a[5];
+    const i32 *xs = a + 6, *ys = a + 10;
+    i32 rows = a[14], half = rot / 2;
+    for (i32 b = 0; b < B; b++)
+    for (i32 s = 0; s < S; s++) {
+        i64 row = positions ? positions[(i64)b * S + s] : (i64)b * S + s;
+        if (row < 0 || row >= rows) return -1 - (b * S + s);
+        const float *c = cos_cache + row * half, *sn = sin_cache + row * half;
+        for (i32 h = 0; h < H; h++) {
+            const float *xr = x + (i64)b * xs[0] + (i64)h * xs[1] + (i64)s * xs[2];
+            float *yr = y + (i64)b * ys[0] + (i64)h * ys[1] + (i64)s * ys[2];
+            for (i32 i = 0; i < half; i++) {
+                i32 p = interleaved ? 2 * i : i, q = interleaved ? 2 * i + 1 : i + half;
+                float x1 = xr[p * xs[3]], x2 = xr[q * xs[3]];
+                yr[p * ys[3]] = c[i] * x1 - sn[i] * x2;
+                yr[q * ys[3]] = sn[i] * x1 + c[i] * x2;
+            }
+            for (i32 d = rot; d < D; d++) yr[d * ys[3]] = xr[d * xs[3]];
+        }
+    }
+    return 0;
+}

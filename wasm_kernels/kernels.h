@@ -17,7 +17,7 @@
     X(er_attention) X(er_nll) X(er_elements) X(er_nd) X(er_trilu) X(er_cumulative) \
     X(er_one_hot) X(er_top_k) X(er_hardmax) X(er_resample) \
     X(er_fold) X(er_igemm) X(er_pool_nd) X(er_rnn_step) \
-    X(er_grid_sample)
+    X(er_grid_sample) X(er_rotary)
 
 void er_memcpy(unsigned char *dst, const unsigned char *src, i32 nbytes);
 void er_fill(unsigned char *dst, const unsigned char *pattern, i32 elsize, i32 n);
@@ -66,6 +66,8 @@ i32 er_nms(const float *boxes, const float *scores, i64 *out, i32 B, i32 C, i32 
            unsigned char *scratch);
 void er_grid_sample(const float *x, const float *grid, float *y, i32 mode, i32 padding,
                     i32 align);
+i32 er_rotary(const float *x, const float *cos_cache, const float *sin_cache,
+              const i64 *positions, float *y);
 void er_binary_i64(i32 op, const i64 *a, const i64 *b, i64 *y, i32 rank);
 void er_compare(i32 op, i32 type, const void *a, const void *b, uint8_t *y, i32 rank);
 void er_not(const uint8_t *x, uint8_t *y, i32 n);

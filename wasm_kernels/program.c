@@ -120,6 +120,7 @@ EXPORT i32 er_run_program(const uint32_t *words, i32 nwords) {
                         F(12), P(13));
             break;
         case OP_er_grid_sample: er_grid_sample(P(0), P(1), P(2), I(3), I(4), I(5)); break;
+        case OP_er_rotary: bad = er_rotary(P(0), P(1), P(2), P(3), P(4)); break;
         default: bad = 1;
         }
         if (bad) return (i32)(w - words) + 1;

@@ -123,3 +123,70 @@ def bind_attention(dev, node, opset):
         results = (y, pk, pv, qk)[:max(len(outputs), 1)]
         return results if len(outputs) > 1 else y
     return float_or_fallback(dev, node, opset, run, float_inputs=[0, 1, 2, 4, 5])
+
+
+@operator("RotaryEmbedding")
+def bind_rotary(dev, node, opset):
+    """er_rotary over (batch, head, seq, feature) strides: 4-D (B, H, S, D) as it is, 3-D
+    (B, S, H * D) with its heads unpacked in place."""
+    interleaved = int(node.attr("interleaved", 0))
+    heads_attr = int(node.attr("num_heads", 0))
+    rot_attr = int(node.attr("rotary_embedding_dim", 0))
+
+    def run(ctx, x, cos_cache, sin_cache, position_ids=None):
+        if len(x.shape) == 4:
+            b, h, s, d = x.shape
+            strides = contiguous_strides(x.shape)
+        elif len(x.shape) == 3:
+            b, s, hidden = x.shape
+            half_cache = cos_cache.shape[-1]
+            if not heads_attr and rot_attr:
+                raise ValueError("RotaryEmbedding: a 3-D input with rotary_embedding_dim "
+                                 "needs num_heads")
+            h = heads_attr or hidden // (2 * half_cache)
+            if not h or hidden % h:
+                raise ValueError(f"RotaryEmbedding: hidden size {hidden} is not a multiple of "
+                                 f"num_heads {h}")
+            d = hidden // h
+            strides = [s * hidden, d, hidden, 1]
+        else:
+            raise ValueError(f"RotaryEmbedding input must be 3-D or 4-D, got {list(x.shape)}")
+        rot = rot_attr or d
+        if cos_cache.shape[-1] != rot // 2 or sin_cache.shape[-1] != rot // 2:
+            raise ValueError(f"RotaryEmbedding: cos/sin cache last dim must be "
+                             f"rotary_embedding_dim/2 = {rot // 2}, got {cos_cache.shape[-1]} "
+                             f"and {sin_cache.shape[-1]}")
+        if position_ids is not None:
+            position_ids = converted(dev, position_ids, dtypes.INT64)
+            rows = cos_cache.shape[0]
+        else:
+            rows = b * s
+            if cos_cache.size != rows * (rot // 2):
+                raise ValueError(f"RotaryEmbedding: without position_ids the caches must be "
+                                 f"(batch, seq, {rot // 2}), got {list(cos_cache.shape)}")
+        y = dev.empty(x.shape)
+        if y.size:
+            dev.set_args([b, h, s, d, rot, interleaved, *strides, *strides, rows])
+            bad = dev.call("er_rotary", x.ptr, cos_cache.ptr, sin_cache.ptr,
+                           position_ids.ptr if position_ids is not None else 0, y.ptr)
+            if bad:
+                raise IndexError(f"RotaryEmbedding: position id at {-1 - bad} is outside the "
+                                 f"cache's {rows} rows")
+        return y
+    return float_or_fallback(dev, node, opset, run, float_inputs=[0, 1, 2])
+
+
+@operator("SwiGLU")
+def bind_swiglu(dev, node, opset):
+    """a * sigmoid(alpha a) * b through the typed kernels (Swish, then Mul)."""
+    from .elementwise import MAP_BINARY, MAP_UNARY, map_binary, map_unary
+
+    alpha = float(node.attr("alpha", 1.0))
+
+    def run(ctx, a, b, **_):
+        if tuple(a.shape) != tuple(b.shape):
+            raise ValueError(f"SwiGLU inputs must have the same shape, got {list(a.shape)} and "
+                             f"{list(b.shape)}")
+        gated = map_unary(dev, MAP_UNARY.index("Swish"), a, a.elem_type, alpha)
+        return map_binary(dev, MAP_BINARY.index("Mul"), gated, b, a.elem_type)
+    return run
