@@ -14,6 +14,7 @@ import math
 
 import numpy as np
 
+from ....ir import resize_rules as rules
 from ....runtime.limits import check_allocation
 from ..registry import kernel
 
@@ -68,47 +69,17 @@ def _along(vector: np.ndarray, axis: int, rank: int) -> np.ndarray:
 # --- Resize: geometry -------------------------------------------------------------------
 
 def _normalize_axes(axes, rank: int) -> list:
-    if axes is None:
-        return list(range(rank))
-    result = []
-    for a in axes:
-        if not -rank <= a < rank:
-            raise ValueError(f"Resize: axis {a} is out of range for rank {rank}")
-        result.append(a + rank if a < 0 else a)
-    return result
+    return rules.normalize_axes(axes, rank)
 
 
 def _output_geometry(in_shape, axes, scales, sizes, keep_aspect_ratio_policy):
-    """Per resized axis: (output size, scale factor, fractional output length).
-
-    The scale factor, not output/input, drives the coordinate transform when scales are given;
-    the fractional length (input * scale) is what align_corners and tf_crop_and_resize divide by.
-    """
-    in_sizes = [in_shape[a] for a in axes]
+    """Per resized axis: (output size, scale factor, fractional output length)
+    (ir/resize_rules.py, shared with the wasm and WebGPU providers)."""
     if sizes is not None:
         sizes = [int(s) for s in np.asarray(sizes).reshape(-1)]
-        if len(sizes) != len(axes):
-            raise ValueError(f"Resize: sizes has {len(sizes)} entries, expected {len(axes)}")
-        ratios = [s / n if n else 1.0 for s, n in zip(sizes, in_sizes)]
-        if keep_aspect_ratio_policy == "stretch":
-            return [(s, r, float(s)) for s, r in zip(sizes, ratios)]
-        if keep_aspect_ratio_policy == "not_larger":
-            scale = min(ratios)
-        elif keep_aspect_ratio_policy == "not_smaller":
-            scale = max(ratios)
-        else:
-            raise ValueError(f"Resize: unknown keep_aspect_ratio_policy "
-                             f"{keep_aspect_ratio_policy!r}")
-        # round_int in the spec: nearest integer, halfway cases up.
-        return [(int(math.floor(scale * n + 0.5)), scale, scale * n) for n in in_sizes]
-    if scales is None:
-        raise ValueError("Resize: one of scales and sizes must be given")
-    scales = [float(s) for s in np.asarray(scales, dtype=np.float64).reshape(-1)]
-    if len(scales) != len(axes):
-        raise ValueError(f"Resize: scales has {len(scales)} entries, expected {len(axes)}")
-    if any(s <= 0 for s in scales):
-        raise ValueError(f"Resize: scales must be positive, got {scales}")
-    return [(int(math.floor(n * s)), s, n * s) for n, s in zip(in_sizes, scales)]
+    if scales is not None:
+        scales = [float(s) for s in np.asarray(scales, dtype=np.float64).reshape(-1)]
+    return rules.output_geometry(in_shape, axes, scales, sizes, keep_aspect_ratio_policy)
 
 
 def _source_coordinates(transform, out_size, in_size, scale, out_length, roi_start, roi_end):
