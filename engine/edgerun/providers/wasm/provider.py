@@ -21,7 +21,7 @@ from .build_info import StaleBuild, load_module_bytes
 from .device import WasmDevice, WasmTensor
 from .host import WasmtimeHost, wasmtime_available
 from .host_js import JsHost, js_available
-from .ops.common import host_fallback
+from .ops.common import HOST_VALUES, host_fallback
 from ...ir import Graph
 from ...runtime.host_tensor import HostTensor
 
@@ -76,8 +76,9 @@ class WasmProvider(ExecutionProvider):
 
     def kernel(self, node, opset):
         fast = ops.lookup(node.op_type, node.domain)[1](self.dev, node, opset)
-        if node.op_type == capture.OP_TYPE and node.domain == capture.DOMAIN:
-            return fast                      # takes any values: it runs a whole graph
+        if node.op_type == capture.OP_TYPE and node.domain == capture.DOMAIN or \
+                getattr(fast, HOST_VALUES, False):
+            return fast                      # takes any values: a whole graph, sequences
         slow = host_fallback(self.dev, node, opset)
 
         def run(ctx, *inputs, **attrs):
@@ -103,6 +104,8 @@ class WasmProvider(ExecutionProvider):
         return self.dev.upload(value)
 
     def to_host(self, value):
+        if isinstance(value, list):                      # a sequence
+            return [self.to_host(v) for v in value]
         if not isinstance(value, WasmTensor):
             return value
         if self.dev.recorder is not None:

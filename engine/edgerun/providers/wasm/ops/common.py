@@ -71,6 +71,18 @@ def all_float(values) -> bool:
                for v in values)
 
 
+HOST_VALUES = "takes_host_values"      # the provider hands such kernels lists and None as is
+
+
+def host_values(bind):
+    """Mark a binder whose kernel takes sequences and optionals (not only WasmTensors)."""
+    def binder(dev, node, opset):
+        run = bind(dev, node, opset)
+        setattr(run, HOST_VALUES, True)
+        return run
+    return binder
+
+
 def host_fallback(dev, node, opset):
     """A kernel running `node` on host copies through the CPU provider's kernel: for
     element types the wasm kernels do not compute (they are float32)."""

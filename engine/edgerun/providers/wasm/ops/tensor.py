@@ -13,7 +13,7 @@ from ....ir import dtypes
 from ....ir.shape_rules import split_lengths
 from . import operator
 from .common import (broadcast_shape, broadcast_strides, contiguous_strides, converted,
-                     merge_dims, normalize_axis, product)
+                     host_values, merge_dims, normalize_axis, product)
 from .host_math import has_values, wrap
 from ..device import INT_FORMATS, SMALL_INTS, WasmTensor
 
@@ -388,8 +388,9 @@ def bind_unsqueeze(dev, node, opset):
 
 
 @operator("Identity")
+@host_values                      # tensors, sequences and optionals alike
 def bind_identity(dev, node, opset):
-    return lambda ctx, x, **_: x
+    return lambda ctx, x=None, **_: x
 
 
 @operator("Dropout")
