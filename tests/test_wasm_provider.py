@@ -1356,3 +1356,36 @@ def test_rotary_embedding_matches_the_cpu_provider(wasm, rank, interleaved, part
         got = edgerun.InferenceSession(model.SerializeToString(), providers=[wasm]).run(None, feeds)
         want = edgerun.InferenceSession(model.SerializeToString(), providers=["cpu"]).run(None, feeds)
         np.testing.assert_allclose(got[0], want[0], rtol=1e-6, atol=1e-6)
+
+
+# ---- control flow ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("reverse,axis", [(0, 0), (1, 1), (1, 0)])
+def test_scan_matches_the_cpu_provider(wasm, reverse, axis):
+    """Scan (a running sum state and a per-step product output) along axis 0 or 1, in either
+    direction, with the output stacked along the same axis; batch 1 and 3."""
+    from onnx import TensorProto, helper
+
+    import edgerun
+
+    f = TensorProto.FLOAT
+    body = helper.make_graph(
+        [helper.make_node("Add", ["s_in", "x_t"], ["s_out"]),
+         helper.make_node("Mul", ["s_out", "x_t"], ["y_t"])], "body",
+        [helper.make_tensor_value_info("s_in", f, None), helper.make_tensor_value_info("x_t", f, None)],
+        [helper.make_tensor_value_info("s_out", f, None), helper.make_tensor_value_info("y_t", f, None)])
+    graph = helper.make_graph(
+        [helper.make_node("Scan", ["s0", "x"], ["s", "y"], body=body, num_scan_inputs=1,
+                          scan_input_axes=[axis], scan_input_directions=[reverse],
+                          scan_output_axes=[axis], scan_output_directions=[reverse])], "g",
+        [helper.make_tensor_value_info("s0", f, None), helper.make_tensor_value_info("x", f, None)],
+        [helper.make_tensor_value_info("s", f, None), helper.make_tensor_value_info("y", f, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 16)]).SerializeToString()
+    rng = np.random.default_rng(reverse * 2 + axis)
+    for batch in (1, 3):
+        x = rng.standard_normal((batch, 4) if axis == 1 else (4, batch)).astype(np.float32)
+        feeds = {"s0": np.zeros(batch, np.float32), "x": x}
+        got = edgerun.InferenceSession(model, providers=[wasm]).run(None, feeds)
+        want = edgerun.InferenceSession(model, providers=["cpu"]).run(None, feeds)
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g, w, rtol=1e-6, atol=1e-6)
