@@ -1140,7 +1140,7 @@ def test_quantize_and_dequantize_match_the_cpu_provider(wasm, qtype, scale_type,
     """QuantizeLinear then DequantizeLinear with per-tensor, per-axis and blocked scales and
     zero points (random shapes, batch 1 and 3, a partial last block): integers exactly,
     float results rtol 1e-6 (float16 1e-3)."""
-    from onnx import TensorProto, helper
+    from onnx import helper
 
     import edgerun
     from edgerun.ir import dtypes
