@@ -395,15 +395,19 @@ def bind_identity(dev, node, opset):
 
 @operator("Dropout")
 def bind_dropout(dev, node, opset):
-    """Inference: the input unchanged, and a mask of ones when the mask output is used
-    (training_mode=True goes to the CPU kernel)."""
+    """Inference: the input unchanged, and a mask of ones when the mask output is used;
+    training_mode=True drops elements at random (random.dropout_training)."""
     want_mask = len(node.outputs) > 1 and bool(node.outputs[1])
-    from .common import host_fallback
-    training = host_fallback(dev, node, opset)       # random masks: the CPU kernel's
 
     def run(ctx, x, ratio=None, training_mode=None, **attrs):
         if training_mode is not None and any(dev.ints(training_mode)):
-            return training(ctx, x, ratio, training_mode, **attrs)
+            from .random import dropout_training
+            value = 0.5
+            if ratio is not None:
+                from array import array
+                one = converted(dev, ratio, dtypes.DOUBLE)
+                value = array("d", bytes(dev.read(one.ptr, 8)))[0]
+            return dropout_training(dev, node, x, value, want_mask)
         if not want_mask:
             return x
         return x, dev.fill(dev.empty(x.shape, dtypes.BOOL), b"\x01")
