@@ -208,3 +208,35 @@ def bind_conv_transpose(dev, node, opset):
                 dev.call("er_fold", col.ptr, y.ptr + (i * m + g * mg) * outs * 4)
         return y
     return float_or_fallback(dev, node, opset, run)
+
+
+@operator("Col2Im")
+def bind_col2im(dev, node, opset):
+    """Sliding-window columns (N, C * prod(block), L) summed back into (N, C, *image):
+    er_fold per image."""
+    def run(ctx, x, image_t, block_t, **_):
+        image, block = list(dev.ints(image_t)), list(dev.ints(block_t))
+        rank = len(image)
+        if len(block) != rank or not 1 <= rank <= 3 or len(x.shape) != 3:
+            raise ValueError(f"Col2Im: input {list(x.shape)}, image_shape {image} and "
+                             f"block_shape {block} do not match")
+        strides = list(node.attr("strides") or [1] * rank)
+        dilations = list(node.attr("dilations") or [1] * rank)
+        pads = list(node.attr("pads") or [0] * (2 * rank))
+        blocks = [(image[a] + pads[a] + pads[rank + a] - ((block[a] - 1) * dilations[a] + 1))
+                  // strides[a] + 1 for a in range(rank)]
+        taps = product(block)
+        if x.shape[1] % taps or product(blocks) != x.shape[2]:
+            raise ValueError(f"Col2Im: input {list(x.shape)} does not hold {taps}-tap columns "
+                             f"for {product(blocks)} blocks")
+        n, c = x.shape[0], x.shape[1] // taps
+        y = dev.zeros([n, c] + image)
+        args = [rank, c]
+        for a in range(rank):
+            args += [block[a], blocks[a], image[a], strides[a], pads[a], dilations[a]]
+        for i in range(n):
+            dev.set_args(args)
+            dev.call("er_fold", x.ptr + i * x.shape[1] * x.shape[2] * 4,
+                     y.ptr + i * c * product(image) * 4)
+        return y
+    return float_or_fallback(dev, node, opset, run, float_inputs=[0])
