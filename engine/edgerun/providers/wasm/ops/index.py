@@ -1,13 +1,13 @@
 """Indexed data movement and scans (index.c) for any element type: GatherElements,
 ScatterElements (and the old Scatter), GatherND, ScatterND, Trilu, CumSum, CumProd, OneHot,
-TopK and Hardmax."""
+TopK, Hardmax and TensorScatter."""
 from __future__ import annotations
 
 from ....ir import dtypes
 from . import operator
 from .common import (contiguous_strides, converted, float_or_fallback, host_fallback,
                      normalize_axis, product)
-from .tensor import CAST_TYPES
+from .tensor import CAST_TYPES, copy_strided
 from ..device import SMALL_INTS, WasmTensor
 
 SCATTER_REDUCTIONS = {"none": 0, "add": 1, "mul": 2, "max": 3, "min": 4}
@@ -232,3 +232,43 @@ def bind_hardmax(dev, node, opset):
             dev.call("er_hardmax", x.ptr, y.ptr, outer, n, inner)
         return y
     return float_or_fallback(dev, node, opset, run)
+
+
+@operator("TensorScatter")
+def bind_tensor_scatter(dev, node, opset):
+    """The cache with each batch entry's update written along `axis` from its write index
+    (linear: must fit; circular: wraps around); one strided copy per batch entry and step."""
+    mode = _text(node.attr("mode", "linear"))
+    axis_attr = int(node.attr("axis", -2))
+
+    def run(ctx, cache, update, write_indices=None, **_):
+        if mode not in ("linear", "circular"):
+            raise ValueError(f"TensorScatter mode must be linear or circular, got {mode!r}")
+        rank = len(cache.shape)
+        axis = normalize_axis(axis_attr, rank)
+        if axis == 0 or len(update.shape) != rank or any(
+                (u > c) if d == axis else (u != c)
+                for d, (c, u) in enumerate(zip(cache.shape, update.shape))):
+            raise ValueError(f"TensorScatter update {list(update.shape)} does not fit cache "
+                             f"{list(cache.shape)} along axis {axis}")
+        batch, max_len, seq = cache.shape[0], cache.shape[axis], update.shape[axis]
+        starts = list(dev.ints(converted(dev, write_indices, dtypes.INT64))) \
+            if write_indices is not None else [0] * batch
+        y = dev.empty(cache.shape, cache.elem_type)
+        dev.call("er_memcpy", y.ptr, cache.ptr, cache.nbytes)
+        cs, us = contiguous_strides(cache.shape), contiguous_strides(update.shape)
+        step_shape = [d for i, d in enumerate(update.shape) if i not in (0, axis)]
+        step_cs = [s for i, s in enumerate(cs) if i not in (0, axis)]
+        step_us = [s for i, s in enumerate(us) if i not in (0, axis)]
+        for b in range(batch):
+            if mode == "linear" and seq and (starts[b] < 0 or starts[b] + seq > max_len):
+                raise ValueError(f"TensorScatter write index {starts[b]} + {seq} exceeds "
+                                 f"{max_len}")
+            for t in range(seq):
+                at = (starts[b] + t) % max_len if mode == "circular" else starts[b] + t
+                dst = y.ptr + (b * cs[0] + at * cs[axis]) * y.itemsize
+                src = update.ptr + (b * us[0] + t * us[axis]) * y.itemsize
+                copy_strided(dev, dst, src, y.itemsize, step_shape or [1], step_cs or [1],
+                             step_us or [1])
+        return y
+    return run
