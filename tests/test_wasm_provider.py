@@ -1389,3 +1389,30 @@ def test_scan_matches_the_cpu_provider(wasm, reverse, axis):
         want = edgerun.InferenceSession(model, providers=["cpu"]).run(None, feeds)
         for g, w in zip(got, want):
             np.testing.assert_allclose(g, w, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("axis,keep_sorted,dtype", [(None, 1, "float32"), (None, 0, "int64"),
+                                                    (0, 1, "int32"), (1, 0, "float32")])
+def test_unique_matches_the_cpu_provider(wasm, axis, keep_sorted, dtype):
+    """Repeated values and rows, sorted or by first appearance, flat or along an axis: all
+    four outputs equal to the CPU provider's."""
+    from onnx import helper
+    from onnx.helper import np_dtype_to_tensor_dtype
+
+    import edgerun
+
+    t = np_dtype_to_tensor_dtype(np.dtype(dtype))
+    rng = np.random.default_rng(7 if axis is None else axis)
+    x = rng.integers(0, 4, (6, 3)).astype(dtype)
+    x[3] = x[1]                                           # a repeated row
+    attrs = {"sorted": keep_sorted} | ({"axis": axis} if axis is not None else {})
+    graph = helper.make_graph(
+        [helper.make_node("Unique", ["x"], ["y", "i", "inv", "n"], **attrs)], "g",
+        [helper.make_tensor_value_info("x", t, None)],
+        [helper.make_tensor_value_info("y", t, None)] +
+        [helper.make_tensor_value_info(n, 7, None) for n in ("i", "inv", "n")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 11)]).SerializeToString()
+    got = edgerun.InferenceSession(model, providers=[wasm]).run(None, {"x": x})
+    want = edgerun.InferenceSession(model, providers=["cpu"]).run(None, {"x": x})
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)

@@ -1,13 +1,13 @@
 """Indexed data movement and scans (index.c) for any element type: GatherElements,
 ScatterElements (and the old Scatter), GatherND, ScatterND, Trilu, CumSum, CumProd, OneHot,
-TopK, Hardmax and TensorScatter."""
+TopK, Hardmax, TensorScatter and Unique."""
 from __future__ import annotations
 
 from ....ir import dtypes
 from . import operator
 from .common import (contiguous_strides, converted, float_or_fallback, host_fallback,
                      normalize_axis, product)
-from .tensor import CAST_TYPES, copy_strided
+from .tensor import CAST_TYPES, copy_strided, transpose
 from ..device import SMALL_INTS, WasmTensor
 
 SCATTER_REDUCTIONS = {"none": 0, "add": 1, "mul": 2, "max": 3, "min": 4}
@@ -272,3 +272,65 @@ def bind_tensor_scatter(dev, node, opset):
                              step_us or [1])
         return y
     return run
+
+
+@operator("Unique")
+def bind_unique(dev, node, opset):
+    """The unique elements (or slices along `axis`), found on the host: sorted ascending (NaN
+    last, all NaNs one value) or in order of first appearance; with the first index, the
+    inverse indices and the counts. The values are gathered from x, keeping its bits."""
+    from array import array
+
+    axis_attr = node.attr("axis")
+    keep_sorted = int(node.attr("sorted", 1))
+
+    def run(ctx, x, **_):
+        if x.elem_type not in CAST_TYPES:
+            raise TypeError(f"Unique of {dtypes.type_string(x.elem_type)} has no wasm kernel")
+        if axis_attr is None:
+            source, axis = x.view((x.size,)), 0
+        else:
+            axis = normalize_axis(int(axis_attr), len(x.shape))
+            source = x
+        moved = transpose(dev, source, [axis] + [a for a in range(len(source.shape))
+                                                 if a != axis]) if axis else source
+        rows, width = moved.shape[0], product(moved.shape[1:])
+        wide = converted(dev, moved, dtypes.DOUBLE)
+        flat = array("d", bytes(dev.read(wide.ptr, wide.nbytes))) if wide.size else []
+        keys = [tuple((1, 0.0) if v != v else (0, v) for v in flat[r * width:(r + 1) * width])
+                for r in range(rows)]
+        first: dict = {}
+        for r, k in enumerate(keys):
+            first.setdefault(k, r)
+        uniques = sorted(first) if keep_sorted else list(first)
+        position = {k: i for i, k in enumerate(uniques)}
+        counts = [0] * len(uniques)
+        for k in keys:
+            counts[position[k]] += 1
+        picks = [first[k] for k in uniques]
+        values = _gather_along(dev, source, axis, picks)
+        as_int64 = (lambda v: dev.from_ints(v, (len(v),), dtypes.INT64) if len(v) <= 64 else
+                    _int64s(dev, v))
+        return (values, as_int64(picks), as_int64([position[k] for k in keys]),
+                as_int64(counts))
+    return run
+
+
+def _gather_along(dev, x, axis: int, picks) -> WasmTensor:
+    shape = list(x.shape)
+    shape[axis] = len(picks)
+    y = dev.empty(shape, x.elem_type)
+    if y.size:
+        index = _int64s(dev, picks)
+        dev.call("er_gather", y.ptr, x.ptr, index.ptr, 1, len(picks), product(x.shape[:axis]),
+                 x.shape[axis], product(x.shape[axis + 1:]) * x.itemsize)
+    return y
+
+
+def _int64s(dev, values) -> WasmTensor:
+    from array import array
+
+    t = dev.empty((len(values),), dtypes.INT64)
+    if values:
+        dev.write(t.ptr, array("q", values))
+    return t
