@@ -33,6 +33,17 @@ enum {
     U_RECIPROCAL, U_LOG, U_ELU, U_SOFTSIGN, U_FLOOR, U_CEIL, U_SILU, U_AFFINE
 };
 
+/* One element of 1, 2, 4 or 8 bytes (any other size byte by byte). */
+static inline void copy_element(unsigned char *d, const unsigned char *s, i32 size) {
+    switch (size) {
+    case 4: *(uint32_t *)d = *(const uint32_t *)s; break;
+    case 8: *(uint64_t *)d = *(const uint64_t *)s; break;
+    case 2: *(uint16_t *)d = *(const uint16_t *)s; break;
+    case 1: *d = *s; break;
+    default: __builtin_memcpy(d, s, (size_t)size);
+    }
+}
+
 /* Broadcasting loops: the host passes shape[rank], then one stride list (elements, 0 where
  * broadcast) per operand, through er_args. A kernel walks the innermost dimension itself and
  * calls next_row after each row: it advances the index over the outer dimensions and each

@@ -12,15 +12,6 @@ static inline i64 index_at(const void *indices, i32 idx64, i64 i) {
     return idx64 ? ((const i64 *)indices)[i] : ((const i32 *)indices)[i];
 }
 
-static inline void copy_element(unsigned char *d, const unsigned char *s, i32 size) {
-    switch (size) {
-    case 4: *(uint32_t *)d = *(const uint32_t *)s; break;
-    case 8: *(uint64_t *)d = *(const uint64_t *)s; break;
-    case 2: *(uint16_t *)d = *(const uint16_t *)s; break;
-    default: *d = *s;
-    }
-}
-
 enum { S_NONE = 0, S_ADD, S_MUL, S_MAX, S_MIN };
 
 /* dst[k] combined with src[k] (one element of type t) by a scatter reduction */

@@ -67,16 +67,6 @@ EXPORT void er_not(const uint8_t *x, uint8_t *y, i32 n) {
     for (i32 i = 0; i < n; i++) y[i] = !x[i];
 }
 
-static inline void copy_bytes(unsigned char *d, const unsigned char *s, i32 size) {
-    switch (size) {
-    case 4: *(uint32_t *)d = *(const uint32_t *)s; break;
-    case 8: *(uint64_t *)d = *(const uint64_t *)s; break;
-    case 2: *(uint16_t *)d = *(const uint16_t *)s; break;
-    case 1: *d = *s; break;
-    default: __builtin_memcpy(d, s, (size_t)size);
-    }
-}
-
 /* y = cond ? a : b. er_args: shape[rank], cstride[rank], astride[rank], bstride[rank]. */
 EXPORT void er_where(const uint8_t *cond, const unsigned char *a, const unsigned char *b,
                      unsigned char *y, i32 elsize, i32 rank) {
@@ -89,7 +79,7 @@ EXPORT void er_where(const uint8_t *cond, const unsigned char *a, const unsigned
         for (i32 i = 0; i < inner; i++) {
             const unsigned char *src = cond[off[0] + i * ic]
                 ? a + (size_t)(off[1] + i * ia) * elsize : b + (size_t)(off[2] + i * ib) * elsize;
-            copy_bytes(y, src, elsize);
+            copy_element(y, src, elsize);
             y += elsize;
         }
         next_row(idx, shape, rank, 3, off);

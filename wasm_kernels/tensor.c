@@ -4,16 +4,6 @@
  */
 #include "elemtypes.h"
 
-static inline void copy_elem(unsigned char *d, const unsigned char *s, i32 size) {
-    switch (size) {
-    case 4: *(uint32_t *)d = *(const uint32_t *)s; break;
-    case 8: *(uint64_t *)d = *(const uint64_t *)s; break;
-    case 2: *(uint16_t *)d = *(const uint16_t *)s; break;
-    case 1: *d = *s; break;
-    default: __builtin_memcpy(d, s, (size_t)size);
-    }
-}
-
 /* er_args: shape[rank], dst_strides[rank], src_strides[rank] (elements, may be 0 or < 0). */
 EXPORT void er_copy_strided(unsigned char *dst, const unsigned char *src, i32 elsize, i32 rank) {
     const i32 *shape = er_args, *ds = er_args + rank, *ss = er_args + 2 * rank;
@@ -31,7 +21,7 @@ EXPORT void er_copy_strided(unsigned char *dst, const unsigned char *src, i32 el
             for (i32 i = 0; i < inner; i++)
                 *(uint32_t *)(dst + i * di) = *(const uint32_t *)(src + i * si);
         } else {
-            for (i32 i = 0; i < inner; i++) copy_elem(dst + i * di, src + i * si, elsize);
+            for (i32 i = 0; i < inner; i++) copy_element(dst + i * di, src + i * si, elsize);
         }
         for (i32 d = rank - 2; d >= 0; d--) {
             dst += ds[d] * elsize;
@@ -112,5 +102,5 @@ EXPORT void er_fill(unsigned char *dst, const unsigned char *pattern, i32 elsize
         __builtin_memset(dst, pattern[0], (size_t)n * (size_t)elsize);
         return;
     }
-    for (i32 i = 0; i < n; i++) copy_elem(dst + (size_t)i * elsize, pattern, elsize);
+    for (i32 i = 0; i < n; i++) copy_element(dst + (size_t)i * elsize, pattern, elsize);
 }

@@ -1,6 +1,8 @@
 """Shape arithmetic shared by the wasm operators (pure Python) and the float-type guard."""
 from __future__ import annotations
 
+from array import array
+
 from ....ir import dtypes
 from ....runtime.host_tensor import have_numpy
 from ..device import WasmTensor
@@ -125,6 +127,25 @@ def converted(dev, x: WasmTensor, elem_type: int, flags: int = 0) -> WasmTensor:
         raise TypeError(f"er_cast cannot convert {dtypes.type_string(x.elem_type)} to "
                         f"{dtypes.type_string(elem_type)}")
     return y
+
+
+def host_floats(dev, t: WasmTensor) -> list:
+    """A small numeric tensor's values read to the host as Python floats (scales, bounds,
+    thresholds); float32 and float64 are read as they are, other types converted first."""
+    if not t.size:
+        return []
+    if t.elem_type not in (dtypes.FLOAT, dtypes.DOUBLE):
+        t = converted(dev, t, dtypes.DOUBLE)
+    fmt = "f" if t.elem_type == dtypes.FLOAT else "d"
+    return list(array(fmt, bytes(dev.read(t.ptr, t.nbytes))))
+
+
+def floats_as(dev, values, shape, elem_type: int) -> WasmTensor:
+    """Values computed on the host in double precision, uploaded as `elem_type`."""
+    t = dev.empty(shape, dtypes.DOUBLE)
+    if t.size:
+        dev.write(t.ptr, array("d", values))
+    return converted(dev, t, elem_type)
 
 
 def float_or_fallback(dev, node, opset, fast, float_inputs=None, keep_outputs=()):

@@ -2,18 +2,15 @@
 this node is never recorded as a program (er_nms is not in the programs' kernel list)."""
 from __future__ import annotations
 
-from array import array
-
 from ....ir import dtypes
 from . import operator
-from .common import converted
+from .common import converted, host_floats
 
 
 def _scalar(dev, t, default, kind):
     if t is None or t.size == 0:
         return default
-    one = converted(dev, t, dtypes.DOUBLE)
-    return kind(array("d", bytes(dev.read(one.ptr, 8)))[0])
+    return kind(host_floats(dev, t)[0])
 
 
 @operator("NonMaxSuppression")

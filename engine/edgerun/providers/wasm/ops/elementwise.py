@@ -6,15 +6,13 @@ operators without a SIMD loop, take the typed kernels (er_map_unary, er_map_bina
 """
 from __future__ import annotations
 
-from array import array
-
 from ....ir import dtypes
 from . import EDGERUN, operator
-from .common import all_float, broadcast_shape, broadcast_strides, host_fallback, merge_dims
+from .common import (all_float, broadcast_shape, broadcast_strides, floats_as, host_fallback,
+                     host_floats, merge_dims)
 from .host_math import INT_BINARY, INTEGER_TYPES, elementwise, has_values, wrap
 from .tensor import CAST_TYPES
 from ..device import WasmTensor
-from ....runtime.host_tensor import HostTensor
 
 # Typed kernels' operation codes (map.c's enums, in order)
 MAP_UNARY = ("Identity Abs Neg Sign Round Floor Ceil Sqrt Exp Log Sin Cos Tan Asin Acos Atan "
@@ -151,9 +149,7 @@ def clip_between(dev, x: WasmTensor, lo=None, hi=None) -> WasmTensor:
 
 
 def _scalar(dev, t, default: float) -> float:
-    if t is None:
-        return default
-    return float(array("f", bytes(dev.read(t.ptr, 4)))[0])
+    return default if t is None else host_floats(dev, t)[0]
 
 
 BINARY = {"Add": 0, "Sub": 1, "Mul": 2, "Div": 3, "Max": 4, "Min": 5, "Pow": 6}   # er_binary
@@ -243,7 +239,7 @@ def bind_variadic(dev, node, opset):
         for x in xs[1:]:
             y = step(y, x)
         if node.op_type == "Mean" and len(xs) > 1:
-            count = dev.upload(HostTensor(dtypes.DOUBLE, (), array("d", [len(xs)]).tobytes()))
+            count = floats_as(dev, [len(xs)], (), dtypes.DOUBLE)
             y = map_binary(dev, MAP_BINARY.index("Div"), y, count, y.elem_type)
         return y
     return run

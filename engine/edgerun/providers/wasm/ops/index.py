@@ -6,8 +6,8 @@ from __future__ import annotations
 from ....ir import dtypes
 from . import operator
 from .common import (contiguous_strides, converted, float_or_fallback, host_fallback,
-                     normalize_axis, product)
-from .tensor import CAST_TYPES, copy_strided, transpose
+                     host_floats, normalize_axis, product)
+from .tensor import CAST_TYPES, copy_strided, take, transpose
 from ..device import SMALL_INTS, WasmTensor
 
 SCATTER_REDUCTIONS = {"none": 0, "add": 1, "mul": 2, "max": 3, "min": 4}
@@ -165,7 +165,7 @@ def bind_one_hot(dev, node, opset):
     def run(ctx, indices, depth, values, **_):
         if indices.elem_type not in CAST_TYPES or depth.elem_type not in CAST_TYPES:
             raise TypeError("OneHot indices and depth must be numeric")
-        n = int(_first_value(dev, depth))
+        n = int(host_floats(dev, depth)[0])
         if n < 1:
             raise ValueError(f"OneHot depth must be positive, got {n}")
         if values.size != 2:
@@ -183,12 +183,6 @@ def bind_one_hot(dev, node, opset):
         return y
     return run
 
-
-def _first_value(dev, t: WasmTensor) -> float:
-    """The first element of a numeric tensor as a Python number (depth, k)."""
-    one = converted(dev, t, dtypes.DOUBLE)
-    from array import array
-    return array("d", bytes(dev.read(one.ptr, 8)))[0]
 
 
 @operator("TopK")
@@ -279,8 +273,6 @@ def bind_unique(dev, node, opset):
     """The unique elements (or slices along `axis`), found on the host: sorted ascending (NaN
     last, all NaNs one value) or in order of first appearance; with the first index, the
     inverse indices and the counts. The values are gathered from x, keeping its bits."""
-    from array import array
-
     axis_attr = node.attr("axis")
     keep_sorted = int(node.attr("sorted", 1))
 
@@ -295,8 +287,7 @@ def bind_unique(dev, node, opset):
         moved = transpose(dev, source, [axis] + [a for a in range(len(source.shape))
                                                  if a != axis]) if axis else source
         rows, width = moved.shape[0], product(moved.shape[1:])
-        wide = converted(dev, moved, dtypes.DOUBLE)
-        flat = array("d", bytes(dev.read(wide.ptr, wide.nbytes))) if wide.size else []
+        flat = host_floats(dev, moved)
         keys = [tuple((1, 0.0) if v != v else (0, v) for v in flat[r * width:(r + 1) * width])
                 for r in range(rows)]
         first: dict = {}
@@ -308,29 +299,7 @@ def bind_unique(dev, node, opset):
         for k in keys:
             counts[position[k]] += 1
         picks = [first[k] for k in uniques]
-        values = _gather_along(dev, source, axis, picks)
-        as_int64 = (lambda v: dev.from_ints(v, (len(v),), dtypes.INT64) if len(v) <= 64 else
-                    _int64s(dev, v))
-        return (values, as_int64(picks), as_int64([position[k] for k in keys]),
-                as_int64(counts))
+        inverse = [position[k] for k in keys]
+        return (take(dev, source, axis, picks),
+                *(dev.from_ints(v, (len(v),), dtypes.INT64) for v in (picks, inverse, counts)))
     return run
-
-
-def _gather_along(dev, x, axis: int, picks) -> WasmTensor:
-    shape = list(x.shape)
-    shape[axis] = len(picks)
-    y = dev.empty(shape, x.elem_type)
-    if y.size:
-        index = _int64s(dev, picks)
-        dev.call("er_gather", y.ptr, x.ptr, index.ptr, 1, len(picks), product(x.shape[:axis]),
-                 x.shape[axis], product(x.shape[axis + 1:]) * x.itemsize)
-    return y
-
-
-def _int64s(dev, values) -> WasmTensor:
-    from array import array
-
-    t = dev.empty((len(values),), dtypes.INT64)
-    if values:
-        dev.write(t.ptr, array("q", values))
-    return t

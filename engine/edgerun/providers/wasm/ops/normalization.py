@@ -9,7 +9,7 @@ from .common import (broadcast_shape, broadcast_strides, contiguous_strides, con
                      float_or_fallback, normalize_axis, product)
 from .elementwise import AFFINE, BINARY, UNARY, binary
 from .reduce import REDUCE, reduce_axes
-from .tensor import CAST_TYPES, copy_strided
+from .tensor import CAST_TYPES, copy_strided, take
 from ..device import WasmTensor
 
 
@@ -172,19 +172,17 @@ def bind_group_norm(dev, node, opset):
                              f"{groups} groups")
         y = _normalize_rows(dev, x, n * groups, eps)
         if opset < 21:
-            index = dev.from_ints([i // (c // groups) for i in range(c)], (c,), dtypes.INT32)
-            scale, bias = (_per_group(dev, t, index, c, groups) for t in (scale, bias))
+            scale, bias = (_per_group(dev, t, c, groups) for t in (scale, bias))
         return _affine_per_channel(dev, y, scale, bias)
     return float_or_fallback(dev, node, opset, run)
 
 
-def _per_group(dev, t: WasmTensor, index: WasmTensor, channels: int, groups: int):
+def _per_group(dev, t: WasmTensor, channels: int, groups: int):
+    """Opset 18's one value per group, repeated for each channel of the group."""
     if t.size != groups:
         raise ValueError(f"GroupNormalization-18 takes one scale/bias per group ({groups}), "
                          f"got {t.size}")
-    y = dev.empty((channels,))
-    dev.call("er_gather", y.ptr, t.ptr, index.ptr, 0, channels, 1, groups, 4)
-    return y
+    return take(dev, t.view((groups,)), 0, [i // (channels // groups) for i in range(channels)])
 
 
 @operator("LpNormalization")

@@ -12,9 +12,9 @@ from array import array
 
 from ....ir import dtypes
 from . import operator
-from .common import converted, host_fallback, normalize_axis, product
+from .common import converted, host_fallback, host_floats, normalize_axis, product
 from .elementwise import MAP_BINARY, MAP_UNARY, map_binary, map_unary
-from .tensor import CAST_TYPES, cast_flags
+from .tensor import CAST_TYPES, cast_flags, take
 from ..device import WasmTensor
 
 INTEGER_RANGES = {dtypes.UINT8: (0, 255), dtypes.INT8: (-128, 127),
@@ -45,15 +45,7 @@ def expand_param(dev, param: WasmTensor, shape, axis: int, block: int) -> WasmTe
                 p != s for i, (p, s) in enumerate(zip(param.shape, shape)) if i != axis):
             raise ValueError(f"scale shape {list(param.shape)} with block_size {block} along "
                              f"axis {axis} does not tile input shape {list(shape)}")
-        full_shape = list(param.shape)
-        full_shape[axis] = shape[axis]
-        y = dev.empty(full_shape, param.elem_type)
-        index = dev.from_ints([a // block for a in range(shape[axis])], (shape[axis],),
-                              dtypes.INT32)
-        dev.call("er_gather", y.ptr, param.ptr, index.ptr, 0, shape[axis],
-                 product(param.shape[:axis]), blocks, product(param.shape[axis + 1:]) *
-                 param.itemsize)
-        return y
+        return take(dev, param, axis, [a // block for a in range(shape[axis])])
     if block < 0:
         raise ValueError(f"block_size must be positive, got {block}")
     if len(param.shape) != 1 or param.size != shape[axis]:
@@ -153,7 +145,7 @@ def bind_dynamic_quantize(dev, node, opset):
             extremes = dev.empty((2,))
             dev.call("er_reduce", 2, x.ptr, extremes.ptr, 1, x.size, 1)            # max
             dev.call("er_reduce", 3, x.ptr, extremes.ptr + 4, 1, x.size, 1)        # min
-            top, bottom = array("f", bytes(dev.read(extremes.ptr, 8)))
+            top, bottom = host_floats(dev, extremes)
             high, low = max(0.0, top), min(0.0, bottom)
         f32 = _float32
         scale = f32(f32(high - low) / 255) if high != low else 1.0

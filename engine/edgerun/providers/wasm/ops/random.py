@@ -5,11 +5,10 @@ numpy ones, as they do between runtimes."""
 from __future__ import annotations
 
 import random
-from array import array
 
 from ....ir import dtypes
 from . import operator
-from .common import converted
+from .common import converted, floats_as, host_floats
 from .elementwise import MAP_BINARY, map_binary
 from .tensor import CAST_TYPES
 
@@ -17,13 +16,6 @@ from .tensor import CAST_TYPES
 def _generator(node) -> random.Random:
     seed = node.attr("seed")
     return random.Random(seed if seed is not None and seed == seed else None)
-
-
-def _floats(dev, values, shape, elem_type: int):
-    t = dev.empty(shape, dtypes.DOUBLE)
-    if t.size:
-        dev.write(t.ptr, array("d", values))
-    return converted(dev, t, elem_type)
 
 
 def _draw(node, count: int) -> list:
@@ -44,7 +36,7 @@ def bind_random(dev, node, opset):
         count = 1
         for d in shape:
             count *= d
-        return _floats(dev, _draw(node, count), shape, elem_type)
+        return floats_as(dev, _draw(node, count), shape, elem_type)
     return run
 
 
@@ -56,7 +48,7 @@ def bind_random_like(dev, node, opset):
         elem_type = int(dtype) if dtype is not None else x.elem_type
         if elem_type not in CAST_TYPES:
             raise TypeError(f"{node.op_type} to {dtypes.type_string(elem_type)}")
-        return _floats(dev, _draw(node, x.size), x.shape, elem_type)
+        return floats_as(dev, _draw(node, x.size), x.shape, elem_type)
     return run
 
 
@@ -66,11 +58,10 @@ def bind_bernoulli(dev, node, opset):
     dtype = node.attr("dtype")
 
     def run(ctx, x, **_):
-        p = converted(dev, x, dtypes.DOUBLE)
-        probabilities = array("d", bytes(dev.read(p.ptr, p.nbytes))) if p.size else []
+        probabilities = host_floats(dev, x)
         rng = _generator(node)
         draws = [1.0 if rng.random() < q else 0.0 for q in probabilities]
-        return _floats(dev, draws, x.shape, int(dtype) if dtype is not None else x.elem_type)
+        return floats_as(dev, draws, x.shape, int(dtype) if dtype is not None else x.elem_type)
     return run
 
 
@@ -81,8 +72,8 @@ def dropout_training(dev, node, x, ratio: float, want_mask: bool):
     rng = _generator(node)
     keep = [rng.random() >= ratio for _ in range(x.size)]
     mask = dev.from_ints([int(k) for k in keep], x.shape, dtypes.BOOL) if x.size <= 64 else \
-        _floats(dev, [float(k) for k in keep], x.shape, dtypes.BOOL)
-    scale = _floats(dev, [1.0 / (1.0 - ratio)], (), x.elem_type)
+        floats_as(dev, [float(k) for k in keep], x.shape, dtypes.BOOL)
+    scale = floats_as(dev, [1.0 / (1.0 - ratio)], (), x.elem_type)
     kept = map_binary(dev, MAP_BINARY.index("Mul"), x, converted(dev, mask, x.elem_type),
                       x.elem_type)
     y = map_binary(dev, MAP_BINARY.index("Mul"), kept, scale, x.elem_type)

@@ -7,8 +7,8 @@ from array import array
 
 from ....ir import dtypes
 from . import operator
-from .common import contiguous_strides, converted, normalize_axis, product
-from .tensor import CAST_TYPES, copy_strided, transpose
+from .common import contiguous_strides, converted, normalize_axis
+from .tensor import CAST_TYPES, copy_strided, take, transpose
 from ..device import WasmTensor
 
 
@@ -81,17 +81,6 @@ def _truths(dev, t: WasmTensor) -> list:
     return list(bytes(dev.read(flags.ptr, flags.size))) if flags.size else []
 
 
-def _gather_axis(dev, x: WasmTensor, axis: int, picks) -> WasmTensor:
-    shape = list(x.shape)
-    shape[axis] = len(picks)
-    y = dev.empty(shape, x.elem_type)
-    if y.size:
-        index = dev.from_ints(picks, (len(picks),), dtypes.INT32)
-        dev.call("er_gather", y.ptr, x.ptr, index.ptr, 0, len(picks), product(x.shape[:axis]),
-                 x.shape[axis], product(x.shape[axis + 1:]) * x.itemsize)
-    return y
-
-
 @operator("Compress")
 def bind_compress(dev, node, opset):
     axis_attr = node.attr("axis")
@@ -105,7 +94,7 @@ def bind_compress(dev, node, opset):
         if len(keep) > x.shape[axis]:
             raise ValueError(f"Compress: condition has {len(keep)} entries, more than axis "
                              f"{axis} of {list(x.shape)} holds")
-        return _gather_axis(dev, x, axis, [i for i, k in enumerate(keep) if k])
+        return take(dev, x, axis, [i for i, k in enumerate(keep) if k])
     return run
 
 

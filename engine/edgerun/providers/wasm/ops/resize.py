@@ -13,12 +13,11 @@ from array import array
 from ....ir import dtypes, resize_rules as rules
 from ....runtime.host_tensor import HostTensor
 from . import operator
-from .common import converted, float_or_fallback, product
+from .common import converted, float_or_fallback, host_floats, product
 from .elementwise import MAP_UNARY, map_unary
-from .tensor import CAST_TYPES
+from .tensor import CAST_TYPES, take
 from ..device import WasmTensor
 
-FLOAT_FORMATS = {dtypes.FLOAT: "f", dtypes.DOUBLE: "d"}
 INT_RANGES = {dtypes.INT8: (-128, 127), dtypes.UINT8: (0, 255), dtypes.INT16: (-32768, 32767),
               dtypes.UINT16: (0, 65535), dtypes.INT32: (-2 ** 31, 2 ** 31 - 1),
               dtypes.UINT32: (0, 2 ** 32 - 1), dtypes.INT64: (-2 ** 63, 2 ** 63 - 1),
@@ -45,11 +44,7 @@ def check_resize(node, opset) -> str:
 
 def _floats(dev, t) -> list:
     """A small float tensor's values (scales, roi); None when absent or empty."""
-    if t is None or t.size == 0:
-        return None
-    if t.elem_type not in FLOAT_FORMATS:
-        t = converted(dev, t, dtypes.DOUBLE)
-    return list(array(FLOAT_FORMATS[t.elem_type], bytes(dev.read(t.ptr, t.nbytes))))
+    return host_floats(dev, t) if t is not None and t.size else None
 
 
 @operator("Resize", "Upsample", check=check_resize)
@@ -143,10 +138,7 @@ def _resample(dev, x: WasmTensor, axis: int, out_size: int, taps, outside, fill:
     if y.size == 0 or taps is None:
         return dev.zeros(shape, x.elem_type)
     if nearest and outside is None:
-        index = _upload(dev, dtypes.INT32, "i", taps, (out_size,))
-        dev.call("er_gather", y.ptr, x.ptr, index.ptr, 0, out_size, outer, in_n,
-                 inner * x.itemsize)
-        return y
+        return take(dev, x, axis, taps)
     index, weight = ([[i] for i in taps], [[1.0]] * out_size) if nearest else taps
     count = len(index[0])
     index_t = _upload(dev, dtypes.INT32, "i", [i for row in index for i in row],

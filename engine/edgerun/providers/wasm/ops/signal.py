@@ -3,11 +3,10 @@ double precision: w[n] for n < size, with N = size (periodic) or size - 1 (symme
 from __future__ import annotations
 
 import math
-from array import array
 
 from ....ir import dtypes
 from . import operator
-from .common import converted
+from .common import converted, floats_as
 
 WINDOWS = {
     "HannWindow": lambda phase: 0.5 - 0.5 * math.cos(phase),
@@ -29,8 +28,5 @@ def bind_window(dev, node, opset):
         period = count if periodic else count - 1
         values = [shape_of(2 * math.pi * i / period if period > 0 else 0.0)
                   for i in range(count)]
-        t = dev.empty((count,), dtypes.DOUBLE)
-        if count:
-            dev.write(t.ptr, array("d", values))
-        return converted(dev, t, elem_type)
+        return floats_as(dev, values, (count,), elem_type)
     return run

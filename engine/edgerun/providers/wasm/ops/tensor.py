@@ -13,7 +13,7 @@ from ....ir import dtypes
 from ....ir.shape_rules import split_lengths
 from . import operator
 from .common import (broadcast_shape, broadcast_strides, contiguous_strides, converted,
-                     host_values, merge_dims, normalize_axis, product)
+                     host_floats, host_values, merge_dims, normalize_axis, product)
 from .host_math import has_values, wrap
 from ..device import INT_FORMATS, SMALL_INTS, WasmTensor
 
@@ -45,6 +45,18 @@ def strided_values(values, shape, strides, offset: int = 0) -> list:
 def _host_result(x: WasmTensor, shape) -> bool:
     """True when `x` carries its values and a result of `shape` is small: computed on the host."""
     return x.ints is not None and product(shape) <= SMALL_INTS
+
+
+def take(dev, x: WasmTensor, axis: int, picks) -> WasmTensor:
+    """x's slices at the host-known indices `picks` along `axis` (any element type)."""
+    shape = list(x.shape)
+    shape[axis] = len(picks)
+    y = dev.empty(shape, x.elem_type)
+    if y.size:
+        index = dev.from_ints(picks, (len(picks),), dtypes.INT64)
+        dev.call("er_gather", y.ptr, x.ptr, index.ptr, 1, len(picks), product(x.shape[:axis]),
+                 x.shape[axis], product(x.shape[axis + 1:]) * x.itemsize)
+    return y
 
 
 def transpose(dev, x: WasmTensor, perm) -> WasmTensor:
@@ -402,11 +414,7 @@ def bind_dropout(dev, node, opset):
     def run(ctx, x, ratio=None, training_mode=None, **attrs):
         if training_mode is not None and any(dev.ints(training_mode)):
             from .random import dropout_training
-            value = 0.5
-            if ratio is not None:
-                from array import array
-                one = converted(dev, ratio, dtypes.DOUBLE)
-                value = array("d", bytes(dev.read(one.ptr, 8)))[0]
+            value = host_floats(dev, ratio)[0] if ratio is not None else 0.5
             return dropout_training(dev, node, x, value, want_mask)
         if not want_mask:
             return x
