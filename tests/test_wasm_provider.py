@@ -1416,3 +1416,27 @@ def test_unique_matches_the_cpu_provider(wasm, axis, keep_sorted, dtype):
     want = edgerun.InferenceSession(model, providers=["cpu"]).run(None, {"x": x})
     for g, w in zip(got, want):
         np.testing.assert_array_equal(g, w)
+
+
+def test_max_pool_indices_of_padding_only_windows_match_onnxruntime(wasm):
+    """A window that reads only padding gives the lowest float and the plane's offset - 1
+    as its index (onnxruntime's and the CPU provider's answer); found by difftest seed 91."""
+    import onnxruntime
+    from onnx import TensorProto, helper
+
+    import edgerun
+
+    graph = helper.make_graph(
+        [helper.make_node("MaxPool", ["x"], ["y", "i"], kernel_shape=[2], pads=[1, 1],
+                          dilations=[2])], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, None)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None),
+         helper.make_tensor_value_info("i", TensorProto.INT64, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 12)]).SerializeToString()
+    for shape in ((1, 1, 1), (3, 9, 1), (2, 3, 4)):
+        x = np.random.default_rng(len(shape)).standard_normal(shape).astype(np.float32)
+        got = edgerun.InferenceSession(model, providers=[wasm]).run(None, {"x": x})
+        want = onnxruntime.InferenceSession(model, providers=["CPUExecutionProvider"]).run(
+            None, {"x": x})
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(g, w)

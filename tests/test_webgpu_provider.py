@@ -841,6 +841,9 @@ def test_maxpool_indices_and_training_optimizers_match_the_cpu_provider(gpu):
         _on_gpu_matches_cpu(gpu, "MaxPool", {"x": x}, opset=12, n_outputs=2,
                             kernel_shape=[3, 2], strides=[2, 1], pads=[1, 0, 1, 1],
                             storage_order=order)
+    # windows of padding only (length-1 axis, dilated kernel): index = plane offset - 1
+    _on_gpu_matches_cpu(gpu, "MaxPool", {"x": _rng_values(rng, (2, 3, 1))}, opset=12,
+                        n_outputs=2, kernel_shape=[2], pads=[1, 1], dilations=[2])
     training = "ai.onnx.preview.training"
     rate, step = np.array(0.3, np.float32), np.array(3, np.int64)
     params = [_rng_values(rng, (2, 40)), _rng_values(rng, (5,))]

@@ -122,9 +122,10 @@ EXPORT void er_pool_nd(i32 mode, const float *x, float *y, i64 *indices, float p
                 }
             }
             if (mode == P_MAX) {
-                /* a window of padding only: the lowest float, as onnxruntime and the CPU */
+                /* a window of padding only: the lowest float, and the plane's offset - 1 as
+                 * its index, as onnxruntime and the CPU kernel */
                 *y++ = best_at < 0 ? -3.402823466e+38f : best;
-                if (indices) *indices++ = best_at < 0 ? 0 : q * plane + best_at;
+                if (indices) *indices++ = q * plane + best_at;
             } else if (mode == P_AVG) {
                 *y++ = count ? (float)(sum / count) : 0.0f;
             } else {

@@ -49,7 +49,8 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     return;
   }
   out[i] = select(bitcast<f32>(0xff7fffffu), best, seen);   // -FLT_MAX
-  if ({{IDX}} == 1) { indices[i] = i32(plane + at); }
+  // a window of padding only: the plane's offset - 1, as onnxruntime and the CPU provider
+  if ({{IDX}} == 1) { indices[i] = select(i32(plane) - 1, i32(plane + at), seen); }
 }
 
 //! kernel avgpool
