@@ -17,7 +17,7 @@
     X(er_attention) X(er_nll) X(er_elements) X(er_nd) X(er_trilu) X(er_cumulative) \
     X(er_one_hot) X(er_top_k) X(er_hardmax) X(er_resample) \
     X(er_fold) X(er_igemm) X(er_pool_nd) X(er_rnn_step) \
-    X(er_grid_sample) X(er_rotary)
+    X(er_grid_sample) X(er_rotary) X(er_reduce_int) X(er_argmax_int)
 
 void er_memcpy(unsigned char *dst, const unsigned char *src, i32 nbytes);
 void er_fill(unsigned char *dst, const unsigned char *pattern, i32 elsize, i32 n);
@@ -91,6 +91,9 @@ void er_batch_norm(const float *x, const float *scale, const float *bias,
 void er_lrn(const float *x, float *y, i32 n, i32 c, i32 hw, i32 size, float alpha,
             float beta, float bias);
 void er_reduce(i32 op, const float *x, float *y, i32 outer, i32 r, i32 inner);
+void er_reduce_int(i32 op, i32 t, const void *x, void *y, i32 outer, i32 r, i32 inner);
+void er_argmax_int(i32 t, const void *x, i64 *y, i32 outer, i32 r, i32 inner, i32 is_min,
+                   i32 select_last);
 void er_argmax(const float *x, i64 *y, i32 outer, i32 r, i32 inner, i32 is_min,
                i32 select_last);
 void er_lstm_cell(const float *gates, i32 ldg, const float *c_prev, const float *peep,

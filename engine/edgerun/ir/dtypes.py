@@ -5,6 +5,7 @@ imports numpy (and ml_dtypes for the exotic float/int formats) only when asked.
 """
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass
 
 
@@ -98,3 +99,8 @@ def code_of_numpy(dtype) -> int:
             return STRING
         raise ValueError(f"numpy dtype {dtype} has no ONNX element type")
     return t.code
+
+
+def as_float32(value: float) -> float:
+    """A Python float rounded to the nearest float32 (host arithmetic done in float32)."""
+    return struct.unpack("<f", struct.pack("<f", value))[0]

@@ -9,16 +9,13 @@ are combined in float32 where numpy does.
 from __future__ import annotations
 
 import math
-import struct
+
+from .dtypes import as_float32
 
 TRANSFORMS = ("half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners",
               "asymmetric", "tf_half_pixel_for_nn", "tf_crop_and_resize")
 NEAREST_MODES = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil", "legacy")
 POLICIES = ("stretch", "not_larger", "not_smaller")
-
-
-def as_float32(value: float) -> float:
-    return struct.unpack("<f", struct.pack("<f", value))[0]
 
 
 def normalize_axes(axes, rank: int) -> list:

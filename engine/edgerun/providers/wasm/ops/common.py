@@ -115,6 +115,7 @@ def _as_array(value):
 # float types the float32 kernels compute by converting in and out (as onnxruntime's CPU
 # kernels compute float16): float64 loses its extra precision there
 WIDENED_FLOATS = frozenset({dtypes.FLOAT16, dtypes.BFLOAT16, dtypes.DOUBLE})
+EXACT_IN_FLOAT32 = frozenset({dtypes.INT8, dtypes.UINT8, dtypes.INT16, dtypes.UINT16})
 
 
 def converted(dev, x: WasmTensor, elem_type: int, flags: int = 0) -> WasmTensor:
@@ -148,12 +149,15 @@ def floats_as(dev, values, shape, elem_type: int) -> WasmTensor:
     return converted(dev, t, elem_type)
 
 
-def float_or_fallback(dev, node, opset, fast, float_inputs=None, keep_outputs=()):
+def float_or_fallback(dev, node, opset, fast, float_inputs=None, keep_outputs=(),
+                      selects_values=False):
     """`fast` when the listed inputs (default: all) are float32 tensors; when they are all
     one other float type (float16, bfloat16, float64), `fast` on float32 copies, its float32
     outputs converted back (except those at `keep_outputs`, float32 by the spec); else the
-    fallback."""
+    fallback. With `selects_values` (outputs are input values: max pooling) 8- and 16-bit
+    integers widen too, exactly."""
     slow = host_fallback(dev, node, opset)
+    widened_types = WIDENED_FLOATS | EXACT_IN_FLOAT32 if selects_values else WIDENED_FLOATS
 
     def run(ctx, *inputs, **attrs):
         positions = range(len(inputs)) if float_inputs is None else \
@@ -163,7 +167,7 @@ def float_or_fallback(dev, node, opset, fast, float_inputs=None, keep_outputs=()
             return fast(ctx, *inputs)
         kinds = {v.elem_type if isinstance(v, WasmTensor) else None
                  for v in checked if v is not None}
-        if len(kinds) != 1 or not kinds <= WIDENED_FLOATS:
+        if len(kinds) != 1 or not kinds <= widened_types:
             return slow(ctx, *inputs, **attrs)
         kind = kinds.pop()
         widened = list(inputs)

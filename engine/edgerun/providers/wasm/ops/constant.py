@@ -1,5 +1,7 @@
 """Values made from attributes and shapes: Constant, ConstantOfShape and Range.
 
+String constants stay host values (linear memory holds no strings; see text.py).
+
 Without numpy the optimizer does not fold these away, so they run every call: Constant
 uploads its value once, when the node is bound; ConstantOfShape keeps its last result for
 the same shape (the light model zoo builds every weight with it), since values are never
@@ -12,21 +14,23 @@ import math
 from array import array
 
 from ....ir import Tensor, dtypes
+from ....ir.dtypes import as_float32
 from ....runtime.host_tensor import HostTensor
 from . import operator
-from .common import product
-from ..device import INT_FORMATS, SMALL_INTS
+from .common import floats_as, host_floats, product
+from .text import string_tensor
+from ..device import INT_FORMATS, SMALL_INTS, UNHELD_TYPES
 
-_VALUE_ATTRS = ("value", "value_float", "value_floats", "value_int", "value_ints")
+_VALUE_ATTRS = ("value", "value_float", "value_floats", "value_int", "value_ints",
+                "value_string", "value_strings")
 
 
 def check_constant(node, opset) -> str:
     names = set(node.attributes)
     if not names & set(_VALUE_ATTRS):
-        return f"Constant with {sorted(names)} (string and sparse values stay on the host)"
+        return f"Constant with {sorted(names)} (sparse values need numpy)"
     value = node.attr("value")
-    if value is not None and (value.elem_type == dtypes.STRING or
-                              dtypes.elem_type(value.elem_type).bits % 8):
+    if value is not None and value.elem_type in UNHELD_TYPES - {dtypes.STRING}:
         return f"Constant of {dtypes.type_string(value.elem_type)}"
     return ""
 
@@ -35,6 +39,10 @@ def constant_value(node) -> HostTensor:
     a = node.attr
     if a("value") is not None:
         return HostTensor.from_ir(a("value"))
+    if a("value_string") is not None:
+        return HostTensor(dtypes.STRING, (), [a("value_string")])
+    if a("value_strings") is not None:
+        return HostTensor(dtypes.STRING, (len(a("value_strings")),), a("value_strings"))
     if a("value_float") is not None:
         return HostTensor(dtypes.FLOAT, (), array("f", [a("value_float")]).tobytes())
     if a("value_floats") is not None:
@@ -48,7 +56,11 @@ def constant_value(node) -> HostTensor:
 
 @operator("Constant", check=check_constant)
 def bind_constant(dev, node, opset):
-    value = dev.upload(constant_value(node))
+    value = constant_value(node)
+    if value.elem_type == dtypes.STRING:
+        value = string_tensor(dev, value.shape, value.data)
+    else:
+        value = dev.upload(value)
     return lambda ctx, **_: value
 
 
@@ -80,24 +92,26 @@ def bind_constant_of_shape(dev, node, opset):
 
 @operator("Range")
 def bind_range(dev, node, opset):
-    from .common import host_fallback
-    fallback = host_fallback(dev, node, opset)
-
-    def run(ctx, start, limit, delta, **attrs):
+    """Computed on the host, as the CPU kernel does: integers exactly, float16 and bfloat16
+    in float32 (the stash type) or float64, wider floats in float64."""
+    def run(ctx, start, limit, delta, stash_type=1, **_):
         kind = start.elem_type
-        if kind not in INT_FORMATS and kind not in (dtypes.FLOAT, dtypes.DOUBLE):
-            return fallback(ctx, start, limit, delta, **attrs)
         if kind in INT_FORMATS:
             s, l, d = dev.ints(start)[0], dev.ints(limit)[0], dev.ints(delta)[0]
-        elif kind in (dtypes.FLOAT, dtypes.DOUBLE):
-            fmt = "f" if kind == dtypes.FLOAT else "d"
-            s, l, d = (array(fmt, bytes(dev.read(t.ptr, t.itemsize)))[0]
-                       for t in (start, limit, delta))
+            if d == 0:
+                raise ValueError("Range delta must not be zero")
+            n = max(-((s - l) // d), 0)
+            return dev.from_ints([s + i * d for i in range(n)], (n,), kind)
+        s, l, d = (host_floats(dev, t)[0] for t in (start, limit, delta))
         if d == 0:
-            raise ValueError("Range delta cannot be 0")
-        n = max(int(math.ceil((l - s) / d)), 0)
-        values = [s + i * d for i in range(n)]
-        if kind in INT_FORMATS:
-            return dev.from_ints(values, (n,), kind)
-        return dev.upload(HostTensor(kind, (n,), array(fmt, values).tobytes()))
+            raise ValueError("Range delta must not be zero")
+        if not math.isfinite((l - s) / d):
+            raise ValueError(f"Range from {s} to {l} by {d} has no finite length")
+        n = max(math.ceil((l - s) / d), 0)
+        if dtypes.elem_type(kind).bits <= 16 and stash_type == 1:
+            s, d = as_float32(s), as_float32(d)
+            values = [as_float32(s + as_float32(i * d)) for i in range(n)]
+        else:
+            values = [s + i * d for i in range(n)]
+        return floats_as(dev, values, (n,), kind)
     return run

@@ -10,9 +10,11 @@ import operator as op
 
 from ....ir import dtypes
 from . import operator
-from .common import broadcast_shape, broadcast_strides, host_fallback, merge_dims
+from .common import broadcast_shape, broadcast_strides, host_fallback, host_values, merge_dims
 from .host_math import elementwise, has_values
 from .tensor import CAST_TYPES
+from .text import compare_strings, is_strings
+from ..device import WasmTensor
 
 # op_type -> (er_compare code, the same on Python values)
 COMPARE = {
@@ -24,11 +26,16 @@ COMPARE = {
 
 
 @operator(*COMPARE)
+@host_values                            # Equal takes strings, which stay on the host
 def bind_compare(dev, node, opset):
     code, fn = COMPARE[node.op_type]
     fallback = host_fallback(dev, node, opset)
 
     def run(ctx, a, b, **attrs):
+        if type(a) is not WasmTensor or type(b) is not WasmTensor:
+            if node.op_type == "Equal" and is_strings(a) and is_strings(b):
+                return compare_strings(dev, fn, a, b)
+            return fallback(ctx, a, b, **attrs)
         if a.elem_type != b.elem_type:
             raise TypeError(f"{node.op_type} inputs differ in type: "
                             f"{dtypes.type_string(a.elem_type)} and "

@@ -1,15 +1,20 @@
-"""ai.onnx.ml operators the exported scikit-learn pipelines use: Scaler and
-ArrayFeatureExtractor."""
+"""ai.onnx.ml operators the exported scikit-learn pipelines use: Scaler,
+ArrayFeatureExtractor and LabelEncoder."""
 from __future__ import annotations
 
+import struct
 from array import array
 
-from ....ir import dtypes
-from ....runtime.host_tensor import HostTensor
+from ....ir import dtypes, text_rules
+from ....runtime.host_tensor import HostTensor, flat_values
 from . import operator
-from .common import product
+from .common import floats_as, host_floats, host_values, product
 from .elementwise import BINARY, binary
 from .tensor import CAST_TYPES, cast
+from .text import is_strings, string_tensor, strings_of
+from ..device import INT_FORMATS, WasmTensor
+
+FLOAT_TYPES = (dtypes.FLOAT, dtypes.DOUBLE, dtypes.FLOAT16, dtypes.BFLOAT16)
 
 ML = ("ai.onnx.ml",)
 
@@ -59,3 +64,101 @@ def bind_array_feature_extractor(dev, node, opset):
                              f"range for a last axis of size {size}")
         return y
     return run
+
+
+@operator("LabelEncoder", domains=ML)
+@host_values                            # strings stay on the host
+def bind_label_encoder(dev, node, opset):
+    """A table lookup on the host: opset 1 maps strings to their index in classes_strings
+    (or indices to strings); opsets 2 and 4 map keys_* to values_*, opset 4 adding the
+    *_tensor forms and NaN keys that match NaN inputs."""
+    def run(ctx, x, **attrs):
+        shape, items, in_type = _label_input(dev, x)
+        if opset < 2:
+            classes = attrs.get("classes_strings") or []
+            if in_type == dtypes.STRING:
+                table, out_type = {c: i for i, c in enumerate(classes)}, dtypes.INT64
+                default = attrs.get("default_int64", -1)
+            else:
+                table, out_type = dict(enumerate(classes)), dtypes.STRING
+                default = attrs.get("default_string", "_Unused")
+        else:
+            table, out_type, default = _label_table(attrs, in_type)
+        nan_value = default
+        if opset >= 4:
+            nan_value = next((v for k, v in table.items() if k != k), default)
+        mapped = [nan_value if v != v else table.get(v, default) for v in items]
+        return _label_output(dev, mapped, shape, out_type)
+    return run
+
+
+def _label_input(dev, x) -> tuple:
+    """(shape, flat Python values, element type) of LabelEncoder's input."""
+    if is_strings(x):
+        shape, items = strings_of(x, "LabelEncoder")
+        return shape, items, dtypes.STRING
+    if not isinstance(x, WasmTensor):
+        raise TypeError(f"LabelEncoder input of {type(x).__name__}")
+    if x.elem_type in INT_FORMATS:
+        return x.shape, list(dev.ints(x)), x.elem_type
+    return x.shape, host_floats(dev, x), x.elem_type
+
+
+_ROUNDING = {dtypes.FLOAT: "<f", dtypes.FLOAT16: "<e"}
+
+
+def _label_table(attrs: dict, in_type: int) -> tuple:
+    """(key -> value, output element type, default) from opset 2/4 attributes."""
+    keys = _first_given(attrs, "keys_tensor", "keys_floats", "keys_int64s", "keys_strings")
+    if keys is None:
+        raise ValueError("LabelEncoder: one of keys_floats, keys_int64s, keys_strings, "
+                         "keys_tensor is required")
+    keys = flat_values(keys) if _is_tensor(keys) else list(keys)
+    if attrs.get("values_tensor") is not None:
+        out_type = _elem_type(attrs["values_tensor"])
+        values = flat_values(attrs["values_tensor"])
+        default = {dtypes.STRING: attrs.get("default_string", "_Unused")}.get(
+            out_type, attrs.get("default_float", -0.0) if out_type in FLOAT_TYPES
+            else attrs.get("default_int64", -1))
+    else:
+        for name, out_type, fallback in (("values_floats", dtypes.FLOAT, -0.0),
+                                         ("values_int64s", dtypes.INT64, -1),
+                                         ("values_strings", dtypes.STRING, "_Unused")):
+            if attrs.get(name) is not None:
+                values = list(attrs[name])
+                default = attrs.get("default_" + name[7:-1], fallback)
+                break
+        else:
+            raise ValueError("LabelEncoder: one of values_floats, values_int64s, "
+                             "values_strings, values_tensor is required")
+    given = attrs.get("default_tensor")
+    if given is not None and flat_values(given):
+        default = flat_values(given)[0]
+    if len(keys) != len(values):
+        raise ValueError(f"LabelEncoder: {len(keys)} keys but {len(values)} values")
+    if in_type in _ROUNDING and keys and isinstance(keys[0], float):
+        fmt = _ROUNDING[in_type]                 # compare at the input's precision
+        keys = [struct.unpack(fmt, struct.pack(fmt, k))[0] for k in keys]
+    return dict(zip(keys, values)), out_type, default
+
+
+def _first_given(attrs: dict, *names):
+    return next((attrs[n] for n in names if attrs.get(n) is not None), None)
+
+
+def _is_tensor(value) -> bool:
+    return isinstance(value, HostTensor) or hasattr(value, "dtype")
+
+
+def _elem_type(value) -> int:
+    if isinstance(value, HostTensor):
+        return value.elem_type
+    return dtypes.code_of_numpy(value.dtype)
+
+
+def _label_output(dev, values: list, shape, out_type: int):
+    if out_type == dtypes.STRING:
+        return string_tensor(dev, shape, [text_rules.as_str(v) for v in values])
+    if out_type in INT_FORMATS:
+        return dev.from_ints(values, shape, out_type)
+    return floats_as(dev, [float(v) for v in values], shape, out_type)

@@ -49,7 +49,7 @@ def bind_pool(dev, node, opset):
                       g["out"][0], g["out"][1], include_pad])
         dev.call(export, x.ptr, y.ptr)
         return y
-    return float_or_fallback(dev, node, opset, run)
+    return float_or_fallback(dev, node, opset, run, selects_values=node.op_type == "MaxPool")
 
 
 def pool_nd(dev, node, x, include_pad: int, with_indices: bool):

@@ -1,11 +1,14 @@
-"""ReduceSum/Mean/Max/Min/SumSquare/Prod/L1/L2/LogSum/LogSumExp over any axes: adjacent axes fold into one (outer, R,
-inner) pass; others are transposed to the end first. ArgMax/ArgMin over one axis."""
+"""ReduceSum/Mean/Max/Min/SumSquare/Prod/L1/L2/LogSum/LogSumExp over any axes: adjacent axes
+fold into one (outer, R, inner) pass; others are transposed to the end first. ArgMax/ArgMin
+over one axis. Float tensors run the float32 kernels (other float types widened); integer and
+bool tensors run er_reduce_int / er_argmax_int in their own type."""
 from __future__ import annotations
 
 from . import operator
 from ....ir import dtypes
 from .common import float_or_fallback, normalize_axis, product
 from .tensor import transpose
+from ..device import INT_FORMATS
 
 REDUCE = {"ReduceSum": 0, "ReduceMean": 1, "ReduceMax": 2, "ReduceMin": 3,
           "ReduceSumSquare": 4, "ReduceProd": 5, "ReduceL1": 6, "ReduceL2": 7,
@@ -31,26 +34,39 @@ def bind_reduce(dev, node, opset):
         if not axes and noop_empty:
             if node.op_type in ONE_ELEMENT_IDENTITY:
                 return x
-            y = dev.empty(list(x.shape))      # no reduction, but each element's own part
+            y = dev.empty(list(x.shape), x.elem_type)   # no reduction: each element's own part
             if y.size:
-                dev.call("er_reduce", code, x.ptr, y.ptr, y.size, 1, 1)
+                _reduce_call(dev, code, x, y, y.size, 1, 1)
             return y
         return reduce_axes(dev, x, code, axes or range(rank), keepdims)
-    return float_or_fallback(dev, node, opset, run, float_inputs=[0])
+    on_floats = float_or_fallback(dev, node, opset, run, float_inputs=[0])
+
+    def dispatch(ctx, x, *rest, **attrs):
+        if x.elem_type in INT_FORMATS:
+            return run(ctx, x, *rest)
+        return on_floats(ctx, x, *rest, **attrs)
+    return dispatch
+
+
+def _reduce_call(dev, code: int, src, y, outer: int, r: int, inner: int) -> None:
+    if src.elem_type in INT_FORMATS:
+        dev.call("er_reduce_int", code, src.elem_type, src.ptr, y.ptr, outer, r, inner)
+    else:
+        dev.call("er_reduce", code, src.ptr, y.ptr, outer, r, inner)
 
 
 def reduce_axes(dev, x, code: int, axes, keepdims: bool):
-    """er_reduce operation `code` of float32 `x` over `axes` (adjacent ones in one pass,
-    others moved last first)."""
+    """Reduction `code` of `x` (float32, integer or bool) over `axes` (adjacent ones in one
+    pass, others moved last first)."""
     rank = len(x.shape)
     axes = sorted({normalize_axis(int(a), rank, "reduce axis") for a in axes})
     if not axes:                       # a scalar: its one element's own part
-        y = dev.empty(x.shape)
-        dev.call("er_reduce", code, x.ptr, y.ptr, 1, 1, 1)
+        y = dev.empty(x.shape, x.elem_type)
+        _reduce_call(dev, code, x, y, 1, 1, 1)
         return y
     out_full = [1 if i in axes else d for i, d in enumerate(x.shape)]
     out_shape = out_full if keepdims else [d for i, d in enumerate(x.shape) if i not in axes]
-    y = dev.empty(out_shape)
+    y = dev.empty(out_shape, x.elem_type)
     if y.size == 0:
         return y
     src, shape = x, x.shape
@@ -62,7 +78,7 @@ def reduce_axes(dev, x, code: int, axes, keepdims: bool):
     outer = product(shape[:axes[0]])
     r = product(shape[axes[0]:axes[-1] + 1])
     inner = product(shape[axes[-1] + 1:])
-    dev.call("er_reduce", code, src.ptr, y.ptr, outer, r, inner)
+    _reduce_call(dev, code, src, y, outer, r, inner)
     return y
 
 
@@ -81,8 +97,17 @@ def bind_arg_reduce(dev, node, opset):
             raise ValueError(f"{node.op_type} over an empty axis {axis}")
         out = shape[:axis] + ([1] if keepdims else []) + shape[axis + 1:]
         y = dev.empty(out, dtypes.INT64)
-        if y.size:
-            dev.call("er_argmax", x.ptr, y.ptr, product(shape[:axis]), shape[axis],
-                     product(shape[axis + 1:]), is_min, select_last)
+        if not y.size:
+            return y
+        sizes = (product(shape[:axis]), shape[axis], product(shape[axis + 1:]), is_min,
+                 select_last)
+        if x.elem_type in INT_FORMATS:
+            dev.call("er_argmax_int", x.elem_type, x.ptr, y.ptr, *sizes)
+        else:
+            dev.call("er_argmax", x.ptr, y.ptr, *sizes)
         return y
-    return float_or_fallback(dev, node, opset, run)
+    on_floats = float_or_fallback(dev, node, opset, run)
+
+    def dispatch(ctx, x, **attrs):
+        return run(ctx, x) if x.elem_type in INT_FORMATS else on_floats(ctx, x, **attrs)
+    return dispatch
