@@ -8,7 +8,8 @@ second run (a replay of the program the first run recorded) must match the nativ
 provider's (rtol 1e-3, atol 1e-4, same dtype and shape).
 
 Also: the wheel carries the kernels' .wasm and its stamp, and an installed package (no
-sources beside it) loads them with numpy blocked.
+sources beside it) loads them with numpy blocked; micropip installs the wheel; and every
+ONNX node case the wasm provider passes natively passes in Pyodide too (tests/numpy_free.py).
 """
 import json
 import os
@@ -264,3 +265,47 @@ def test_micropip_installs_the_wheel_and_import_edgerun_runs_on_wasm(wheel, tmp_
     assert got["probabilities"][:2] == ["HostTensor", [rows, 10]]
     np.testing.assert_allclose(np.array(got["probabilities"][2], np.float32).reshape(rows, 10),
                                probabilities, rtol=RTOL, atol=ATOL)
+
+
+# --- The conformance cases inside Pyodide ---------------------------------------------------
+
+CONFORMANCE_PY = r"""
+import json, micropip
+await micropip.install("emfs:/data/" + config["wheel_name"], deps=True)
+""" + "{runner}" + r"""
+json.dumps({"results": run_job(json.loads(open("/data/job.json").read()))})
+"""
+
+
+def test_conformance_cases_in_pyodide_match_as_natively(wheel, tmp_path):
+    """Every ONNX node case the wasm provider passes natively (with numpy's help nowhere: see
+    conformance.py) runs in Pyodide under Node, numpy absent, kernels in V8's WebAssembly,
+    and gives the expected outputs on its first run (recording a program) and its second (the
+    replay). The cases it does not pass are listed, with reasons, in
+    conformance_expected_failures_wasm.json."""
+    need(shutil.which("node") is not None, "node", "apt-get install nodejs (Node 20)")
+    need(os.path.exists(PYODIDE), "the pyodide npm package", "npm ci (package.json pins 314.0.7)")
+    import numpy_free
+    from edgerun.providers.wasm.provider import WasmProvider
+
+    cases = numpy_free.passing_cases(WasmProvider())
+    (tmp_path / "job.json").write_text(json.dumps(numpy_free.job(cases, {}, repeat=2)))
+    name = _wheel_name(wheel)
+    config = {"tools": _pyodide_tool_wheels(_pyodide_lock()), "wheel_name": name,
+              "code": CONFORMANCE_PY.replace("{runner}", numpy_free.RUNNER),
+              "files": {name: wheel, "job.json": str(tmp_path / "job.json")}}
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    (tmp_path / "run.mjs").write_text(MICROPIP_JS)
+    out = tmp_path / "out.json"
+    done = subprocess.run(["node", str(tmp_path / "run.mjs"),
+                           os.path.join(ROOT, "node_modules", "pyodide"),
+                           str(tmp_path / "config.json"), str(out)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=NODE_TIMEOUT_S)
+    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+    got = json.loads(out.read_text())
+    assert got["fetches"] == []
+    errors, problems, replayed = numpy_free.check(cases, got["results"])
+    assert not errors, "\n".join(f"{k}: {v}" for k, v in sorted(errors.items()))
+    assert not problems, "\n".join(problems)
+    assert replayed > len(cases) // 2, f"only {replayed} cases replayed a recorded program"
+    print(f"\nwasm in Pyodide: {len(cases)} conformance cases match ({replayed} replayed)")
