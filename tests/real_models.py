@@ -80,6 +80,29 @@ def _silero(name, **kw):
     return lambda: (wheel_model("silero-vad", f"silero_vad/data/{name}"), _vad_feeds(**kw))
 
 
+def text_lines(batch: int, height: int, width: int, seed: int = 0) -> np.ndarray:
+    """Rows of dark glyph-like bars on white, normalized as PaddleOCR does (ImageNet mean and
+    std, NCHW): what its text detector answers with a real probability map (random pixels
+    give all but zeros)."""
+    rng = _rng(seed)
+    images = np.ones((batch, height, width, 3), np.float32)
+    for image in images:
+        for row in range(height // 8, height - 12, 16):
+            x = int(rng.integers(2, 8))
+            while x < width - 4:
+                glyph = int(rng.integers(3, 9))
+                image[row:row + 9, x:x + glyph] = rng.uniform(0.0, 0.3)
+                x += glyph + int(rng.integers(2, 5))
+    mean, std = np.float32([0.485, 0.456, 0.406]), np.float32([0.229, 0.224, 0.225])
+    return np.ascontiguousarray(((images - mean) / std).transpose(0, 3, 1, 2))
+
+
+def _ppocr_v4(part: str, shape: tuple):
+    return lambda: (wheel_model("rapidocr-onnxruntime",
+                                f"rapidocr_onnxruntime/models/ch_PP-OCRv4_{part}_infer.onnx"),
+                    {"x": text_lines(*shape)})
+
+
 def _light(name):
     def load():
         path = randomized_light_model(name)
@@ -166,6 +189,10 @@ REAL_MODELS = {
         wheel_model("rapidocr-onnxruntime",
                     "rapidocr_onnxruntime/models/ch_ppocr_mobile_v2.0_cls_infer.onnx"),
         {"x": _rng().random((2, 3, 48, 192)).astype(np.float32)}),
+    # text detection (Resize, ConvTranspose) and recognition (attention, which the optimizer
+    # fuses into com.edgerun Attention), PP-OCRv4 as rapidocr ships them
+    "ppocr_v4_det": _ppocr_v4("det", (1, 96, 128)),
+    "ppocr_v4_rec": _ppocr_v4("rec", (2, 48, 160)),
 }
 
 
@@ -194,6 +221,10 @@ _SILERO_BATCHES = {"batch1": lambda f: f, "batch3": lambda f: _silero_batch(f, 3
 _VARIANTS = {
     "digits_mlp": {"batch1": lambda f: {"input": f["input"][:1]}, "batch360": lambda f: f},
     "magika": {f"batch{n}": (lambda f, n=n: _magika(n)) for n in (1, 2, 8)},
+    "ppocr_v4_det": {"batch1_96x128": lambda f: f,
+                     "batch2_64x96": lambda f: {"x": text_lines(2, 64, 96, seed=1)}},
+    "ppocr_v4_rec": {"batch2_w160": lambda f: f,
+                     "batch1_w320": lambda f: {"x": text_lines(1, 48, 320, seed=2)}},
     "ppocr_mobile_cls": {"batch1_w192": lambda f: _ppocr(1, 192),
                          "batch4_w320": lambda f: _ppocr(4, 320),
                          "batch2_w100": lambda f: _ppocr(2, 100)},

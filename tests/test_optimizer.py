@@ -381,6 +381,52 @@ def test_attention_fusion(style, opset, tmp_path):
     _check_saved_in_onnxruntime(model, feeds, _run(data, feeds), tmp_path, f"{style}{opset}")
 
 
+
+# mask shapes the fused Attention must broadcast like numpy's Add: BERT's [b, 1, 1, keys], one
+# key column ([b, 1, q, 1], which the provider kernels would otherwise read as padding), a
+# full causal [1, 1, q, keys], none
+FUSED_MASKS = [(2, (2, 1, 1, 5)), (2, (2, 1, 4, 1)), (1, (1, 1, 4, 5)), (1, None)]
+
+
+@pytest.mark.parametrize("provider", ["wasm", "webgpu"])
+@pytest.mark.parametrize("batch,mask_shape", FUSED_MASKS)
+def test_fused_attention_runs_on_the_page_providers(provider, batch, mask_shape, gpu_if_webgpu):
+    """The com.edgerun Attention the optimizer makes runs on wasm and WebGPU themselves (a
+    page has no numpy CPU provider behind them) and matches onnxruntime on the unfused
+    graph (atol 1e-5)."""
+    heads, seq_q, seq_k, size = 2, 4, 5, 8
+    nodes = [helper.make_node("Transpose", ["k"], ["kt"], perm=[0, 1, 3, 2]),
+             helper.make_node("MatMul", ["q", "kt"], ["qk"]),
+             helper.make_node("Div", ["qk", "root"], ["scores"])]
+    logits = "scores"
+    if mask_shape is not None:
+        nodes.append(helper.make_node("Add", ["scores", "mask"], ["logits"]))
+        logits = "logits"
+    nodes += [helper.make_node("Softmax", [logits], ["probs"], axis=-1),
+              helper.make_node("MatMul", ["probs", "v"], ["y"])]
+    inputs = [_vi("q", [batch, heads, seq_q, size]), _vi("k", [batch, heads, seq_k, size]),
+              _vi("v", [batch, heads, seq_k, size])]
+    rng = np.random.default_rng(batch)
+    feeds = {n: rng.standard_normal((batch, heads, seq_q if n == "q" else seq_k, size))
+             .astype(np.float32) for n in "qkv"}
+    if mask_shape is not None:
+        inputs.append(_vi("mask", list(mask_shape)))
+        feeds["mask"] = np.where(rng.random(mask_shape) < 0.3, -10000.0, 0.0).astype(np.float32)
+    data = _model(nodes, inputs, [_vi("y", [batch, heads, seq_q, size])],
+                  [("root", np.float32(np.sqrt(size)))], opset=17)
+    sess = edgerun.InferenceSession(data, providers=[provider])
+    placed = {(n["op_type"], n["provider"]) for n in sess.explain()["nodes"]}
+    assert placed == {("Attention", provider)}, placed
+    want = onnxruntime.InferenceSession(data, providers=["CPUExecutionProvider"]).run(None, feeds)
+    np.testing.assert_allclose(sess.run(None, feeds)[0], want[0], rtol=1e-5, atol=1e-5)
+
+
+@pytest.fixture
+def gpu_if_webgpu(request):
+    """The WebGPU adapter, required only for the webgpu cases."""
+    if request.node.callspec.params.get("provider") == "webgpu":
+        request.getfixturevalue("gpu")
+
 def _hard_swish_nodes(form):
     if form == "hard_sigmoid":
         return [helper.make_node("HardSigmoid", ["x"], ["g"], alpha=1 / 6, beta=0.5),

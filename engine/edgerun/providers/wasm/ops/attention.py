@@ -1,4 +1,5 @@
-"""Attention (opset 23+): er_attention over 4-D strided views of Q, K, V and the mask.
+"""Attention (opset 23+, and the optimizer's com.edgerun form): er_attention over 4-D strided
+views of Q, K, V and the mask.
 
 3-D inputs pack the heads into the last axis, (batch, sequence, heads * head_size); they are
 read in place as (batch, heads, sequence, head_size) through strides. With past_key and
@@ -10,8 +11,9 @@ from __future__ import annotations
 import math
 
 from ....ir import dtypes
-from . import operator
+from . import EDGERUN, operator
 from .common import contiguous_strides, converted, float_or_fallback
+from .matmul import broadcast_into
 from .tensor import copy_strided
 from ..device import WasmTensor
 
@@ -189,4 +191,25 @@ def bind_swiglu(dev, node, opset):
                              f"{list(b.shape)}")
         gated = map_unary(dev, MAP_UNARY.index("Swish"), a, a.elem_type, alpha)
         return map_binary(dev, MAP_BINARY.index("Mul"), gated, b, a.elem_type)
+    return run
+
+
+@operator("Attention", domains=EDGERUN)
+def bind_fused_attention(dev, node, opset):
+    """The optimizer's com.edgerun Attention (optimizer/fuse_attention.py): standard
+    Attention on 4-D Q, K, V with an additive float mask that broadcasts like numpy's Add,
+    its key axis included (er_attention reads a shorter mask as padding, so a mask of one
+    key column is widened first)."""
+    standard = bind_attention(dev, node, opset)
+
+    def run(ctx, q, k, v, mask=None, **_):
+        if not len(q.shape) == len(k.shape) == len(v.shape) == 4:
+            raise ValueError(f"Attention expects 4-D Q, K, V [batch, heads, seq, head_size], "
+                             f"got {list(q.shape)}, {list(k.shape)}, {list(v.shape)}")
+        keys = k.shape[2]
+        if mask is not None and mask.shape and mask.shape[-1] == 1 and keys != 1:
+            widened = dev.empty(tuple(mask.shape[:-1]) + (keys,), mask.elem_type)
+            broadcast_into(dev, mask, widened)
+            mask = widened
+        return standard(ctx, q, k, v, mask)
     return run

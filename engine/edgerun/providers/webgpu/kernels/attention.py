@@ -232,3 +232,23 @@ def linear_attention(gpu, ctx, query, key, value, past_state=None, decay=None, b
     gpu.dispatch("rnn", "linear_attention", out, [q, k, v, past, decay_t, beta_t, state],
                  params, batch * kv_num_heads * dv)
     return out, state
+
+
+@gpu_op("Attention", domain="com.edgerun", check=check_attention, typed=True)
+def fused_attention(gpu, ctx, q, k, v, mask=None, scale=None):
+    """The optimizer's com.edgerun Attention (optimizer/fuse_attention.py): standard Attention
+    on 4-D Q, K, V with an additive float mask that broadcasts like numpy's Add, its key axis
+    included (attention.wgsl reads a shorter mask as padding, so a mask of one key column is
+    widened first)."""
+    q, k, v = as_gpu(gpu, q), as_gpu(gpu, k), as_gpu(gpu, v)
+    if not q.ndim == k.ndim == v.ndim == 4:
+        raise ValueError(f"Attention expects 4-D Q, K, V [batch, heads, seq, head_size], got "
+                         f"{list(q.shape)}, {list(k.shape)}, {list(v.shape)}")
+    if mask is not None:
+        mask = as_gpu_any(gpu, mask)
+        keys = k.shape[2]
+        if mask.ndim and mask.shape[-1] == 1 and keys != 1:
+            full = tuple(mask.shape[:-1]) + (keys,)
+            mask = strided_copy(gpu, gpu.empty(full, mask.dtype), mask, full,
+                                broadcast_strides(mask.shape, full), strides_of(full))
+    return attention(gpu, ctx, q, k, v, mask, scale=scale)
