@@ -148,8 +148,11 @@ def check(cases: list, results: dict) -> tuple:
         replayed += result["programs"]["replayed"] > 0
         for (_, expected), runs in zip(case["data_sets"], result["runs"]):
             for i, run in enumerate(runs):
+                # the floor conformance.py allows wasm: float32 references carry rounding
+                # noise where exact answers are 0, the kernels compute in double
+                atol = max(case["atol"], conformance.PROVIDER_ATOL["wasm"])
                 problem = conformance.compare_outputs(
-                    expected, [decode(v) for v in run], case["rtol"], case["atol"],
+                    expected, [decode(v) for v in run], case["rtol"], atol,
                     conformance._shape_only(case))
                 if problem:
                     problems.append(f"{case['name']} run {i}: {problem[:200]}")

@@ -17,7 +17,8 @@
     X(er_attention) X(er_nll) X(er_elements) X(er_nd) X(er_trilu) X(er_cumulative) \
     X(er_one_hot) X(er_top_k) X(er_hardmax) X(er_resample) \
     X(er_fold) X(er_igemm) X(er_pool_nd) X(er_rnn_step) \
-    X(er_grid_sample) X(er_rotary) X(er_reduce_int) X(er_argmax_int)
+    X(er_grid_sample) X(er_rotary) X(er_reduce_int) X(er_argmax_int) \
+    X(er_dft) X(er_stft) X(er_roi_align) X(er_det)
 
 void er_memcpy(unsigned char *dst, const unsigned char *src, i32 nbytes);
 void er_fill(unsigned char *dst, const unsigned char *pattern, i32 elsize, i32 n);
@@ -98,5 +99,14 @@ void er_argmax(const float *x, i64 *y, i32 outer, i32 r, i32 inner, i32 is_min,
                i32 select_last);
 void er_lstm_cell(const float *gates, i32 ldg, const float *c_prev, const float *peep,
                   float *c, i32 ldc, float *h, i32 ldh, i32 batch, i32 hidden, float clip);
+/* signal and detection kernels (fft.c, roi_align.c, det.c) */
+void er_dft(const void *x, void *y, double *scratch, i32 t, i32 outer, i32 n_in, i32 inner,
+            i32 channels, i32 length, i32 out_n, i32 mode);
+void er_stft(const void *x, const void *window, void *y, double *scratch, i32 t, i32 tw,
+             i32 batch, i32 n, i32 channels, i32 frames, i32 step, i32 size, i32 bins);
+i32 er_roi_align(const void *x, const void *rois, const i64 *batch_index, void *y,
+                 double *acc, i32 t, i32 tr, i32 sampling_ratio, float spatial_scale,
+                 i32 flags);
+void er_det(const void *x, void *y, double *scratch, i32 t, i32 batch, i32 n);
 
 #endif

@@ -125,6 +125,17 @@ EXPORT i32 er_run_program(const uint32_t *words, i32 nwords) {
             break;
         case OP_er_grid_sample: er_grid_sample(P(0), P(1), P(2), I(3), I(4), I(5)); break;
         case OP_er_rotary: bad = er_rotary(P(0), P(1), P(2), P(3), P(4)); break;
+        case OP_er_dft:
+            er_dft(P(0), P(1), P(2), I(3), I(4), I(5), I(6), I(7), I(8), I(9), I(10));
+            break;
+        case OP_er_stft:
+            er_stft(P(0), P(1), P(2), P(3), I(4), I(5), I(6), I(7), I(8), I(9), I(10), I(11),
+                    I(12));
+            break;
+        case OP_er_roi_align:
+            bad = er_roi_align(P(0), P(1), P(2), P(3), P(4), I(5), I(6), I(7), F(8), I(9));
+            break;
+        case OP_er_det: er_det(P(0), P(1), P(2), I(3), I(4), I(5)); break;
         default: bad = 1;
         }
         if (bad) return (i32)(w - words) + 1;

@@ -38,4 +38,4 @@ def lookup(op_type: str, domain: str):
 from . import (conv, elementwise, matmul, normalization, pool, reduce, tensor,  # noqa: E402,F401
                attention, constant, control_flow, index, logic, loss, ml, pad, recurrent,
                detection, einsum, quantization, random, rearrange, resize, sequence,
-               signal, text)
+               signal, text, spectral, roi_align, unpool, det)
