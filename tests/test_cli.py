@@ -46,12 +46,15 @@ def test_explain_json_says_why_a_provider_refused(tmp_path):
     import onnx
     from onnx import TensorProto, helper
 
-    node = helper.make_node("Det", ["x"], ["y"])     # no wasm kernel: the CPU provider runs it
+    # no wasm kernel: the CPU provider runs it
+    node = helper.make_node("Binarizer", ["x"], ["y"], domain="ai.onnx.ml", threshold=0.5)
     graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT,
                                                                           [3, 3])],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [])])
-    path = tmp_path / "det.onnx"
-    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3, 3])])
+    path = tmp_path / "binarizer.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
+                                                      helper.make_opsetid("ai.onnx.ml", 1)]),
+              path)
     out = _edgerun("explain", str(path), "--providers", "wasm,cpu", "--json")
     assert out.returncode == 0, out.stderr
     (node_report,) = json.loads(out.stdout)["nodes"]

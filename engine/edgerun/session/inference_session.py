@@ -1,6 +1,7 @@
 """InferenceSession: onnxruntime's Python API over edgerun's pipeline.
 
-    bytes -> onnx.reader -> ir.Model -> inline functions -> optimizer -> partition -> plan -> run
+    bytes -> onnx.reader -> ir.Model -> inline functions -> expand contrib ops -> optimizer
+    -> partition -> plan -> run
 """
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from ..ir.validate import validate_model
 from ..errors import InvalidArgument, NotImplementedOp
 from ..onnx import load_model
 from ..optimizer import optimize
+from ..optimizer.contrib_ops import expand_contrib_ops
 from ..optimizer.inline_functions import inline_functions
 from ..optimizer.save import save_optimized
 from ..providers.registry import create_providers
@@ -49,6 +51,7 @@ class InferenceSession:
         _check_opsets(self._model)
         validate_model(self._model)
         inline_functions(self._model)
+        expand_contrib_ops(self._model)
         optimize(self._model, int(self._options.graph_optimization_level))
         if self._options.optimized_model_filepath:
             save_optimized(self._model, self._options.optimized_model_filepath)

@@ -175,12 +175,3 @@ def microsoft_fused_gemm(ctx, a, b, c=None, activation="Relu", activation_alpha=
     params = [p for p in (activation_alpha, activation_beta) if p is not None]
     return fused_gemm(ctx, a, b, c, activation, params, **gemm_attrs)
 
-
-@kernel("Gelu", domain=MICROSOFT)
-def microsoft_gelu(ctx, x):
-    return fused_gelu(ctx, x, "none")
-
-
-@kernel("FastGelu", domain=MICROSOFT)
-def microsoft_fast_gelu(ctx, x, bias=None):
-    return fused_gelu(ctx, x if bias is None else x + bias, "tanh")
