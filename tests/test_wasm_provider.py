@@ -1734,3 +1734,99 @@ def test_det_matches_the_cpu_provider(wasm):
             got, want = _wasm_and_cpu(wasm, model, {"x": x.astype(dtype)})
             np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
     assert not wasm.stats["host_fallbacks"].get("Det"), wasm.stats
+
+
+@pytest.mark.parametrize("a_shape,b_shape", [((1, 517), (517, 9)), ((130, 33), (33, 1030)),
+                                             ((2, 5, 257), (257, 6)), ((3, 2, 4), (1, 4, 3)),
+                                             ((7, 20), (20, 11))])
+def test_integer_gemm_blocks_match_onnxruntime(wasm, a_shape, b_shape):
+    """er_igemm's int16-pair panels: K past one panel (256) and odd, M past MC (128) and not a
+    multiple of 4, N past NC (1024), batch 1 and broadcast batches; values spanning both
+    ends of the centered 8-bit range; 2-D cases with a zero point per column of B."""
+    import onnxruntime
+    from onnx import TensorProto, helper
+
+    import edgerun
+
+    rng = np.random.default_rng(sum(a_shape) + sum(b_shape))
+    a = rng.integers(0, 256, a_shape, dtype=np.uint8)
+    b = rng.integers(-128, 128, b_shape, dtype=np.int8)
+    a[..., 0] = 255
+    b[0, ...] = -128
+    graph = helper.make_graph(
+        [helper.make_node("MatMulInteger", ["a", "b", "az", "bz"], ["y"])], "g",
+        [helper.make_tensor_value_info("a", TensorProto.UINT8, None),
+         helper.make_tensor_value_info("b", TensorProto.INT8, None)],
+        [helper.make_tensor_value_info("y", TensorProto.INT32, None)],
+        [helper.make_tensor("az", TensorProto.UINT8, [], [3]),
+         helper.make_tensor("bz", TensorProto.INT8, [], [-128])] if len(a_shape) != 2 else
+        [helper.make_tensor("az", TensorProto.UINT8, [], [200]),    # per row: not in onnxruntime
+         helper.make_tensor("bz", TensorProto.INT8, [b_shape[1]],
+                            rng.integers(-128, 128, b_shape[1]).tolist())])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]).SerializeToString()
+    got = edgerun.InferenceSession(model, providers=[wasm]).run(None, {"a": a, "b": b})[0]
+    want = onnxruntime.InferenceSession(model, providers=["CPUExecutionProvider"]).run(
+        None, {"a": a, "b": b})[0]
+    np.testing.assert_array_equal(got, want)
+
+
+def test_integer_gemm_with_a_zero_point_per_row(wasm):
+    """MatMulInteger's A zero point of one value per row (onnxruntime's CPU kernel takes only
+    one): (a - az[:, None]) @ (b - bz) computed exactly in numpy."""
+    from onnx import TensorProto, helper
+
+    import edgerun
+
+    rng = np.random.default_rng(11)
+    a = rng.integers(-128, 128, (9, 300), dtype=np.int8)
+    b = rng.integers(-128, 128, (300, 13), dtype=np.int8)
+    az = rng.integers(-128, 128, 9, dtype=np.int8)
+    bz = rng.integers(-128, 128, 13, dtype=np.int8)
+    graph = helper.make_graph(
+        [helper.make_node("MatMulInteger", ["a", "b", "az", "bz"], ["y"])], "g",
+        [helper.make_tensor_value_info(n, TensorProto.INT8, None) for n in ("a", "b", "az", "bz")],
+        [helper.make_tensor_value_info("y", TensorProto.INT32, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]).SerializeToString()
+    got = edgerun.InferenceSession(model, providers=[wasm]).run(
+        None, {"a": a, "b": b, "az": az, "bz": bz})[0]
+    want = (a.astype(np.int64) - az[:, None]) @ (b.astype(np.int64) - bz[None, :])
+    np.testing.assert_array_equal(got, want.astype(np.int32))
+
+
+@pytest.mark.parametrize("qtype", ["uint8", "int8", "int16", "uint16"])
+@pytest.mark.parametrize("x_type,scale_type", [("float32", "float32"), ("float64", "float32"),
+                                               ("float32", "float64"), ("float16", "float32")])
+def test_per_tensor_quantize_matches_the_cpu_provider(wasm, qtype, x_type, scale_type):
+    """er_quantize_linear (one scale, one zero point): ties at exact half steps round to
+    even, values far outside the range saturate, the division in the scale's precision;
+    DynamicQuantizeLinear takes the same kernel."""
+    from onnx import helper
+    from onnx.helper import np_dtype_to_tensor_dtype as tt
+
+    import edgerun
+
+    rng = np.random.default_rng(len(qtype) + len(x_type))
+    scale = np.array(0.37, scale_type)
+    steps = rng.integers(-400, 400, 300).astype(np.float64) + rng.choice([0.0, 0.5, 0.49], 300)
+    x = np.concatenate([steps * float(scale), [1e9, -1e9, 0.0]]).astype(x_type)
+    zero = np.array(7 if qtype.startswith("u") else -3, qtype)
+    graph = helper.make_graph(
+        [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["y"])], "g",
+        [helper.make_tensor_value_info("x", tt(np.dtype(x_type)), None)],
+        [helper.make_tensor_value_info("y", tt(np.dtype(qtype)), None)],
+        [helper.make_tensor("s", tt(np.dtype(scale_type)), [], [float(scale)]),
+         helper.make_tensor("z", tt(np.dtype(qtype)), [], [int(zero)])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)]).SerializeToString()
+    got = edgerun.InferenceSession(model, providers=[wasm]).run(None, {"x": x})[0]
+    want = edgerun.InferenceSession(model, providers=["cpu"]).run(None, {"x": x})[0]
+    np.testing.assert_array_equal(got, want)
+    if qtype == "uint8" and x_type == "float32":
+        dyn = helper.make_model(helper.make_graph(
+            [helper.make_node("DynamicQuantizeLinear", ["x"], ["y", "s", "z"])], "g",
+            [helper.make_tensor_value_info("x", 1, None)],
+            [helper.make_tensor_value_info(n, t, None) for n, t in (("y", 2), ("s", 1), ("z", 2))]),
+            opset_imports=[helper.make_opsetid("", 13)]).SerializeToString()
+        x = x[:-3]
+        for g, w in zip(edgerun.InferenceSession(dyn, providers=[wasm]).run(None, {"x": x}),
+                        edgerun.InferenceSession(dyn, providers=["cpu"]).run(None, {"x": x})):
+            np.testing.assert_array_equal(g, w)

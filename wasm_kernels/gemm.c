@@ -195,17 +195,141 @@ void sgemm_internal(i32 M, i32 N, i32 K, const float *A, i32 rsa, i32 csa, const
     sgemm(M, N, K, A, rsa, csa, B, rsb, csb, C, ldc, accumulate);
 }
 
-/* C (int32, row stride ldc) = A (M x K) B (K x N) over int32 operands (centered quantized
- * values), summed in 64 bits and wrapped to 32 at the end (ONNX: the accumulation may
- * overflow only in 32 bits). Strides in elements. */
-EXPORT void er_igemm(i32 M, i32 N, i32 K, const i32 *A, i32 rsa, i32 csa, const i32 *B,
-                     i32 rsb, i32 csb, i32 *C, i32 ldc) {
-    for (i32 i = 0; i < M; i++) {
-        for (i32 j = 0; j < N; j++) {
-            i64 sum = 0;
-            for (i32 k = 0; k < K; k++)
-                sum += (i64)A[(i64)i * rsa + (i64)k * csa] * B[(i64)k * rsb + (i64)j * csb];
-            C[(i64)i * ldc + j] = (i32)sum;
+/* ---- integer GEMM: C (int32) = (A - a_zp) (B - b_zp) of 8-bit operands ----------------
+ *
+ * MatMulInteger and QLinearMatMul. A (M x K) and B (K x N) are uint8 or int8 (type codes),
+ * element (i, k) at A[i*rsa + k*csa]; a zero point is one value or, with its per flag, one
+ * per row of A / per column of B, of the operand's type (null: 0). Packing subtracts the zero
+ * points and stores int16 pairs along K, so i32x4.dot_i16x8_s multiplies 8 lanes and adds
+ * neighbours: two k per instruction. A's panel holds, per k pair, the pair of each of MR rows
+ * (one vector); B's, per k pair, the pairs of NR columns (two vectors). Sums wrap in 32 bits,
+ * which ONNX allows (the same result as a wider sum wrapped at the end).
+ */
+#define IKC 256                     /* k per panel; even */
+#define T_UINT8 2
+
+typedef struct {
+    const void *x, *zp;
+    i32 type, rs, cs, zp_per;       /* zp_per: a zero point per row (A) or column (B) */
+} Quantized;
+
+static int16_t ipack_a_buf[MC * IKC] __attribute__((aligned(16)));
+static int16_t ipack_b_buf[IKC * NC] __attribute__((aligned(16)));
+
+static inline i32 load8(const void *p, i64 i, i32 type) {
+    return type == T_UINT8 ? ((const uint8_t *)p)[i] : ((const int8_t *)p)[i];
+}
+
+/* element (r, c) minus its zero point (`line`: the row of A or column of B it belongs to),
+ * 0 outside rows x cols */
+static inline int16_t centered(const Quantized *q, i32 r, i32 c, i32 rows, i32 cols,
+                               i32 line) {
+    if (r >= rows || c >= cols) return 0;
+    i32 v = load8(q->x, (i64)r * q->rs + (i64)c * q->cs, q->type);
+    if (q->zp) v -= load8(q->zp, q->zp_per ? line : 0, q->type);
+    return (int16_t)v;
+}
+
+static void ipack_a(const Quantized *a, i32 row0, i32 col0, i32 mc, i32 kc, i32 rows,
+                    int16_t *out) {
+    for (i32 i0 = 0; i0 < mc; i0 += MR)
+        for (i32 k = 0; k < kc; k += 2)
+            for (i32 i = 0; i < MR; i++, out += 2) {
+                i32 r = row0 + i0 + i, live = i0 + i < mc;
+                out[0] = live ? centered(a, r, col0 + k, rows, col0 + kc, r) : 0;
+                out[1] = live ? centered(a, r, col0 + k + 1, rows, col0 + kc, r) : 0;
+            }
+}
+
+/* 8 consecutive 8-bit values as int16 lanes */
+static inline v128_t widen8(const void *p, i32 type) {
+    v128_t v = wasm_v128_load64_zero(p);
+    return type == T_UINT8 ? wasm_u16x8_extend_low_u8x16(v) : wasm_i16x8_extend_low_i8x16(v);
+}
+
+/* NR columns from column c of rows k and k + 1 of a row-major B, minus their zero points,
+ * interleaved into k pairs: the vector loop of ipack_b */
+static inline void ipack_b_rows(const Quantized *b, i32 k, i32 c, v128_t zp, int16_t *out) {
+    const uint8_t *base = (const uint8_t *)b->x + (i64)k * b->rs + c;
+    v128_t r0 = wasm_i16x8_sub(widen8(base, b->type), zp);
+    v128_t r1 = wasm_i16x8_sub(widen8(base + b->rs, b->type), zp);
+    wasm_v128_store(out, wasm_i16x8_shuffle(r0, r1, 0, 8, 1, 9, 2, 10, 3, 11));
+    wasm_v128_store(out + 8, wasm_i16x8_shuffle(r0, r1, 4, 12, 5, 13, 6, 14, 7, 15));
+}
+
+static void ipack_b(const Quantized *b, i32 row0, i32 col0, i32 kc, i32 nc, i32 cols,
+                    int16_t *out) {
+    for (i32 j0 = 0; j0 < nc; j0 += NR) {
+        i32 k = 0, c0 = col0 + j0;
+        if (b->cs == 1 && j0 + NR <= nc) {          /* whole rows of NR bytes: vectors */
+            v128_t zp = wasm_i16x8_splat(0);
+            if (b->zp)
+                zp = b->zp_per ? widen8((const uint8_t *)b->zp + c0, b->type)
+                               : wasm_i16x8_splat((int16_t)load8(b->zp, 0, b->type));
+            for (; k + 1 < kc; k += 2, out += 2 * NR) ipack_b_rows(b, row0 + k, c0, zp, out);
+        }
+        for (; k < kc; k += 2)
+            for (i32 j = 0; j < NR; j++, out += 2) {
+                i32 c = c0 + j, live = j0 + j < nc;
+                out[0] = live ? centered(b, row0 + k, c, row0 + kc, cols, c) : 0;
+                out[1] = live ? centered(b, row0 + k + 1, c, row0 + kc, cols, c) : 0;
+            }
+    }
+}
+
+#define DOT_ADD(acc, a, b) acc = wasm_i32x4_add(acc, wasm_i32x4_dot_i16x8(a, b))
+
+static void imicro_4x8(i32 pairs, const int16_t *a, const int16_t *b, i32 *C, i32 ldc, i32 mr,
+                       i32 nr, i32 accumulate) {
+    v128_t c00 = wasm_i32x4_splat(0), c01 = c00, c10 = c00, c11 = c00;
+    v128_t c20 = c00, c21 = c00, c30 = c00, c31 = c00;
+    for (i32 p = 0; p < pairs; p++, a += 2 * MR, b += 2 * NR) {
+        v128_t va = wasm_v128_load(a);
+        v128_t b0 = wasm_v128_load(b), b1 = wasm_v128_load(b + 8);
+        v128_t a0 = LANE(va, 0), a1 = LANE(va, 1), a2 = LANE(va, 2), a3 = LANE(va, 3);
+        DOT_ADD(c00, a0, b0);
+        DOT_ADD(c01, a0, b1);
+        DOT_ADD(c10, a1, b0);
+        DOT_ADD(c11, a1, b1);
+        DOT_ADD(c20, a2, b0);
+        DOT_ADD(c21, a2, b1);
+        DOT_ADD(c30, a3, b0);
+        DOT_ADD(c31, a3, b1);
+    }
+    i32 tile[MR * NR] __attribute__((aligned(16)));
+    v128_t rows[8] = {c00, c01, c10, c11, c20, c21, c30, c31};
+    for (i32 i = 0; i < 8; i++) wasm_v128_store(tile + 4 * i, rows[i]);
+    for (i32 i = 0; i < mr; i++)
+        for (i32 j = 0; j < nr; j++)
+            C[(i64)i * ldc + j] = (i32)((uint32_t)(accumulate ? C[(i64)i * ldc + j] : 0) +
+                                        (uint32_t)tile[i * NR + j]);
+}
+
+EXPORT void er_igemm(i32 M, i32 N, i32 K, const void *A, i32 ta, i32 rsa, i32 csa,
+                     const void *a_zp, i32 a_zp_per_row, const void *B, i32 tb, i32 rsb,
+                     i32 csb, const void *b_zp, i32 b_zp_per_col, i32 *C, i32 ldc) {
+    Quantized a = {A, a_zp, ta, rsa, csa, a_zp_per_row};
+    Quantized b = {B, b_zp, tb, rsb, csb, b_zp_per_col};
+    if (K == 0) {
+        for (i32 i = 0; i < M; i++)
+            for (i32 j = 0; j < N; j++) C[(i64)i * ldc + j] = 0;
+        return;
+    }
+    for (i32 jc = 0; jc < N; jc += NC) {
+        i32 nc = min_i32(NC, N - jc);
+        for (i32 pc = 0; pc < K; pc += IKC) {
+            i32 kc = min_i32(IKC, K - pc), pairs = (kc + 1) / 2;
+            ipack_b(&b, pc, jc, kc, nc, N, ipack_b_buf);
+            for (i32 ic = 0; ic < M; ic += MC) {
+                i32 mc = min_i32(MC, M - ic);
+                ipack_a(&a, ic, pc, mc, kc, M, ipack_a_buf);
+                for (i32 jr = 0; jr < nc; jr += NR)
+                    for (i32 ir = 0; ir < mc; ir += MR)
+                        imicro_4x8(pairs, ipack_a_buf + ir * 2 * pairs,
+                                   ipack_b_buf + jr * 2 * pairs,
+                                   C + (i64)(ic + ir) * ldc + jc + jr, ldc,
+                                   min_i32(MR, mc - ir), min_i32(NR, nc - jr), pc > 0);
+            }
         }
     }
 }

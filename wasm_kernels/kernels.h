@@ -17,7 +17,7 @@
     X(er_attention) X(er_nll) X(er_elements) X(er_nd) X(er_trilu) X(er_cumulative) \
     X(er_one_hot) X(er_top_k) X(er_hardmax) X(er_resample) \
     X(er_fold) X(er_igemm) X(er_pool_nd) X(er_rnn_step) \
-    X(er_grid_sample) X(er_rotary) X(er_reduce_int) X(er_argmax_int) \
+    X(er_grid_sample) X(er_rotary) X(er_reduce_int) X(er_argmax_int) X(er_quantize_linear) \
     X(er_dft) X(er_stft) X(er_roi_align) X(er_det)
 
 void er_memcpy(unsigned char *dst, const unsigned char *src, i32 nbytes);
@@ -54,8 +54,12 @@ void er_resample(const float *x, float *y, i32 outer, i32 in_n, i32 inner, i32 o
                  const i32 *index, const float *weight, i32 taps, const uint8_t *outside,
                  float fill);
 void er_fold(const float *col, float *y);
-void er_igemm(i32 M, i32 N, i32 K, const i32 *A, i32 rsa, i32 csa, const i32 *B, i32 rsb,
-              i32 csb, i32 *C, i32 ldc);
+void er_quantize_linear(const void *x, i32 tx, const void *scale, i32 ts,
+                        const void *zero_point, i32 tzp, void *y, i32 ty, i32 n, i32 low,
+                        i32 high);
+void er_igemm(i32 M, i32 N, i32 K, const void *A, i32 ta, i32 rsa, i32 csa, const void *a_zp,
+              i32 a_zp_per_row, const void *B, i32 tb, i32 rsb, i32 csb, const void *b_zp,
+              i32 b_zp_per_col, i32 *C, i32 ldc);
 void er_pool_nd(i32 mode, const float *x, float *y, i64 *indices, float p);
 void er_rnn_step(i32 gru, const float *gates, const float *h_prev, const float *R,
                  const float *rbh, float *h_out, i32 batch, i32 hidden,

@@ -82,6 +82,9 @@ EXPORT i32 er_run_program(const uint32_t *words, i32 nwords) {
         case OP_er_lrn: er_lrn(P(0), P(1), I(2), I(3), I(4), I(5), F(6), F(7), F(8)); break;
         case OP_er_reduce: er_reduce(I(0), P(1), P(2), I(3), I(4), I(5)); break;
         case OP_er_argmax: er_argmax(P(0), P(1), I(2), I(3), I(4), I(5), I(6)); break;
+        case OP_er_quantize_linear:
+            er_quantize_linear(P(0), I(1), P(2), I(3), P(4), I(5), P(6), I(7), I(8), I(9), I(10));
+            break;
         case OP_er_reduce_int: er_reduce_int(I(0), I(1), P(2), P(3), I(4), I(5), I(6)); break;
         case OP_er_argmax_int:
             er_argmax_int(I(0), P(1), P(2), I(3), I(4), I(5), I(6), I(7));
@@ -116,7 +119,8 @@ EXPORT i32 er_run_program(const uint32_t *words, i32 nwords) {
             break;
         case OP_er_fold: er_fold(P(0), P(1)); break;
         case OP_er_igemm:
-            er_igemm(I(0), I(1), I(2), P(3), I(4), I(5), P(6), I(7), I(8), P(9), I(10));
+            er_igemm(I(0), I(1), I(2), P(3), I(4), I(5), I(6), P(7), I(8), P(9), I(10), I(11),
+                     I(12), P(13), I(14), P(15), I(16));
             break;
         case OP_er_pool_nd: er_pool_nd(I(0), P(1), P(2), P(3), F(4)); break;
         case OP_er_rnn_step:

@@ -99,6 +99,9 @@ def bind_quantize(dev, node, opset):
         if code not in INTEGER_RANGES and code not in FLOAT_QUANT_TYPES:
             raise TypeError(f"QuantizeLinear: {dtypes.type_string(code)} is not a quantized type")
         compute = precision or scale.elem_type           # the division's precision
+        if _per_tensor(scale, zero_point) and compute == scale.elem_type and \
+                code in INTEGER_RANGES and x.elem_type in DIVIDED_FLOATS:
+            return quantize_per_tensor(dev, x, scale, zero_point, code)
         full_scale = expand_param(dev, scale, x.shape, axis, block)
         scaled = _binary(dev, "Div", converted(dev, x, compute), converted(dev, full_scale, compute),
                          compute)
@@ -152,9 +155,30 @@ def bind_dynamic_quantize(dev, node, opset):
         zero = min(max(round(f32(0.0 - f32(low / scale))), 0), 255)
         scale_t = dev.from_floats([scale], ())
         zero_t = dev.from_ints([zero], (), dtypes.UINT8)
-        scaled = _binary(dev, "Div", x, scale_t, dtypes.FLOAT)
-        return quantize_values(dev, scaled, zero_t, dtypes.UINT8, 0), scale_t, zero_t
+        return quantize_per_tensor(dev, x, scale_t, zero_t, dtypes.UINT8), scale_t, zero_t
     return run
+
+
+DIVIDED_FLOATS = (dtypes.FLOAT, dtypes.DOUBLE, dtypes.FLOAT16, dtypes.BFLOAT16)
+
+
+def _per_tensor(scale: WasmTensor, zero_point) -> bool:
+    """One scale (float32 or float64) and at most one zero point."""
+    return scale.size == 1 and scale.elem_type in (dtypes.FLOAT, dtypes.DOUBLE) and \
+        (zero_point is None or zero_point.size == 1)
+
+
+def quantize_per_tensor(dev, x: WasmTensor, scale: WasmTensor, zero_point, code: int):
+    """er_quantize_linear: divide, round half to even, add the zero point, saturate, in one
+    pass (the division in the scale's precision)."""
+    low, high = INTEGER_RANGES[code]
+    y = dev.empty(x.shape, code)
+    if y.size:
+        dev.call("er_quantize_linear", x.ptr, x.elem_type, scale.ptr, scale.elem_type,
+                 zero_point.ptr if zero_point is not None else 0,
+                 zero_point.elem_type if zero_point is not None else 0, y.ptr, code, y.size,
+                 low, high)
+    return y
 
 
 def _float32(value: float) -> float:
@@ -163,17 +187,29 @@ def _float32(value: float) -> float:
 
 # ---- integer products -----------------------------------------------------------------------
 
-def _centered(dev, x: WasmTensor, zero_point, per_row: bool) -> WasmTensor:
-    """x - zero_point as int32 (a 1-D zero point of an [..., M, K] input is per row)."""
+EIGHT_BIT = (dtypes.UINT8, dtypes.INT8)
+
+
+def _zero_point(zero_point, operand: WasmTensor, count: int, what: str) -> tuple:
+    """(pointer or 0, one per line?) of a MatMulInteger zero point: a scalar (or one value),
+    or one per row of A / column of B (`count` of them), of its operand's type."""
     if zero_point is None:
-        return converted(dev, x, dtypes.INT32)
-    if per_row and len(zero_point.shape) == 1 and zero_point.size > 1 and len(x.shape) >= 2:
-        zero_point = zero_point.view((zero_point.size, 1))
-    return _binary(dev, "Sub", x, zero_point, dtypes.INT32)
+        return 0, 0
+    if zero_point.elem_type != operand.elem_type:
+        raise TypeError(f"{what} zero point of {dtypes.type_string(zero_point.elem_type)} for "
+                        f"a {dtypes.type_string(operand.elem_type)} operand")
+    if zero_point.size == 1:
+        return zero_point.ptr, 0
+    if len(zero_point.shape) != 1 or zero_point.size != count:
+        raise ValueError(f"{what} zero point of shape {list(zero_point.shape)}: expected a "
+                         f"scalar or [{count}]")
+    return zero_point.ptr, 1
 
 
-def integer_matmul(dev, a: WasmTensor, b: WasmTensor) -> WasmTensor:
-    """a @ b for int32 operands (numpy's matmul shapes: 1-D promoted, batches broadcast)."""
+def integer_matmul(dev, a: WasmTensor, b: WasmTensor, a_zero_point=None,
+                   b_zero_point=None) -> WasmTensor:
+    """(a - a_zero_point) @ (b - b_zero_point) as int32 for 8-bit a and b (numpy's matmul
+    shapes: 1-D promoted, batches broadcast; a's zero point per row, b's per column)."""
     from .common import broadcast_shape, broadcast_strides
 
     ashape = [1] + list(a.shape) if len(a.shape) == 1 else list(a.shape)
@@ -181,6 +217,8 @@ def integer_matmul(dev, a: WasmTensor, b: WasmTensor) -> WasmTensor:
     (m, k), (k2, n) = ashape[-2:], bshape[-2:]
     if k != k2:
         raise ValueError(f"MatMul inner dimensions differ: {list(a.shape)} x {list(b.shape)}")
+    a_zp, a_per_row = _zero_point(a_zero_point, a, m, "A")
+    b_zp, b_per_col = _zero_point(b_zero_point, b, n, "B")
     batch = list(broadcast_shape(ashape[:-2], bshape[:-2]))
     y = dev.empty(batch + [m, n], dtypes.INT32)
     a_strides = broadcast_strides(ashape[:-2], batch) if batch else []
@@ -193,13 +231,10 @@ def integer_matmul(dev, a: WasmTensor, b: WasmTensor) -> WasmTensor:
         index.reverse()
         ao = sum(x * s for x, s in zip(index, a_strides)) * m * k
         bo = sum(x * s for x, s in zip(index, b_strides)) * k * n
-        dev.call("er_igemm", m, n, k, a.ptr + ao * 4, k, 1, b.ptr + bo * 4, n, 1,
-                 y.ptr + i * m * n * 4, n)
+        dev.call("er_igemm", m, n, k, a.ptr + ao, a.elem_type, k, 1, a_zp, a_per_row,
+                 b.ptr + bo, b.elem_type, n, 1, b_zp, b_per_col, y.ptr + i * m * n * 4, n)
     final = batch + ([] if len(a.shape) == 1 else [m]) + ([] if len(b.shape) == 1 else [n])
     return y.view(final)
-
-
-INTEGER_INPUTS = frozenset(INTEGER_RANGES) | {dtypes.INT32}
 
 
 @operator("MatMulInteger")
@@ -207,11 +242,10 @@ def bind_matmul_integer(dev, node, opset):
     fallback = host_fallback(dev, node, opset)
 
     def run(ctx, a, b, a_zero_point=None, b_zero_point=None, **attrs):
-        if any(t is not None and t.elem_type not in INTEGER_INPUTS
+        if any(t is not None and t.elem_type not in EIGHT_BIT
                for t in (a, b, a_zero_point, b_zero_point)):
             return fallback(ctx, a, b, a_zero_point, b_zero_point, **attrs)
-        return integer_matmul(dev, _centered(dev, a, a_zero_point, True),
-                              _centered(dev, b, b_zero_point, False))
+        return integer_matmul(dev, a, b, a_zero_point, b_zero_point)
     return run
 
 
@@ -222,11 +256,10 @@ def bind_qlinear_matmul(dev, node, opset):
     def run(ctx, a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale,
             y_zero_point=None, **attrs):
         inputs = (a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, y_zero_point)
-        if a.elem_type not in INTEGER_INPUTS or b.elem_type not in INTEGER_INPUTS or \
+        if a.elem_type not in EIGHT_BIT or b.elem_type not in EIGHT_BIT or \
                 not _check_types(*inputs):
             return fallback(ctx, *inputs, **attrs)
-        product_t = integer_matmul(dev, _centered(dev, a, a_zero_point, True),
-                                   _centered(dev, b, b_zero_point, False))
+        product_t = integer_matmul(dev, a, b, a_zero_point, b_zero_point)
         if len(a_scale.shape) == 1 and a_scale.size > 1 and len(a.shape) >= 2:
             a_scale = a_scale.view((a_scale.size, 1))
         scale_type = a_scale.elem_type      # the multiplier is formed in the scales' type
