@@ -460,3 +460,260 @@ def test_js_api_runs_the_real_model_set_in_chromium(browser, name, provider):
         assert value.dtype == e.dtype and value.shape == e.shape, (type_name, dims, e.dtype)
         np.testing.assert_allclose(value, e, rtol=RTOL, atol=ATOL, err_msg=f"{name} {provider}")
     print(f"\n{name} on {provider} through the JS API: {got['ms']:.0f} ms")
+
+
+# Tensor.fromImage / toImageData / toDataURL in a page (web/image.js), from every kind of
+# source, against what numpy (and onnxruntime's Resize, for resizedWidth/Height) gives.
+JS_FROM_IMAGE = """async ([pngURL, rgbaList, alphaList, W, H, options]) => {
+  const { Tensor } = await import("/web/index.js");
+  const opaque = Uint8ClampedArray.from(rgbaList);
+  const drawnOn = (canvas) => {
+    canvas.width = W;
+    canvas.height = H;
+    canvas.getContext("2d").putImageData(new ImageData(opaque, W, H), 0, 0);
+    return canvas;
+  };
+  const image = new Image();
+  image.src = pngURL;
+  await image.decode();
+  const loading = new Image();           // fromImage waits for an <img> still loading
+  loading.src = pngURL;
+  const sources = {
+    imagedata: new ImageData(opaque, W, H),
+    imagedata_alpha: new ImageData(Uint8ClampedArray.from(alphaList), W, H),
+    plain_object: { data: Uint8Array.from(alphaList), width: W, height: H },
+    image, loading,
+    bitmap: await createImageBitmap(image),
+    offscreen: drawnOn(new OffscreenCanvas(W, H)),
+    canvas: drawnOn(document.createElement("canvas")),
+    url: pngURL,
+    url_object: new URL(pngURL),
+    data_url: drawnOn(document.createElement("canvas")).toDataURL(),
+  };
+  const out = {};
+  for (const [source, value] of Object.entries(sources)) {
+    for (const [name, option] of Object.entries(options)) {
+      const t = await Tensor.fromImage(value, option ?? undefined);
+      out[`${source}/${name}`] = { type: t.type, dims: t.dims, data: Array.from(t.data) };
+    }
+  }
+  const t = await Tensor.fromImage(sources.imagedata_alpha, { tensorFormat: "RGBA", dataType: "uint8" });
+  const imageData = t.toImageData();
+  out.to_image_data = { isImageData: imageData instanceof ImageData, width: imageData.width,
+                        height: imageData.height, data: Array.from(imageData.data) };
+  out.data_url = t.toDataURL();
+  const opaqueTensor = await Tensor.fromImage(sources.imagedata, { tensorLayout: "NHWC" });
+  const back = new Image();
+  back.src = opaqueTensor.toDataURL({ tensorLayout: "NHWC" });
+  await back.decode();
+  const context = new OffscreenCanvas(W, H).getContext("2d");
+  context.drawImage(back, 0, 0);
+  out.decoded_by_the_browser = Array.from(context.getImageData(0, 0, W, H).data);
+  out.errors = {};
+  for (const [name, bad] of Object.entries({ missing: "/data/no-such-picture.png",
+                                             broken: "data:image/png;base64,AAAA" })) {
+    try {
+      await Tensor.fromImage(bad);
+      out.errors[name] = "no error";
+    } catch (e) {
+      out.errors[name] = e.message;
+    }
+  }
+  return out;
+}"""
+
+FROM_IMAGE_OPTIONS = {
+    "defaults": None,
+    "bgr_nhwc_uint8": {"tensorFormat": "BGR", "tensorLayout": "NHWC", "dataType": "uint8"},
+    "rbg_norm": {"tensorFormat": "RBG", "norm": {"mean": [58.4, 57.1, 57.4],
+                                                   "bias": [-123.7, -116.3, -103.5]}},
+    "rgba_scalar_norm": {"tensorFormat": "RGBA", "norm": {"mean": 127.5, "bias": -127.5}},
+    "resized": {"resizedWidth": 11, "resizedHeight": 3},
+    "resized_nhwc_uint8": {"resizedWidth": 4, "resizedHeight": 8, "tensorLayout": "NHWC",
+                           "dataType": "uint8"},
+}
+
+
+def _onnxruntime_resize(rgba: np.ndarray, height: int, width: int) -> np.ndarray:
+    """(H, W, 4) pixels resized by onnxruntime's Resize (linear, half_pixel), as float32."""
+    import onnxruntime
+    from onnx import TensorProto, helper
+
+    node = helper.make_node("Resize", ["x", "", "", "sizes"], ["y"], mode="linear",
+                            coordinate_transformation_mode="half_pixel")
+    graph = helper.make_graph([node], "resize", [helper.make_tensor_value_info(
+        "x", TensorProto.FLOAT, [1, 4, *rgba.shape[:2]])], [helper.make_tensor_value_info(
+            "y", TensorProto.FLOAT, None)], [helper.make_tensor("sizes", TensorProto.INT64, [4],
+                                                                [1, 4, height, width])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)])
+    model.ir_version = 10
+    session = onnxruntime.InferenceSession(model.SerializeToString(),
+                                           providers=["CPUExecutionProvider"])
+    x = rgba.astype(np.float32).transpose(2, 0, 1)[None]
+    return session.run(None, {"x": x})[0][0].transpose(1, 2, 0)
+
+
+def _from_image_expected(rgba: np.ndarray, option) -> np.ndarray:
+    """The tensor fromImage gives for (H, W, 4) pixels, by onnxruntime-web's documented options."""
+    option = option or {}
+    pixels = rgba.astype(np.float64)
+    if "resizedWidth" in option:
+        pixels = _onnxruntime_resize(rgba, option["resizedHeight"], option["resizedWidth"])
+    order = {"RGB": [0, 1, 2], "BGR": [2, 1, 0], "RBG": [0, 2, 1], "RGBA": [0, 1, 2, 3]}[
+        option.get("tensorFormat", "RGB")]
+    uint8 = option.get("dataType") == "uint8"
+    norm = option.get("norm", {})
+
+    def rgba(value, alpha):            # one number, or 3 or 4 in R, G, B, A order
+        return np.array([value] * 4 if np.ndim(value) == 0 else [*value, alpha][:4], np.float64)
+
+    mean = rgba(norm.get("mean", 1 if uint8 else 255), 1 if uint8 else 255)
+    bias = rgba(norm.get("bias", 0), 0)
+    values = (pixels[..., order] + bias[order]) / mean[order]
+    values = np.clip(np.rint(values), 0, 255).astype(np.uint8) if uint8 else values.astype(np.float32)
+    if option.get("tensorLayout", "NCHW") == "NCHW":
+        values = values.transpose(2, 0, 1)
+    return values[None]
+
+
+def test_js_api_from_image_in_chromium_from_every_source(browser):
+    """ImageData, a plain {data, width, height}, <img> (loaded and still loading), ImageBitmap,
+    OffscreenCanvas, <canvas>, URL strings and objects, data: URLs; each with the default
+    options, BGR/NHWC/uint8, norm as arrays and as numbers, RGBA, and resizing (up and down,
+    compared with onnxruntime's Resize). toImageData gives an ImageData, toDataURL a PNG that
+    Pillow and the browser both decode to the pixels."""
+    import io
+
+    from PIL import Image
+
+    height, width = 5, 7
+    rng = np.random.default_rng(11)
+    opaque = rng.integers(0, 256, (height, width, 4), dtype=np.uint8)
+    opaque[..., 3] = 255              # a canvas premultiplies alpha: drawn sources are opaque
+    alpha = rng.integers(0, 256, (height, width, 4), dtype=np.uint8)
+    png = io.BytesIO()
+    Image.fromarray(opaque, "RGBA").save(png, format="PNG")
+    browser.put("picture.png", png.getvalue())
+    origin = browser.page.evaluate("location.origin")
+    got = browser.page.evaluate(JS_FROM_IMAGE, [
+        f"{origin}/data/picture.png", opaque.ravel().tolist(), alpha.ravel().tolist(), width,
+        height, FROM_IMAGE_OPTIONS])
+
+    sources = ["imagedata", "imagedata_alpha", "plain_object", "image", "loading", "bitmap",
+               "offscreen", "canvas", "url", "url_object", "data_url"]
+    for source in sources:
+        pixels = alpha if source in ("imagedata_alpha", "plain_object") else opaque
+        for name, option in FROM_IMAGE_OPTIONS.items():
+            t = got[f"{source}/{name}"]
+            want = _from_image_expected(pixels, option)
+            assert t["type"] == str(want.dtype), (source, name, t["type"])
+            assert t["dims"] == list(want.shape), (source, name, t["dims"], want.shape)
+            tol = 1e-5 if "resized" in name and want.dtype == np.float32 else 1e-6
+            atol = 1 if want.dtype == np.uint8 and "resized" in name else tol   # rounding at .5
+            np.testing.assert_allclose(np.array(t["data"], np.float64).reshape(want.shape), want,
+                                       rtol=tol, atol=atol, err_msg=f"{source} {name}")
+
+    image = got["to_image_data"]
+    assert image["isImageData"] and (image["width"], image["height"]) == (width, height)
+    assert image["data"] == alpha.ravel().tolist()
+    prefix = "data:image/png;base64,"
+    assert got["data_url"].startswith(prefix)
+    decoded = Image.open(io.BytesIO(base64.b64decode(got["data_url"][len(prefix):])))
+    decoded.load()                    # checks the PNG's CRCs and its zlib stream
+    assert decoded.mode == "RGBA" and decoded.size == (width, height)
+    np.testing.assert_array_equal(np.asarray(decoded), alpha)
+    assert got["decoded_by_the_browser"] == opaque.ravel().tolist()
+    assert "cannot load an image from /data/no-such-picture.png" in got["errors"]["missing"]
+    assert "cannot load an image from data:image/png;base64,AAAA" in got["errors"]["broken"]
+
+
+# fromImage inside a module Web Worker: no document there, so a URL is fetched and decoded
+# with createImageBitmap and read through an OffscreenCanvas; toDataURL needs no canvas.
+JS_FROM_IMAGE_IN_WORKER = """async ([pngURL]) => {
+  const source = `
+    import { Tensor } from "${location.origin}/web/index.js";
+    onmessage = async ({ data: url }) => {
+      try {
+        const fromURL = await Tensor.fromImage(url, { tensorFormat: "RGBA", dataType: "uint8" });
+        const bitmap = await createImageBitmap(await (await fetch(url)).blob());
+        const fromBitmap = await Tensor.fromImage(bitmap, { tensorLayout: "NHWC" });
+        postMessage({ url: Array.from(fromURL.data), dims: fromURL.dims,
+                      bitmap: Array.from(fromBitmap.data), bitmapDims: fromBitmap.dims,
+                      dataURL: fromURL.toDataURL(), hasDocument: typeof document !== "undefined" });
+      } catch (e) {
+        postMessage({ error: String(e) });
+      }
+    };`;
+  const worker = new Worker(URL.createObjectURL(new Blob([source], { type: "text/javascript" })),
+                            { type: "module" });
+  const result = await new Promise((resolve, reject) => {
+    worker.onmessage = ({ data }) => resolve(data);
+    worker.onerror = (e) => reject(new Error(e.message));
+    worker.postMessage(pngURL);
+  });
+  worker.terminate();
+  return result;
+}"""
+
+
+def test_js_api_from_image_in_a_web_worker(browser):
+    import io
+
+    from PIL import Image
+
+    pixels = np.random.default_rng(12).integers(0, 256, (3, 4, 4), dtype=np.uint8)
+    pixels[..., 3] = 255
+    png = io.BytesIO()
+    Image.fromarray(pixels, "RGBA").save(png, format="PNG")
+    browser.put("worker_picture.png", png.getvalue())
+    origin = browser.page.evaluate("location.origin")
+    got = browser.page.evaluate(JS_FROM_IMAGE_IN_WORKER, [f"{origin}/data/worker_picture.png"])
+    assert "error" not in got, got["error"]
+    assert got["hasDocument"] is False
+    assert got["dims"] == [1, 4, 3, 4]
+    assert got["url"] == pixels.transpose(2, 0, 1).ravel().tolist()
+    assert got["bitmapDims"] == [1, 3, 4, 3]
+    np.testing.assert_allclose(got["bitmap"], (pixels[..., :3] / 255).ravel(), rtol=1e-6)
+    decoded = Image.open(io.BytesIO(base64.b64decode(got["dataURL"].split(",", 1)[1])))
+    np.testing.assert_array_equal(np.asarray(decoded.convert("RGBA")), pixels)
+
+
+# String tensors through the JavaScript API in a page: in the page's thread and in a Web
+# Worker (strings cross postMessage as arrays, bytes as transferred buffers).
+JS_API_STRINGS = """async ([url, words, worker]) => {
+  const { InferenceSession, Tensor, env } = await import("/web/index.js");
+  env.pyodide.indexURL = "/node_modules/pyodide/";
+  env.wheelURL = "/edgerun.whl";
+  const session = await InferenceSession.create(url, { executionProviders: ["wasm"], worker });
+  const out = await session.run({ words: new Tensor("string", words, [words.length]) });
+  const result = { metadata: [session.inputMetadata, session.outputMetadata],
+                   upper: { type: out.upper.type, dims: out.upper.dims, data: out.upper.data,
+                            isArray: Array.isArray(out.upper.data) },
+                   is_email: Array.from(out.is_email.data) };
+  await session.release();
+  return result;
+}"""
+
+
+@pytest.mark.parametrize("worker", [False, True], ids=["page", "worker"])
+def test_js_api_string_tensors_in_chromium(browser, worker):
+    """web/test/text_ops.onnx (StringNormalizer and RegexFullMatch) on the wasm provider,
+    against onnxruntime (the same model with locale C.UTF-8, which onnxruntime needs here)."""
+    import onnx
+    import onnxruntime
+
+    path = os.path.join(ROOT, "web", "test", "text_ops.onnx")
+    with open(path, "rb") as f:
+        browser.put("text_ops.onnx", f.read())
+    words = ["The", "quick", "bob@example.com", "the", "Café", "naïve ünïcode", "日本語", "x@y"]
+    got = browser.page.evaluate(JS_API_STRINGS, ["/data/text_ops.onnx", words, worker])
+    model = onnx.load(path)
+    model.graph.node[0].attribute.append(onnx.helper.make_attribute("locale", "C.UTF-8"))
+    upper, is_email = onnxruntime.InferenceSession(
+        model.SerializeToString(), providers=["CPUExecutionProvider"]).run(
+            None, {"words": np.array(words, dtype=object)})
+    assert got["metadata"][0] == [{"name": "words", "isTensor": True, "type": "string",
+                                   "shape": ["n"]}]
+    assert got["upper"] == {"type": "string", "dims": list(upper.shape), "data": upper.tolist(),
+                            "isArray": True}
+    assert got["is_email"] == is_email.astype(int).tolist()

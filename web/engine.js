@@ -1,6 +1,6 @@
 // A session in this thread's Pyodide (engine/edgerun/web/bridge.py). index.js uses it
 // directly, or through worker.js inside a Web Worker; either way values cross as
-// [name, type, dims, bytes] and errors carry Python's message.
+// [name, type, dims, bytes or strings] and errors carry Python's message.
 import { getRuntime, readBytes } from "./runtime.js";
 
 // With JSPI (Chromium), Python may wait on JavaScript promises (WebGPU buffer maps) while it
@@ -45,7 +45,7 @@ export class PythonSession {
     }
   }
 
-  // items: [[name, type, dims, Uint8Array]] -> the same for the outputs
+  // items: [[name, type, dims, Uint8Array (a string tensor: its strings)]] -> the same for the outputs
   async run(items, fetches, signal) {
     if (!this.#session) throw new Error("InferenceSession.run: this session was released");
     let outputs;

@@ -58,8 +58,9 @@ export class WorkerSession {
 
   async run(items, fetches) {
     if (this.#handle === null) throw new Error("InferenceSession.run: this session was released");
-    const owned = items.map(([name, type, dims, bytes]) => [name, type, dims, bytes.slice()]);
-    return call("run", [this.#handle, owned, fetches ?? null], owned.map((item) => item[3].buffer));
+    const owned = items.map(([name, type, dims, payload]) => [name, type, dims, payload.slice()]);
+    return call("run", [this.#handle, owned, fetches ?? null],
+                owned.filter((item) => item[1] !== "string").map((item) => item[3].buffer));
   }
 
   async release() {

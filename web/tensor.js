@@ -1,49 +1,198 @@
-// Tensor: onnxruntime-web's constructor and fields (type, data, dims, size).
+// Tensor: onnxruntime-web's (onnxruntime-common's) Tensor on the CPU: its constructors, fields
+// (type, data, dims, size, location), getData, dispose, reshape, the factories
+// (fromImage, fromPinnedBuffer) and the image conversions (toImageData, toDataURL).
+import { imageToTensorData, tensorToDataURL, tensorToImageData } from "./image.js";
+
+const Float16 = globalThis.Float16Array;       // where the platform has it, as onnxruntime-web
+
+// type -> the typed array holding its data (bool: one byte each; int4/uint4: two per byte)
 const TYPED_ARRAYS = {
   float32: Float32Array, float64: Float64Array, int8: Int8Array, uint8: Uint8Array,
   int16: Int16Array, uint16: Uint16Array, int32: Int32Array, uint32: Uint32Array,
-  int64: BigInt64Array, uint64: BigUint64Array, bool: Uint8Array, float16: Uint16Array,
+  int64: BigInt64Array, uint64: BigUint64Array, bool: Uint8Array,
+  float16: Float16 ?? Uint16Array, int4: Uint8Array, uint4: Uint8Array,
 };
+// typed array -> the type `new Tensor(data, dims)` infers from it
+const TYPE_OF_ARRAY = {
+  Float32Array: "float32", Float64Array: "float64", Int8Array: "int8", Uint8Array: "uint8",
+  Int16Array: "int16", Uint16Array: "uint16", Int32Array: "int32", Uint32Array: "uint32",
+  BigInt64Array: "int64", BigUint64Array: "uint64", ...(Float16 ? { Float16Array: "float16" } : {}),
+};
+export const TENSOR_TYPES = ["string", ...Object.keys(TYPED_ARRAYS)];
+
+// The same constructor, or one of the same name from another realm (a worker, an iframe).
+function isArrayOf(data, Typed) {
+  return data instanceof Typed || (ArrayBuffer.isView(data) && data.constructor?.name === Typed.name);
+}
+
+function checkedSize(dims) {
+  if (!Array.isArray(dims)) {
+    throw new TypeError("Tensor: dims must be an array of integers");
+  }
+  let size = 1;
+  for (let i = 0; i < dims.length; i++) {
+    const d = dims[i];
+    if (typeof d !== "number" || !Number.isSafeInteger(d)) {
+      throw new TypeError(`Tensor: dims[${i}] must be an integer, got: ${d}`);
+    }
+    if (d < 0) throw new RangeError(`Tensor: dims[${i}] must be a non-negative integer, got: ${d}`);
+    size *= d;
+  }
+  return size;
+}
+
+// `data` of `type` as the typed array (or string array) the tensor holds.
+function typedData(type, data) {
+  if (type === "string") {
+    if (!Array.isArray(data)) throw new TypeError("Tensor: a string tensor's data must be a string array");
+    const bad = data.findIndex((s) => typeof s !== "string");
+    if (bad >= 0) throw new TypeError(`Tensor: a string tensor's data must be strings; element ${bad} is a ${typeof data[bad]}`);
+    return data;
+  }
+  const Typed = TYPED_ARRAYS[type];
+  if (!Typed) {
+    throw new TypeError(`Tensor: unsupported type '${type}'; supported: ${TENSOR_TYPES.join(", ")}`);
+  }
+  if (Array.isArray(data)) {
+    if ((type === "float16" && !Float16) || type === "int4" || type === "uint4") {
+      throw new TypeError(`Tensor: a ${type} tensor cannot be made from a number array here; ` +
+                          `pass its bits in a ${Typed.name}`);
+    }
+    return type === "int64" || type === "uint64" ? Typed.from(data, BigInt) : Typed.from(data);
+  }
+  if (isArrayOf(data, Typed)) return data;
+  if (type === "uint8" && isArrayOf(data, Uint8ClampedArray)) return Uint8Array.from(data);
+  if (type === "float16" && isArrayOf(data, Uint16Array)) {     // the bits, as onnxruntime-web takes them
+    return new Float16(data.buffer, data.byteOffset, data.length);
+  }
+  throw new TypeError(`Tensor: type '${type}' needs a ${Typed.name} or an array, got ` +
+                      `${data?.constructor?.name ?? typeof data}`);
+}
+
+// `new Tensor(data, dims?)`: the type from the data, as onnxruntime-web infers it.
+function inferred(data) {
+  if (Array.isArray(data)) {
+    if (data.length === 0) throw new TypeError("Tensor: the type cannot be inferred from an empty array");
+    if (typeof data[0] === "string") return ["string", data];
+    if (typeof data[0] === "boolean") return ["bool", Uint8Array.from(data)];
+    throw new TypeError(`Tensor: the type cannot be inferred from an array of ${typeof data[0]}; ` +
+                        `name it: new Tensor(type, data, dims)`);
+  }
+  if (isArrayOf(data, Uint8ClampedArray)) return ["uint8", Uint8Array.from(data)];
+  const type = ArrayBuffer.isView(data) ? TYPE_OF_ARRAY[data.constructor?.name] : undefined;
+  if (!type) throw new TypeError(`Tensor: unsupported data ${data?.constructor?.name ?? typeof data}`);
+  return [type, data];
+}
 
 export class Tensor {
-  constructor(type, data, dims) {
-    if (!(type in TYPED_ARRAYS)) {
-      throw new TypeError(`Tensor: unsupported type '${type}'; supported: ${Object.keys(TYPED_ARRAYS).join(", ")}`);
-    }
-    const Typed = TYPED_ARRAYS[type];
-    if (Array.isArray(data)) {
-      data = type === "int64" || type === "uint64" ? Typed.from(data, BigInt) : Typed.from(data);
-    } else if (!(data instanceof Typed) &&
-               !(ArrayBuffer.isView(data) && data.constructor?.name === Typed.name)) {   // another realm's
-      throw new TypeError(`Tensor: type '${type}' needs a ${Typed.name} or an array, got ${data?.constructor?.name ?? typeof data}`);
+  #data;
+  #location;
+
+  // new Tensor(type, data, dims?), new Tensor(data, dims?) (type inferred) or
+  // new Tensor({ location: "cpu-pinned", type, data, dims }), as onnxruntime-web.
+  constructor(typeOrData, data, dims) {
+    let type;
+    let location = "cpu";
+    if (typeof typeOrData === "string") {
+      type = typeOrData;
+      data = typedData(type, data);
+    } else if (typeOrData && typeof typeOrData === "object" && "location" in typeOrData) {
+      ({ type, dims, location } = typeOrData);
+      if (location !== "cpu" && location !== "cpu-pinned") {
+        throw new TypeError(`Tensor: edgerun keeps tensors in memory ('cpu'); a tensor on ` +
+                            `'${location}' is not supported: download it first (getData())`);
+      }
+      if (type === "string") throw new TypeError("Tensor: a string tensor cannot be 'cpu-pinned'");
+      data = typedData(type, typeOrData.data);
+      if (!ArrayBuffer.isView(typeOrData.data)) throw new TypeError("Tensor: a pinned buffer must be a typed array");
+    } else {
+      dims = data;
+      [type, data] = inferred(typeOrData);
     }
     dims = dims ?? [data.length];
-    const size = dims.reduce((a, b) => a * b, 1);
-    if (size !== data.length) {
-      throw new RangeError(`Tensor: dims [${dims}] hold ${size} elements, data has ${data.length}`);
+    const size = checkedSize(dims);
+    const packed = type === "int4" || type === "uint4";
+    if (size !== data.length && !(packed && Math.ceil(size / 2) === data.length)) {
+      throw new Error(`Tensor: dims [${dims}] hold ${size} elements, data has ${data.length}`);
     }
     this.type = type;
-    this.data = data;
     this.dims = Object.freeze([...dims]);
     this.size = size;
-    this.location = "cpu";
+    this.#data = data;
+    this.#location = location;
   }
 
-  // onnxruntime-web's accessors for tensors that may live elsewhere; these are in memory.
+  // onnxruntime-web's accessors: the data is in memory until dispose().
+  get data() {
+    if (this.#location === "none") throw new Error("Tensor: the tensor is disposed");
+    return this.#data;
+  }
+
+  get location() {
+    return this.#location;
+  }
+
   async getData() {
     return this.data;
   }
 
-  dispose() {}
-
-  bytes() {
-    return new Uint8Array(this.data.buffer, this.data.byteOffset, this.data.byteLength);
+  dispose() {
+    this.#data = undefined;
+    this.#location = "none";
   }
 
-  static fromBytes(type, dims, bytes) {
+  reshape(dims) {
+    return this.#location === "cpu-pinned"
+      ? new Tensor({ location: "cpu-pinned", type: this.type, data: this.data, dims })
+      : new Tensor(this.type, this.data, dims);
+  }
+
+  // An image (ImageData or any {data, width, height} of RGBA bytes; in a page also an
+  // HTMLImageElement, ImageBitmap, canvas, OffscreenCanvas or a URL) as a tensor, as
+  // onnxruntime-web: see image.js for the options.
+  static async fromImage(image, options) {
+    const { type, data, dims } = await imageToTensorData(image, options);
+    return new Tensor(type, data, dims);
+  }
+
+  static fromPinnedBuffer(type, buffer, dims) {
+    return new Tensor({ location: "cpu-pinned", type, data: buffer, dims: dims ?? [buffer.length] });
+  }
+
+  static fromTexture() {
+    throw new TypeError("Tensor.fromTexture: edgerun keeps tensors in memory; read the texture's pixels first");
+  }
+
+  static fromGpuBuffer() {
+    throw new TypeError("Tensor.fromGpuBuffer: edgerun keeps tensors in memory; map the buffer and pass its data");
+  }
+
+  static fromMLTensor() {
+    throw new TypeError("Tensor.fromMLTensor: edgerun keeps tensors in memory; read the MLTensor first");
+  }
+
+  // The tensor as an image: ImageData (an {data, width, height} object where there is no
+  // ImageData, as under Node) or a PNG data URL.
+  toImageData(options) {
+    return tensorToImageData(this, options);
+  }
+
+  toDataURL(options) {
+    return tensorToDataURL(this, options);
+  }
+
+  // What crosses into Python: a numeric tensor's bytes, or a string tensor's strings.
+  payload() {
+    const data = this.data;
+    if (this.type === "string") return data;
+    return new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
+  }
+
+  static fromPayload(type, dims, payload) {
+    if (type === "string") return new Tensor("string", Array.from(payload), dims);
     const Typed = TYPED_ARRAYS[type];
     if (!Typed) throw new TypeError(`output of unsupported type '${type}'`);
-    const copy = new Uint8Array(bytes);      // own, aligned memory
+    const copy = new Uint8Array(payload);      // own, aligned memory
     return new Tensor(type, new Typed(copy.buffer, 0, copy.byteLength / Typed.BYTES_PER_ELEMENT), dims);
   }
 }

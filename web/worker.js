@@ -2,7 +2,8 @@
 // and the sessions live here, so the page's thread never waits for Python.
 //
 // Messages in:  { id, op: "create", args: [modelBytes, options, config] }
-//               { id, op: "run", args: [handle, items, fetches] }
+//               { id, op: "run", args: [handle, items, fetches] }   (items: [name, type, dims,
+//                                       bytes, or an array of strings for a string tensor])
 //               { id, op: "release", args: [handle] }
 // Messages out: { id, progress } while creating, then { id, ok: true, result }
 //               or { id, ok: false, error: { message, pythonTraceback } }.
@@ -24,8 +25,10 @@ const OPS = {
 
   async run(id, [handle, items, fetches]) {
     const outputs = await session(handle).run(items, fetches);
-    const owned = outputs.map(([name, type, dims, bytes]) => [name, type, dims, new Uint8Array(bytes)]);
-    return [owned, owned.map((item) => item[3].buffer)];     // transferred, not copied
+    // a numeric output's bytes are transferred, not copied; a string output's strings are copied
+    const owned = outputs.map(([name, type, dims, payload]) =>
+      [name, type, dims, type === "string" ? Array.from(payload) : new Uint8Array(payload)]);
+    return [owned, owned.filter((item) => item[1] !== "string").map((item) => item[3].buffer)];
   },
 
   async release(id, [handle]) {

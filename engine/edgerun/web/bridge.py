@@ -2,7 +2,8 @@
 
 Values cross as (type, dims, bytes) with onnxruntime-web's type names ("float32", "int64",
 ...), so nothing here needs numpy: Pyodide here has none, and the wasm and WebGPU providers
-keep tensors in their own memory.
+keep tensors in their own memory. A string tensor crosses as (type "string", dims, a list of
+str): a HostTensor of strings on this side, onnxruntime-web's string Tensor on the other.
 """
 from __future__ import annotations
 
@@ -53,7 +54,7 @@ class WebSession:
                 "explain": self.session.explain()}
 
     def run(self, feeds: list, output_names: list = None, signal=None) -> list:
-        """feeds: [(name, type, dims, bytes)] -> [(name, type, dims, bytes)]; `signal`: a
+        """feeds: [(name, type, dims, bytes or strs)] -> the same for the outputs; `signal`: a
         JavaScript AbortSignal whose abort stops the run before its next node."""
         values = {name: _to_host(name, type_name, dims, data)
                   for name, type_name, dims, data in feeds}
@@ -88,19 +89,44 @@ def _to_host(name, type_name, dims, data):
     code = WEB_TYPES.get(type_name)
     if code is None:
         raise TypeError(f"input '{name}': unsupported tensor type '{type_name}'")
-    tensor = HostTensor(code, dims, as_bytes(data))
+    if code == dtypes.STRING:
+        strings = _strings(data)
+        bad = next((i for i, s in enumerate(strings) if not isinstance(s, str)), None)
+        if bad is not None:
+            raise TypeError(f"input '{name}': a string tensor holds strings; element {bad} is "
+                            f"{type(strings[bad]).__name__}")
+        tensor = HostTensor(code, dims, strings)
+    else:
+        tensor = HostTensor(code, dims, as_bytes(data))
     return tensor.numpy() if have_numpy() else tensor
+
+
+def _strings(data) -> list:
+    """A string tensor's elements: a Python list, or a JavaScript array (a JsProxy)."""
+    to_py = getattr(data, "to_py", None)
+    return list(to_py() if callable(to_py) else data)
 
 
 def _from_host(name, value):
     if isinstance(value, HostTensor):
-        return _WEB_NAME[value.elem_type], list(value.shape), bytes(value.data)
+        if value.elem_type == dtypes.STRING:
+            return "string", list(value.shape), list(value.data)
+        return _web_name(name, value.elem_type), list(value.shape), bytes(value.data)
     from ..ir.tensor_numpy import numpy_to_tensor
 
     t = numpy_to_tensor(value, name)
     if t.elem_type == dtypes.STRING:
-        raise TypeError(f"output '{name}': string outputs are not supported by the web API yet")
-    return _WEB_NAME[t.elem_type], list(t.dims), t.raw
+        return "string", list(t.dims), [s.decode("utf-8", errors="surrogateescape")
+                                        for s in (t.strings or [])]
+    return _web_name(name, t.elem_type), list(t.dims), t.raw
+
+
+def _web_name(name, code) -> str:
+    web = _WEB_NAME.get(code)
+    if web is None:
+        raise TypeError(f"output '{name}': {dtypes.type_string(code)} has no onnxruntime-web "
+                        f"Tensor type")
+    return web
 
 
 class _SignalRunOptions(RunOptions):
