@@ -1830,3 +1830,36 @@ def test_per_tensor_quantize_matches_the_cpu_provider(wasm, qtype, x_type, scale
         for g, w in zip(edgerun.InferenceSession(dyn, providers=[wasm]).run(None, {"x": x}),
                         edgerun.InferenceSession(dyn, providers=["cpu"]).run(None, {"x": x})):
             np.testing.assert_array_equal(g, w)
+
+
+@pytest.mark.parametrize("kernel,strides,pads,dilations", [
+    ([3, 3], [1, 1], [1, 1, 1, 1], [1, 1]), ([3, 3], [2, 2], [0, 0, 1, 1], [1, 1]),
+    ([2, 5], [1, 3], [1, 2, 0, 2], [1, 1]), ([3, 2], [2, 1], [2, 1, 2, 1], [2, 3]),
+    ([1, 1], [2, 2], [0, 0, 0, 0], [1, 1])])
+def test_max_pool_rows_match_onnxruntime(wasm, kernel, strides, pads, dilations):
+    """er_maxpool2d's row-vector loops (strides 1 and 2 by vectors, others by elements):
+    widths under one vector and over several, windows of padding only at the edges, batch 1;
+    against onnxruntime, and with NaN inputs against the CPU provider (a NaN in the window
+    wins; onnxruntime's answer then depends on where in the window it sits)."""
+    import onnxruntime
+    from onnx import TensorProto, helper
+
+    import edgerun
+
+    graph = helper.make_graph(
+        [helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=kernel, strides=strides,
+                          pads=pads, dilations=dilations)], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, None)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 12)]).SerializeToString()
+    rng = np.random.default_rng(sum(kernel) + sum(strides))
+    for shape in ((1, 1, 3, 2), (1, 3, 9, 21), (2, 2, 17, 38)):
+        x = rng.standard_normal(shape).astype(np.float32)
+        got = edgerun.InferenceSession(model, providers=[wasm]).run(None, {"x": x})[0]
+        want = onnxruntime.InferenceSession(model, providers=["CPUExecutionProvider"]).run(
+            None, {"x": x})[0]
+        np.testing.assert_array_equal(got, want, err_msg=str(shape))
+        x.flat[::37] = np.nan
+        got = edgerun.InferenceSession(model, providers=[wasm]).run(None, {"x": x})[0]
+        want = edgerun.InferenceSession(model, providers=["cpu"]).run(None, {"x": x})[0]
+        np.testing.assert_array_equal(got, want, err_msg=f"{shape} with NaN")

@@ -18,27 +18,76 @@ static PoolShape pool_shape(void) {
     return s;
 }
 
+#define LOWEST_FLOAT -3.402823466e+38f     /* a window of padding only, as onnxruntime */
+
+/* the output columns [lo, hi) whose input column ox * sw + x0 lies inside [0, w) */
+static inline void inside_columns(i32 x0, i32 sw, i32 w, i32 ow, i32 *lo, i32 *hi) {
+    i32 first = x0 >= 0 ? 0 : (-x0 + sw - 1) / sw;
+    i32 last = w - 1 - x0 >= 0 ? (w - 1 - x0) / sw + 1 : 0;
+    *lo = min_i32(first, ow);
+    *hi = max_i32(min_i32(last, ow), *lo);
+}
+
+/* 4 inputs sw apart (sw 1 or 2) */
+static inline v128_t load_every(const float *p, i32 sw) {
+    if (sw == 1) return wasm_v128_load(p);
+    return wasm_i32x4_shuffle(wasm_v128_load(p), wasm_v128_load(p + 4), 0, 2, 4, 6);
+}
+
+/* out[ox] = max(out[ox], row[ox * sw + x0]) for ox in [lo, hi); NaN wins, as in the scalar
+ * rule below and f32x4.max */
+static void max_into(float *out, const float *row, i32 x0, i32 sw, i32 w, i32 lo, i32 hi) {
+    i32 ox = lo;
+    if (sw <= 2)
+        for (; ox + 4 <= hi && (ox + 3) * sw + x0 + sw - 1 < w; ox += 4)
+            wasm_v128_store(out + ox, wasm_f32x4_max(wasm_v128_load(out + ox),
+                                                     load_every(row + ox * sw + x0, sw)));
+    for (; ox < hi; ox++) {
+        float v = row[ox * sw + x0], best = out[ox];
+        out[ox] = v > best || v != v ? v : best;
+    }
+}
+
+/* Row by row: each valid (window row, window column) pair updates a whole output row with
+ * vectors (strides 1 and 2; others by elements). An output whose window holds padding only
+ * gets the lowest float; such windows sit at the edges (rows without a valid window row,
+ * columns outside every window column's inside range). */
 EXPORT void er_maxpool2d(const float *x, float *y) {
     PoolShape s = pool_shape();
+    i32 all_lo = 0, all_hi = s.ow;        /* the columns every window column reaches */
+    for (i32 j = 0; j < s.kw; j++) {
+        i32 lo, hi;
+        inside_columns(j * s.dw - s.pl, s.sw, s.w, s.ow, &lo, &hi);
+        all_lo = max_i32(all_lo, lo);
+        all_hi = min_i32(all_hi, hi);
+    }
     for (i32 p = 0; p < s.planes; p++) {
-        const float *xp = x + p * s.h * s.w;
+        const float *xp = x + (size_t)p * s.h * s.w;
         for (i32 oy = 0; oy < s.oh; oy++) {
-            for (i32 ox = 0; ox < s.ow; ox++) {
-                float best = -__builtin_inff();
-                i32 seen = 0;
-                for (i32 i = 0; i < s.kh; i++) {
-                    i32 yy = oy * s.sh - s.pt + i * s.dh;
-                    if (yy < 0 || yy >= s.h) continue;
-                    for (i32 j = 0; j < s.kw; j++) {
-                        i32 xx = ox * s.sw - s.pl + j * s.dw;
-                        if (xx < 0 || xx >= s.w) continue;
-                        float v = xp[yy * s.w + xx];
-                        best = v > best || v != v ? v : best;
-                        seen = 1;
-                    }
+            float *out = y + ((size_t)p * s.oh + oy) * s.ow;
+            for (i32 ox = 0; ox < s.ow; ox++) out[ox] = -__builtin_inff();
+            i32 any_row = 0;
+            for (i32 i = 0; i < s.kh; i++) {
+                i32 yy = oy * s.sh - s.pt + i * s.dh;
+                if (yy < 0 || yy >= s.h) continue;
+                any_row = 1;
+                for (i32 j = 0; j < s.kw; j++) {
+                    i32 x0 = j * s.dw - s.pl, lo, hi;
+                    inside_columns(x0, s.sw, s.w, s.ow, &lo, &hi);
+                    max_into(out, xp + (size_t)yy * s.w, x0, s.sw, s.w, lo, hi);
                 }
-                /* a window of padding only: the lowest float, as onnxruntime and the CPU */
-                *y++ = seen ? best : -3.402823466e+38f;
+            }
+            for (i32 ox = 0; ox < s.ow; ox++) {
+                if (any_row && ox >= all_lo && ox < all_hi) {
+                    ox = all_hi - 1;          /* the interior: every window has input */
+                    continue;
+                }
+                i32 seen = 0;
+                for (i32 j = 0; j < s.kw && any_row && !seen; j++) {
+                    i32 xx = ox * s.sw - s.pl + j * s.dw;
+                    seen = xx >= 0 && xx < s.w;
+                }
+                if (!seen) out[ox] = LOWEST_FLOAT;
             }
         }
     }
@@ -124,7 +173,7 @@ EXPORT void er_pool_nd(i32 mode, const float *x, float *y, i64 *indices, float p
             if (mode == P_MAX) {
                 /* a window of padding only: the lowest float, and the plane's offset - 1 as
                  * its index, as onnxruntime and the CPU kernel */
-                *y++ = best_at < 0 ? -3.402823466e+38f : best;
+                *y++ = best_at < 0 ? LOWEST_FLOAT : best;
                 if (indices) *indices++ = q * plane + best_at;
             } else if (mode == P_AVG) {
                 *y++ = count ? (float)(sum / count) : 0.0f;
