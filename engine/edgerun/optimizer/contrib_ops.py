@@ -5,9 +5,18 @@ com.microsoft domain (SkipLayerNormalization, BiasGelu, MatMulNBits, ...). Rathe
 kernel per provider, each is expanded here into operators every provider runs, the way ONNX
 function bodies are (inline_functions.py): the session does this before optimizing, at every
 optimization level and without numpy, so wasm and WebGPU in a page run these models too.
-The optimizer then fuses the expanded forms where it has fused kernels (Gelu, LayerNorm) and
-folds constant work away (MatMulNBits' dequantization of constant weights becomes one float
-weight at load time).
+The optimizer then fuses the expanded forms where it has fused kernels (Gelu, LayerNorm,
+Conv/Gemm + activation) and folds constant work away (MatMulNBits' dequantization of constant
+weights becomes one float weight at load time; so do MatMulIntegerToFloat's and
+DynamicQuantizeMatMul's 8-bit weights, which are computed on as integers held in float32).
+
+Families: layer norms and Gelus; BERT's Attention, MultiHeadAttention and
+EmbedLayerNormalization (attention through com.edgerun Attention, which every provider has);
+the quantizer's QuantizeLinear/DequantizeLinear and QLinear* (dequantize -> float operator ->
+quantize: onnxruntime's integer kernels round a few values one step the other way); FusedConv,
+FusedGemm and NhwcConv. Forms an expansion cannot express (attention caches shared with
+past_sequence_length, rotary attention, packed QKV, ...) raise InvalidGraph naming the
+feature, as do models whose ai.onnx opset lacks an operator the expansion needs.
 
 Semantics follow onnxruntime's ContribOperators documentation and are checked against
 onnxruntime's own kernels (tests/test_contrib_ops.py). EXPANSIONS maps op_type to a function
@@ -19,21 +28,30 @@ import struct
 
 from .. import ir
 from ..errors import InvalidGraph
-from .graph_edit import EDGERUN_DOMAIN, attr_float, attr_int, attr_ints, attr_string
+from .graph_edit import (
+    EDGERUN_DOMAIN,
+    attr_float,
+    attr_int,
+    attr_ints,
+    attr_string,
+    attr_text,
+)
 
 MICROSOFT = "com.microsoft"
-FLOAT, UINT8, INT64 = 1, 2, 7
-_FORMATS = {FLOAT: "f", UINT8: "B", INT64: "q"}
+FLOAT, UINT8, INT8, INT32, INT64 = 1, 2, 3, 6, 7
+_FORMATS = {FLOAT: "f", UINT8: "B", INT8: "b", INT32: "i", INT64: "q"}
+FLOAT_LOWEST = -3.4028234663852886e38
 
 
 class Builder:
     """Emits the nodes of one expansion into a graph: fresh value names, scalar constants
     as initializers, opset-dependent spellings (ReduceMean's axes, LayerNormalization)."""
 
-    def __init__(self, graph: ir.Graph, model: ir.Model, names, prefix: str):
+    def __init__(self, graph: ir.Graph, model: ir.Model, names, prefix: str, ranks=None):
         self.graph, self.model, self.names, self.prefix = graph, model, names, prefix
         self.opset = model.opset_imports.get("", 1)
         self.nodes: list = []
+        self.ranks = {} if ranks is None else ranks     # ranks of values expansions made
 
     def fresh(self, hint: str) -> str:
         return self.names(f"{self.prefix}/{hint}")
@@ -42,13 +60,14 @@ class Builder:
         """Add a node; returns its first output (a fresh name unless given)."""
         outputs = list(outputs) if outputs else [self.fresh(op_type.lower())]
         self.nodes.append(ir.Node(op_type=op_type, inputs=list(inputs), outputs=outputs,
-                                  attributes={k: _attribute(k, v) for k, v in attrs.items()},
+                                  attributes={k: v if isinstance(v, ir.Attribute) else
+                                              _attribute(k, v) for k, v in attrs.items()},
                                   domain=domain, name=self.fresh(op_type)))
         return outputs[0]
 
     def const(self, values, elem_type: int = FLOAT, hint: str = "c") -> str:
-        """A constant initializer (float32, uint8 or int64) of `values`: a number gives a
-        scalar, a list a vector."""
+        """A constant initializer (float32, (u)int8, int32 or int64) of `values`: a number
+        gives a scalar, a list a vector."""
         flat = values if isinstance(values, (list, tuple)) else [values]
         dims = (len(flat),) if isinstance(values, (list, tuple)) else ()
         name = self.fresh(hint)
@@ -66,10 +85,80 @@ class Builder:
                 return v.type.elem_type
         return None
 
-    def unsqueeze_last(self, x: str) -> str:
+    def declared_shape(self, name: str):
+        """The dims the graph declares for `name` (ints, symbolic names or None), or None."""
+        if name in self.graph.initializers:
+            return list(self.graph.initializers[name].dims)
+        for v in list(self.graph.inputs) + list(self.graph.value_info) + list(self.graph.outputs):
+            if v.name == name and v.type is not None and v.type.kind == "tensor" \
+                    and v.type.shape is not None:
+                return list(v.type.shape)
+        return None
+
+    def rank_of(self, name: str, depth: int = 0):
+        """The rank of `name` when known without running the model: declared, made by an
+        earlier expansion, or through Cast/Identity and ReduceSum(keepdims=0); else None."""
+        if name in self.ranks:
+            return self.ranks[name]
+        shape = self.declared_shape(name)
+        if shape is not None:
+            return len(shape)
+        node = next((n for n in self.graph.nodes if name in n.outputs), None)
+        if node is None or depth > 8 or node.domain not in ("", "ai.onnx") or not node.inputs:
+            return None
+        if node.op_type in ("Cast", "Identity"):
+            return self.rank_of(node.inputs[0], depth + 1)
+        if node.op_type == "ReduceSum" and not node.attr("keepdims", 1):
+            axes = node.attr("axes")
+            if axes is None and len(node.inputs) > 1 and node.inputs[1] in self.graph.initializers:
+                dims = self.graph.initializers[node.inputs[1]].dims
+                axes = [0] * (dims[0] if dims else 1)          # only their count matters
+            rank = self.rank_of(node.inputs[0], depth + 1)
+            return None if rank is None or axes is None else rank - len(axes)
+        return None
+
+    def need_opset(self, node: ir.Node, version: int, what: str) -> None:
+        if self.opset < version:
+            raise InvalidGraph(f"{node.name or node.op_type}: {node.op_type} needs {what}, in "
+                               f"ai.onnx opset {version} or later (the model has {self.opset})")
+
+    def unsqueeze(self, x: str, axes: list) -> str:
         if self.opset >= 13:
-            return self.op("Unsqueeze", [x, self.const([-1], INT64, hint="axes")])
-        return self.op("Unsqueeze", [x], axes=[-1])
+            return self.op("Unsqueeze", [x, self.const(list(axes), INT64, hint="axes")])
+        return self.op("Unsqueeze", [x], axes=list(axes))
+
+    def unsqueeze_last(self, x: str) -> str:
+        return self.unsqueeze(x, [-1])
+
+    def reduce_sum(self, x: str, axes: list, keepdims: int = 1) -> str:
+        if self.opset >= 13:
+            return self.op("ReduceSum", [x, self.const(list(axes), INT64, hint="axes")],
+                           keepdims=keepdims)
+        return self.op("ReduceSum", [x], axes=list(axes), keepdims=keepdims)
+
+    def split(self, x: str, sizes, count: int, axis: int) -> list:
+        """x cut into `count` parts along `axis`: of `sizes`, or equal without them."""
+        outputs = [self.fresh("part") for _ in range(count)]
+        if sizes and self.opset >= 13:
+            self.op("Split", [x, self.const(list(sizes), INT64, hint="split")], outputs,
+                    axis=axis)
+        elif sizes:
+            self.op("Split", [x], outputs, axis=axis, split=list(sizes))
+        elif self.opset >= 18:
+            self.op("Split", [x], outputs, axis=axis, num_outputs=count)
+        else:
+            self.op("Split", [x], outputs, axis=axis)
+        return outputs
+
+    def dim(self, x: str, axis: int, scalar: bool = False) -> str:
+        """x's size along `axis` (int64): a scalar, or a vector of one."""
+        index = self.const(axis, INT64) if scalar else self.const([axis], INT64)
+        return self.op("Gather", [self.op("Shape", [x]), index], axis=0)
+
+    def clip(self, x: str, low: float, high: float, outputs=None) -> str:
+        if self.opset >= 11:
+            return self.op("Clip", [x, self.const(low), self.const(high)], outputs)
+        return self.op("Clip", [x], outputs, min=float(low), max=float(high))
 
     def reduce_mean(self, x: str, axes: list) -> str:
         if self.opset >= 18:
@@ -288,6 +377,485 @@ def _unpack_codes(b: Builder, packed: str, bits: int, shape: list) -> str:
     return b.op("Reshape", [packed, b.const(shape, INT64, hint="shape")])
 
 
+# ---- attention (BERT, GPT-2, Whisper) ------------------------------------------------------
+
+def _refuse(node: ir.Node, condition, feature: str) -> None:
+    if condition:
+        raise InvalidGraph(f"{node.name or node.op_type}: {node.op_type} with {feature} is "
+                           f"not supported")
+
+
+def _num_heads(node: ir.Node) -> int:
+    heads = int(node.attr("num_heads", 0))
+    if heads <= 0:
+        raise InvalidGraph(f"{node.name or node.op_type}: {node.op_type} needs a positive "
+                           f"num_heads attribute")
+    return heads
+
+
+def _split_heads(b: Builder, x: str, heads: int) -> str:
+    """[B, S, heads * D] -> [B, heads, S, D]."""
+    split = b.op("Reshape", [x, b.const([0, 0, heads, -1], INT64, hint="shape")])
+    return b.op("Transpose", [split], perm=[0, 2, 1, 3])
+
+
+def _merge_heads(b: Builder, x: str, output: str) -> None:
+    """[B, heads, S, D] -> [B, S, heads * D]."""
+    merged = b.op("Transpose", [x], perm=[0, 2, 1, 3])
+    b.op("Reshape", [merged, b.const([0, 0, -1], INT64, hint="shape")], [output])
+
+
+def _positions(b: Builder, heads_tensor: str) -> str:
+    """0, 1, ... along axis 2 (the sequence) of a [B, heads, S, D] value, as float32."""
+    count = b.dim(heads_tensor, 2, scalar=True)
+    return b.op("Cast", [b.op("Range", [b.const(0, INT64), count, b.const(1, INT64)])],
+                to=FLOAT)
+
+
+def _key_padding(node: ir.Node, b: Builder, mask: str, q: str, k: str) -> str:
+    """The additive mask [B, 1, 1 or S, T] of onnxruntime's mask forms: mask_filter_value
+    where a raw mask ([B, T] or [B, S, T]) is not above 0, or, for a 1-D mask, at keys from
+    the row's end on and, with [2B] (ends then starts), before its start."""
+    rank = b.rank_of(mask)
+    hidden = _float(node, "mask_filter_value", -10000.0)
+    if rank in (2, 3):
+        b.need_opset(node, 9, "Where for a raw mask")
+        keep = b.op("Greater", [b.op("Cast", [mask], to=FLOAT), b.const(0.0)])
+        additive = b.op("Where", [keep, b.const(0.0), b.const(hidden)])
+        return b.unsqueeze(additive, [1, 2] if rank == 2 else [1])
+    if rank != 1:
+        _refuse(node, rank is not None, f"a {rank}-D mask")
+        raise InvalidGraph(f"{node.name or node.op_type}: {node.op_type}'s mask "
+                           f"'{mask}' has an unknown rank (1-D lengths or a 2-D/3-D raw mask "
+                           f"decide its meaning): declare its shape in the graph")
+    b.need_opset(node, 11, "Range for a 1-D mask_index")
+    # [B] or [2B] -> rows [1 or 2, B]: ends, and ends + starts summed over the rows
+    shape = b.op("Concat", [b.const([-1], INT64), b.dim(q, 0)], axis=0)
+    rows = b.op("Reshape", [b.op("Cast", [mask], to=FLOAT), shape])
+    end = b.op("Gather", [rows, b.const(0, INT64)], axis=0)
+    start = b.op("Sub", [b.reduce_sum(rows, [0], keepdims=0), end])
+    keys = _positions(b, k)
+    keep = b.op("And", [b.op("Less", [keys, b.unsqueeze_last(end)]),
+                        b.op("Not", [b.op("Less", [keys, b.unsqueeze_last(start)])])])
+    additive = b.op("Where", [keep, b.const(0.0), b.const(hidden)])
+    return b.unsqueeze(additive, [1, 2])
+
+
+def _causal(node: ir.Node, b: Builder, q: str, k: str) -> str:
+    """[S, T] additive: the lowest float32 where key j comes after query i (j > i + T - S,
+    the past keys all visible), 0 elsewhere."""
+    b.need_opset(node, 11, "Range for unidirectional")
+    queries, keys = _positions(b, q), _positions(b, k)
+    past = b.op("Sub", [b.op("Cast", [b.dim(k, 2)], to=FLOAT),
+                        b.op("Cast", [b.dim(q, 2)], to=FLOAT)])
+    last_visible = b.op("Add", [b.unsqueeze_last(queries), past])
+    after = b.op("Greater", [keys, last_visible])
+    return b.op("Where", [after, b.const(FLOAT_LOWEST), b.const(0.0)])
+
+
+def _attend(node: ir.Node, b: Builder, q: str, k: str, v: str, mask_index: str,
+            attention_bias: str, output: str) -> None:
+    """merge_heads(softmax(scale * Q K^T + masks) V) through com.edgerun Attention, the masks
+    being mask_index's, the causal one (unidirectional) and attention_bias, summed."""
+    terms = [_key_padding(node, b, mask_index, q, k) if mask_index else "",
+             _causal(node, b, q, k) if node.attr("unidirectional", 0) else "", attention_bias]
+    mask = ""
+    for term in filter(None, terms):
+        mask = b.op("Add", [mask, term]) if mask else term
+    scale = _float(node, "scale", 0.0)
+    b.model.opset_imports.setdefault(EDGERUN_DOMAIN, 1)
+    y = b.op("Attention", [q, k, v] + ([mask] if mask else []), domain=EDGERUN_DOMAIN,
+             **({"scale": scale} if scale else {}))
+    _merge_heads(b, y, output)
+
+
+def _qkv_sizes(node: ir.Node, b: Builder, weights: str):
+    """qkv_hidden_sizes, or thirds of the weights' columns when they are known (None: let
+    Split cut equal thirds)."""
+    sizes = list(node.attr("qkv_hidden_sizes") or [])
+    if sizes:
+        if len(sizes) != 3:
+            raise InvalidGraph(f"{node.name or node.op_type}: qkv_hidden_sizes needs 3 values, "
+                               f"got {sizes}")
+        return sizes
+    shape = b.declared_shape(weights)
+    if shape and len(shape) == 2 and isinstance(shape[1], int):
+        return [shape[1] // 3] * 3
+    return None
+
+
+def attention(node: ir.Node, b: Builder) -> None:
+    """onnxruntime's Attention (BERT, GPT-2). With Q|K|V = input @ weights (+ bias) split by
+    qkv_hidden_sizes (thirds without it), each cut into num_heads heads [B, N, S, D]:
+
+        Y = merge_heads(softmax(scale * Q K^T + mask + attention_bias) V)
+
+    scale defaulting to 1/sqrt(D). With past [2, B, N, P, D], K and V follow past's keys and
+    values; present is [K, V] stacked. mask: mask_filter_value (-10000) where mask_index
+    hides a key (raw 0/1 mask [B, T] or [B, S, T]: 0 hides; 1-D [B] right-padding lengths,
+    [2B] ends then starts), plus the lowest float32 after the diagonal when unidirectional.
+    Not supported: past_present_share_buffer (past_sequence_length), do_rotary, 4-D masks."""
+    x, weights, bias, mask, past, attention_bias, past_length = _inputs(node, 7)
+    _refuse(node, past_length or node.attr("past_present_share_buffer", 0),
+            "past_present_share_buffer (past_sequence_length)")
+    _refuse(node, node.attr("do_rotary", 0), "do_rotary")
+    heads = _num_heads(node)
+    qkv = b.op("MatMul", [x, weights])
+    if bias:
+        qkv = b.op("Add", [qkv, bias])
+    q, k, v = (_split_heads(b, part, heads)
+               for part in b.split(qkv, _qkv_sizes(node, b, weights), 3, axis=-1))
+    if past:
+        k, v = (b.op("Concat", [b.op("Gather", [past, b.const(i, INT64)], axis=0), new],
+                     axis=2) for i, new in ((0, k), (1, v)))
+    present = _outputs(node, 2)[1]
+    if present:
+        b.op("Concat", [b.unsqueeze(k, [0]), b.unsqueeze(v, [0])], [present], axis=0)
+    _attend(node, b, q, k, v, mask, attention_bias, node.outputs[0])
+
+
+def multi_head_attention(node: ir.Node, b: Builder) -> None:
+    """onnxruntime's MultiHeadAttention with separate 3-D query [B, S, H], key [B, L, H] and
+    value [B, L, Hv], bias [H + H + Hv] added to them, each cut into num_heads heads:
+
+        Y = merge_heads(softmax(scale * Q K^T + mask + attention_bias) V)
+
+    mask from key_padding_mask as Attention's mask_index ([B] lengths, [B, T] or [B, S, T]
+    raw), plus the causal one when unidirectional; present_key/present_value are K and V's
+    heads. Not supported: packed QKV or KV, past_key/past_value (a 4-D key), cache_indirection,
+    the qk output."""
+    query, key, value, bias, padding, attention_bias = _inputs(node, 6)
+    _refuse(node, not key or not value, "packed QKV (no key/value input)")
+    _refuse(node, any(_inputs(node, 10)[6:]), "past_key/past_value or cache_indirection")
+    _refuse(node, _outputs(node, 4)[3], "the qk output")
+    for name in (query, key, value):
+        rank = b.rank_of(name)
+        _refuse(node, rank not in (None, 3), f"a {rank}-D '{name}' (packed QKV/KV or a "
+                                             f"past key/value cache)")
+    heads = _num_heads(node)
+    if bias:
+        parts = _bias_parts(node, b, bias, query, value)
+        query, key, value = (b.op("Add", [x, p]) for x, p in zip((query, key, value), parts))
+    q, k, v = (_split_heads(b, x, heads) for x in (query, key, value))
+    present_key, present_value = _outputs(node, 3)[1:]
+    for source, out in ((k, present_key), (v, present_value)):
+        if out:
+            b.op("Identity", [source], [out])
+    _attend(node, b, q, k, v, padding, attention_bias, node.outputs[0])
+
+
+def _bias_parts(node: ir.Node, b: Builder, bias: str, query: str, value: str) -> list:
+    """bias [H + H + Hv] cut into Q's, K's and V's parts: by the declared hidden sizes, else
+    by query's and value's sizes at run time."""
+    shapes = [b.declared_shape(n) for n in (query, value)]
+    sizes = [s[-1] for s in shapes if s and isinstance(s[-1], int)]
+    if len(sizes) == 2:
+        return b.split(bias, [sizes[0], sizes[0], sizes[1]], 3, axis=0)
+    b.need_opset(node, 10, "Slice with inputs (cutting bias by the hidden sizes)")
+    hidden = b.dim(query, 2)
+    ends = [hidden, b.op("Add", [hidden, hidden]), b.const([(1 << 62)], INT64)]
+    starts = [b.const([0], INT64)] + ends[:2]
+    return [b.op("Slice", [bias, start, end]) for start, end in zip(starts, ends)]
+
+
+def embed_layer_normalization(node: ir.Node, b: Builder) -> None:
+    """BERT's embeddings: with sum = word_embedding[input_ids] + position_embedding[position_ids
+    (0..S-1 without them)] (+ segment_embedding[segment_ids]),
+
+        output = LayerNorm(sum) * gamma + beta  (last axis, epsilon 1e-12 by default)
+        mask_index = count of ones in each row of mask (int32 [B]; zeros without a mask)
+        embedding_sum = sum"""
+    ids, segment_ids, words, positions, segments, gamma, beta, mask, position_ids = \
+        _inputs(node, 9)
+    out, mask_index, embedding_sum = _outputs(node, 3)
+    if position_ids:
+        position = b.op("Gather", [positions, position_ids], axis=0)
+    else:
+        b.need_opset(node, 10, "Slice with inputs (position_embedding's first S rows)")
+        position = b.op("Slice", [positions, b.const([0], INT64), b.dim(ids, 1),
+                                  b.const([0], INT64)])
+    total = b.op("Add", [b.op("Gather", [words, ids], axis=0), position])
+    if segment_ids and segments:
+        total = b.op("Add", [total, b.op("Gather", [segments, segment_ids], axis=0)])
+    if embedding_sum:
+        b.op("Identity", [total], [embedding_sum])
+    b.layer_norm(total, gamma, beta, [out], _float(node, "epsilon", 1e-12))
+    if mask_index:
+        _mask_index(b, ids, mask, mask_index)
+
+
+def _mask_index(b: Builder, ids: str, mask: str, output: str) -> None:
+    """The count of ones in each row of mask, as int32 [B] (zeros without mask)."""
+    if mask:
+        ones = b.op("Cast", [b.op("Equal", [mask, b.const(1, INT32)])], to=FLOAT)
+        b.op("Cast", [b.reduce_sum(ones, [1], keepdims=0)], [output], to=INT32)
+    else:
+        first = b.op("Gather", [ids, b.const(0, INT64)], axis=1)
+        b.op("Cast", [b.op("Mul", [b.op("Cast", [first], to=FLOAT), b.const(0.0)])], [output],
+             to=INT32)
+    b.ranks[output] = 1
+
+
+# ---- quantization (onnxruntime's quantizer) ------------------------------------------------
+
+def quantize_linear(node: ir.Node, b: Builder) -> None:
+    """ai.onnx QuantizeLinear: y = saturate(round_half_even(x / y_scale) + y_zero_point)."""
+    _standard_q_dq(node, b)
+
+
+def dequantize_linear(node: ir.Node, b: Builder) -> None:
+    """ai.onnx DequantizeLinear: y = (x - x_zero_point) * x_scale."""
+    _standard_q_dq(node, b)
+
+
+def _standard_q_dq(node: ir.Node, b: Builder) -> None:
+    """The com.microsoft spelling as the standard operator (axis from opset 13)."""
+    b.need_opset(node, 10, node.op_type)
+    attrs = {}
+    if node.attr("axis") is not None:
+        b.need_opset(node, 13, f"{node.op_type}'s axis attribute")
+        attrs["axis"] = int(node.attr("axis"))
+    b.op(node.op_type, list(node.inputs), node.outputs[:1], **attrs)
+
+
+def _dequantize(node: ir.Node, b: Builder, x: str, scale: str, zero_point: str) -> str:
+    b.need_opset(node, 10, "DequantizeLinear")
+    return b.op("DequantizeLinear", [x, scale] + ([zero_point] if zero_point else []))
+
+
+def _quantize(node: ir.Node, b: Builder, y: str, scale: str, zero_point: str, like: str,
+              output: str) -> None:
+    """QuantizeLinear into the element type of `like` (the operator's quantized input) when the
+    zero point is absent (QuantizeLinear alone would give uint8)."""
+    if not zero_point:
+        zero_point = _zero_point_like(node, b, like)
+    b.op("QuantizeLinear", [y, scale, zero_point], [output])
+
+
+def _zero_point_like(node: ir.Node, b: Builder, x: str) -> str:
+    elem = b.elem_type_of(x)
+    if elem in (UINT8, INT8):
+        return b.const(0, elem, hint="zero_point")
+    if b.opset >= 15:
+        return b.op("CastLike", [b.const(0.0), x])
+    raise InvalidGraph(f"{node.name or node.op_type}: {node.op_type} without an output zero "
+                       f"point needs the element type of '{x}' declared (or ai.onnx opset 15 "
+                       f"for CastLike)")
+
+
+def _qlinear_binary(op_type: str):
+    def expand(node: ir.Node, b: Builder) -> None:
+        a, a_scale, a_zero, other, o_scale, o_zero, c_scale, c_zero = _inputs(node, 8)
+        y = b.op(op_type, [_dequantize(node, b, a, a_scale, a_zero),
+                           _dequantize(node, b, other, o_scale, o_zero)])
+        _quantize(node, b, y, c_scale, c_zero, a, node.outputs[0])
+    expand.__doc__ = (f"C = quantize(dequantize(A) {'+' if op_type == 'Add' else '*'} "
+                      f"dequantize(B), C_scale, C_zero_point), broadcasting.")
+    return expand
+
+
+qlinear_add, qlinear_mul = _qlinear_binary("Add"), _qlinear_binary("Mul")
+
+
+def _qlinear_unary(node: ir.Node, b: Builder, op_type: str, **attrs) -> None:
+    """Y = quantize(op(dequantize(X)), Y_scale, Y_zero_point)."""
+    x, x_scale, x_zero, y_scale, y_zero = _inputs(node, 5)
+    y = b.op(op_type, [_dequantize(node, b, x, x_scale, x_zero)], **attrs)
+    _quantize(node, b, y, y_scale, y_zero, x, node.outputs[0])
+
+
+def qlinear_sigmoid(node: ir.Node, b: Builder) -> None:
+    """Y = quantize(Sigmoid(dequantize(X)))."""
+    _qlinear_unary(node, b, "Sigmoid")
+
+
+def qlinear_leaky_relu(node: ir.Node, b: Builder) -> None:
+    """Y = quantize(LeakyRelu(dequantize(X), alpha))."""
+    _qlinear_unary(node, b, "LeakyRelu", alpha=_float(node, "alpha", 0.01))
+
+
+def qlinear_global_average_pool(node: ir.Node, b: Builder) -> None:
+    """Y = quantize(mean of dequantize(X) over the spatial axes), which are the axes after
+    the channels, or, with channels_last, those between the batch and the channels
+    (Y keeps X's rank, its spatial dims 1)."""
+    x, x_scale, x_zero, y_scale, y_zero = _inputs(node, 5)
+    real = _dequantize(node, b, x, x_scale, x_zero)
+    if not node.attr("channels_last", 0):
+        pooled = b.op("GlobalAveragePool", [real])
+    else:                      # [N, ..., C] -> [N, -1, C], mean over axis 1, back to rank
+        shape = b.op("Shape", [x])
+        batch, channels = b.dim(x, 0), b.dim(x, -1)
+        flat = b.op("Reshape", [real, b.op("Concat", [batch, b.const([-1], INT64), channels],
+                                             axis=0)])
+        ones = b.op("Add", [b.op("Mul", [_slice_1d(b, shape, 1, -1), b.const(0, INT64)]),
+                            b.const(1, INT64)])
+        pooled = b.op("Reshape", [b.reduce_mean(flat, [1]),
+                                  b.op("Concat", [batch, ones, channels], axis=0)])
+    _quantize(node, b, pooled, y_scale, y_zero, x, node.outputs[0])
+
+
+def _slice_1d(b: Builder, x: str, start: int, end: int) -> str:
+    return b.op("Slice", [x, b.const([start], INT64), b.const([end], INT64),
+                          b.const([0], INT64)])
+
+
+POOL_ATTRIBUTES = ("auto_pad", "ceil_mode", "count_include_pad", "kernel_shape", "pads",
+                   "strides")
+
+
+def qlinear_average_pool(node: ir.Node, b: Builder) -> None:
+    """Y = quantize(AveragePool(dequantize(X))) with AveragePool's attributes; channels_last
+    transposes X to channels-first around the pool. With ceil_mode and count_include_pad,
+    onnxruntime divides the windows that overhang the padded input by the whole kernel; this
+    divides by the part within input and pads, as AveragePool (and PyTorch) do."""
+    x, x_scale, x_zero, y_scale, y_zero = _inputs(node, 5)
+    real = _dequantize(node, b, x, x_scale, x_zero)
+    attrs = _copied(node, POOL_ATTRIBUTES)
+    if node.attr("channels_last", 0):
+        rank = len(node.attr("kernel_shape") or []) + 2
+        real = b.op("Transpose", [real], perm=[0, rank - 1] + list(range(1, rank - 1)))
+        pooled = b.op("Transpose", [b.op("AveragePool", [real], **attrs)],
+                      perm=[0] + list(range(2, rank)) + [1])
+    else:
+        pooled = b.op("AveragePool", [real], **attrs)
+    _quantize(node, b, pooled, y_scale, y_zero, x, node.outputs[0])
+
+
+def qlinear_concat(node: ir.Node, b: Builder) -> None:
+    """Y = quantize(Concat(dequantize(X_i, scale_i, zero_point_i)...), Y_scale, Y_zero_point);
+    inputs Y_scale, Y_zero_point, then (X, scale, zero point) per tensor."""
+    y_scale, y_zero = node.inputs[:2]
+    triples = node.inputs[2:]
+    if not triples or len(triples) % 3:
+        raise InvalidGraph(f"{node.name or node.op_type}: QLinearConcat takes (tensor, scale, "
+                           f"zero point) triples after Y_scale and Y_zero_point")
+    parts = [_dequantize(node, b, *triples[i:i + 3]) for i in range(0, len(triples), 3)]
+    y = b.op("Concat", parts, axis=int(node.attr("axis")))
+    _quantize(node, b, y, y_scale, y_zero, triples[0], node.outputs[0])
+
+
+# ---- integer matrix products (onnxruntime's dynamic quantization) ---------------------------
+
+def _centered(b: Builder, x: str, zero_point: str) -> str:
+    """Cast(x) - Cast(zero_point): integer values held in float32."""
+    real = b.op("Cast", [x], to=FLOAT)
+    return b.op("Sub", [real, b.op("Cast", [zero_point], to=FLOAT)]) if zero_point else real
+
+
+def _scaled_product(b: Builder, a: str, bmat: str, scale: str, bias: str, output: str) -> None:
+    """(a @ bmat) * scale (+ bias); a and bmat hold integers, so the float32 product is exact
+    while its partial sums stay below 2^24 (onnxruntime accumulates in int32)."""
+    product = b.op("Mul", [b.op("MatMul", [a, bmat]), scale], None if bias else [output])
+    if bias:
+        b.op("Add", [product, bias], [output])
+
+
+def _check_scalar(node: ir.Node, b: Builder, name: str, what: str) -> None:
+    """Refuse a value declared with more than one element."""
+    shape = b.declared_shape(name) or []
+    _refuse(node, any(isinstance(d, int) and d > 1 for d in shape), f"a non-scalar {what}")
+
+
+def matmul_integer_to_float(node: ir.Node, b: Builder) -> None:
+    """Y = ((A - a_zero_point) @ (B - b_zero_point)) * (a_scale * b_scale) + bias, B's scale
+    and zero point per tensor or per column (a_scale per tensor), computed on integers
+    held in float32 so every provider runs it and constant B folds into float weights."""
+    a, bmat, a_scale, b_scale, a_zero, b_zero, bias = _inputs(node, 7)
+    _check_scalar(node, b, a_scale, "a_scale")
+    scale = b.op("Mul", [a_scale, b_scale])
+    _scaled_product(b, _centered(b, a, a_zero), _centered(b, bmat, b_zero), scale, bias,
+                    node.outputs[0])
+
+
+def dynamic_quantize_matmul(node: ir.Node, b: Builder) -> None:
+    """A quantized to uint8 as DynamicQuantizeLinear does (scale = (max(A, 0) - min(A, 0)) /
+    255, zero point = round(-min / scale), q = clip(round(A / scale) + zero point, 0, 255)),
+    then MatMulIntegerToFloat's formula with B, b_scale, b_zero_point, bias."""
+    a, bmat, b_scale, b_zero, bias = _inputs(node, 5)
+    b.need_opset(node, 11, "Round")
+    low = b.op("Min", [b.op("ReduceMin", [a], keepdims=0), b.const(0.0)])
+    high = b.op("Max", [b.op("ReduceMax", [a], keepdims=0), b.const(0.0)])
+    # an all-zero A has range 0: any positive scale quantizes it to the zero point
+    a_scale = b.op("Max", [b.op("Div", [b.op("Sub", [high, low]), b.const(255.0)]),
+                           b.const(1.1754943508222875e-38)])
+    zero = b.op("Round", [b.op("Neg", [b.op("Div", [low, a_scale])])])
+    quantized = b.op("Round", [b.op("Div", [a, a_scale])])
+    centered = b.op("Sub", [b.clip(b.op("Add", [quantized, zero]), 0.0, 255.0), zero])
+    _scaled_product(b, centered, _centered(b, bmat, b_zero), b.op("Mul", [a_scale, b_scale]),
+                    bias, node.outputs[0])
+
+
+# ---- convolutions and Gemm with an activation ----------------------------------------------
+
+CONV_ATTRIBUTES = ("auto_pad", "dilations", "group", "kernel_shape", "pads", "strides")
+GEMM_ATTRIBUTES = ("alpha", "beta", "transA", "transB")
+# onnxruntime's fused activations -> their parameters' defaults, in order
+ACTIVATIONS = {"Relu": (), "Sigmoid": (), "Tanh": (), "LeakyRelu": (0.01,),
+               "HardSigmoid": (0.2, 0.5), "Clip": (FLOAT_LOWEST, -FLOAT_LOWEST)}
+
+
+def _activation(node: ir.Node, b: Builder, x: str, kind: str, params: list,
+                output: str) -> None:
+    """onnxruntime's fused activation: Relu, Sigmoid, Tanh, LeakyRelu (alpha), HardSigmoid
+    (alpha, beta), Clip (min, max), params in that order; none (Identity) without one."""
+    if kind in ("", "Identity"):
+        b.op("Identity", [x], [output])
+        return
+    if kind not in ACTIVATIONS:
+        _refuse(node, True, f"activation '{kind}' (supported: {', '.join(ACTIVATIONS)})")
+    defaults = ACTIVATIONS[kind]
+    values = [float(p) for p in params[:len(defaults)]] + list(defaults[len(params):])
+    if kind == "Clip":
+        b.clip(x, values[0], values[1], [output])
+    elif kind == "LeakyRelu":
+        b.op(kind, [x], [output], alpha=values[0])
+    elif kind == "HardSigmoid":
+        b.op(kind, [x], [output], alpha=values[0], beta=values[1])
+    else:
+        b.op(kind, [x], [output])
+
+
+def _copied(node: ir.Node, names) -> dict:
+    return {k: node.attributes[k] for k in names if k in node.attributes}
+
+
+def fused_conv(node: ir.Node, b: Builder) -> None:
+    """Y = activation(Conv(X, W, B) (+ Z)), `activation` with `activation_params`."""
+    x, w, bias, z = _inputs(node, 4)
+    conv = b.op("Conv", [x, w] + ([bias] if bias else []), **_copied(node, CONV_ATTRIBUTES))
+    if z:
+        conv = b.op("Add", [conv, z])
+    _activation(node, b, conv, attr_text(node, "activation", ""),
+                list(node.attr("activation_params") or []), node.outputs[0])
+
+
+def fused_gemm(node: ir.Node, b: Builder) -> None:
+    """Y = activation(Gemm(A, B, C)), `activation` with activation_alpha (and _beta)."""
+    gemm = b.op("Gemm", [n for n in node.inputs[:3] if n], **_copied(node, GEMM_ATTRIBUTES))
+    params = []
+    for name in ("activation_alpha", "activation_beta"):
+        if node.attr(name) is None:
+            break
+        params.append(node.attr(name))
+    _activation(node, b, gemm, attr_text(node, "activation", ""), params, node.outputs[0])
+
+
+def nhwc_conv(node: ir.Node, b: Builder) -> None:
+    """Conv on channels-last X [N, ..., C] and W [M, ..., C / group], giving [N, ..., M]:
+    both transposed to channels-first around a standard Conv."""
+    x, w, bias = _inputs(node, 3)
+    kernel = node.attr("kernel_shape")
+    shape = b.declared_shape(w)
+    rank = len(kernel) + 2 if kernel else len(shape) if shape else None
+    if rank is None:
+        raise InvalidGraph(f"{node.name or node.op_type}: NhwcConv needs kernel_shape or W's "
+                           f"declared shape (for its rank)")
+    first = [0, rank - 1] + list(range(1, rank - 1))
+    conv = b.op("Conv", [b.op("Transpose", [x], perm=first), b.op("Transpose", [w], perm=first)]
+                + ([bias] if bias else []), **_copied(node, CONV_ATTRIBUTES))
+    b.op("Transpose", [conv], [node.outputs[0]], perm=[0] + list(range(2, rank)) + [1])
+
+
 EXPANSIONS = {
     "SkipLayerNormalization": skip_layer_normalization,
     "SkipSimplifiedLayerNormalization": skip_simplified_layer_normalization,
@@ -299,6 +867,23 @@ EXPANSIONS = {
     "BiasAdd": bias_add,
     "FusedMatMul": fused_matmul,
     "MatMulNBits": matmul_nbits,
+    "Attention": attention,
+    "MultiHeadAttention": multi_head_attention,
+    "EmbedLayerNormalization": embed_layer_normalization,
+    "QuantizeLinear": quantize_linear,
+    "DequantizeLinear": dequantize_linear,
+    "QLinearAdd": qlinear_add,
+    "QLinearMul": qlinear_mul,
+    "QLinearSigmoid": qlinear_sigmoid,
+    "QLinearLeakyRelu": qlinear_leaky_relu,
+    "QLinearGlobalAveragePool": qlinear_global_average_pool,
+    "QLinearAveragePool": qlinear_average_pool,
+    "QLinearConcat": qlinear_concat,
+    "MatMulIntegerToFloat": matmul_integer_to_float,
+    "DynamicQuantizeMatMul": dynamic_quantize_matmul,
+    "FusedConv": fused_conv,
+    "FusedGemm": fused_gemm,
+    "NhwcConv": nhwc_conv,
 }
 
 # contrib operators onnxruntime registers in the ai.onnx domain (no standard op has the name)
@@ -312,22 +897,22 @@ def expand_contrib_ops(model: ir.Model) -> int:
     from .graph_edit import PassContext
 
     ctx = PassContext(model)
-    return _expand_graph(model.graph, model, ctx)
+    return _expand_graph(model.graph, model, ctx, {})
 
 
-def _expand_graph(graph: ir.Graph, model: ir.Model, ctx) -> int:
+def _expand_graph(graph: ir.Graph, model: ir.Model, ctx, ranks: dict) -> int:
     count, nodes = 0, []
     for node in graph.nodes:
         for a in node.attributes.values():
             for g in (a.value if isinstance(a.value, list) else [a.value]):
                 if isinstance(g, ir.Graph):
-                    count += _expand_graph(g, model, ctx)
+                    count += _expand_graph(g, model, ctx, ranks)
         expand = EXPANSIONS.get(node.op_type) if node.domain == MICROSOFT or \
             node.domain in ("", "ai.onnx") and node.op_type in ONNX_DOMAIN_CONTRIB else None
         if expand is None:
             nodes.append(node)
             continue
-        b = Builder(graph, model, ctx.fresh_name, node.name or node.op_type)
+        b = Builder(graph, model, ctx.fresh_name, node.name or node.op_type, ranks)
         expand(node, b)
         nodes += b.nodes
         count += 1
