@@ -877,3 +877,94 @@ def test_batch_normalization_in_training_mode_matches_the_cpu_provider(gpu):
         _on_gpu_matches_cpu(gpu, "BatchNormalization", {"x": x, **params}, opset=15,
                             n_outputs=outputs, training_mode=1, momentum=0.8, epsilon=1e-3)
     _on_gpu_matches_cpu(gpu, "BatchNormalization", {"x": x, **params}, opset=15)
+
+
+# ---- Resize reads per-axis taps computed on the host (ir/resize_rules.py, float64) ----------
+
+def _resize_on_gpu_and_cpu(gpu, feeds: dict, opset: int, **attrs):
+    """(webgpu output, CPU-provider output) of one Resize node over `feeds`, asserting that
+    the node ran wholly on the GPU (no CPU-kernel fallback inside the provider)."""
+    inputs = [helper.make_tensor_value_info(k, _TYPES[v.dtype.type], None)
+              for k, v in feeds.items()]
+    model = _single_node("Resize", inputs,
+                         [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                         opset=opset, **attrs)
+    sess = webgpu_session(model)
+    assert {n["provider"] for n in sess.explain()["nodes"]} == {"webgpu"}
+    before = gpu.stats["fallbacks"]
+    (got,) = sess.run(None, feeds)
+    assert gpu.stats["fallbacks"] == before, gpu.fallback_log[-1:]
+    (expected,) = edgerun.InferenceSession(model, providers=["cpu"]).run(None, feeds)
+    assert got.dtype == expected.dtype and got.shape == expected.shape, (got.shape,
+                                                                         expected.shape)
+    return got, expected
+
+
+def test_resize_source_pixels_are_the_cpu_kernels_float64_ones(gpu):
+    """Nearest with align_corners where n * scale is not a whole number: 9 -> 12 at scale
+    1.3333334 divides by 9 * 1.3333334 - 1 = 11.0000006, so the last column reads input
+    column 7 (88 / 11.0000006 = 7.99999956, floored), where f32 coordinates in the shader
+    picked 8. Then random shapes, modes and coordinate transformations: nearest results
+    equal the CPU provider's exactly; linear and cubic (same taps, same summation order,
+    f32 arithmetic that may fuse into FMAs) to rtol 1e-5, atol 1e-5."""
+    rng = np.random.default_rng(1166)
+    x = _rng_values(rng, (1, 2, 3, 9))
+    scales = np.array([1, 1, 1.5, 1.3333334], np.float32)
+    got, expected = _resize_on_gpu_and_cpu(
+        gpu, {"x": x, "r": np.zeros(0, np.float32), "s": scales}, 13, mode="nearest",
+        coordinate_transformation_mode="align_corners", nearest_mode="floor")
+    np.testing.assert_array_equal(got, expected)
+    lengths = [n * float(s) for n, s in zip((3, 9), scales[2:])]
+    rows, cols = [np.floor(np.arange(o) * (n - 1) / (length - 1)).astype(int)
+                  for o, n, length in ((4, 3, lengths[0]), (12, 9, lengths[1]))]
+    assert cols[-1] == 7
+    np.testing.assert_array_equal(got, x[:, :, rows][:, :, :, cols])
+
+    transforms = ["half_pixel", "asymmetric", "pytorch_half_pixel", "align_corners",
+                  "half_pixel_symmetric", "tf_crop_and_resize"]
+    choices = [0.5, 0.6, 0.75, 4 / 3, 1.3333334, 1.5, 1.7, 2.0, 2.5, 3.0]
+    for case in range(48):
+        mode = ["nearest", "linear", "cubic"][case % 3]
+        coord = transforms[rng.integers(len(transforms))]
+        shape = (int(rng.integers(1, 3)), int(rng.integers(1, 4)),
+                 int(rng.integers(1, 13)), int(rng.integers(1, 13)))
+        x = _rng_values(rng, shape)
+        attrs = {"mode": mode, "coordinate_transformation_mode": coord}
+        if mode == "nearest":
+            attrs["nearest_mode"] = ["round_prefer_floor", "round_prefer_ceil", "floor",
+                                     "ceil"][rng.integers(4)]
+        else:
+            attrs["antialias"] = int(rng.random() < 0.3)
+        if mode == "cubic":
+            attrs.update(cubic_coeff_a=[-0.75, -0.5][rng.integers(2)],
+                         exclude_outside=int(rng.integers(2)))
+        axes = [2, 3] if rng.random() < 0.5 else [3, 2]   # the CPU resizes in axes order
+        attrs["axes"] = axes
+        feeds = {"x": x}
+        if coord == "tf_crop_and_resize":
+            starts = rng.uniform(-0.2, 0.5, 2)
+            feeds["r"] = np.concatenate([starts, starts + rng.uniform(0.3, 1.2, 2)]
+                                        ).astype(np.float32)
+            attrs["extrapolation_value"] = -1.5
+        else:
+            feeds["r"] = np.zeros(0, np.float32)
+        if rng.random() < 0.6:
+            feeds["s"] = np.array([choices[i] for i in rng.integers(len(choices), size=2)],
+                                  np.float32)
+        else:
+            feeds["s"] = np.zeros(0, np.float32)
+            feeds["z"] = rng.integers(1, 25, size=2).astype(np.int64)
+        got, expected = _resize_on_gpu_and_cpu(gpu, feeds, 19, **attrs)
+        what = f"case {case}: {shape} {attrs} {feeds.get('s', feeds.get('z'))}"
+        if mode == "nearest":
+            np.testing.assert_array_equal(got, expected, err_msg=what)
+        else:
+            np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5, err_msg=what)
+
+    # Resize-10: asymmetric; nearest truncates, or rounds up when shrinking (onnxruntime's
+    # and the CPU kernel's legacy rule), per axis
+    x = _rng_values(rng, (1, 2, 7, 10))
+    for s in ([1, 1, 0.6, 1.5], [1, 1, 2.5, 0.75]):
+        got, expected = _resize_on_gpu_and_cpu(gpu, {"x": x, "s": np.array(s, np.float32)},
+                                               10, mode="nearest")
+        np.testing.assert_array_equal(got, expected, err_msg=str(s))

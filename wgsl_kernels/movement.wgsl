@@ -91,103 +91,22 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
 }
 
 //! kernel resize
-// Resize of the last two dims of [..., H, W] by {{MODE}}: 0 nearest, 1 linear, 2 cubic
-// (coefficient A; exclude_outside drops and renormalizes taps outside the input). Output
-// coordinates map back through the coordinate transformation mode: 0 half_pixel,
-// 1 asymmetric, 2 align_corners, 3 pytorch_half_pixel, 4 tf_half_pixel_for_nn,
-// 5 half_pixel_symmetric, 6 tf_crop_and_resize (roi; outside it, extrapolation_value).
-// Nearest rounding: 0 round_prefer_floor, 1 round_prefer_ceil, 2 floor, 3 ceil.
-// params: n, H, W, OH, OW, scale_h, scale_w, coord_mode, nearest_mode, roi_h0, roi_h1,
-//         roi_w0, roi_w1, extrapolation_value, A, exclude_outside
+// Resize of the last two dims of [..., H, W] (nearest, linear, cubic; any coordinate mode,
+// antialias): each output position along an axis reads its taps, input indices and weights
+// the host computed from the CPU kernel's float64 coordinates (ir/resize_rules.py), so no
+// coordinate is computed in f32 here. K taps per position; {{NEAREST}} (mode nearest): one,
+// whose weight (1) is not read. Otherwise out = sum over the taps of the axis resized second
+// of w * (sum over the taps of the axis resized first of w * x), in tap order, as the CPU
+// kernel's passes sum; w_first: the W axis is resized first. With tf_crop_and_resize,
+// positions outside the roi along an axis take extrapolation_value in that axis' pass.
+// taps: (index, bit-cast f32 weight) pairs: H taps (OH x KH), W taps (OW x KW), then with
+// crop the outside flags (.x; OH, then OW).
+// {{KA}}, {{KB}}: the tap counts of the axis resized first and second, literals where small
+// (loops the compiler unrolls), else params 10 and 11 (antialias).
+// params: n, H, W, OH, OW, KH, KW, w_first, crop, extrapolation_value, KA, KB
 @group(0) @binding(1) var<storage, read_write> out: array<f32>;
 @group(0) @binding(2) var<storage, read> x: array<f32>;
-
-// roi_at: the params index of this axis' roi start (its end follows)
-fn source_coord(o: u32, n_out: u32, n_in: u32, scale: f32, roi_at: u32) -> f32 {
-  let mode = pu(7u);
-  let fo = f32(o);
-  // ONNX measures the resized length as n_in * scale, which need not be an integer
-  let resized = f32(n_in) * scale;
-  if (mode == 0u) { return (fo + 0.5) / scale - 0.5; }
-  if (mode == 1u) { return fo / scale; }
-  if (mode == 2u) {
-    if (resized <= 1.0) { return 0.0; }
-    return fo * f32(n_in - 1u) / (resized - 1.0);
-  }
-  if (mode == 3u) {
-    if (n_out <= 1u) { return 0.0; }
-    return (fo + 0.5) / scale - 0.5;
-  }
-  if (mode == 5u) {
-    let offset = f32(n_in) / 2.0 * (1.0 - f32(n_out) / resized);
-    return offset + (fo + 0.5) / scale - 0.5;
-  }
-  if (mode == 6u) {
-    let r0 = pf(roi_at);
-    let span = (pf(roi_at + 1u) - r0) * f32(n_in - 1u);
-    if (n_out <= 1u) { return span / 2.0 + r0 * f32(n_in - 1u); }
-    return fo * span / f32(n_out - 1u) + r0 * f32(n_in - 1u);
-  }
-  return (fo + 0.5) / scale;
-}
-
-fn nearest(c: f32, n_in: u32) -> u32 {
-  let mode = pu(8u);
-  var r: f32;
-  if (mode == 0u) {
-    r = select(round(c), floor(c), fract(c) == 0.5);
-  } else if (mode == 1u) {
-    r = select(round(c), ceil(c), fract(c) == 0.5);
-  } else if (mode == 2u) {
-    r = floor(c);
-  } else {
-    r = ceil(c);
-  }
-  return u32(clamp(r, 0.0, f32(n_in - 1u)));
-}
-
-// The input indices (clamped to the edge) and weights that make coordinate c along an axis
-// of n_in elements; unused taps weigh 0.
-struct Taps {
-  idx: array<u32, 4>,
-  w: array<f32, 4>,
-}
-
-fn taps(c: f32, n_in: u32) -> Taps {
-  var t: Taps;
-  if ({{MODE}} == 0) {
-    t.idx[0] = nearest(c, n_in);
-    t.w[0] = 1.0;
-    return t;
-  }
-  let base = floor(c);
-  let last = f32(n_in - 1u);
-  if ({{MODE}} == 1) {
-    let f = c - base;
-    t.idx[0] = u32(clamp(base, 0.0, last));
-    t.idx[1] = u32(clamp(base + 1.0, 0.0, last));
-    t.w[0] = 1.0 - f;
-    t.w[1] = f;
-    return t;
-  }
-  let A = pf(14u);
-  let exclude = pu(15u) == 1u;
-  var total = 0.0;
-  for (var k = 0u; k < 4u; k++) {
-    let p = base - 1.0 + f32(k);
-    let s = abs(p - c);
-    var w = ((A + 2.0) * s - (A + 3.0)) * s * s + 1.0;
-    if (s > 1.0) { w = ((A * s - 5.0 * A) * s + 8.0 * A) * s - 4.0 * A; }
-    if (s >= 2.0 || (exclude && (p < 0.0 || p > last))) { w = 0.0; }
-    t.idx[k] = u32(clamp(p, 0.0, last));
-    t.w[k] = w;
-    total += w;
-  }
-  if (exclude && total != 0.0) {
-    for (var k = 0u; k < 4u; k++) { t.w[k] = t.w[k] / total; }
-  }
-  return t;
-}
+@group(0) @binding(3) var<storage, read> taps: array<vec2<i32>>;
 
 @compute @workgroup_size({{WG}})
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
@@ -197,25 +116,58 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
   let W = pu(2u);
   let OH = pu(3u);
   let OW = pu(4u);
+  let KH = pu(5u);
+  let KW = pu(6u);
+  let w_first = pu(7u) == 1u;
+  let fill = pf(9u);
   let ow = i % OW;
   let oh = (i / OW) % OH;
   let plane = (i / (OW * OH)) * H * W;
-  let ch = source_coord(oh, OH, H, pf(5u), 9u);
-  let cw = source_coord(ow, OW, W, pf(6u), 11u);
-  if (pu(7u) == 6u && (ch < 0.0 || ch > f32(H - 1u) || cw < 0.0 || cw > f32(W - 1u))) {
-    out[i] = pf(13u);
+  let h_row = oh * KH;                 // this position's taps along H, along W
+  let w_row = OH * KH + ow * KW;
+  var h_out = false;
+  var w_out = false;
+  if (pu(8u) == 1u) {
+    let flags = OH * KH + OW * KW;
+    h_out = taps[flags + oh].x != 0;
+    w_out = taps[flags + OH + ow].x != 0;
+  }
+  if ({{NEAREST}}) {
+    if (h_out || w_out) {
+      out[i] = fill;
+    } else {
+      out[i] = x[plane + u32(taps[h_row].x) * W + u32(taps[w_row].x)];
+    }
     return;
   }
-  let th = taps(ch, H);
-  let tw = taps(cw, W);
+  // a: the axis resized first (the inner sum), b: the one resized second
+  let a_row = select(h_row, w_row, w_first);
+  let a_stride = select(W, 1u, w_first);
+  let a_out = select(h_out, w_out, w_first);
+  let b_row = select(w_row, h_row, w_first);
+  let b_stride = select(1u, W, w_first);
+  if (select(w_out, h_out, w_first)) {
+    out[i] = fill;
+    return;
+  }
   var acc = 0.0;
-  for (var a = 0u; a < 4u; a++) {
-    if (th.w[a] == 0.0) { continue; }
-    var row = 0.0;
-    for (var b = 0u; b < 4u; b++) {
-      if (tw.w[b] != 0.0) { row += tw.w[b] * x[plane + th.idx[a] * W + tw.idx[b]]; }
+  var ta4: array<vec2<i32>, 4>;     // the first axis' taps, read once (up to 4 of them)
+  for (var a = 0u; a < min({{KA}}, 4u); a++) { ta4[a] = taps[a_row + a]; }
+  for (var b = 0u; b < {{KB}}; b++) {
+    let tb = taps[b_row + b];
+    let b_at = plane + u32(tb.x) * b_stride;
+    var inner = fill;
+    if (!a_out) {
+      inner = 0.0;
+      for (var a = 0u; a < {{KA}}; a++) {
+        var ta: vec2<i32>;
+        if (a < 4u) { ta = ta4[a]; } else { ta = taps[a_row + a]; }
+        let term = x[b_at + u32(ta.x) * a_stride] * bitcast<f32>(ta.y);
+        inner = select(inner + term, term, a == 0u);
+      }
     }
-    acc += th.w[a] * row;
+    let term = inner * bitcast<f32>(tb.y);
+    acc = select(acc + term, term, b == 0u);
   }
   out[i] = acc;
 }

@@ -3,9 +3,13 @@ as strided copies; Gather, Pad (and CenterCropPad), Resize, GridSample and Affin
 their own index rules (movement.wgsl)."""
 from __future__ import annotations
 
-from ....ir import dtypes
+import weakref
+from array import array
+from collections import OrderedDict
+
+from ....ir import dtypes, resize_rules
 from .. import host_values
-from ....ir.resize_rules import output_geometry
+from ..memory import GpuTensor
 from ....ir.shape_rules import split_lengths
 from .common import (as_gpu, as_gpu_any, broadcast_strides, count, gpu_indices,
                      host_floats_or_ints, host_ints, normalize_axis, padded, strided_copy,
@@ -233,11 +237,12 @@ def pad(gpu, x, begin, end, value=0.0, mode="constant"):
     return gpu.dispatch("movement", "pad", out, [x], params, count(out_shape), {"T": x.wgsl})
 
 
-COORD_MODES = {"half_pixel": 0, "asymmetric": 1, "align_corners": 2, "pytorch_half_pixel": 3,
-               "tf_half_pixel_for_nn": 4, "half_pixel_symmetric": 5, "tf_crop_and_resize": 6}
-NEAREST_MODES = {"round_prefer_floor": 0, "round_prefer_ceil": 1, "floor": 2, "ceil": 3}
-RESIZE_MODES = {"nearest": 0, "linear": 1, "bilinear": 1, "cubic": 2}
+RESIZE_MODES = ("nearest", "linear", "bilinear", "cubic")
+NEAREST_MODES = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
 ASPECT_POLICIES = ("stretch", "not_larger", "not_smaller")
+STATIC_TAPS = 4        # tap counts up to this compile into the kernel (antialias: params)
+TAPS_CACHE = 64        # per GPU context: Resize geometries whose taps stay uploaded
+_taps_caches = weakref.WeakKeyDictionary()      # GpuContext -> OrderedDict (LRU)
 
 
 def _text(node, name, default):
@@ -250,75 +255,158 @@ def check_resize(node, opset) -> str:
     if mode not in RESIZE_MODES:
         return f"mode={mode} (supported: nearest, linear, cubic)"
     coord = _text(node, "coordinate_transformation_mode", "half_pixel")
-    if coord not in COORD_MODES:
+    if coord not in resize_rules.TRANSFORMS:
         return f"coordinate_transformation_mode={coord}"
     if _text(node, "nearest_mode", "round_prefer_floor") not in NEAREST_MODES:
         return f"nearest_mode={_text(node, 'nearest_mode', '')}"
-    if node.attr("antialias", 0):
-        return "antialias=1"
     if _text(node, "keep_aspect_ratio_policy", "stretch") not in ASPECT_POLICIES:
         return f"keep_aspect_ratio_policy={_text(node, 'keep_aspect_ratio_policy', '')}"
+    if node.op_type == "Upsample" and opset < 7:
+        return "Upsample-1 (height_scale/width_scale attributes)"
     return ""
 
 
-def _resize_geometry(shape, axes, scales, sizes, policy):
-    """(output shape, per-dim scale) over every dim (ir/resize_rules.py, the CPU kernel's)."""
-    out, factors = list(shape), [1.0] * len(shape)
-    geometry = output_geometry(shape, axes, scales, sizes if sizes else None, policy)
-    for a, (size, factor, _) in zip(axes, geometry):
-        out[a], factors[a] = size, float(factor)
-    return out, factors
+def _axis_taps(rule, in_size, out_size, scale, length, roi_start, roi_end):
+    """(indices [out_size][K], weights [out_size][K], outside flags or None) along one axis,
+    by ir/resize_rules.py (the CPU kernel's float64 geometry). An axis the CPU kernel leaves
+    alone (same size, scale 1, no crop) gets one tap of weight 1 per position."""
+    mode, coord, nearest_mode, cubic_a, exclude_outside, antialias, roi32 = rule
+    crop = coord == "tf_crop_and_resize"
+    if out_size == in_size and scale == 1.0 and (not crop or (roi_start, roi_end) == (0, 1)):
+        return [[i] for i in range(in_size)], [[1.0]] * in_size, None
+    coords = resize_rules.source_coordinates(coord, out_size, in_size, scale, length,
+                                             roi_start, roi_end, roi32)
+    if mode == "nearest":
+        picked = resize_rules.nearest_indices(coords, in_size, nearest_mode, scale < 1)
+        index, weight = [[i] for i in picked], [[1.0]] * out_size
+    else:
+        index, weight = resize_rules.filter_taps(coords, in_size, mode, cubic_a, scale,
+                                                 antialias, exclude_outside)
+    outside = [int(c < 0 or c > in_size - 1) for c in coords] if crop else None
+    return index, weight, outside if outside and any(outside) else None
+
+
+def _resize_taps(gpu, rule, axes_geometry):
+    """(taps tensor, KH, KW, crop) for the last two axes, uploaded once per geometry (an LRU
+    per GPU context): int32 (index, weight's float32 bits) pairs, the H taps (OH x KH), the
+    W taps (OW x KW), then, with crop, the outside flags (OH, then OW; paired with 0)."""
+    key = (rule, axes_geometry)
+    with gpu.lock:
+        cache = _taps_caches.setdefault(gpu, OrderedDict())
+        found = cache.get(key)
+        if found is not None:
+            cache.move_to_end(key)
+            return found
+    (ih, wh, fh), (iw, ww, fw) = [_axis_taps(rule, *g) for g in axes_geometry]
+    crop = fh is not None or fw is not None
+    index = [i for row in ih + iw for i in row]
+    bits = array("i", array("f", [w for row in wh + ww for w in row]).tobytes())
+    pairs = [v for pair in zip(index, bits) for v in pair]
+    if crop:
+        pairs += [v for flag in (fh or [0] * len(ih)) + (fw or [0] * len(iw))
+                  for v in (flag, 0)]
+    kh, kw = len(ih[0]), len(iw[0])
+    found = (gpu.upload(host_values.make(dtypes.INT32, (max(len(pairs), 2),), pairs or [0, 0])),
+             kh, kw, crop)
+    with gpu.lock:
+        cache[key] = found
+        cache.move_to_end(key)
+        if len(cache) > TAPS_CACHE:
+            cache.popitem(last=False)
+    return found
 
 
 def resize(gpu, x, scales, sizes, mode, coord, nearest_mode, axes=None, roi=None,
-           policy="stretch", cubic_a=-0.75, exclude_outside=0, extrapolation=0.0):
+           policy="stretch", cubic_a=-0.75, exclude_outside=0, extrapolation=0.0,
+           antialias=0, roi32=True):
+    """Resize of the last two dims (others must keep their size): every output position
+    along each axis reads taps (input indices, weights) computed on the host by
+    ir/resize_rules.py, so source coordinates and nearest picks are the CPU kernel's float64
+    ones, never recomputed in f32 (movement.wgsl)."""
     x = as_gpu(gpu, x)
     if x.ndim < 2:
         raise Unsupported(f"resizing a {x.ndim}-D tensor")
-    axes = list(range(x.ndim)) if axes is None else [normalize_axis(a, x.ndim) for a in axes]
-    out_shape, factors = _resize_geometry(x.shape, axes, scales, sizes, policy)
-    if any(o != d for o, d in zip(out_shape[:-2], x.shape[:-2])) or \
-            any(s != 1.0 for s in factors[:-2]):     # a scale of 4/3 on 2 keeps its size
-        raise Unsupported("resizing dims other than the last two")
-    rois = [0.0, 1.0] * x.ndim
-    if roi is not None and len(roi) == 2 * len(axes):
-        for i, a in enumerate(axes):
-            rois[2 * a: 2 * a + 2] = [float(roi[i]), float(roi[len(axes) + i])]
+    mode = "linear" if mode == "bilinear" else mode
+    axes = resize_rules.normalize_axes(axes, x.ndim)
+    geometry = resize_rules.output_geometry(x.shape, axes, scales or None, sizes or None,
+                                            policy)
+    if roi is not None and len(roi) == 0:
+        roi = None
+    if roi is not None and len(roi) != 2 * len(axes):
+        raise ValueError(f"Resize: roi has {len(roi)} entries, expected {2 * len(axes)}")
+    crop = coord == "tf_crop_and_resize"
+    per_axis = {}          # dim -> (out size, scale, fractional length, roi start, roi end)
+    for i, a in enumerate(axes):
+        size, factor, length = geometry[i]
+        start, end = (roi[i], roi[len(axes) + i]) if roi is not None else (0.0, 1.0)
+        per_axis[a] = (size, float(factor), float(length), float(start), float(end))
+    for a, (size, factor, _, start, end) in per_axis.items():
+        if a < x.ndim - 2 and (size != x.shape[a] or factor != 1.0 or
+                               (crop and (start, end) != (0, 1))):
+            # (a scale of 4/3 on 2 keeps the size yet moves the samples)
+            raise Unsupported("resizing dims other than the last two")
+    out_shape = list(x.shape)
+    for a, (size, *_) in per_axis.items():
+        out_shape[a] = size
     out = gpu.empty(out_shape)
-    h, w = x.shape[-2:]
-    oh, ow = out_shape[-2:]
     if count(out_shape) == 0:
         return out
+    h, w = x.shape[-2:]
+    oh, ow = out_shape[-2:]
     if h == 0 or w == 0:
         raise Unsupported("resizing an empty input to a non-empty output")
-    params = [h, w, oh, ow, float(factors[-2]), float(factors[-1]), COORD_MODES[coord],
-              NEAREST_MODES[nearest_mode]] + rois[-4:] + [float(extrapolation),
-                                                          float(cubic_a), int(exclude_outside)]
-    return gpu.dispatch("movement", "resize", out, [x], params, count(out_shape),
-                        {"MODE": RESIZE_MODES[mode]})
+    rule = (mode, coord, nearest_mode, float(cubic_a), bool(exclude_outside), bool(antialias),
+            bool(roi32))
+    axes_geometry = tuple((n, o) + per_axis.get(a, (o, 1.0, float(o), 0.0, 1.0))[1:]
+                          for a, n, o in ((x.ndim - 2, h, oh), (x.ndim - 1, w, ow)))
+    taps, kh, kw, with_flags = _resize_taps(gpu, rule, axes_geometry)
+    # the CPU kernel resizes axis by axis in `axes` order: sum along the first one inside
+    w_first = x.ndim - 1 in per_axis and x.ndim - 2 in per_axis and \
+        axes.index(x.ndim - 1) < axes.index(x.ndim - 2)
+    ka, kb = (kw, kh) if w_first else (kh, kw)
+    params = [h, w, oh, ow, kh, kw, int(w_first), int(with_flags), float(extrapolation),
+              ka, kb]
+    subs = {"NEAREST": "true" if mode == "nearest" else "false",
+            "KA": f"{ka}u" if ka <= STATIC_TAPS else "pu(10u)",
+            "KB": f"{kb}u" if kb <= STATIC_TAPS else "pu(11u)"}
+    if mode == "nearest":
+        subs["KA"] = subs["KB"] = "1u"
+    return gpu.dispatch("movement", "resize", out, [x, taps], params, count(out_shape), subs)
+
+
+def _roi_is_float32(roi) -> bool:
+    """tf_crop_and_resize combines a float32 roi in float32 (as the CPU kernel's numpy)."""
+    if isinstance(roi, GpuTensor):
+        return roi.dtype == "float32"
+    return host_values.elem_type(roi) == dtypes.FLOAT
 
 
 @gpu_op("Resize", check=check_resize)
 def run_resize(gpu, ctx, x, roi=None, scales=None, sizes=None, mode="nearest",
                coordinate_transformation_mode="half_pixel", nearest_mode="round_prefer_floor",
                cubic_coeff_a=-0.75, extrapolation_value=0.0, axes=None, exclude_outside=0,
-               keep_aspect_ratio_policy="stretch", **_):
-    if ctx.opset < 11:          # Resize-10: (X, scales), asymmetric, floor for nearest
+               keep_aspect_ratio_policy="stretch", antialias=0, **_):
+    roi32 = True
+    if ctx.opset < 11:          # Resize-10: (X, scales), asymmetric, legacy nearest picks
         scales, roi = roi, None
-        coordinate_transformation_mode, nearest_mode = "asymmetric", "floor"
+        coordinate_transformation_mode, nearest_mode = "asymmetric", "legacy"
     scale_values = None if scales is None else host_floats_or_ints(gpu, scales)
     size_values = host_ints(gpu, sizes)
     roi_values = None if roi is None else host_floats_or_ints(gpu, roi)
+    if roi_values:
+        roi32 = _roi_is_float32(roi)
+    if scale_values and size_values:
+        raise ValueError("Resize: only one of scales and sizes may be given")
     return resize(gpu, x, scale_values, size_values, mode, coordinate_transformation_mode,
                   nearest_mode, axes, roi_values, keep_aspect_ratio_policy, cubic_coeff_a,
-                  exclude_outside, extrapolation_value)
+                  exclude_outside, extrapolation_value, antialias, roi32)
 
 
 @gpu_op("Upsample", check=check_resize)
 def run_upsample(gpu, ctx, x, scales_input=None, mode="nearest", scales=None):
     if scales_input is not None:
         scales = host_floats_or_ints(gpu, scales_input)
-    return resize(gpu, x, scales, None, mode, "asymmetric", "floor")
+    return resize(gpu, x, scales, None, mode, "asymmetric", "legacy")
 
 
 GRID_MODES = {"nearest": 0, "linear": 1, "bilinear": 1, "cubic": 2, "bicubic": 2}
