@@ -1863,3 +1863,38 @@ def test_max_pool_rows_match_onnxruntime(wasm, kernel, strides, pads, dilations)
         got = edgerun.InferenceSession(model, providers=[wasm]).run(None, {"x": x})[0]
         want = edgerun.InferenceSession(model, providers=["cpu"]).run(None, {"x": x})[0]
         np.testing.assert_array_equal(got, want, err_msg=f"{shape} with NaN")
+
+
+def test_float16_weights_are_widened_once_per_session(wasm):
+    """A float16 model's weights feed float32 kernels through a conversion made at the first
+    run and kept with the weight: later runs convert only the input and the result."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    import edgerun
+
+    w = np.random.default_rng(2).standard_normal((64, 32)).astype(np.float16)
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["y"])], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT16, [3, 64])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT16, [3, 32])],
+        [numpy_helper.from_array(w, "w")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
+    sess = edgerun.InferenceSession(model, providers=[wasm])
+    x = np.random.default_rng(3).standard_normal((3, 64)).astype(np.float16)
+    casts = []
+    call = wasm.dev.call
+
+    def counting(name, *args):
+        casts.append(name == "er_cast")
+        return call(name, *args)
+    wasm.dev.call = counting
+    try:
+        for run in range(3):
+            casts.clear()
+            got = sess.run(None, {"x": x})[0]
+            assert sum(casts) == (3 if run == 0 else 2), (run, sum(casts))
+    finally:
+        wasm.dev.call = call
+    want = edgerun.InferenceSession(model, providers=["cpu"]).run(None, {"x": x})[0]
+    np.testing.assert_allclose(got.astype(np.float32), want.astype(np.float32), rtol=1e-2,
+                               atol=1e-2)

@@ -64,6 +64,10 @@ class ExecutionProvider:
         """A host value (numpy array, list, None) as this provider's device value."""
         return value
 
+    def constant_to_device(self, value):
+        """A constant (initializer) as this provider's device value, made once at load."""
+        return self.to_device(value)
+
     def to_host(self, value):
         """This provider's device value as a host value."""
         return value

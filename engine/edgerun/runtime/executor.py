@@ -375,7 +375,7 @@ class _ValuePlacer:
             return key                                # produced later: the graph check reports it
         if source == "cpu" and name in self.executor.constants:
             if key not in self.device_constants:    # weights are uploaded once, at load
-                self.device_constants[key] = self.providers[device].to_device(
+                self.device_constants[key] = self.providers[device].constant_to_device(
                     self.executor.constants[name])
         else:
             src_key = name if source == "cpu" else f"{name}@{source}"

@@ -56,13 +56,15 @@ def pack_narrow(data, bits: int) -> bytes:
 
 class Block:
     """A block of linear memory, freed when garbage (to the recording pool it came from,
-    while that pool's program lives)."""
+    while that pool's program lives). A block holding a session constant (a weight) keeps
+    the conversions kernels made of it in `casts`, so they are made once per session."""
 
-    __slots__ = ("device", "ptr", "nbytes", "pool")
+    __slots__ = ("device", "ptr", "nbytes", "pool", "casts")
 
     def __init__(self, device: "WasmDevice", nbytes: int):
         self.device = device
         self.nbytes = nbytes
+        self.casts = None           # a dict once the block holds a constant
         recorder = device.recorder
         self.pool = None if recorder is None else recorder.pool
         self.ptr = device.alloc(nbytes) if self.pool is None else self.pool.take(nbytes)

@@ -103,6 +103,14 @@ class WasmProvider(ExecutionProvider):
             self.dev.recorder.copied_in(value)
         return self.dev.upload(value)
 
+    def constant_to_device(self, value):
+        """A weight, uploaded once at load: its block remembers the conversions kernels make
+        of it (converted() in ops/common.py)."""
+        t = self.to_device(value)
+        if isinstance(t, WasmTensor):
+            t.block.casts = {}
+        return t
+
     def to_host(self, value):
         if isinstance(value, list):                      # a sequence
             return [self.to_host(v) for v in value]

@@ -120,9 +120,28 @@ EXACT_IN_FLOAT32 = frozenset({dtypes.INT8, dtypes.UINT8, dtypes.INT16, dtypes.UI
 
 def converted(dev, x: WasmTensor, elem_type: int, flags: int = 0) -> WasmTensor:
     """`x` as another numeric element type (er_cast; `flags`: how float8 targets saturate
-    and round, tensor.cast_flags)."""
+    and round, tensor.cast_flags). A weight's conversion is made once per session (float16
+    weights of a float32 kernel, say): outside any program being recorded, which holds it."""
     if x.elem_type == elem_type:
         return x
+    casts = x.block.casts
+    if casts is None:
+        return _cast(dev, x, elem_type, flags)
+    key = (x.offset, x.shape, elem_type, flags)
+    y = casts.get(key)
+    if y is None:
+        recorder, dev.recorder = dev.recorder, None
+        try:
+            y = casts[key] = _cast(dev, x, elem_type, flags)
+        finally:
+            dev.recorder = recorder
+        y.block.casts = {}                      # a constant too
+    if dev.recorder is not None:
+        dev.recorder.hold(y)
+    return y
+
+
+def _cast(dev, x: WasmTensor, elem_type: int, flags: int) -> WasmTensor:
     y = dev.empty(x.shape, elem_type)
     if y.size and dev.call("er_cast", x.ptr, y.ptr, x.size, x.elem_type, elem_type, flags):
         raise TypeError(f"er_cast cannot convert {dtypes.type_string(x.elem_type)} to "
