@@ -55,6 +55,8 @@ def shape(value) -> tuple:
 def values(value) -> list:
     """The elements of a host tensor, flattened, as Python numbers."""
     if isinstance(value, HostTensor):
+        if value.elem_type == dtypes.STRING:
+            return list(value.data)
         fmt = FORMATS.get(value.elem_type)
         if fmt is None:
             raise TypeError(f"cannot read {dtypes.type_string(value.elem_type)} values on the "

@@ -5,6 +5,7 @@ attributes become alpha/beta. elementwise.wgsl does the rest.
 """
 from __future__ import annotations
 
+from ....ir import dtypes, text_rules
 from .. import host_values
 from .common import (as_gpu, as_gpu_any, broadcast_strides, count, host_floats_or_ints,
                      merge_dims, padded)
@@ -175,9 +176,24 @@ for _op, _expr in BINARY.items():
 def _compare_op(op, test):
     @gpu_op(op)
     def run(gpu, ctx, a, b):
+        if op == "Equal" and _strings(a) and _strings(b):
+            return _equal_strings(a, b)
         return binary(gpu, a, b, f"select(0u, 1u, {test})", dtypes_in=NUMERIC + ("bool",),
                       out_dtype="bool")
     return run
+
+
+def _strings(value) -> bool:
+    return host_values.is_host_tensor(value) and \
+        host_values.elem_type(value) == dtypes.STRING
+
+
+def _equal_strings(a, b):
+    """Equal of two string tensors, on the host in Python (GPU tensors hold no strings)."""
+    shape, pairs = text_rules.broadcast(
+        [text_rules.as_str(v) for v in host_values.values(a)], host_values.shape(a),
+        [text_rules.as_str(v) for v in host_values.values(b)], host_values.shape(b))
+    return host_values.make(dtypes.BOOL, shape, [int(x == y) for x, y in pairs])
 
 
 def _logic_op(op, expr):
