@@ -12,6 +12,8 @@ DynamicQuantizeMatMul's 8-bit weights, which are computed on as integers held in
 
 Families: layer norms and Gelus; BERT's Attention, MultiHeadAttention and
 EmbedLayerNormalization (attention through com.edgerun Attention, which every provider has);
+decoder LLMs' RotaryEmbedding and GroupQueryAttention (grouped KV heads, KV caches with
+right padding, rotary positions, local windows, softcap; ai.onnx RotaryEmbedding from opset 23);
 the quantizer's QuantizeLinear/DequantizeLinear and QLinear* (dequantize -> float operator ->
 quantize: onnxruntime's integer kernels round a few values one step the other way); FusedConv,
 FusedGemm and NhwcConv. Forms an expansion cannot express (attention caches shared with
@@ -596,6 +598,373 @@ def _mask_index(b: Builder, ids: str, mask: str, output: str) -> None:
     b.ranks[output] = 1
 
 
+# ---- decoder LLMs (onnxruntime-genai, transformers.js): rotary embeddings, grouped-query ----
+
+SLICE_END = 1 << 62
+
+
+def _vec(b: Builder, value) -> str:
+    """An int64 [1] input: a constant from an int, else the value itself."""
+    return b.const([value], INT64) if isinstance(value, int) else value
+
+
+def _slice_last(b: Builder, x: str, start, end) -> str:
+    """x[..., start:end]; start and end ints or int64 [1] values."""
+    return b.op("Slice", [x, _vec(b, start), _vec(b, end), b.const([-1], INT64)])
+
+
+def _shape_vec(b: Builder, parts: list) -> str:
+    """A shape (int64 [n]) from ints and int64 [1] values, in order."""
+    if all(isinstance(p, int) for p in parts):
+        return b.const(list(parts), INT64, hint="shape")
+    pieces, ints = [], []
+    for p in parts:
+        if isinstance(p, int):
+            ints.append(p)
+            continue
+        if ints:
+            pieces.append(b.const(ints, INT64, hint="shape"))
+            ints = []
+        pieces.append(p)
+    if ints:
+        pieces.append(b.const(ints, INT64, hint="shape"))
+    return b.op("Concat", pieces, axis=0)
+
+
+def _last_dim(b: Builder, name: str):
+    """The declared size of `name`'s last axis when it is a number, else None."""
+    shape = b.declared_shape(name)
+    return shape[-1] if shape and isinstance(shape[-1], int) else None
+
+
+def _rotate(b: Builder, x: str, cos: str, sin: str, half, head_size, interleaved: bool,
+            output=None) -> str:
+    """Rotary embedding of 4-D x [..., D] in its first 2h values (h = `half`, an int or an
+    int64 [1] value), cos and sin broadcasting against x[..., :h], the rest of x kept:
+
+        halves (x1 = x[:h], x2 = x[h:2h]):   [x1 cos - x2 sin,  x2 cos + x1 sin]
+        interleaved (pairs x[2i], x[2i+1]):   x[2i] cos_i - x[2i+1] sin_i,
+                                              x[2i+1] cos_i + x[2i] sin_i
+
+    head_size (D) is an int when known: without it x[2h:] is cut and concatenated back even
+    if empty."""
+    rotary = 2 * half if isinstance(half, int) else b.op("Mul", [half, b.const([2], INT64)])
+    partial = not (isinstance(half, int) and head_size == 2 * half)
+    part = _slice_last(b, x, 0, rotary) if partial else x
+    if interleaved:
+        pairs = b.op("Reshape", [part, b.const([0, 0, 0, -1, 2], INT64, hint="shape")])
+        first, second = b.split(pairs, [1, 1], 2, axis=-1)
+        cos, sin = b.unsqueeze_last(cos), b.unsqueeze_last(sin)
+    else:
+        first, second = _slice_last(b, part, 0, half), _slice_last(b, part, half, SLICE_END)
+    turned = [b.op("Sub", [b.op("Mul", [first, cos]), b.op("Mul", [second, sin])]),
+              b.op("Add", [b.op("Mul", [second, cos]), b.op("Mul", [first, sin])])]
+    done = not partial and not interleaved
+    y = b.op("Concat", turned, [output] if done and output else None, axis=-1)
+    if interleaved:
+        y = b.op("Reshape", [y, b.const([0, 0, 0, -1], INT64, hint="shape")],
+                 [output] if not partial and output else None)
+    if partial:
+        y = b.op("Concat", [y, _slice_last(b, x, rotary, SLICE_END)],
+                 [output] if output else None, axis=-1)
+    return y
+
+
+def _rotary_positions(b: Builder, position_ids: str, x: str, seq_axis: int) -> str:
+    """RotaryEmbedding's positions: position_ids [B, S] as they are, a scalar or [1] offset
+    p as p + (0, 1, ..., S-1) ([S]); of unknown rank, chosen by its size at run time."""
+    rank = b.rank_of(position_ids)
+    if rank == 2:
+        return position_ids
+    offset = b.op("Gather", [b.op("Reshape", [position_ids, b.const([-1], INT64)]),
+                             b.const(0, INT64)], axis=0)
+    steps = b.op("Range", [b.const(0, INT64), b.dim(x, seq_axis, scalar=True),
+                           b.const(1, INT64)])
+    shifted = b.op("Add", [b.op("Cast", [offset], to=INT64), steps])
+    if rank in (0, 1):
+        return shifted
+    one = b.op("Equal", [b.op("Size", [position_ids]), b.const(1, INT64)])
+    return b.op("Where", [one, shifted, b.op("Cast", [position_ids], to=INT64)])
+
+
+def _cached(b: Builder, cos_cache: str, sin_cache: str, positions: str, axis: int) -> tuple:
+    """cos_cache and sin_cache rows at `positions` ([..., S] -> [..., S, h]), unsqueezed at
+    the negative `axis` to broadcast against the heads."""
+    return tuple(b.unsqueeze(b.op("Gather", [cache, positions], axis=0), [axis])
+                 for cache in (cos_cache, sin_cache))
+
+
+def _standard_rotary(b: Builder, x: str, cos_cache: str, sin_cache: str, positions: str,
+                     heads: int, rotary: int, interleaved: bool, output=None) -> str:
+    """ai.onnx RotaryEmbedding (opset 23), the same computation in one operator: x 3-D
+    with `heads` heads or 4-D [B, N, S, D], positions int64 [B, S], rotary the rotated
+    size (0: the whole head)."""
+    attrs = {"interleaved": int(interleaved)}
+    if heads:
+        attrs["num_heads"] = heads
+    if rotary:
+        attrs["rotary_embedding_dim"] = rotary
+    return b.op("RotaryEmbedding", [x, cos_cache, sin_cache, positions],
+                [output] if output else None, **attrs)
+
+
+def rotary_embedding(node: ir.Node, b: Builder) -> None:
+    """onnxruntime's RotaryEmbedding on input [B, S, hidden] (heads side by side) or
+    [B, N, S, head_size]: token (b, s) at position p = position_ids[b, s] (or offset + s for
+    a scalar/[1] position_ids) has every head rotated by _rotate with cos = cos_cache[p],
+    sin = sin_cache[p] ([rotary_dim / 2] each) over its first rotary_dim values, the rest
+    kept. rotary_dim = rotary_embedding_dim (with num_heads), or without it the head size,
+    2 * the caches' width. `scale` is ignored, as onnxruntime's CPU kernel does; the caches'
+    width must be rotary_dim / 2. Not supported: is_packed_batching."""
+    x, position_ids, cos_cache, sin_cache = node.inputs[:4]
+    _refuse(node, node.attr("is_packed_batching", 0), "is_packed_batching")
+    rank = b.rank_of(x)
+    if rank not in (3, 4):
+        _refuse(node, rank is not None, f"a {rank}-D input")
+        raise InvalidGraph(f"{node.name or node.op_type}: RotaryEmbedding's input '{x}' has an "
+                           f"unknown rank (3-D [B, S, hidden] and 4-D [B, N, S, head_size] "
+                           f"differ): declare its shape in the graph")
+    b.need_opset(node, 11, "Range and Slice with inputs")
+    rotary, heads = int(node.attr("rotary_embedding_dim", 0)), int(node.attr("num_heads", 0))
+    if rotary and not heads:
+        raise InvalidGraph(f"{node.name or node.op_type}: RotaryEmbedding with "
+                           f"rotary_embedding_dim needs num_heads")
+    width = _last_dim(b, cos_cache)
+    half = rotary // 2 if rotary else width if width is not None else b.dim(cos_cache, 1)
+    positions = _rotary_positions(b, position_ids, x, 2 if rank == 4 else 1)
+    interleaved = bool(node.attr("interleaved", 0))
+    out = node.outputs[0]
+    b.ranks[out] = rank
+    hidden = _last_dim(b, x)
+    if not heads and rank == 3 and hidden is not None and isinstance(half, int):
+        heads = hidden // (2 * half)
+    if b.opset >= 23 and (heads or rank == 4):
+        if b.rank_of(positions) != 2:
+            batch_steps = b.op("Concat", [b.dim(x, 0), b.dim(x, 2 if rank == 4 else 1)],
+                               axis=0)
+            positions = b.op("Expand", [positions, batch_steps])
+        _standard_rotary(b, x, cos_cache, sin_cache, positions, heads, rotary, interleaved,
+                         out)
+        return
+    cos, sin = _cached(b, cos_cache, sin_cache, positions, -3 if rank == 4 else -2)
+    if rank == 4:
+        _rotate(b, x, cos, sin, half, _last_dim(b, x), interleaved, out)
+        return
+    if rotary:
+        head_size = hidden // heads if hidden is not None else None
+        split = b.op("Reshape", [x, b.const([0, 0, heads, -1], INT64, hint="shape")])
+    else:                                   # the head is the rotated part, 2 * the width
+        head_size = 2 * half if isinstance(half, int) else None
+        size = head_size if head_size is not None else b.op("Mul", [half, b.const([2], INT64)])
+        split = b.op("Reshape", [x, _shape_vec(b, [0, 0, -1, size])])
+    y = _rotate(b, split, cos, sin, half, head_size, interleaved)
+    b.op("Reshape", [y, b.op("Shape", [x])], [out])
+
+
+# GroupQueryAttention inputs and attributes beyond what the expansion does
+GQA_INPUTS = {9: "position_ids", 10: "attention_bias", 11: "head_sink",
+              12: "k_scale (a quantized KV cache)", 13: "v_scale (a quantized KV cache)",
+              14: "q_norm_weight (per-head QK RMS norm)", 15: "k_norm_weight (per-head QK RMS "
+              "norm)", 16: "query_seqlens"}
+
+
+def _refuse_gqa_forms(node: ir.Node) -> None:
+    inputs = _inputs(node, 17)
+    for index, feature in GQA_INPUTS.items():
+        _refuse(node, inputs[index], feature)
+    _refuse(node, _outputs(node, 4)[3] or node.attr("qk_output", 0), "the output_qk output")
+    _refuse(node, node.attr("smooth_softmax", -1) == 1, "smooth_softmax")
+    _refuse(node, not node.attr("causal", 1), "causal=0 (bidirectional attention)")
+    _refuse(node, node.attr("sliding_window_cache", 0), "sliding_window_cache")
+    _refuse(node, node.attr("kv_cache_bit_width", 0) or any(
+        attr_text(node, name, "NONE") != "NONE" for name in ("k_quant_type", "v_quant_type")),
+        "a quantized KV cache")
+    _refuse(node, node.attr("local_window_size", -1) == 0, "local_window_size=0 (no key "
+                                                          "visible)")
+    _refuse(node, bool(inputs[3]) != bool(inputs[4]), "only one of past_key and past_value")
+    if node.attr("do_rotary", 0):
+        _refuse(node, not inputs[7] or not inputs[8], "do_rotary without cos_cache/sin_cache")
+
+
+def _gqa_heads(node: ir.Node, b: Builder, heads: int, kv_heads: int) -> tuple:
+    """Q [B, S, heads, D] and K, V [B, S, kv_heads, D] from query, key, value, or from the
+    packed query [B, S, (heads + 2 kv_heads) D] without key and value."""
+    query, key, value = _inputs(node, 3)
+    _refuse(node, bool(key) != bool(value), "only one of key and value")
+    if key:
+        return tuple(b.op("Reshape", [x, b.const([0, 0, n, -1], INT64, hint="shape")])
+                     for x, n in ((query, heads), (key, kv_heads), (value, kv_heads)))
+    packed = b.op("Reshape", [query, b.const([0, 0, heads + 2 * kv_heads, -1], INT64,
+                                             hint="shape")])
+    return tuple(b.split(packed, [heads, kv_heads, kv_heads], 3, axis=2))
+
+
+def _gqa_head_size(node: ir.Node, b: Builder, heads: int, kv_heads: int):
+    """The head size D when the declared query (or key) shape tells it, else None."""
+    query, key = _inputs(node, 2)
+    hidden = _last_dim(b, query)
+    if hidden is not None:
+        return hidden // (heads if key else heads + 2 * kv_heads)
+    hidden = _last_dim(b, key) if key else None
+    return hidden // kv_heads if hidden is not None else None
+
+
+def _gqa_rotary(node: ir.Node, b: Builder, q: str, k: str, positions: str, heads: int,
+                kv_heads: int, head_size) -> tuple:
+    """Q and K ([B, S, N, D]) rotated at `positions` [B, S] over 2 * the caches' width:
+    by ai.onnx RotaryEmbedding from opset 23 when the sizes are declared, else by _rotate."""
+    cos_cache, sin_cache = _inputs(node, 9)[7:]
+    interleaved = bool(node.attr("rotary_interleaved", 0))
+    width = _last_dim(b, cos_cache)
+    if b.opset >= 23 and width is not None and head_size is not None:
+        flat = b.const([0, 0, -1], INT64, hint="shape")
+        return tuple(b.op("Reshape", [_standard_rotary(
+            b, b.op("Reshape", [x, flat]), cos_cache, sin_cache, positions, n, 2 * width,
+            interleaved), b.const([0, 0, n, -1], INT64, hint="shape")])
+            for x, n in ((q, heads), (k, kv_heads)))
+    half = width if width is not None else b.dim(cos_cache, 1)
+    cos, sin = _cached(b, cos_cache, sin_cache, positions, -2)
+    return tuple(_rotate(b, x, cos, sin, half, head_size, interleaved) for x in (q, k))
+
+
+def _cache_index(b: Builder, row_start: str, keys: str, past_length: str, steps: str,
+                 expand_to: str) -> tuple:
+    """Where each position j of onnxruntime's present cache [B, Hkv, T', D] comes from in
+    concat(past, new) along the sequence (T' = max(total, P), past_length = P): row b holds
+    past[j] for j < start_b, new[j - start_b] for start_b <= j < start_b + S, zeros after
+    (row_start: start_b as [B, 1]). Returns (indices expanded to [B, Hkv, T', D], where j
+    holds a key [B, 1, T', 1])."""
+    from_past = b.op("Less", [keys, row_start])                                # [B, T']
+    index = b.op("Where", [from_past, keys, b.op("Add", [b.op("Sub", [keys, row_start]),
+                                                         past_length])])
+    inside = b.op("Less", [keys, b.op("Add", [row_start, steps])])
+    index = b.op("Where", [inside, index, b.const(0, INT64)])
+    return (b.op("Expand", [b.unsqueeze(index, [1, 3]), expand_to]),
+            b.unsqueeze(inside, [1, 3]))
+
+
+def _present(b: Builder, past: str, new: str, index: tuple, output: str) -> str:
+    """The present cache of past and new by _cache_index's `index`: concat(past, new) when
+    every row is full."""
+    gathered = b.op("GatherElements", [b.op("Concat", [past, new], axis=2), index[0]], axis=2)
+    return b.op("Where", [index[1], gathered, b.const(0.0)], [output] if output else None)
+
+
+def _gqa_mask(b: Builder, query_positions: str, keys: str, lengths: str, group: int,
+              window: int) -> str:
+    """Additive [B, 1, G S, T'] (row g S + s is query s of the group's g-th head): 0 where
+    key j is visible to the query at absolute position q (j <= q, j < seqlens_k[b] + 1 and,
+    with a local window w, j > q - w), the lowest float32 elsewhere."""
+    rows = b.op("Tile", [query_positions, b.const([1, group], INT64)]) if group > 1 else \
+        query_positions
+    rows = b.unsqueeze_last(rows)                                               # [B, GS, 1]
+    visible = b.op("And", [b.op("Not", [b.op("Greater", [keys, rows])]),
+                           b.op("Less", [keys, b.unsqueeze(lengths, [1, 2])])])
+    if window > 0:
+        earliest = b.op("Sub", [rows, b.const(window, INT64)])
+        visible = b.op("And", [visible, b.op("Greater", [keys, earliest])])
+    additive = b.op("Where", [visible, b.const(0.0), b.const(FLOAT_LOWEST)])
+    return b.unsqueeze(additive, [1])
+
+
+def _softcapped_attention(b: Builder, q: str, k: str, v: str, mask: str, scale,
+                          softcap: float) -> str:
+    """softmax(softcap tanh(scale Q K^T / softcap) + mask) V, written out."""
+    scores = b.op("Mul", [b.op("MatMul", [q, b.op("Transpose", [k], perm=[0, 1, 3, 2])]),
+                          scale])
+    capped = b.op("Mul", [b.op("Tanh", [b.op("Div", [scores, b.const(softcap)])]),
+                          b.const(softcap)])
+    probs = b.op("Softmax", [b.op("Add", [capped, mask])], axis=-1)
+    return b.op("MatMul", [probs, v])
+
+
+def group_query_attention(node: ir.Node, b: Builder) -> None:
+    """onnxruntime's GroupQueryAttention: query [B, S, Hq D], key and value [B, S, Hkv D]
+    (or packed in query), each KV head serving G = Hq / Hkv query heads (query head h reads
+    KV head h // G). With L_b = seqlens_k[b] + 1 and T = total_sequence_length, the new tokens
+    of row b start at a_b = 0 for a first prompt (S == T), else L_b - S; query s sits at
+    a_b + s. do_rotary rotates Q and K at those positions (cos_cache/sin_cache, as
+    RotaryEmbedding with rotary_interleaved). present_key/present_value [B, Hkv, max(T, P), D]
+    hold past's first a_b keys, then the new ones, then zeros (see _cache_index; without past,
+    the new keys). Then
+
+        Y = merge_heads(softmax(cap(scale Q K^T) + mask) V)
+
+    scale defaulting to 1/sqrt(D), cap(x) = softcap tanh(x / softcap) when softcap > 0, the
+    mask hiding key j from query q unless j <= q, j < L_b and (local_window_size w > 0)
+    j > q - w. Outputs of a first prompt's padding rows (s >= L_b) are whatever the mask
+    gives (onnxruntime leaves them unspecified). Not supported (named): position_ids,
+    attention_bias, head_sink, quantized KV caches, QK norm weights, query_seqlens,
+    smooth_softmax, the output_qk output, causal=0, sliding_window_cache,
+    local_window_size=0."""
+    _refuse_gqa_forms(node)
+    heads = _num_heads(node)
+    kv_heads = int(node.attr("kv_num_heads", 0))
+    if kv_heads <= 0 or heads % kv_heads:
+        raise InvalidGraph(f"{node.name or node.op_type}: GroupQueryAttention needs "
+                           f"kv_num_heads > 0 dividing num_heads ({heads}), got {kv_heads}")
+    b.need_opset(node, 11, "Range and GatherElements")
+    query = node.inputs[0]
+    past_key, past_value, seqlens_k, total, cos_cache, sin_cache = _inputs(node, 9)[3:]
+    group, head_size = heads // kv_heads, _gqa_head_size(node, b, heads, kv_heads)
+    q, k, v = _gqa_heads(node, b, heads, kv_heads)                       # [B, S, N, D]
+    size = head_size if head_size is not None else b.dim(q, 3)
+    # where the new tokens sit
+    steps = b.dim(query, 1, scalar=True)
+    total = b.op("Reshape", [b.op("Cast", [total], to=INT64), b.const([], INT64)])
+    lengths = b.op("Add", [b.op("Cast", [seqlens_k], to=INT64), b.const(1, INT64)])
+    start = b.unsqueeze(b.op("Where", [b.op("Equal", [steps, total]), b.const(0, INT64),
+                                       b.op("Sub", [lengths, steps])]), [1])      # [B, 1]
+    query_positions = b.op("Add", [start, b.op(
+        "Range", [b.const(0, INT64), steps, b.const(1, INT64)])])               # [B, S]
+    if node.attr("do_rotary", 0):
+        q, k = _gqa_rotary(node, b, q, k, query_positions, heads, kv_heads, head_size)
+    k, v = (b.op("Transpose", [x], perm=[0, 2, 1, 3]) for x in (k, v))       # [B, Hkv, S, D]
+    present_key, present_value = _outputs(node, 3)[1:]
+    if past_key:
+        past_length = b.dim(past_key, 2, scalar=True)
+        keys = b.op("Range", [b.const(0, INT64), b.op("Max", [total, past_length]),
+                              b.const(1, INT64)])
+        index = _cache_index(b, start, keys, past_length, steps,
+                             _shape_vec(b, [1, kv_heads, 1, size]))
+        k, v = (_present(b, past, new, index, out) for past, new, out in (
+            (past_key, k, present_key), (past_value, v, present_value)))
+    else:
+        keys = b.op("Range", [b.const(0, INT64), steps, b.const(1, INT64)])
+        for source, out in ((k, present_key), (v, present_value)):
+            if out:
+                b.op("Identity", [source], [out])
+    for out in (present_key, present_value):
+        b.ranks[out] = 4
+    mask = _gqa_mask(b, query_positions, keys, lengths, group,
+                     int(node.attr("local_window_size", -1)))
+    # query heads grouped by their KV head: [B, Hkv, G S, D]
+    if group > 1:
+        q = b.op("Reshape", [q, b.const([0, 0, kv_heads, group, -1], INT64, hint="shape")])
+        q = b.op("Transpose", [q], perm=[0, 2, 3, 1, 4])
+        q = b.op("Reshape", [q, _shape_vec(b, [0, 0, -1, size])])
+    else:
+        q = b.op("Transpose", [q], perm=[0, 2, 1, 3])
+    scale, softcap = _float(node, "scale", 0.0), _float(node, "softcap", 0.0)
+    if softcap > 0:
+        factor = b.const(scale) if scale else b.const(1.0 / float(head_size) ** 0.5) \
+            if head_size is not None else b.op("Reciprocal", [b.op("Sqrt", [
+                b.op("Cast", [size], to=FLOAT)])])
+        y = _softcapped_attention(b, q, k, v, mask, factor, softcap)
+    else:
+        b.model.opset_imports.setdefault(EDGERUN_DOMAIN, 1)
+        y = b.op("Attention", [q, k, v, mask], domain=EDGERUN_DOMAIN,
+                 **({"scale": scale} if scale else {}))
+    out = node.outputs[0]
+    b.ranks[out] = 3
+    if group > 1:           # [B, Hkv, G, S, D] -> [B, S, Hkv, G, D] -> [B, S, Hq D]
+        y = b.op("Reshape", [y, _shape_vec(b, [0, 0, group, -1, size])])
+        y = b.op("Transpose", [y], perm=[0, 3, 1, 2, 4])
+        b.op("Reshape", [y, b.const([0, 0, -1], INT64, hint="shape")], [out])
+    else:
+        _merge_heads(b, y, out)
+
+
 # ---- quantization (onnxruntime's quantizer) ------------------------------------------------
 
 def quantize_linear(node: ir.Node, b: Builder) -> None:
@@ -870,6 +1239,8 @@ EXPANSIONS = {
     "Attention": attention,
     "MultiHeadAttention": multi_head_attention,
     "EmbedLayerNormalization": embed_layer_normalization,
+    "RotaryEmbedding": rotary_embedding,
+    "GroupQueryAttention": group_query_attention,
     "QuantizeLinear": quantize_linear,
     "DequantizeLinear": dequantize_linear,
     "QLinearAdd": qlinear_add,
