@@ -1898,3 +1898,38 @@ def test_float16_weights_are_widened_once_per_session(wasm):
     want = edgerun.InferenceSession(model, providers=["cpu"]).run(None, {"x": x})[0]
     np.testing.assert_allclose(got.astype(np.float32), want.astype(np.float32), rtol=1e-2,
                                atol=1e-2)
+
+
+@pytest.mark.parametrize("m,n,k", [(4, 1, 7), (9, 3, 33), (258, 4, 256), (64, 7, 1025),
+                                   (5, 2, 16)])
+def test_gemm_with_fewer_columns_than_a_tile_matches_onnxruntime(wasm, m, n, k):
+    """er_sgemm's path for N < 8 (dot products of A rows with B's columns): MatMul, Gemm with
+    transB and a bias (accumulating into C), and a strided 1-D convolution over a handful of
+    output positions (silero's STFT-like first layer); K with and without a tail of 16."""
+    import onnxruntime
+    from onnx import TensorProto, helper
+
+    import edgerun
+
+    rng = np.random.default_rng(m * n + k)
+    f = TensorProto.FLOAT
+    a = rng.standard_normal((m, k)).astype(np.float32)
+    b = rng.standard_normal((k, n)).astype(np.float32)
+    c = rng.standard_normal((n,)).astype(np.float32)
+    x = rng.standard_normal((1, 1, 128 * (n - 1) + k)).astype(np.float32)
+    w = rng.standard_normal((m, 1, k)).astype(np.float32)
+    cases = [
+        (helper.make_node("MatMul", ["a", "b"], ["y"]), {"a": a, "b": b}),
+        (helper.make_node("Gemm", ["a", "bt", "c"], ["y"], transB=1),
+         {"a": a, "bt": np.ascontiguousarray(b.T), "c": c}),
+        (helper.make_node("Conv", ["x", "w"], ["y"], strides=[128]), {"x": x, "w": w}),
+    ]
+    for node, feeds in cases:
+        graph = helper.make_graph([node], "g", [helper.make_tensor_value_info(name, f, None)
+                                                for name in feeds],
+                                  [helper.make_tensor_value_info("y", f, None)])
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]).SerializeToString()
+        got = edgerun.InferenceSession(model, providers=[wasm]).run(None, feeds)[0]
+        want = onnxruntime.InferenceSession(model, providers=["CPUExecutionProvider"]).run(
+            None, feeds)[0]
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4, err_msg=node.op_type)

@@ -144,8 +144,53 @@ static void small_m(i32 M, i32 N, i32 K, const float *A, i32 rsa, i32 csa, const
     }
 }
 
+/* Fewer columns than one micro-tile (a convolution over a handful of output positions, a
+ * matrix-vector product) with A's rows contiguous: the packed kernel would compute NR columns
+ * for N and repack all of A per call, so B's columns are copied contiguous once and each C
+ * element is a dot product of an A row with one, four vector accumulators deep. */
+static inline float dot(const float *a, const float *b, i32 k) {
+    v128_t s0 = wasm_f32x4_splat(0.0f), s1 = s0, s2 = s0, s3 = s0;
+    i32 i = 0;
+    for (; i + 16 <= k; i += 16) {
+        s0 = wasm_f32x4_add(s0, wasm_f32x4_mul(wasm_v128_load(a + i), wasm_v128_load(b + i)));
+        s1 = wasm_f32x4_add(s1, wasm_f32x4_mul(wasm_v128_load(a + i + 4),
+                                               wasm_v128_load(b + i + 4)));
+        s2 = wasm_f32x4_add(s2, wasm_f32x4_mul(wasm_v128_load(a + i + 8),
+                                               wasm_v128_load(b + i + 8)));
+        s3 = wasm_f32x4_add(s3, wasm_f32x4_mul(wasm_v128_load(a + i + 12),
+                                               wasm_v128_load(b + i + 12)));
+    }
+    for (; i + 4 <= k; i += 4)
+        s0 = wasm_f32x4_add(s0, wasm_f32x4_mul(wasm_v128_load(a + i), wasm_v128_load(b + i)));
+    v128_t s = wasm_f32x4_add(wasm_f32x4_add(s0, s1), wasm_f32x4_add(s2, s3));
+    float l[4];
+    wasm_v128_store(l, s);
+    float total = (l[0] + l[1]) + (l[2] + l[3]);
+    for (; i < k; i++) total += a[i] * b[i];
+    return total;
+}
+
+static void small_n(i32 M, i32 N, i32 K, const float *A, i32 rsa, const float *B, i32 rsb,
+                    i32 csb, float *C, i32 ldc, i32 accumulate) {
+    float *bt = pack_b_buf;                     /* N rows of K: B's columns, contiguous */
+    for (i32 j = 0; j < N; j++)
+        for (i32 k = 0; k < K; k++) bt[j * K + k] = B[k * rsb + j * csb];
+    for (i32 i = 0; i < M; i++) {
+        const float *a = A + i * rsa;
+        float *c = C + i * ldc;
+        for (i32 j = 0; j < N; j++) {
+            float v = dot(a, bt + j * K, K);
+            c[j] = accumulate ? c[j] + v : v;
+        }
+    }
+}
+
 static void sgemm(i32 M, i32 N, i32 K, const float *A, i32 rsa, i32 csa, const float *B,
                   i32 rsb, i32 csb, float *C, i32 ldc, i32 accumulate) {
+    if (N < NR && M >= MR && K > 0 && csa == 1 && N * K <= KC * NC) {
+        small_n(M, N, K, A, rsa, B, rsb, csb, C, ldc, accumulate);
+        return;
+    }
     if (M < MR && K > 0 && (csb == 1 || rsb == 1)) {
         small_m(M, N, K, A, rsa, csa, B, rsb, csb, C, ldc, accumulate);
         return;
