@@ -12,6 +12,7 @@ onnxruntime-web is installed apart from the edgerun package: `npm install --pref
 Each engine runs every model in one process (bench/web/run_cases.mjs, run_cases.py); session
 creation, the first run and the median of the repeats (after --warmup-ms of untimed runs)
 are reported separately; the last line is the geometric mean of Pyodide / ort-web.
+OUT/results.md holds the table, OUT/results.png the ratios as a chart (matplotlib).
 """
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ import sys
 import numpy as np
 
 from .cases import ROOT, read_output, read_results, real_models, write_cases
+from .chart import ratio_chart
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ENGINES = {   # name -> (label, command prefix)
@@ -120,7 +122,17 @@ def main(argv=None) -> int:
     with open(os.path.join(args.out, "results.md"), "w") as f:
         f.write(table + "\n")
     print(table)
+    ratio_chart([r["name"] for r in rows], [_ratio(r) for r in rows],
+                "edgerun in Pyodide / onnxruntime-web wasm (1 thread) run time "
+                "(lower: edgerun faster)", os.path.join(args.out, "results.png"), target=0.8)
     return 0
+
+
+def _ratio(row: dict):
+    p, o = row.get("pyodide"), row.get("ort_web")
+    if p and o and "error" not in p and "error" not in o:
+        return p["run_ms"] / o["run_ms"]
+    return None
 
 
 if __name__ == "__main__":

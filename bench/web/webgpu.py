@@ -27,6 +27,7 @@ import tempfile
 import numpy as np
 
 from .cases import NUMPY_TYPES, ROOT, real_models, write_cases
+from .chart import ratio_chart
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ORT_DIST = os.path.join(HERE, "node_modules", "onnxruntime-web", "dist")
@@ -212,26 +213,9 @@ def html(rows: list, adapter: str) -> str:
 
 
 def chart(rows: list, path: str) -> str | None:
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return None
-    ok = [r for r in rows if r["ratio_edgerun_over_ort"]]
-    if not ok:
-        return None
-    fig, ax = plt.subplots(figsize=(8, 0.45 * len(ok) + 1.2))
-    ax.barh([r["model"] for r in ok], [r["ratio_edgerun_over_ort"] for r in ok],
-            color=["#2a7" if r["ratio_edgerun_over_ort"] <= 1 else "#c54" for r in ok])
-    ax.axvline(1.0, color="black", linewidth=0.8)
-    ax.set_xscale("log")
-    ax.set_xlabel("edgerun / onnxruntime-web run time, WebGPU in Chromium "
-                  "(lower: edgerun faster)")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return ratio_chart([r["model"] for r in rows], [r["ratio_edgerun_over_ort"] for r in rows],
+                       "edgerun / onnxruntime-web run time, WebGPU in Chromium "
+                       "(lower: edgerun faster)", path)
 
 
 def main(argv=None) -> int:
