@@ -50,7 +50,9 @@ NODE_INSTALL = "Node 20.19+ with npm (apt-get install -y nodejs npm, or nodejs.o
 
 def _run(cmd, cwd, timeout=300, env=None) -> str:
     """Run `cmd`; its stdout, or AssertionError with the command's output."""
-    env = {**os.environ, "npm_config_update_notifier": "false", **(env or {})}
+    # a fresh project sees none of this checkout: no PYTHONPATH pointing into it
+    env = {**{k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
+           "npm_config_update_notifier": "false", **(env or {})}
     result = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout,
                             check=False, env=env)
     if result.returncode:
