@@ -25,6 +25,15 @@ extern i32 er_args[256];
 static inline i32 min_i32(i32 a, i32 b) { return a < b ? a : b; }
 static inline i32 max_i32(i32 a, i32 b) { return a > b ? a : b; }
 
+/* The outputs [lo, hi) of `count` whose input position o * stride + x0 lies inside [0, size)
+ * (a window tap's valid span along one axis: pooling and depthwise convolution). */
+static inline void inside_outputs(i32 x0, i32 stride, i32 size, i32 count, i32 *lo, i32 *hi) {
+    i32 first = x0 >= 0 ? 0 : (-x0 + stride - 1) / stride;
+    i32 last = size - 1 - x0 >= 0 ? (size - 1 - x0) / stride + 1 : 0;
+    *lo = min_i32(first, count);
+    *hi = max_i32(min_i32(last, count), *lo);
+}
+
 /* Unary operation codes, shared by er_unary and the fused epilogues (keep in sync with
  * providers/wasm/kernels.py UNARY). */
 enum {

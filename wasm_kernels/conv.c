@@ -39,9 +39,8 @@ static void im2col(const float *x, i32 channels, const ConvShape *s, float *col)
                     const float *src = plane + y * s->w;
                     i32 x0 = j * s->dw - s->pl;      /* input column of ox = 0 */
                     if (s->sw == 1) {
-                        /* valid ox: 0 <= ox + x0 < W */
-                        i32 lo = min_i32(max_i32(-x0, 0), s->ow);
-                        i32 hi = max_i32(min_i32(s->w - x0, s->ow), lo);
+                        i32 lo, hi;
+                        inside_outputs(x0, 1, s->w, s->ow, &lo, &hi);
                         for (i32 ox = 0; ox < lo; ox++) out[ox] = 0.0f;
                         for (i32 ox = lo; ox < hi; ox++) out[ox] = src[ox + x0];
                         for (i32 ox = hi; ox < s->ow; ox++) out[ox] = 0.0f;
@@ -94,12 +93,8 @@ EXPORT void er_depthwise2d(const float *x, const float *w, float *y, i32 accumul
             for (i32 j = 0; j < s.kw; j++) {
                 float wv = wc[i * s.kw + j];
                 v128_t vw = wasm_f32x4_splat(wv);
-                i32 x0 = j * s.dw - s.pl;
-                /* valid ox: 0 <= ox*SW + x0 < W */
-                i32 lo = x0 >= 0 ? 0 : (-x0 + s.sw - 1) / s.sw;
-                i32 hi = s.w - x0 <= 0 ? 0 : (s.w - x0 + s.sw - 1) / s.sw;
-                lo = min_i32(lo, s.ow);
-                hi = max_i32(min_i32(hi, s.ow), lo);
+                i32 x0 = j * s.dw - s.pl, lo, hi;
+                inside_outputs(x0, s.sw, s.w, s.ow, &lo, &hi);
                 for (i32 oy = 0; oy < s.oh; oy++) {
                     i32 yy = oy * s.sh - s.pt + i * s.dh;
                     if (yy < 0 || yy >= s.h) continue;

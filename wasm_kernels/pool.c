@@ -20,14 +20,6 @@ static PoolShape pool_shape(void) {
 
 #define LOWEST_FLOAT -3.402823466e+38f     /* a window of padding only, as onnxruntime */
 
-/* the output columns [lo, hi) whose input column ox * sw + x0 lies inside [0, w) */
-static inline void inside_columns(i32 x0, i32 sw, i32 w, i32 ow, i32 *lo, i32 *hi) {
-    i32 first = x0 >= 0 ? 0 : (-x0 + sw - 1) / sw;
-    i32 last = w - 1 - x0 >= 0 ? (w - 1 - x0) / sw + 1 : 0;
-    *lo = min_i32(first, ow);
-    *hi = max_i32(min_i32(last, ow), *lo);
-}
-
 /* 4 inputs sw apart (sw 1 or 2) */
 static inline v128_t load_every(const float *p, i32 sw) {
     if (sw == 1) return wasm_v128_load(p);
@@ -57,7 +49,7 @@ EXPORT void er_maxpool2d(const float *x, float *y) {
     i32 all_lo = 0, all_hi = s.ow;        /* the columns every window column reaches */
     for (i32 j = 0; j < s.kw; j++) {
         i32 lo, hi;
-        inside_columns(j * s.dw - s.pl, s.sw, s.w, s.ow, &lo, &hi);
+        inside_outputs(j * s.dw - s.pl, s.sw, s.w, s.ow, &lo, &hi);
         all_lo = max_i32(all_lo, lo);
         all_hi = min_i32(all_hi, hi);
     }
@@ -73,7 +65,7 @@ EXPORT void er_maxpool2d(const float *x, float *y) {
                 any_row = 1;
                 for (i32 j = 0; j < s.kw; j++) {
                     i32 x0 = j * s.dw - s.pl, lo, hi;
-                    inside_columns(x0, s.sw, s.w, s.ow, &lo, &hi);
+                    inside_outputs(x0, s.sw, s.w, s.ow, &lo, &hi);
                     max_into(out, xp + (size_t)yy * s.w, x0, s.sw, s.w, lo, hi);
                 }
             }

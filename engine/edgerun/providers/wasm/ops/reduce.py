@@ -39,8 +39,12 @@ def bind_reduce(dev, node, opset):
                 _reduce_call(dev, code, x, y, y.size, 1, 1)
             return y
         return reduce_axes(dev, x, code, axes or range(rank), keepdims)
-    on_floats = float_or_fallback(dev, node, opset, run, float_inputs=[0])
+    return integers_as_they_are(run, float_or_fallback(dev, node, opset, run, float_inputs=[0]))
 
+
+def integers_as_they_are(run, on_floats):
+    """`run` itself for integer and bool data (the kernels take their type), `on_floats`
+    (float32, or widened, or the fallback) for the rest."""
     def dispatch(ctx, x, *rest, **attrs):
         if x.elem_type in INT_FORMATS:
             return run(ctx, x, *rest)
@@ -106,8 +110,4 @@ def bind_arg_reduce(dev, node, opset):
         else:
             dev.call("er_argmax", x.ptr, y.ptr, *sizes)
         return y
-    on_floats = float_or_fallback(dev, node, opset, run)
-
-    def dispatch(ctx, x, **attrs):
-        return run(ctx, x) if x.elem_type in INT_FORMATS else on_floats(ctx, x, **attrs)
-    return dispatch
+    return integers_as_they_are(run, float_or_fallback(dev, node, opset, run))
