@@ -218,6 +218,19 @@ def _wheel_name(wheel: str) -> str:
     return f"edgerun-{version}-py3-none-any.whl"
 
 
+def _run_micropip_js(tmp_path, config: dict, timeout: float) -> tuple:
+    """Run MICROPIP_JS under Node with `config`: (its JSON result, the finished process)."""
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    (tmp_path / "run.mjs").write_text(MICROPIP_JS)
+    out = tmp_path / "out.json"
+    done = subprocess.run(["node", str(tmp_path / "run.mjs"),
+                           os.path.join(ROOT, "node_modules", "pyodide"),
+                           str(tmp_path / "config.json"), str(out)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+    return json.loads(out.read_text()), done
+
+
 def test_micropip_installs_the_wheel_and_import_edgerun_runs_on_wasm(wheel, tmp_path):
     """What a Python user in JupyterLite, PyScript, marimo or plain Pyodide does:
     `await micropip.install(wheel URL)`, `import edgerun`, the same InferenceSession API.
@@ -238,15 +251,7 @@ def test_micropip_installs_the_wheel_and_import_edgerun_runs_on_wasm(wheel, tmp_
     config = {"tools": tools, "wheel_name": name, "rows": rows, "code": MICROPIP_PY,
               "files": {name: wheel, "digits_mlp.onnx": os.path.join(digits, "digits_mlp.onnx"),
                         "x.bin": str(tmp_path / "x.bin")}}
-    (tmp_path / "config.json").write_text(json.dumps(config))
-    (tmp_path / "run.mjs").write_text(MICROPIP_JS)
-    out = tmp_path / "out.json"
-    done = subprocess.run(["node", str(tmp_path / "run.mjs"),
-                           os.path.join(ROOT, "node_modules", "pyodide"),
-                           str(tmp_path / "config.json"), str(out)],
-                          cwd=ROOT, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
-    got = json.loads(out.read_text())
+    got, done = _run_micropip_js(tmp_path, config, timeout=120)
 
     assert got["fetches"] == [], done.stdout[-2000:]     # the markers left nothing to load
     assert got["platform"] == "emscripten"
@@ -294,15 +299,7 @@ def test_conformance_cases_in_pyodide_match_as_natively(wheel, tmp_path):
     config = {"tools": _pyodide_tool_wheels(_pyodide_lock()), "wheel_name": name,
               "code": CONFORMANCE_PY.replace("{runner}", numpy_free.RUNNER),
               "files": {name: wheel, "job.json": str(tmp_path / "job.json")}}
-    (tmp_path / "config.json").write_text(json.dumps(config))
-    (tmp_path / "run.mjs").write_text(MICROPIP_JS)
-    out = tmp_path / "out.json"
-    done = subprocess.run(["node", str(tmp_path / "run.mjs"),
-                           os.path.join(ROOT, "node_modules", "pyodide"),
-                           str(tmp_path / "config.json"), str(out)],
-                          cwd=ROOT, capture_output=True, text=True, timeout=NODE_TIMEOUT_S)
-    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
-    got = json.loads(out.read_text())
+    got, _ = _run_micropip_js(tmp_path, config, timeout=NODE_TIMEOUT_S)
     assert got["fetches"] == []
     errors, problems, replayed = numpy_free.check(cases, got["results"])
     assert not errors, "\n".join(f"{k}: {v}" for k, v in sorted(errors.items()))

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import re
 
+from .broadcast import broadcast_map, broadcast_shape
+
 
 def as_str(value) -> str:
     return value.decode("utf-8") if isinstance(value, bytes) else str(value)
@@ -15,30 +17,8 @@ def as_str(value) -> str:
 
 def broadcast(a: list, a_shape, b: list, b_shape) -> tuple:
     """(shape, pairs): the two flat lists broadcast against each other, numpy's rules."""
-    rank = max(len(a_shape), len(b_shape))
-    sa = (1,) * (rank - len(a_shape)) + tuple(a_shape)
-    sb = (1,) * (rank - len(b_shape)) + tuple(b_shape)
-    shape = []
-    for da, db in zip(sa, sb):
-        if da != db and 1 not in (da, db):
-            raise ValueError(f"shapes {list(a_shape)} and {list(b_shape)} do not broadcast")
-        shape.append(db if da == 1 else da)
-    index_a, index_b = _broadcast_index(sa, shape), _broadcast_index(sb, shape)
-    return tuple(shape), [(a[i], b[j]) for i, j in zip(index_a, index_b)]
-
-
-def _broadcast_index(shape, out_shape) -> list:
-    """For each output position, the flat position it reads in a tensor of `shape`."""
-    index = [0]
-    stride = 1
-    strides = []
-    for d in reversed(shape):
-        strides.append(stride if d != 1 else 0)
-        stride *= d
-    strides.reverse()
-    for d, s in zip(out_shape, strides):
-        index = [i + k * s for i in index for k in range(d)]
-    return index
+    shape = broadcast_shape(a_shape, b_shape)
+    return shape, broadcast_map(lambda x, y: (x, y), [(a, a_shape), (b, b_shape)], shape)
 
 
 def concat(a: list, a_shape, b: list, b_shape) -> tuple:

@@ -32,11 +32,13 @@ from .. import ir
 from ..errors import InvalidGraph
 from .graph_edit import (
     EDGERUN_DOMAIN,
+    PassContext,
     attr_float,
     attr_int,
     attr_ints,
     attr_string,
     attr_text,
+    subgraphs,
 )
 
 MICROSOFT = "com.microsoft"
@@ -1264,22 +1266,31 @@ ONNX_DOMAIN_CONTRIB = {"SimplifiedLayerNormalization"}
 def expand_contrib_ops(model: ir.Model) -> int:
     """Replace every com.microsoft node that EXPANSIONS defines, in every graph of the model;
     returns how many. Nodes of other com.microsoft operators stay (a provider may still run
-    them, else the session names them)."""
-    from .graph_edit import PassContext
+    them, else the session names them). A model without any costs one walk over its nodes:
+    the model-wide name table is built only when there is something to expand."""
+    if not _has_expansion(model.graph):
+        return 0
+    return _expand_graph(model.graph, model, PassContext(model), {})
 
-    ctx = PassContext(model)
-    return _expand_graph(model.graph, model, ctx, {})
+
+def _expansion_of(node: ir.Node):
+    if node.domain == MICROSOFT or node.domain in ("", "ai.onnx") and \
+            node.op_type in ONNX_DOMAIN_CONTRIB:
+        return EXPANSIONS.get(node.op_type)
+    return None
+
+
+def _has_expansion(graph: ir.Graph) -> bool:
+    return any(_expansion_of(node) is not None or any(_has_expansion(g) for g in subgraphs(node))
+               for node in graph.nodes)
 
 
 def _expand_graph(graph: ir.Graph, model: ir.Model, ctx, ranks: dict) -> int:
     count, nodes = 0, []
     for node in graph.nodes:
-        for a in node.attributes.values():
-            for g in (a.value if isinstance(a.value, list) else [a.value]):
-                if isinstance(g, ir.Graph):
-                    count += _expand_graph(g, model, ctx, ranks)
-        expand = EXPANSIONS.get(node.op_type) if node.domain == MICROSOFT or \
-            node.domain in ("", "ai.onnx") and node.op_type in ONNX_DOMAIN_CONTRIB else None
+        for g in subgraphs(node):
+            count += _expand_graph(g, model, ctx, ranks)
+        expand = _expansion_of(node)
         if expand is None:
             nodes.append(node)
             continue

@@ -10,6 +10,7 @@ from .. import ir
 from ..ir import AttrType, dtypes
 from ..onnx import load_model
 from ..onnx.writer import model_to_bytes
+from ..optimizer.graph_edit import subgraphs
 
 PRODUCER = "edgerun.quantization"
 
@@ -88,16 +89,6 @@ def node(op_type: str, inputs, outputs, name: str = "", domain: str = "", **attr
 
 
 # --- graph walks ---------------------------------------------------------------------------
-
-def subgraphs(n: ir.Node) -> list:
-    out = []
-    for a in n.attributes.values():
-        if a.type == AttrType.GRAPH and a.value is not None:
-            out.append(a.value)
-        elif a.type == AttrType.GRAPHS and a.value:
-            out.extend(a.value)
-    return out
-
 
 def outer_names(g: ir.Graph) -> set:
     """Names a subgraph reads from enclosing graphs."""

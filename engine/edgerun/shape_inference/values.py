@@ -9,6 +9,7 @@ from __future__ import annotations
 import struct
 
 from ..ir import dtypes
+from ..ir.broadcast import broadcast_map, strides  # noqa: F401 - shape rules use V.*
 from . import symbolic
 
 MAX_ELEMENTS = 1024   # larger constants are not tracked
@@ -56,29 +57,6 @@ def cast(items, elem_type: int):
     return out
 
 
-def strides(shape) -> list:
-    out, step = [], 1
-    for d in reversed(shape):
-        out.append(step)
-        step *= d
-    return out[::-1]
-
-
-def broadcast_map(fn, operands, out_shape):
-    """Elementwise `fn` over operands [(items, shape)] broadcast to the fixed `out_shape`."""
-    n = symbolic.product(out_shape) if out_shape else 1
-    out_strides = strides(out_shape)
-    plans = []
-    for items, shape in operands:
-        padded = [1] * (len(out_shape) - len(shape)) + list(shape)
-        st = strides(padded)
-        plans.append((items, [0 if d == 1 else s for d, s in zip(padded, st)]))
-    result = []
-    for flat in range(n):
-        idx = [(flat // s) % d if d else 0 for s, d in zip(out_strides, out_shape)]
-        args = [items[sum(i * s for i, s in zip(idx, st))] for items, st in plans]
-        result.append(fn(*args))
-    return result
 
 
 def _int_div(a, b):
