@@ -723,3 +723,126 @@ def test_js_api_string_tensors_in_chromium(browser, worker):
     assert got["upper"] == {"type": "string", "dims": list(upper.shape), "data": upper.tolist(),
                             "isArray": True}
     assert got["is_email"] == is_email.astype(int).tolist()
+
+
+def _sigmoid_head() -> bytes:
+    """z = Sigmoid(y * 2) and s = Shape(z): y [N, 8] float -> z [N, 8], s int64 [2]."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    nodes = [helper.make_node("Mul", ["y", "two"], ["y2"]),
+             helper.make_node("Sigmoid", ["y2"], ["z"]),
+             helper.make_node("Shape", ["z"], ["s"])]
+    graph = helper.make_graph(nodes, "head", [helper.make_tensor_value_info(
+        "y", TensorProto.FLOAT, ["N", 8])], [helper.make_tensor_value_info(
+            "z", TensorProto.FLOAT, ["N", 8]), helper.make_tensor_value_info(
+            "s", TensorProto.INT64, [2])],
+        [numpy_helper.from_array(np.array(2.0, np.float32), "two")])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]
+                             ).SerializeToString()
+
+
+JS_GPU_BUFFER = """async ([x, dims]) => {
+  const { InferenceSession, Tensor, env } = await import("/web/index.js");
+  env.pyodide.indexURL = "/node_modules/pyodide/";
+  env.wheelURL = "/edgerun.whl";
+  const errors = [];
+  const expectError = async (promise) => {
+    try { await promise; errors.push("no error"); } catch (e) { errors.push(e.message); }
+  };
+  const mlp = await InferenceSession.create("/data/mlp.onnx", { executionProviders: ["webgpu"],
+                                                                preferredOutputLocation: "gpu-buffer" });
+  const head = await InferenceSession.create("/data/head.onnx", { executionProviders: ["webgpu"],
+                                                                  preferredOutputLocation: { z: "gpu-buffer" } });
+  const { y } = await mlp.run({ x: new Tensor("float32", new Float32Array(x), dims) });
+  const device = env.webgpu.device;
+  const first = { location: y.location, isGpuBuffer: y.gpuBuffer instanceof GPUBuffer,
+                  isDevice: device instanceof GPUDevice, dims: y.dims };
+  try { y.data; } catch (e) { errors.push(e.message); }
+  // y feeds the second session in place; z stays on the GPU, s (int64) comes to the CPU
+  const { z, s } = await head.run({ y });
+  const chained = { zLocation: z.location, sLocation: s.location, s: Array.from(s.data, Number),
+                    z: Array.from(await z.getData(true)), zAfter: z.location };
+  const yData = await y.getData();
+  // the caller's own buffer on env.webgpu.device, through Tensor.fromGpuBuffer
+  const own = device.createBuffer({ size: yData.byteLength,
+                                    usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST });
+  device.queue.writeBuffer(own, 0, yData);
+  const fromOwn = await head.run({ y: Tensor.fromGpuBuffer(own, { dataType: "float32", dims: y.dims }) });
+  const ownZ = Array.from(await fromOwn.z.getData());
+  // a wasm session reads a GPU tensor back first
+  const wasmHead = await InferenceSession.create("/data/head.onnx", { executionProviders: ["wasm"] });
+  const wasmZ = Array.from((await wasmHead.run({ y: Tensor.fromGpuBuffer(own, {
+    dataType: "float32", dims: y.dims, download: async () => yData }) })).z.data);
+  // a pre-allocated GPU-buffer output is filled on the GPU
+  const target = Tensor.fromGpuBuffer(device.createBuffer({ size: yData.byteLength,
+      usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST }),
+    { dataType: "float32", dims: y.dims, download: async () => new Float32Array(0) });
+  const filled = await head.run({ y }, { z: target });
+  const filledSame = filled.z === target;
+  const disposed = (() => { const t = fromOwn.z; t.dispose(); return t.location; })();
+  await expectError(InferenceSession.create("/data/head.onnx", { executionProviders: ["wasm"],
+                                                                 preferredOutputLocation: "gpu-buffer" }));
+  await expectError(InferenceSession.create("/data/head.onnx", { executionProviders: ["webgpu"],
+                                                                 preferredOutputLocation: "gpu-buffer", worker: true }));
+  await expectError(InferenceSession.create("/data/head.onnx", { executionProviders: ["webgpu"],
+                                                                 preferredOutputLocation: "texture" }));
+  for (const s of [mlp, head, wasmHead]) await s.release();
+  own.destroy();
+  return { first, chained, y: Array.from(yData), ownZ, wasmZ, filledSame, disposed, errors };
+}"""
+
+
+def test_js_api_gpu_buffer_outputs_and_feeds_in_chromium(browser):
+    """onnxruntime-web's preferredOutputLocation "gpu-buffer" and Tensor.fromGpuBuffer: an
+    output stays in a GPUBuffer of env.webgpu.device, feeds the next session in place, and
+    is read with getData(); results match the CPU provider (RTOL/ATOL)."""
+    browser.put("mlp.onnx", _small_mlp())
+    browser.put("head.onnx", _sigmoid_head())
+    x = np.random.default_rng(9).standard_normal((3, 16)).astype(np.float32)
+    got = browser.page.evaluate(JS_GPU_BUFFER, [x.ravel().tolist(), list(x.shape)])
+    (y,) = edgerun.InferenceSession(_small_mlp(), providers=["cpu"]).run(None, {"x": x})
+    z, s = edgerun.InferenceSession(_sigmoid_head(), providers=["cpu"]).run(None, {"y": y})
+    assert got["first"] == {"location": "gpu-buffer", "isGpuBuffer": True, "isDevice": True,
+                            "dims": [3, 8]}
+    assert got["chained"]["zLocation"] == "gpu-buffer" and got["chained"]["sLocation"] == "cpu"
+    assert got["chained"]["zAfter"] == "cpu" and got["chained"]["s"] == s.tolist()
+    np.testing.assert_allclose(np.array(got["y"]).reshape(y.shape), y, rtol=RTOL, atol=ATOL)
+    for key in ("z",):
+        np.testing.assert_allclose(np.array(got["chained"][key]).reshape(z.shape), z,
+                                   rtol=RTOL, atol=ATOL)
+    np.testing.assert_allclose(np.array(got["ownZ"]).reshape(z.shape), z, rtol=RTOL, atol=ATOL)
+    np.testing.assert_allclose(np.array(got["wasmZ"]).reshape(z.shape), z, rtol=RTOL, atol=ATOL)
+    assert got["filledSame"] is True and got["disposed"] == "none"
+    errors = got["errors"]
+    assert errors[0].startswith("The data is not on CPU")
+    assert "needs the webgpu execution provider" in errors[1]
+    assert "does not work with worker: true" in errors[2]
+    assert "'texture' is not supported by edgerun" in errors[3]
+    assert len(errors) == 4
+
+
+JS_CUSTOM_OPS = """async ([source, worker]) => {
+  const { InferenceSession, Tensor, env, registerCustomOps } = await import("/web/index.js");
+  env.pyodide.indexURL = "/node_modules/pyodide/";
+  env.wheelURL = "/edgerun.whl";
+  registerCustomOps(source);
+  const session = await InferenceSession.create("/data/custom_op.onnx", { executionProviders: ["wasm"], worker });
+  const placed = [...new Set(session.explain().nodes.map((n) => n.provider))];
+  const { y, label } = await session.run({ x: new Tensor("float32", [-1, 0, 2], [3]) });
+  await session.release();
+  return { placed, y: Array.from(y.data), label: label.data };
+}"""
+
+
+@pytest.mark.parametrize("worker", [False, True], ids=["page", "worker"])
+def test_js_api_python_custom_operators_on_wasm_in_chromium(browser, worker):
+    """registerCustomOps: a Python custom operator (no numpy in the page: HostTensors) runs on
+    the wasm provider in the page's Pyodide and in a worker's."""
+    import re
+
+    with open(os.path.join(ROOT, "web", "test", "custom_op.onnx"), "rb") as f:
+        browser.put("custom_op.onnx", f.read())
+    with open(os.path.join(ROOT, "web", "test", "api.test.mjs"), encoding="utf-8") as f:
+        source = re.search(r"AFFINE_LABEL = `(.*?)`;", f.read(), re.S).group(1)
+    got = browser.page.evaluate(JS_CUSTOM_OPS, [source, worker])
+    assert got == {"placed": ["wasm"], "y": [1, 1, 5], "label": ["zero", "zero", "positive"]}

@@ -294,3 +294,42 @@ def test_webgpu_ortvalue_api(gpu):
     assert _transfers(gpu) == before
     assert binding.get_outputs()[0] is target
     np.testing.assert_allclose(target.numpy(), _reference(x)[0], rtol=RTOL, atol=ATOL)
+
+
+def test_web_bridge_keeps_gpu_buffer_outputs_on_the_gpu_and_reads_gpu_buffer_feeds(gpu):
+    """What onnxruntime-web's preferredOutputLocation "gpu-buffer" and Tensor.fromGpuBuffer
+    reach in Python (web/bridge.py), natively on wgpu buffers: a float32 output is copied on
+    the GPU into a buffer the caller owns and feeds the next session in place; an int64
+    output (int32 words on the GPU) comes in ONNX's 8-byte layout."""
+    from edgerun.web.bridge import WebSession
+
+    first = WebSession(_dense(), ["webgpu"], gpu_outputs=["y"])
+    second = WebSession(_head(), ["webgpu"], gpu_outputs=["z", "s"])
+    x = _x()
+    y_ref, (z_ref, s_ref) = _reference(x)
+    ((name, type_name, dims, y_buffer, location),) = first.run(
+        [("x", "float32", [3, 8], x.tobytes())])
+    assert (name, type_name, dims, location) == ("y", "float32", [3, 16], "gpu-buffer")
+    assert y_buffer.size % 16 == 0 and y_buffer.size >= 3 * 16 * 4
+    y = np.frombuffer(gpu.device.read_buffer(y_buffer, 3 * 16 * 4), np.float32).reshape(3, 16)
+    np.testing.assert_allclose(y, y_ref, rtol=RTOL, atol=ATOL)
+
+    before = _transfers(gpu)
+    (z_item, s_item) = second.run([("y", "float32", [3, 16], y_buffer, "gpu-buffer")])
+    assert _transfers(gpu)[1] == before[1], "the feed was read back to the host"
+    assert z_item[1:3] == ("float32", [3, 16]) and s_item[1:3] == ("int64", [2])
+    z = np.frombuffer(gpu.device.read_buffer(z_item[3], 3 * 16 * 4), np.float32).reshape(3, 16)
+    np.testing.assert_allclose(z, z_ref, rtol=RTOL, atol=ATOL)
+    np.testing.assert_array_equal(np.frombuffer(gpu.device.read_buffer(s_item[3], 16), np.int64),
+                                  s_ref)
+    # the page owns the buffers: later runs do not reuse them
+    first.run([("x", "float32", [3, 8], (x * 0).tobytes())])
+    again = np.frombuffer(gpu.device.read_buffer(y_buffer, 3 * 16 * 4), np.float32)
+    np.testing.assert_array_equal(again.reshape(3, 16), y)
+
+    with pytest.raises(TypeError, match=r"input 'y': the GPU buffer holds 192 bytes.*needs 256"):
+        second.run([("y", "float32", [4, 16], y_buffer, "gpu-buffer")])
+    with pytest.raises(ValueError, match="needs the webgpu execution provider"):
+        WebSession(_dense(), ["cpu"], gpu_outputs=["y"])
+    with pytest.raises(ValueError, match=r"names \['nope'\], which are not outputs"):
+        WebSession(_dense(), ["webgpu"], gpu_outputs=["nope"])

@@ -585,9 +585,14 @@ def test_python_custom_operators_in_onnxruntime_extensions_style():
         options.register_custom_ops_library("/usr/lib/libortextensions.so")
     options.register_custom_ops_library(get_library_path())
     x = np.array([[1, -2], [3, -4]], np.float32)
-    z, shape = edgerun.InferenceSession(data, options).run(None, {"x": x, "s": np.ones(2, np.float32)})
-    np.testing.assert_array_equal(z, np.maximum(x * 3 + 1, 0))
-    np.testing.assert_array_equal(shape, [2, 2])
+    for providers in (["cpu"], ["wasm"]):         # wasm: a page, where no CPU provider exists
+        session = edgerun.InferenceSession(data, options, providers=providers)
+        assert {n["provider"] for n in session.explain()["nodes"]} == {providers[0]}
+        z, shape = session.run(None, {"x": x, "s": np.ones(2, np.float32)})
+        np.testing.assert_array_equal(z, np.maximum(x * 3 + 1, 0))
+        np.testing.assert_array_equal(shape, [2, 2])
+    with pytest.raises(NotImplementedOp, match="register_custom_ops_library"):
+        edgerun.InferenceSession(data, providers=["wasm"])
 
 
 def test_the_web_bridge_stops_a_run_when_its_abort_signal_fires():

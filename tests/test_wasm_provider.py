@@ -306,6 +306,56 @@ def test_runs_without_numpy(wasm):
     np.testing.assert_allclose(values, [0.25] * 8, rtol=1e-6)
 
 
+CUSTOM_OP_WITHOUT_NUMPY = """
+import sys; sys.modules['numpy'] = None
+import struct, warnings; warnings.simplefilter('ignore')
+import edgerun
+from edgerun.custom_ops import PyCustomOpDef, get_library_path, onnx_op
+from edgerun.runtime.host_tensor import HostTensor
+
+@onnx_op(op_type="AffineNoNumpy", inputs=[PyCustomOpDef.dt_float],
+         outputs=[PyCustomOpDef.dt_float, PyCustomOpDef.dt_string], attrs={"alpha": PyCustomOpDef.dt_float})
+def affine(x, alpha=1.0):
+    assert isinstance(x, HostTensor), type(x)
+    labels = ["neg" if v < 0 else "pos" for v in x.values()]
+    return (HostTensor.from_values(1, x.shape, [alpha * v + 1 for v in x.values()]),
+            HostTensor(8, x.shape, labels))
+
+options = edgerun.SessionOptions()
+options.register_custom_ops_library(get_library_path())
+s = edgerun.InferenceSession(sys.stdin.buffer.read(), options, providers=['wasm'])
+for run in range(2):                 # the second run would replay a recorded program
+    x = HostTensor(1, (2, 2), struct.pack('4f', 1, -2, 3, -4 - run))
+    y, label = s.run(None, {'x': x})
+    print(list(y.shape), struct.unpack('4f', y.data), list(label.data))
+"""
+
+
+def test_python_custom_operators_run_on_wasm_without_numpy(wasm):
+    """In a page the wasm provider runs registered Python custom operators: on HostTensors
+    when numpy is absent, string results included, with wasm kernels around them."""
+    import subprocess
+    import sys
+
+    from onnx import TensorProto, helper
+
+    nodes = [helper.make_node("Relu", ["x"], ["r"]),
+             helper.make_node("AffineNoNumpy", ["x"], ["a", "label"], domain="ai.onnx.contrib",
+                              alpha=2.0),
+             helper.make_node("Add", ["a", "r"], ["y"])]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 2])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 2]),
+                               helper.make_tensor_value_info("label", TensorProto.STRING, [2, 2])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
+                                                    helper.make_opsetid("ai.onnx.contrib", 1)])
+    out = subprocess.run([sys.executable, "-c", CUSTOM_OP_WITHOUT_NUMPY],
+                         input=model.SerializeToString(), capture_output=True, cwd=ROOT)
+    assert out.returncode == 0, out.stderr.decode()
+    lines = out.stdout.decode().strip().splitlines()
+    assert lines == ["[2, 2] (4.0, -3.0, 10.0, -7.0) ['pos', 'neg', 'pos', 'neg']",
+                     "[2, 2] (4.0, -3.0, 10.0, -9.0) ['pos', 'neg', 'pos', 'neg']"]
+
+
 @pytest.mark.slow
 def test_real_models_run_on_wasm_alone_without_numpy(wasm, tmp_path):
     """bench/web/run_cases.py blocks numpy, then runs every real model through the web

@@ -1,7 +1,7 @@
 // A session in this thread's Pyodide (engine/edgerun/web/bridge.py). index.js uses it
 // directly, or through worker.js inside a Web Worker; either way values cross as
 // [name, type, dims, bytes or strings] and errors carry Python's message.
-import { getRuntime, readBytes } from "./runtime.js";
+import { applyCustomOps, env, getRuntime, readBytes } from "./runtime.js";
 
 // With JSPI (Chromium), Python may wait on JavaScript promises (WebGPU buffer maps) while it
 // runs; that needs entering Python through callPromising. Without JSPI, calls stay synchronous.
@@ -21,9 +21,10 @@ export class PythonSession {
     this.info = info;        // names, metadata, placement (bridge.WebSession.describe)
   }
 
-  // options: { executionProviders, graphOptimizationLevel }
+  // options: { executionProviders, graphOptimizationLevel, gpuOutputs: output names or "all" }
   static async create(model, options, onProgress) {
     const { pyodide, bridge } = await getRuntime(onProgress);
+    await applyCustomOps(pyodide);
     onProgress({ phase: "model", progress: 0 });
     const bytes = await readBytes(model);
     onProgress({ phase: "model", progress: 1 });
@@ -31,11 +32,14 @@ export class PythonSession {
     const providers = requested.length ? requested : defaultProviders();
     const names = providers.map((p) => (typeof p === "string" ? p : p.name));
     try {
+      const gpuOutputs = options.gpuOutputs ?? [];
       const session = await callPython(bridge.WebSession, bytes, pyodide.toPy(names),
-                                       options.graphOptimizationLevel ?? "all");
+                                       options.graphOptimizationLevel ?? "all",
+                                       typeof gpuOutputs === "string" ? gpuOutputs : pyodide.toPy(gpuOutputs));
       const described = session.describe();
       const info = described.toJs({ dict_converter: Object.fromEntries });
       described.destroy();
+      if (info.webgpu) env.webgpu.device ??= session.gpu_device();    // onnxruntime-web's env.webgpu.device
       for (const m of [...info.inputMetadata, ...info.outputMetadata]) {
         m.shape = m.shape.map((d) => d ?? null);       // Python's None arrives as undefined
       }
@@ -45,7 +49,8 @@ export class PythonSession {
     }
   }
 
-  // items: [[name, type, dims, Uint8Array (a string tensor: its strings)]] -> the same for the outputs
+  // items: [[name, type, dims, Uint8Array (a string tensor: its strings)]] -> the same for the
+  // outputs; a GPU buffer crosses as [name, type, dims, GPUBuffer, "gpu-buffer"]
   async run(items, fetches, signal) {
     if (!this.#session) throw new Error("InferenceSession.run: this session was released");
     let outputs;

@@ -51,16 +51,25 @@ export class Tensor {
               dims?: readonly number[]);
   /** ... new Tensor(data, dims?), the type from the data (a typed array, string[] or boolean[]) ... */
   constructor(data: TensorData | boolean[] | Uint8ClampedArray, dims?: readonly number[]);
-  /** ... and new Tensor({ location: "cpu-pinned", type, data, dims }). */
+  /** ... new Tensor({ location: "cpu-pinned", type, data, dims }) ... */
   constructor(params: { location: "cpu" | "cpu-pinned"; type: TensorType; data: TensorData; dims: readonly number[] });
+  /** ... and new Tensor({ location: "gpu-buffer", type, gpuBuffer, dims, download?, dispose? }). */
+  constructor(params: { location: "gpu-buffer"; type: GpuBufferDataType; gpuBuffer: GPUBufferLike;
+                        dims: readonly number[]; download?: () => Promise<TensorData>; dispose?: () => void });
   readonly type: TensorType;
-  /** Throws once the tensor is disposed. */
+  /** Throws once the tensor is disposed, and while it is in a GPU buffer (use getData()). */
   readonly data: TensorData;
   dims: readonly number[];
   readonly size: number;
-  /** Where the data lives: in memory ("cpu", or "cpu-pinned" from fromPinnedBuffer); "none" once disposed. */
-  readonly location: "cpu" | "cpu-pinned" | "none";
+  /** Where the data lives: in memory ("cpu", or "cpu-pinned" from fromPinnedBuffer), in a
+   * GPUBuffer ("gpu-buffer": preferredOutputLocation, fromGpuBuffer); "none" once disposed. */
+  readonly location: "cpu" | "cpu-pinned" | "gpu-buffer" | "none";
+  /** A "gpu-buffer" tensor's GPUBuffer (throws for other locations). */
+  readonly gpuBuffer: GPUBufferLike;
+  /** The data; a GPU tensor's is read back once, after which the tensor is on "cpu"
+   * (releaseData: its GPU buffer is released too). */
   getData(releaseData?: boolean): Promise<TensorData>;
+  /** Releases the data (a session's GPU-buffer output: destroys its GPUBuffer). */
   dispose(): void;
   /** The same data with other dims. */
   reshape(dims: readonly number[]): Tensor;
@@ -68,9 +77,12 @@ export class Tensor {
    * ImageData-like sources work; DOM sources and URLs reject, saying so. */
   static fromImage(image: ImageSource, options?: TensorFromImageOptions): Promise<Tensor>;
   static fromPinnedBuffer(type: Exclude<TensorType, "string">, buffer: TensorData, dims?: readonly number[]): Tensor;
-  /** Not supported: edgerun keeps tensors in memory (these throw, saying so). */
+  /** A tensor over a GPUBuffer of env.webgpu.device (usage STORAGE | COPY_SRC). A session on
+   * "webgpu" reads float32, int32 and uint32 buffers in place; other types through `download`. */
+  static fromGpuBuffer(buffer: GPUBufferLike, options: { dataType: GpuBufferDataType; dims: readonly number[];
+                       download?: () => Promise<TensorData>; dispose?: () => void }): Tensor;
+  /** Not supported: WebGL textures and WebNN tensors (these throw, saying so). */
   static fromTexture(texture: unknown, options: unknown): never;
-  static fromGpuBuffer(buffer: unknown, options: unknown): never;
   static fromMLTensor(tensor: unknown, options: unknown): never;
   /** An image tensor ([1, C, H, W] or NHWC, 3 or 4 channels) as ImageData (an ImageDataLike
    * with colorSpace under Node). */
@@ -86,6 +98,14 @@ export interface TensorLike {
   readonly dims: readonly number[];
 }
 
+/** The types a GPU-buffer tensor holds (onnxruntime-web's). */
+export type GpuBufferDataType = "float32" | "float16" | "int32" | "int64" | "uint32" | "uint8" | "int8"
+  | "bool" | "uint4" | "int4";
+/** A WebGPU GPUBuffer (typed loosely so that pages without @webgpu/types compile). */
+export interface GPUBufferLike { readonly size: number; destroy(): void }
+
+export type OutputLocation = "cpu" | "cpu-pinned" | "gpu-buffer";
+
 export interface Progress { phase: "pyodide" | "edgerun" | "model"; progress: number }
 
 export interface SessionOptions {
@@ -100,6 +120,9 @@ export interface SessionOptions {
   /** onnxruntime-web's log options: accepted (edgerun reports through errors and warnings). */
   logSeverityLevel?: 0 | 1 | 2 | 3 | 4;
   logVerbosityLevel?: number;
+  /** "gpu-buffer" keeps outputs (all, or those named) in GPUBuffers of env.webgpu.device:
+   * needs the "webgpu" provider, and not `worker: true`. */
+  preferredOutputLocation?: OutputLocation | Record<string, OutputLocation>;
 }
 
 /** run()'s options: onnxruntime-web's are accepted; `signal` aborts the run before its next node. */
@@ -146,6 +169,10 @@ export class InferenceSession {
   release(): Promise<void>;
 }
 
+/** Python custom operators (edgerun.custom_ops.onnx_op) for the sessions created after
+ * this call, run by the wasm provider; `packages`: Pyodide packages the source imports. */
+export function registerCustomOps(source: string, options?: { packages?: string[] }): void;
+
 export const env: {
   /** Folder holding pyodide.mjs and its files (absolute or relative to the page). Default: the
    * `pyodide` module as the page resolves it (node_modules, a bundler, or an import map). */
@@ -156,7 +183,8 @@ export const env: {
   worker: boolean;
   /** onnxruntime-web's spelling of `worker`; numThreads and simd are accepted (one thread). */
   wasm: { proxy: boolean; numThreads: number; simd: boolean };
-  /** Accepted for scripts that touch it; the webgpu provider requests its own GPUDevice. */
+  /** The GPUDevice the webgpu provider computes on, set when the first session on "webgpu"
+   * is created (make fromGpuBuffer's buffers on it). */
   webgpu: { device?: unknown };
   logLevel: string;
 };

@@ -16,6 +16,32 @@ export const env = {
 
 let runtimePromise = null;
 
+// Python custom operators (edgerun.custom_ops.onnx_op) registered with registerCustomOps:
+// each thread's Pyodide (the page's, a worker's) runs their sources before its next session.
+const customOps = [];          // [{ source, packages }]
+let customOpsApplied = 0;      // how many of them this thread's Pyodide has run
+
+export function addCustomOps(source, packages) {
+  customOps.push({ source, packages });
+}
+
+export async function applyCustomOps(pyodide) {
+  while (customOpsApplied < customOps.length) {
+    const { source, packages } = customOps[customOpsApplied];
+    if (packages.length) await pyodide.loadPackage(packages);
+    try {
+      await pyodide.runPythonAsync(source);
+    } catch (e) {
+      const lines = String(e?.message ?? e).trim().split("\n");
+      const error = new Error(`registerCustomOps: source ${customOpsApplied + 1} failed: ${lines[lines.length - 1]}`);
+      error.pythonTraceback = e?.message;
+      customOps.splice(customOpsApplied, 1);      // dropped: later sessions do not fail on it
+      throw error;
+    }
+    customOpsApplied++;
+  }
+}
+
 export function getRuntime(onProgress = () => {}) {
   runtimePromise ??= startRuntime(onProgress).catch((e) => { runtimePromise = null; throw e; });
   return runtimePromise;
@@ -52,12 +78,14 @@ export function workerConfig() {
     }
   }
   return { indexURL: directoryURL(indexURL),
-           wheelURL: env.wheelURL ? absoluteURL(env.wheelURL).href : undefined };
+           wheelURL: env.wheelURL ? absoluteURL(env.wheelURL).href : undefined,
+           customOps: customOps.slice() };
 }
 
-export function configure({ indexURL, wheelURL }) {
+export function configure({ indexURL, wheelURL, customOps: registered = [] }) {
   env.pyodide.indexURL = indexURL;
   env.wheelURL = wheelURL;
+  customOps.splice(0, customOps.length, ...registered);
 }
 
 function absoluteURL(source) {

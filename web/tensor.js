@@ -1,6 +1,8 @@
-// Tensor: onnxruntime-web's (onnxruntime-common's) Tensor on the CPU: its constructors, fields
-// (type, data, dims, size, location), getData, dispose, reshape, the factories
-// (fromImage, fromPinnedBuffer) and the image conversions (toImageData, toDataURL).
+// Tensor: onnxruntime-web's (onnxruntime-common's) Tensor: its constructors, fields
+// (type, data, dims, size, location, gpuBuffer), getData, dispose, reshape, the factories
+// (fromImage, fromPinnedBuffer, fromGpuBuffer) and the image conversions (toImageData,
+// toDataURL). A "gpu-buffer" tensor holds a GPUBuffer (a session's output with
+// preferredOutputLocation "gpu-buffer", or the caller's own) and reads it with getData().
 import { imageToTensorData, tensorToDataURL, tensorToImageData } from "./image.js";
 
 const Float16 = globalThis.Float16Array;       // where the platform has it, as onnxruntime-web
@@ -84,12 +86,22 @@ function inferred(data) {
   return [type, data];
 }
 
+// the types a GPU-buffer tensor may hold (onnxruntime-web's)
+const GPU_BUFFER_TYPES = ["float32", "float16", "int32", "int64", "uint32", "uint8", "int8", "bool",
+                          "uint4", "int4"];
+
 export class Tensor {
   #data;
   #location;
+  #gpuBuffer;
+  #download;        // () => Promise<typed array>: a GPU tensor's read back
+  #dispose;         // releases what the tensor holds on the GPU
+  #downloading = false;
 
-  // new Tensor(type, data, dims?), new Tensor(data, dims?) (type inferred) or
-  // new Tensor({ location: "cpu-pinned", type, data, dims }), as onnxruntime-web.
+  // new Tensor(type, data, dims?), new Tensor(data, dims?) (type inferred),
+  // new Tensor({ location: "cpu-pinned", type, data, dims }) or
+  // new Tensor({ location: "gpu-buffer", type, gpuBuffer, dims, download?, dispose? }), as
+  // onnxruntime-web.
   constructor(typeOrData, data, dims) {
     let type;
     let location = "cpu";
@@ -98,9 +110,13 @@ export class Tensor {
       data = typedData(type, data);
     } else if (typeOrData && typeof typeOrData === "object" && "location" in typeOrData) {
       ({ type, dims, location } = typeOrData);
+      if (location === "gpu-buffer") {
+        this.#initGpuBuffer(typeOrData);
+        return;
+      }
       if (location !== "cpu" && location !== "cpu-pinned") {
-        throw new TypeError(`Tensor: edgerun keeps tensors in memory ('cpu'); a tensor on ` +
-                            `'${location}' is not supported: download it first (getData())`);
+        throw new TypeError(`Tensor: edgerun holds tensors in memory or in GPU buffers; a ` +
+                            `tensor on '${location}' is not supported: read it first`);
       }
       if (type === "string") throw new TypeError("Tensor: a string tensor cannot be 'cpu-pinned'");
       data = typedData(type, typeOrData.data);
@@ -122,9 +138,34 @@ export class Tensor {
     this.#location = location;
   }
 
-  // onnxruntime-web's accessors: the data is in memory until dispose().
+  #initGpuBuffer({ type, dims, gpuBuffer, download, dispose }) {
+    if (!GPU_BUFFER_TYPES.includes(type)) {
+      throw new TypeError(`Tensor: a GPU buffer cannot hold a '${type}' tensor; types: ` +
+                          `${GPU_BUFFER_TYPES.join(", ")}`);
+    }
+    if (!gpuBuffer || typeof gpuBuffer.size !== "number") {
+      throw new TypeError("Tensor: a 'gpu-buffer' tensor needs a GPUBuffer (gpuBuffer)");
+    }
+    for (const [name, fn] of [["download", download], ["dispose", dispose]]) {
+      if (fn !== undefined && typeof fn !== "function") throw new TypeError(`Tensor: '${name}' must be a function`);
+    }
+    this.type = type;
+    this.dims = Object.freeze([...(dims ?? [])]);
+    this.size = checkedSize(this.dims);
+    this.#gpuBuffer = gpuBuffer;
+    this.#download = download;
+    this.#dispose = dispose;
+    this.#location = "gpu-buffer";
+  }
+
+  // onnxruntime-web's accessors: a CPU tensor's data is in memory until dispose(); a GPU
+  // tensor's is read with getData().
   get data() {
     if (this.#location === "none") throw new Error("Tensor: the tensor is disposed");
+    if (this.#location === "gpu-buffer") {
+      throw new Error("The data is not on CPU. Use `getData()` to download GPU data to CPU, " +
+                      "or use `gpuBuffer` property to access the GPU data directly.");
+    }
     return this.#data;
   }
 
@@ -132,11 +173,39 @@ export class Tensor {
     return this.#location;
   }
 
-  async getData() {
-    return this.data;
+  get gpuBuffer() {
+    if (this.#location !== "gpu-buffer") throw new Error("The data is not stored as a WebGPU buffer.");
+    return this.#gpuBuffer;
+  }
+
+  // A GPU tensor's data, read back once; the tensor is then on the CPU (with releaseData,
+  // its GPU buffer is released too), as onnxruntime-web's getData.
+  async getData(releaseData) {
+    if (this.#location !== "gpu-buffer") return this.data;
+    if (!this.#download) throw new Error("The current tensor is not created with a specified data downloader.");
+    if (this.#downloading) throw new Error("The current tensor is being downloaded.");
+    this.#downloading = true;
+    try {
+      const data = await this.#download();
+      this.#download = undefined;
+      this.#data = data;
+      this.#location = "cpu";
+      if (releaseData && this.#dispose) {
+        this.#dispose();
+        this.#dispose = undefined;
+      }
+      this.#gpuBuffer = undefined;
+      return data;
+    } finally {
+      this.#downloading = false;
+    }
   }
 
   dispose() {
+    this.#dispose?.();
+    this.#dispose = undefined;
+    this.#download = undefined;
+    this.#gpuBuffer = undefined;
     this.#data = undefined;
     this.#location = "none";
   }
@@ -163,8 +232,10 @@ export class Tensor {
     throw new TypeError("Tensor.fromTexture: edgerun keeps tensors in memory; read the texture's pixels first");
   }
 
-  static fromGpuBuffer() {
-    throw new TypeError("Tensor.fromGpuBuffer: edgerun keeps tensors in memory; map the buffer and pass its data");
+  // A tensor over a GPUBuffer of the device edgerun computes on (env.webgpu.device, set by
+  // the first session on "webgpu"): options { dataType, dims, download?, dispose? }.
+  static fromGpuBuffer(gpuBuffer, { dataType, dims, download, dispose } = {}) {
+    return new Tensor({ location: "gpu-buffer", type: dataType, gpuBuffer, dims, download, dispose });
   }
 
   static fromMLTensor() {
@@ -188,11 +259,40 @@ export class Tensor {
     return new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
   }
 
+  // A session's output left in a GPUBuffer it gave the caller: read back with the device's
+  // copy and map, destroyed by dispose() (or getData(true)).
+  static fromGpuPayload(type, dims, gpuBuffer, device) {
+    const Typed = TYPED_ARRAYS[type];
+    const size = dims.reduce((a, b) => a * b, 1);
+    const bytes = type === "int4" || type === "uint4" ? Math.ceil(size / 2) : size * Typed.BYTES_PER_ELEMENT;
+    const download = async () => {
+      const copy = await readGpuBuffer(device, gpuBuffer, bytes);
+      return new Typed(copy, 0, copy.byteLength / Typed.BYTES_PER_ELEMENT);
+    };
+    return new Tensor({ location: "gpu-buffer", type, gpuBuffer, dims, download,
+                        dispose: () => gpuBuffer.destroy() });
+  }
+
   static fromPayload(type, dims, payload) {
     if (type === "string") return new Tensor("string", Array.from(payload), dims);
     const Typed = TYPED_ARRAYS[type];
     if (!Typed) throw new TypeError(`output of unsupported type '${type}'`);
     const copy = new Uint8Array(payload);      // own, aligned memory
     return new Tensor(type, new Typed(copy.buffer, 0, copy.byteLength / Typed.BYTES_PER_ELEMENT), dims);
+  }
+}
+
+// The first `bytes` of a GPUBuffer (usage COPY_SRC) as a new ArrayBuffer.
+export async function readGpuBuffer(device, buffer, bytes) {
+  const padded = Math.max(Math.ceil(bytes / 4) * 4, 4);
+  const staging = device.createBuffer({ size: padded, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
+  try {
+    const encoder = device.createCommandEncoder();
+    encoder.copyBufferToBuffer(buffer, 0, staging, 0, padded);
+    device.queue.submit([encoder.finish()]);
+    await staging.mapAsync(GPUMapMode.READ);
+    return staging.getMappedRange().slice(0, bytes);
+  } finally {
+    staging.destroy();
   }
 }

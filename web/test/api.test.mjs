@@ -118,3 +118,37 @@ test("create(buffer, byteOffset, byteLength, options) reads a model inside a lar
   await session.release();
   await assert.rejects(InferenceSession.create(big.buffer, 0, 10), /InvalidProtobuf/);
 });
+
+// A Python custom operator in the page's Pyodide (no numpy there: HostTensors in and out),
+// run by the wasm provider between its own kernels; a string output included.
+export const AFFINE_LABEL = `
+from edgerun.custom_ops import PyCustomOpDef, onnx_op
+from edgerun.runtime.host_tensor import HostTensor
+
+@onnx_op(op_type="AffineLabel", inputs=[PyCustomOpDef.dt_float],
+         outputs=[PyCustomOpDef.dt_float, PyCustomOpDef.dt_string], attrs={"alpha": PyCustomOpDef.dt_float})
+def affine_label(x, alpha=1.0):
+    values = x.values()
+    return (HostTensor.from_values(1, x.shape, [alpha * v + 1 for v in values]),
+            HostTensor(8, x.shape, ["zero" if v == 0 else "positive" for v in values]))
+`;
+
+test("registerCustomOps: a Python custom operator runs on wasm in Pyodide", async () => {
+  const { registerCustomOps } = await import("../index.js");
+  const model = new URL("./custom_op.onnx", import.meta.url);
+  await assert.rejects(InferenceSession.create(model, { executionProviders: ["wasm"] }),
+    /no provider implements \(wasm: no wasm kernel for ai.onnx.contrib::AffineLabel\)/);
+  assert.throws(() => registerCustomOps(42), /'source' must be Python source text/);
+  registerCustomOps("raise ValueError('broken on purpose')");
+  await assert.rejects(InferenceSession.create(model, { executionProviders: ["wasm"] }),
+    /registerCustomOps: source 1 failed: ValueError: broken on purpose/);
+  registerCustomOps(AFFINE_LABEL);
+  const session = await InferenceSession.create(model, { executionProviders: ["wasm"] });
+  assert.deepEqual([...new Set(session.explain().nodes.map((n) => n.provider))], ["wasm"]);
+  for (const shift of [0, 1]) {          // the second run goes through the recorded program's path
+    const { y, label } = await session.run({ x: new Tensor("float32", [-1, 0, 2 + shift], [3]) });
+    assert.deepEqual(Array.from(y.data), [1, 1, 5 + 2 * shift]);
+    assert.deepEqual(label.data, ["zero", "zero", "positive"]);
+  }
+  await session.release();
+});

@@ -38,7 +38,11 @@ test("the constructors infer types as onnxruntime-web does", () => {
   assert.throws(() => new Tensor("float32", [1], [1.5]), /dims\[0\] must be an integer/);
   assert.throws(() => new Tensor("int4", [1, 2]), /cannot be made from a number array/);
   assert.throws(() => new Tensor({ location: "gpu-buffer", type: "float32", dims: [1] }),
-                /a tensor on 'gpu-buffer' is not supported/);
+                /needs a GPUBuffer/);
+  assert.throws(() => new Tensor({ location: "texture", type: "float32", dims: [1] }),
+                /a tensor on 'texture' is not supported/);
+  assert.throws(() => Tensor.fromGpuBuffer({ size: 16 }, { dataType: "string", dims: [1] }),
+                /cannot hold a 'string' tensor/);
 });
 
 test("reshape, getData, dispose and pinned buffers follow onnxruntime-web", async () => {
@@ -55,7 +59,30 @@ test("reshape, getData, dispose and pinned buffers follow onnxruntime-web", asyn
   assert.equal(pinned.location, "cpu-pinned");
   assert.deepEqual(pinned.dims, [3]);
   assert.equal(pinned.reshape([3, 1]).location, "cpu-pinned");
-  assert.throws(() => Tensor.fromGpuBuffer({}, { dims: [1] }), /keeps tensors in memory/);
+});
+
+test("a GPU-buffer tensor reads back once with getData, as onnxruntime-web's", async () => {
+  let destroyed = 0;
+  const buffer = { size: 16, destroy() { destroyed++; } };
+  let downloads = 0;
+  const download = async () => { downloads++; return Float32Array.from([1, 2, 3]); };
+  const t = Tensor.fromGpuBuffer(buffer, { dataType: "float32", dims: [3], download,
+                                           dispose: () => buffer.destroy() });
+  assert.equal(t.location, "gpu-buffer");
+  assert.equal(t.gpuBuffer, buffer);
+  assert.equal(t.size, 3);
+  assert.throws(() => t.data, /The data is not on CPU/);
+  assert.deepEqual(Array.from(await t.getData(true)), [1, 2, 3]);
+  assert.equal(t.location, "cpu");
+  assert.equal(destroyed, 1);                       // releaseData
+  assert.deepEqual(Array.from(await t.getData()), [1, 2, 3]);
+  assert.equal(downloads, 1);
+  assert.throws(() => t.gpuBuffer, /not stored as a WebGPU buffer/);
+  const kept = Tensor.fromGpuBuffer(buffer, { dataType: "int32", dims: [2], dispose: () => buffer.destroy() });
+  await assert.rejects(kept.getData(), /not created with a specified data downloader/);
+  kept.dispose();
+  assert.equal(kept.location, "none");
+  assert.equal(destroyed, 2);
 });
 
 test("string tensors cross into the engine and come back: StringNormalizer and RegexFullMatch on wasm", async () => {

@@ -4,12 +4,26 @@ Values cross as (type, dims, bytes) with onnxruntime-web's type names ("float32"
 ...), so nothing here needs numpy: Pyodide here has none, and the wasm and WebGPU providers
 keep tensors in their own memory. A string tensor crosses as (type "string", dims, a list of
 str): a HostTensor of strings on this side, onnxruntime-web's string Tensor on the other.
+
+GPU buffers (onnxruntime-web's `preferredOutputLocation: "gpu-buffer"` and
+`Tensor.fromGpuBuffer` feeds) cross as (type, dims, GPUBuffer, "gpu-buffer"): an output
+named in `gpu_outputs` stays on the GPU in a new buffer the page owns; a float32, int32 or
+uint32 feed in a GPU buffer is read in place. The run then goes through an IOBinding, so the
+executor plans those values on the WebGPU device instead of copying them to the host.
+
+Python custom operators (edgerun.custom_ops) registered in this Pyodide are enabled in every
+session: in a page, running their source (the JavaScript API's registerCustomOps) is the
+opt-in that SessionOptions.register_custom_ops_library is in Python.
 """
 from __future__ import annotations
 
+from ..custom_ops import get_library_path
 from ..ir import dtypes
 from ..runtime.host_tensor import HostTensor, have_numpy
 from ..session import InferenceSession, RunOptions, SessionOptions
+from ..session.ort_value import OrtValue
+
+GPU_BUFFER = "gpu-buffer"
 
 # onnxruntime-web's Tensor type names <-> ONNX element types
 WEB_TYPES = {"float32": dtypes.FLOAT, "float64": dtypes.DOUBLE, "float16": dtypes.FLOAT16,
@@ -23,17 +37,40 @@ _LEVELS = {"disabled": 0, "basic": 1, "extended": 2, "all": 99}
 
 
 class WebSession:
-    def __init__(self, model: bytes, providers: list, graph_optimization_level: str = "all"):
+    def __init__(self, model: bytes, providers: list, graph_optimization_level: str = "all",
+                 gpu_outputs=()):
         opts = SessionOptions()
         level = _LEVELS.get(str(graph_optimization_level))
         if level is None:
             raise ValueError(f"graphOptimizationLevel must be one of {sorted(_LEVELS)}, got "
                              f"'{graph_optimization_level}'")
         opts.graph_optimization_level = level
+        opts.register_custom_ops_library(get_library_path())
         self.session = InferenceSession(as_bytes(model), sess_options=opts,
                                         providers=list(providers) or None)
         self.input_names = [a.name for a in self.session.get_inputs()]
         self.output_names = [a.name for a in self.session.get_outputs()]
+        self.webgpu = next((p for p in self.session._providers if p.device == "webgpu"), None)
+        self.gpu_outputs = set(self._numeric_outputs() if gpu_outputs == "all" else
+                               (gpu_outputs or ()))
+        unknown = sorted(self.gpu_outputs - set(self.output_names))
+        if unknown:
+            raise ValueError(f"preferredOutputLocation names {unknown}, which are not outputs "
+                             f"of the model ({self.output_names})")
+        if self.gpu_outputs and self.webgpu is None:
+            raise ValueError(f"preferredOutputLocation '{GPU_BUFFER}' needs the webgpu "
+                             f"execution provider; this session runs on "
+                             f"{self.session.get_providers()}")
+
+    def _numeric_outputs(self) -> list:
+        """The outputs a GPU buffer can hold: every tensor output but strings."""
+        return [a.name for a in self.session.get_outputs()
+                if a.type.startswith("tensor(") and a.type != "tensor(string)"]
+
+    def gpu_device(self):
+        """The GPUDevice the WebGPU provider computes on (onnxruntime-web's env.webgpu.device),
+        or None."""
+        return getattr(self.webgpu.gpu.device, "device", None) if self.webgpu else None
 
     def metadata(self) -> dict:
         def describe(args):
@@ -51,17 +88,54 @@ class WebSession:
         return {"inputNames": self.input_names, "outputNames": self.output_names,
                 "inputMetadata": meta(self.session.get_inputs()),
                 "outputMetadata": meta(self.session.get_outputs()),
-                "explain": self.session.explain()}
+                "explain": self.session.explain(), "webgpu": self.webgpu is not None}
 
     def run(self, feeds: list, output_names: list = None, signal=None) -> list:
         """feeds: [(name, type, dims, bytes or strs)] -> the same for the outputs; `signal`: a
         JavaScript AbortSignal whose abort stops the run before its next node."""
-        values = {name: _to_host(name, type_name, dims, data)
-                  for name, type_name, dims, data in feeds}
         names = list(output_names) if output_names else self.output_names
         options = _SignalRunOptions(signal) if signal is not None else None
+        feeds = [tuple(item) for item in feeds]
+        if self.gpu_outputs.intersection(names) or any(len(item) > 4 for item in feeds):
+            return self._run_bound(feeds, names, options)
+        values = {name: _to_host(name, type_name, dims, data)
+                  for name, type_name, dims, data in feeds}
         outputs = self.session.run(names, values, options)
         return [(name, *_from_host(name, value)) for name, value in zip(names, outputs)]
+
+    def _run_bound(self, feeds: list, names: list, options) -> list:
+        """A run with GPU-buffer feeds or outputs, through an IOBinding."""
+        binding = self.session.io_binding()
+        for name, type_name, dims, data, *location in feeds:
+            if location:
+                value = OrtValue(self._adopt(name, type_name, dims, data), "webgpu", self.webgpu)
+            else:
+                value = OrtValue(_to_host(name, type_name, dims, data))
+            binding.bind_ortvalue_input(name, value)
+        for name in names:
+            binding.bind_output(name, "webgpu" if name in self.gpu_outputs else "cpu")
+        self.session.run_with_iobinding(binding, options)
+        results = []
+        for name, value in zip(names, binding.get_outputs()):
+            if name in self.gpu_outputs:
+                code = value.element_type()
+                buffer = self.webgpu.gpu.export(value._value, code)
+                results.append((name, _web_name(name, code), value.shape(), buffer, GPU_BUFFER))
+            else:
+                results.append((name, *_from_host(name, value.numpy())))
+        return results
+
+    def _adopt(self, name, type_name, dims, buffer):
+        """A feed's GPUBuffer as the WebGPU provider's tensor, read in place."""
+        if self.webgpu is None:
+            raise TypeError(f"input '{name}' is a GPU buffer, and this session has no webgpu "
+                            f"execution provider ({self.session.get_providers()}): pass it "
+                            f"as a CPU tensor (await tensor.getData())")
+        code = WEB_TYPES.get(type_name)
+        try:
+            return self.webgpu.gpu.adopt(buffer, int(buffer.size), dims, code)
+        except Exception as e:         # noqa: BLE001 - named for the input
+            raise TypeError(f"input '{name}': {e}") from None
 
     def explain(self) -> dict:
         return self.session.explain()

@@ -36,7 +36,7 @@ class CPUProvider(ExecutionProvider):
         self._custom_ops = False
 
     def configure(self, sess_options) -> None:
-        self._custom_ops = bool(getattr(sess_options, "custom_op_libraries", None))
+        self._custom_ops = custom_ops.enabled(sess_options)
         self._threads = int(getattr(sess_options, "intra_op_num_threads", 0) or 0)
         if self._threads > 0:
             self._blas = _blas_controller()
@@ -53,12 +53,8 @@ class CPUProvider(ExecutionProvider):
 
     def capability(self, node, opset):
         if self.kernel(node, opset) is None:
-            domain = node.domain or "ai.onnx"
-            if custom_ops.lookup(node.op_type, node.domain):
-                return False, (f"{domain}::{node.op_type} is a Python custom operator: enable "
-                               f"it with SessionOptions.register_custom_ops_library("
-                               f"edgerun.custom_ops.get_library_path())")
-            return False, f"no CPU kernel for {domain}::{node.op_type}"
+            return False, (custom_ops.refusal(node) or
+                           f"no CPU kernel for {node.domain or 'ai.onnx'}::{node.op_type}")
         return True, ""
 
     def kernel(self, node, opset):

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import sys
 
+from ... import custom_ops
 from ..base import ExecutionProvider
 from . import capture, ops
 from .build_info import StaleBuild, load_module_bytes
@@ -52,6 +53,10 @@ class WasmProvider(ExecutionProvider):
         super().__init__(options)
         self.dev = WasmDevice(host_factory or self.default_host())
         self._constants: dict = {}     # id(initializer bytes) -> [those bytes, device copy]
+        self._custom_ops = False       # SessionOptions.register_custom_ops_library was called
+
+    def configure(self, sess_options) -> None:
+        self._custom_ops = custom_ops.enabled(sess_options)
 
     @property
     def stats(self) -> dict:
@@ -68,13 +73,22 @@ class WasmProvider(ExecutionProvider):
             capture.capture_graph(model, self, ahead)
 
     def capability(self, node, opset) -> tuple:
+        if self._custom_op(node) is not None:
+            return True, ""
         entry = ops.lookup(node.op_type, node.domain)
         if entry is None:
-            return False, f"no wasm kernel for {node.domain or 'ai.onnx'}::{node.op_type}"
+            return False, (custom_ops.refusal(node) or
+                           f"no wasm kernel for {node.domain or 'ai.onnx'}::{node.op_type}")
         why = entry[0](node, opset)
         return (not why), why
 
+    def _custom_op(self, node):
+        return custom_ops.lookup(node.op_type, node.domain) if self._custom_ops else None
+
     def kernel(self, node, opset):
+        custom = self._custom_op(node)
+        if custom is not None:       # Python on host copies; string results stay there
+            return custom.host_kernel(self.to_host, self.to_device)
         fast = ops.lookup(node.op_type, node.domain)[1](self.dev, node, opset)
         if node.op_type == capture.OP_TYPE and node.domain == capture.DOMAIN or \
                 getattr(fast, HOST_VALUES, False):

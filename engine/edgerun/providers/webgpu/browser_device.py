@@ -150,6 +150,13 @@ class BrowserDevice(GpuDevice):
         self.queue.writeBuffer(buffer, 0, chunk)
         self._pop(f"uploading {len(data)} bytes")
 
+    def copy_buffer(self, source, target, nbytes: int) -> None:
+        encoder = self.device.createCommandEncoder()
+        encoder.copyBufferToBuffer(source, 0, target, 0, nbytes)
+        self._push()
+        self.queue.submit(to_js([encoder.finish()]))
+        self._pop(f"copying {nbytes} bytes")
+
     def read_buffer(self, buffer, nbytes: int) -> bytes:
         what = f"reading back {nbytes} bytes"
         ensure_can_wait(what)

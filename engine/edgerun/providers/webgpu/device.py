@@ -69,6 +69,11 @@ class GpuDevice:
     async def read_buffer_async(self, buffer, nbytes: int) -> bytes:
         return self.read_buffer(buffer, nbytes)
 
+    def copy_buffer(self, source, target, nbytes: int) -> None:
+        """Copy the first `nbytes` (a multiple of 4) of `source` to `target`, ordered like
+        write_buffer: after submitted work, before later work."""
+        raise NotImplementedError
+
     def create_pipeline(self, label: str, source: str):
         """A compute pipeline for WGSL `source` with entry point `main` and layout 'auto'."""
         raise NotImplementedError

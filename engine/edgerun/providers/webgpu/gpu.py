@@ -15,7 +15,7 @@ from ...ir import dtypes
 from ...runtime import cancel
 from . import host_values
 from .device import Binding, Dispatch, GpuDevice, GpuError, Unsupported
-from .memory import SMALL_MIRROR, BufferPool, GpuTensor
+from .memory import SMALL_MIRROR, BufferPool, ForeignAllocation, GpuTensor, GpuTensorParts
 from .shaders import WORKGROUP_SIZE, ShaderLibrary
 
 MAX_GROUPS_X = 65535
@@ -27,6 +27,8 @@ SMALL_CACHE = 256          # small host tensors whose GPU copies upload_small ke
 GPU_TYPES = {dtypes.FLOAT: "float32", dtypes.INT32: "int32", dtypes.INT64: "int64",
              dtypes.BOOL: "bool", dtypes.UINT32: "uint32"}
 CODES = {name: code for code, name in GPU_TYPES.items()}
+# element types whose GPU words are their ONNX layout: buffers can be shared as they are
+ADOPTABLE = {dtypes.FLOAT: "float32", dtypes.INT32: "int32", dtypes.UINT32: "uint32"}
 
 
 class GpuContext:
@@ -108,6 +110,42 @@ class GpuContext:
         data = await self.device.read_buffer_async(t.buffer, max(t.size, 1) * 4)
         self.stats["downloads"] += 1
         return host_values.from_gpu_words(CODES[t.dtype], t.shape, data[:t.size * 4])
+
+    def export(self, value, code: int):
+        """A new buffer the caller owns (never pooled) holding `value` as ONNX lays out
+        element type `code` (int64 as 8 bytes, bool as 1): onnxruntime-web's GPU-buffer
+        outputs. Kept on the GPU where the layouts agree (float32, int32, uint32), else
+        through the host. Its size is rounded up to 16 bytes, as onnxruntime-web's."""
+        with self.lock:
+            if isinstance(value, GpuTensor) and value.dtype in ADOPTABLE.values() and \
+                    CODES[value.dtype] == code:
+                nbytes = value.size * 4
+                buffer = self.device.create_buffer(max(-(-nbytes // 16) * 16, 16))
+                self.flush()
+                if nbytes:
+                    self.device.copy_buffer(value.buffer, buffer, nbytes)
+                return buffer
+            host = self.download(value) if isinstance(value, GpuTensor) else \
+                value.host if isinstance(value, GpuTensorParts) else value
+            data = host_values.raw(host)[2]
+            buffer = self.device.create_buffer(max(-(-len(data) // 16) * 16, 16))
+            if data:
+                self.device.write_buffer(buffer, data + b"\0" * (-len(data) % 4))
+            self.stats["uploads"] += 1
+            return buffer
+
+    def adopt(self, buffer, nbytes: int, shape, code: int) -> GpuTensor:
+        """A caller's buffer of `nbytes` read in place as a tensor of `shape` and `code`
+        (float32, int32 or uint32: the types whose layout is the GPU tensors' own)."""
+        if code not in ADOPTABLE:
+            raise Unsupported(f"a {dtypes.type_string(code)} GPU buffer (read in place: "
+                              f"{', '.join(sorted(ADOPTABLE.values()))})")
+        t = GpuTensor(ForeignAllocation(buffer, nbytes), shape, ADOPTABLE[code])
+        if t.size * 4 > nbytes:
+            raise ValueError(f"the GPU buffer holds {nbytes} bytes; a "
+                             f"{dtypes.type_string(code)} tensor of shape {list(t.shape)} "
+                             f"needs {t.size * 4}")
+        return t
 
     def host_values(self, t):
         """A small tensor's values on the host (Clip bounds, Resize scales): the mirror kept

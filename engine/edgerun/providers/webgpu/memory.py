@@ -86,6 +86,15 @@ class Allocation:
             pass
 
 
+class ForeignAllocation:
+    """A buffer the caller owns (a GPUBuffer a page passed in): read in place, never pooled
+    nor destroyed here."""
+    __slots__ = ("buffer", "nbytes")
+
+    def __init__(self, buffer, nbytes: int):
+        self.buffer, self.nbytes = buffer, nbytes
+
+
 # GpuTensor.dtype -> the WGSL type of its 4-byte elements (host_values.GPU_WORDS)
 WGSL_TYPES = {"float32": "f32", "int32": "i32", "int64": "i32", "bool": "u32", "uint32": "u32"}
 

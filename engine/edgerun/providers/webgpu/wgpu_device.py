@@ -65,6 +65,11 @@ class WgpuDevice(GpuDevice):
     def write_buffer(self, buffer, data) -> None:
         self.device.queue.write_buffer(buffer, 0, data)
 
+    def copy_buffer(self, source, target, nbytes: int) -> None:
+        encoder = self.device.create_command_encoder()
+        encoder.copy_buffer_to_buffer(source, 0, target, 0, nbytes)
+        self.device.queue.submit([encoder.finish()])
+
     def read_buffer(self, buffer, nbytes: int) -> bytes:
         return bytes(self.device.queue.read_buffer(buffer, 0, nbytes))
 
