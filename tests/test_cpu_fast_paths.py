@@ -827,3 +827,55 @@ def test_ignored_float_errors_silence_the_block_and_restore_the_callers_state():
             with pytest.raises(RuntimeWarning):
                 np.log(x)
     assert np.geterr()["invalid"] == "warn"
+
+
+# ---- integer products: float32 BLAS where exact, float64 past 2**24 -------------------------
+
+def _onnxruntime_node(op_type, inputs: dict, opset=13, out_type=TensorProto.INT32, **attrs):
+    import onnxruntime
+
+    names = list(inputs)
+    node = helper.make_node(op_type, names, ["y"], **attrs)
+    graph = helper.make_graph(
+        [node], "g",
+        [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(v.dtype), v.shape)
+         for n, v in inputs.items()],
+        [helper.make_tensor_value_info("y", out_type, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    so = onnxruntime.SessionOptions()
+    so.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_DISABLE_ALL
+    return onnxruntime.InferenceSession(model.SerializeToString(), so,
+                                        providers=["CPUExecutionProvider"]).run(None, inputs)[0]
+
+
+# (A shape, K, A values: "small" keeps K*|a|*|b| under 2**24 (float32), "full" crosses it)
+INTEGER_PRODUCT_CASES = [((1, 4), 8, "small"), ((1, 1, 16), 384, "full"), ((3, 7), 64, "full"),
+                         ((2, 5, 33), 1536, "full"), ((1, 2), 2048, "small"), ((16,), 384, "full")]
+
+
+@pytest.mark.parametrize("a_shape,k,values", INTEGER_PRODUCT_CASES)
+@pytest.mark.parametrize("a_type,b_type", [(np.uint8, np.int8), (np.int8, np.int8),
+                                           (np.uint8, np.uint8)])
+def test_matmul_integer_is_exact_on_both_sides_of_the_float32_bound(a_shape, k, values, a_type,
+                                                                    b_type):
+    """MatMulInteger (and QLinearMatMul's product) against onnxruntime: exact int32, with
+    the weights reused across runs (prepared once), batch 1 and a strided B included."""
+    shape = a_shape[:-1] + (k,) if len(a_shape) > 1 else (k,)
+    info_a, info_b = np.iinfo(a_type), np.iinfo(b_type)
+    span = 3 if values == "small" else None
+    a = (rng.integers(0, 2 * span + 1, shape) + (128 - span if a_type == np.uint8 else -span)
+         if span else rng.integers(info_a.min, info_a.max + 1, shape)).astype(a_type)
+    wide = rng.integers(info_b.min, info_b.max + 1, (k + 3, 24)).astype(b_type)
+    b = wide[:k, ::2]                                    # a strided view: [k, 12]
+    if span:
+        b = np.clip(b, -span, span).astype(b_type) if b_type == np.int8 else \
+            np.clip(b, 0, 2 * span).astype(b_type)
+    a_zero = np.array(128 if a_type == np.uint8 else 0, a_type)
+    b_zero = np.array(0 if b_type == np.int8 else 1, b_type)
+    kernel = _kernel("MatMulInteger", 13)
+    want = _onnxruntime_node("MatMulInteger", {"a": a, "b": np.ascontiguousarray(b),
+                                               "za": a_zero, "zb": b_zero})
+    for _ in range(2):                                   # the second run uses the prepared B
+        got = kernel(a, b, a_zero, b_zero)
+        assert got.dtype == np.int32 and got.shape == want.shape
+        np.testing.assert_array_equal(got, want)

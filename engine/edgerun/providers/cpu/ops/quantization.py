@@ -6,9 +6,12 @@ Conventions shared by every kernel here:
 - scale and zero point are per tensor (scalar), per axis (1-D) or blocked (same rank as the
   input, one entry per `block_size` elements along `axis`): `_expand_param` makes them
   broadcast against the input;
-- integer products run as float64 BLAS matmuls: every product and partial sum of 8/16-bit
-  operands is an integer well below 2**53, so the result is exact, then it wraps to int32 as
-  the spec allows ("accumulation may overflow if and only if in 32 bits").
+- integer products run as float BLAS matmuls, exactly: float32 (sgemm) when K times the
+  largest centered magnitudes of A and B stays below 2**24, so that every product and every
+  partial sum, in whatever order BLAS adds them, is an integer float32 holds exactly; float64
+  otherwise (every partial sum of 8/16-bit operands is far below 2**53). The result then
+  wraps to int32 as the spec allows ("accumulation may overflow if and only if in 32 bits").
+  A constant B (the weights) is centered and converted once per node.
 """
 from __future__ import annotations
 
@@ -177,6 +180,8 @@ def _per_row(param, a: np.ndarray):
 
 
 def _wrap_int32(exact: np.ndarray) -> np.ndarray:
+    if exact.dtype == np.float32:         # exact integers below 2**24: no rounding, no wrap
+        return exact.astype(np.int32)
     return np.rint(exact).astype(np.int64).astype(np.int32)
 
 
@@ -184,18 +189,59 @@ def _is_integer(array: np.ndarray) -> bool:
     return _code_of(array) in INTEGER_RANGES
 
 
+EXACT_FLOAT32 = 2.0 ** 24
+
+
+class _Centered:
+    """An integer operand minus its zero point, as float32 (exact for 8/16-bit values), with
+    its largest magnitude: what decides whether a float32 product is exact."""
+    __slots__ = ("values", "peak", "_wide")
+
+    def __init__(self, x: np.ndarray, zero_point):
+        values = x.astype(np.float32)
+        if zero_point is not None:
+            values -= np.asarray(zero_point).astype(np.float32)
+        self.values = values
+        self.peak = float(np.abs(values).max()) if values.size else 0.0
+        self._wide = None
+
+    def wide(self) -> np.ndarray:
+        if self._wide is None:
+            self._wide = self.values.astype(np.float64)
+        return self._wide
+
+
+def _centered_operand(ctx, name: str, x, zero_point) -> "_Centered":
+    """_Centered(x, zero_point), built once per node while x is the same array (weights)."""
+    if ctx is None:
+        return _Centered(x, zero_point)
+    return ctx.prepared(name, (x, zero_point), lambda: _Centered(x, zero_point))
+
+
+def _integer_product(ctx, a, a_zero_point, b, b_zero_point) -> np.ndarray:
+    """(a - a_zero_point) @ (b - b_zero_point) of integer tensors, exactly, as float32 or
+    float64 integers (see the module docstring)."""
+    left = _Centered(a, _per_row(a_zero_point, a))
+    right = _centered_operand(ctx, "integer_matmul_b", b, b_zero_point)
+    depth = a.shape[-1] if a.ndim else 1
+    if depth * left.peak * right.peak < EXACT_FLOAT32:
+        return np.matmul(left.values, right.values)
+    return np.matmul(left.wide(), right.wide())
+
+
 @kernel("MatMulInteger", since=10)
 def matmul_integer(ctx, A, B, a_zero_point=None, b_zero_point=None):
-    product = np.matmul(_centered(A, _per_row(a_zero_point, A)), _centered(B, b_zero_point))
-    return _wrap_int32(product)
+    return _wrap_int32(_integer_product(ctx, A, a_zero_point, B, b_zero_point))
 
 
 @kernel("QLinearMatMul", since=10)
 def qlinear_matmul(ctx, a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale,
                    y_zero_point=None):
-    product = np.matmul(_centered(a, _per_row(a_zero_point, a)), _centered(b, b_zero_point))
     if _is_integer(a) and _is_integer(b):
-        product = _wrap_int32(product).astype(np.float64)
+        product = _wrap_int32(_integer_product(ctx, a, a_zero_point, b, b_zero_point)
+                              ).astype(np.float64)
+    else:
+        product = np.matmul(_centered(a, _per_row(a_zero_point, a)), _centered(b, b_zero_point))
     # The requantization multiplier is formed in the scales' own type, as the spec's TS.
     multiplier = (_per_row(a_scale, a) * np.asarray(b_scale)) / np.asarray(y_scale)
     values = product * _float_view(np.asarray(multiplier), np.float64)
