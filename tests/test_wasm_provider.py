@@ -1983,3 +1983,72 @@ def test_gemm_with_fewer_columns_than_a_tile_matches_onnxruntime(wasm, m, n, k):
         want = onnxruntime.InferenceSession(model, providers=["CPUExecutionProvider"]).run(
             None, feeds)[0]
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4, err_msg=node.op_type)
+
+
+# (x shape, w shape, attrs): pointwise (no im2col), padded and strided 3x3, dilated, grouped
+# and depthwise, 1-D, batch 1 and 3, K past one igemm panel (C*KH*KW = 288 > 256)
+INTEGER_CONV_CASES = [
+    ((1, 16, 5, 7), (8, 16, 1, 1), {}),
+    ((1, 3, 9, 11), (6, 3, 3, 3), {"pads": [1, 1, 1, 1], "strides": [2, 2]}),
+    ((3, 32, 6, 6), (5, 32, 3, 3), {"pads": [0, 2, 1, 0]}),
+    ((1, 4, 10, 10), (4, 2, 3, 3), {"group": 2, "dilations": [2, 1], "pads": [2, 1, 2, 1]}),
+    ((2, 6, 7, 7), (6, 1, 3, 3), {"group": 6, "auto_pad": "SAME_UPPER"}),
+    ((1, 5, 17), (7, 5, 3), {"strides": [2], "pads": [1, 1]}),
+]
+
+
+@pytest.mark.parametrize("x_shape,w_shape,attrs", INTEGER_CONV_CASES)
+@pytest.mark.parametrize("per_channel", [False, True], ids=["tensor_zp", "channel_zp"])
+def test_integer_conv_matches_onnxruntime(wasm, x_shape, w_shape, attrs, per_channel):
+    """er_conv2d_int8 (im2col of bytes padded with the zero point, then er_igemm) for
+    ConvInteger and QLinearConv, against onnxruntime: exact int32, and the requantized
+    uint8 within one step (onnxruntime's requantization may round the other way)."""
+    import onnxruntime
+    from onnx import TensorProto, helper
+
+    import edgerun
+
+    rng = np.random.default_rng(sum(x_shape) + sum(w_shape) + per_channel)
+    x = rng.integers(0, 256, x_shape, dtype=np.uint8)
+    w = rng.integers(-127, 128, w_shape, dtype=np.int8)
+    x[..., 0] = 255
+    m = w_shape[0]
+    w_zp = rng.integers(-3, 4, m).astype(np.int8) if per_channel else np.array(0, np.int8)
+    w_scale = (rng.random(m) * 0.02 + 0.001).astype(np.float32) if per_channel else \
+        np.array(0.01, np.float32)
+    consts = [helper.make_tensor("xz", TensorProto.UINT8, [], [119]),
+              helper.make_tensor("wz", TensorProto.INT8, list(w_zp.shape), w_zp.ravel().tolist()),
+              helper.make_tensor("w", TensorProto.INT8, w_shape, w.ravel().tolist())]
+    x_info = helper.make_tensor_value_info("x", TensorProto.UINT8, None)
+    integer = helper.make_model(helper.make_graph(
+        [helper.make_node("ConvInteger", ["x", "w", "xz", "wz"], ["y"], **attrs)], "g", [x_info],
+        [helper.make_tensor_value_info("y", TensorProto.INT32, None)], consts),
+        opset_imports=[helper.make_opsetid("", 13)]).SerializeToString()
+    bias = rng.integers(-3000, 3000, m).astype(np.int32)
+    qconsts = consts + [helper.make_tensor("xs", TensorProto.FLOAT, [], [0.02]),
+                        helper.make_tensor("ws", TensorProto.FLOAT, list(w_scale.shape),
+                                           w_scale.ravel().tolist()),
+                        helper.make_tensor("ys", TensorProto.FLOAT, [], [0.05]),
+                        helper.make_tensor("yz", TensorProto.UINT8, [], [128]),
+                        helper.make_tensor("b", TensorProto.INT32, [m], bias.tolist())]
+    qlinear = helper.make_model(helper.make_graph(
+        [helper.make_node("QLinearConv", ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz", "b"],
+                          ["y"], **attrs)], "g", [x_info],
+        [helper.make_tensor_value_info("y", TensorProto.UINT8, None)], qconsts),
+        opset_imports=[helper.make_opsetid("", 13)]).SerializeToString()
+    for model, exact in ((integer, True), (qlinear, False)):
+        session = edgerun.InferenceSession(model, providers=[wasm])
+        assert {n["provider"] for n in session.explain()["nodes"]} == {"wasm"}
+        got = session.run(None, {"x": x})[0]
+        if per_channel and exact:         # onnxruntime's ConvInteger takes one w zero point
+            want = edgerun.InferenceSession(model, providers=["cpu"]).run(None, {"x": x})[0]
+        else:
+            want = onnxruntime.InferenceSession(model, providers=["CPUExecutionProvider"]).run(
+                None, {"x": x})[0]
+        assert got.dtype == want.dtype and got.shape == want.shape
+        if exact:
+            np.testing.assert_array_equal(got, want)
+        else:
+            assert np.abs(got.astype(int) - want.astype(int)).max() <= 1
+    assert not wasm.stats["host_fallbacks"].get("ConvInteger"), wasm.stats
+    assert not wasm.stats["host_fallbacks"].get("QLinearConv"), wasm.stats

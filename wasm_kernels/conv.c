@@ -56,6 +56,69 @@ static void im2col(const float *x, i32 channels, const ConvShape *s, float *col)
     }
 }
 
+/* im2col of 8-bit values; taps in the padding take `pad` (the zero point: they count 0). */
+static void im2col8(const uint8_t *x, i32 channels, const ConvShape *s, uint8_t pad,
+                    uint8_t *col) {
+    i32 hw_out = s->oh * s->ow;
+    for (i32 c = 0; c < channels; c++) {
+        const uint8_t *plane = x + c * s->h * s->w;
+        for (i32 i = 0; i < s->kh; i++) {
+            for (i32 j = 0; j < s->kw; j++) {
+                uint8_t *row = col + ((c * s->kh + i) * s->kw + j) * hw_out;
+                for (i32 oy = 0; oy < s->oh; oy++) {
+                    i32 y = oy * s->sh - s->pt + i * s->dh;
+                    uint8_t *out = row + oy * s->ow;
+                    if (y < 0 || y >= s->h) {
+                        for (i32 ox = 0; ox < s->ow; ox++) out[ox] = pad;
+                        continue;
+                    }
+                    const uint8_t *src = plane + y * s->w;
+                    i32 x0 = j * s->dw - s->pl, lo, hi;
+                    if (s->sw == 1) {
+                        inside_outputs(x0, 1, s->w, s->ow, &lo, &hi);
+                        for (i32 ox = 0; ox < lo; ox++) out[ox] = pad;
+                        for (i32 ox = lo; ox < hi; ox++) out[ox] = src[ox + x0];
+                        for (i32 ox = hi; ox < s->ow; ox++) out[ox] = pad;
+                    } else {
+                        for (i32 ox = 0; ox < s->ow; ox++) {
+                            i32 xx = ox * s->sw + x0;
+                            out[ox] = (xx >= 0 && xx < s->w) ? src[xx] : pad;
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/* y[N, M, OH, OW] = conv(x - x_zp, w - w_zp) in int32, exactly (ConvInteger, QLinearConv):
+ * x and w are 8-bit (types tx, tw), x_zp one value, w_zp one value or one per output channel
+ * (w_zp_per_channel), either may be null. im2col of the bytes, then the integer GEMM; `col`
+ * holds (C/group)*KH*KW*OH*OW bytes unless the convolution is 1x1, stride 1, unpadded. */
+EXPORT void er_conv2d_int8(const uint8_t *x, i32 tx, const void *x_zp, const uint8_t *w,
+                           i32 tw, const void *w_zp, i32 w_zp_per_channel, i32 *y,
+                           uint8_t *col) {
+    ConvShape s = conv_shape();
+    i32 cg = s.c / s.group, mg = s.m / s.group;
+    i32 k = cg * s.kh * s.kw, hw_out = s.oh * s.ow;
+    i32 pointwise = s.kh == 1 && s.kw == 1 && s.sh == 1 && s.sw == 1 && s.pt == 0 &&
+                    s.pl == 0 && s.oh == s.h && s.ow == s.w;
+    uint8_t pad = x_zp ? *(const uint8_t *)x_zp : 0;
+    for (i32 n = 0; n < s.n; n++) {
+        for (i32 g = 0; g < s.group; g++) {
+            const uint8_t *xg = x + (n * s.c + g * cg) * s.h * s.w;
+            const uint8_t *b = xg;
+            if (!pointwise) {
+                im2col8(xg, cg, &s, pad, col);
+                b = col;
+            }
+            const void *wzp = w_zp && w_zp_per_channel ? (const uint8_t *)w_zp + g * mg : w_zp;
+            er_igemm(mg, hw_out, k, w + g * mg * k, tw, k, 1, wzp, w_zp_per_channel, b, tx,
+                     hw_out, 1, x_zp, 0, y + (n * s.m + g * mg) * hw_out, hw_out);
+        }
+    }
+}
+
 /* y[N, M, OH, OW] (+)= conv(x[N, C, H, W], w[M, C/group, KH, KW]); `col` holds
  * (C/group)*KH*KW*OH*OW floats unless the convolution is 1x1, stride 1, unpadded. */
 EXPORT void er_conv2d(const float *x, const float *w, float *y, float *col, i32 accumulate) {

@@ -69,6 +69,9 @@ EXPORT i32 er_run_program(const uint32_t *words, i32 nwords) {
                            I(11), P(12), I(13), I(14));
             break;
         case OP_er_conv2d: er_conv2d(P(0), P(1), P(2), P(3), I(4)); break;
+        case OP_er_conv2d_int8:
+            er_conv2d_int8(P(0), I(1), P(2), P(3), I(4), P(5), I(6), P(7), P(8));
+            break;
         case OP_er_depthwise2d: er_depthwise2d(P(0), P(1), P(2), I(3)); break;
         case OP_er_maxpool2d: er_maxpool2d(P(0), P(1)); break;
         case OP_er_avgpool2d: er_avgpool2d(P(0), P(1)); break;

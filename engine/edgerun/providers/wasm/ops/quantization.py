@@ -270,3 +270,87 @@ def bind_qlinear_matmul(dev, node, opset):
         code = y_zero_point.elem_type if y_zero_point is not None else a.elem_type
         return quantize_values(dev, values, y_zero_point, code, 0)
     return run
+
+
+# ---- integer convolution --------------------------------------------------------------------
+
+def _conv_check(node, opset) -> str:
+    from .conv import check_conv
+    return check_conv(node, opset)
+
+
+def integer_conv(dev, node, x: WasmTensor, w: WasmTensor, x_zero_point=None,
+                 w_zero_point=None) -> WasmTensor:
+    """conv(x - x_zero_point, w - w_zero_point) as int32 for 8-bit x and w (1-D and 2-D;
+    x's zero point one value, w's one value or one per output channel): er_conv2d_int8."""
+    from .conv import conv_geometry
+
+    group = int(node.attr("group", 1))
+    n, c = x.shape[:2]
+    m = w.shape[0]
+    if c % group or m % group or w.shape[1] * group != c:
+        raise ValueError(f"{node.op_type} group={group}: input has {c} channels, weight "
+                         f"{list(w.shape)}")
+    if x_zero_point is not None and x_zero_point.size != 1:
+        raise ValueError(f"{node.op_type}: x's zero point must be one value, got shape "
+                         f"{list(x_zero_point.shape)}")
+    w_zp, w_per_channel = _zero_point(w_zero_point, w, m, "w")
+    if x_zero_point is not None and x_zero_point.elem_type != x.elem_type:
+        raise TypeError(f"x zero point of {dtypes.type_string(x_zero_point.elem_type)} for "
+                        f"a {dtypes.type_string(x.elem_type)} input")
+    g = conv_geometry(x.shape, w.shape, node)
+    spatial = len(x.shape) - 2
+    y = dev.empty([n, m] + g["out"][-spatial:], dtypes.INT32)
+    if y.size == 0:
+        return y
+    (kh, kw), (sh, sw), (dh, dw) = g["kernel"], g["strides"], g["dilations"]
+    (oh, ow), (h, wd) = g["out"], g["size"]
+    dev.set_args([n, c, h, wd, m, group, kh, kw, sh, sw, g["begin"][0], g["begin"][1],
+                  dh, dw, oh, ow])
+    pointwise = kh == kw == sh == sw == 1 and g["begin"] == [0, 0] and (oh, ow) == (h, wd)
+    col = None if pointwise else dev.scratch((c // group) * kh * kw * oh * ow)
+    dev.call("er_conv2d_int8", x.ptr, x.elem_type, x_zero_point.ptr if x_zero_point else 0,
+             w.ptr, w.elem_type, w_zp, w_per_channel, y.ptr, col.ptr if col else 0)
+    return y
+
+
+def _integer_conv_inputs(*tensors) -> bool:
+    return all(t is None or t.elem_type in EIGHT_BIT for t in tensors)
+
+
+@operator("ConvInteger", check=_conv_check)
+def bind_conv_integer(dev, node, opset):
+    fallback = host_fallback(dev, node, opset)
+
+    def run(ctx, x, w, x_zero_point=None, w_zero_point=None, **attrs):
+        if not _integer_conv_inputs(x, w, x_zero_point, w_zero_point) or len(x.shape) > 4:
+            return fallback(ctx, x, w, x_zero_point, w_zero_point, **attrs)
+        return integer_conv(dev, node, x, w, x_zero_point, w_zero_point)
+    return run
+
+
+@operator("QLinearConv", check=_conv_check)
+def bind_qlinear_conv(dev, node, opset):
+    fallback = host_fallback(dev, node, opset)
+
+    def run(ctx, x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale,
+            y_zero_point=None, B=None, **attrs):
+        inputs = (x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale, y_zero_point, B)
+        if not _integer_conv_inputs(x, w, x_zero_point, w_zero_point, y_zero_point) or \
+                len(x.shape) > 4 or (B is not None and B.elem_type != dtypes.INT32) or \
+                not _check_types(x_scale, w_scale, y_scale):
+            return fallback(ctx, *inputs, **attrs)
+        acc = integer_conv(dev, node, x, w, x_zero_point, w_zero_point)
+        channel = (-1,) + (1,) * (len(x.shape) - 2)        # broadcasts over (N, M, *spatial)
+        if B is not None:
+            acc = _binary(dev, "Add", acc, B.view((B.size,) + channel[1:]), dtypes.INT32)
+        if w_scale.size > 1:
+            w_scale = w_scale.view((w_scale.size,) + channel[1:])
+        scale_type = x_scale.elem_type      # the multiplier is formed in the scales' type
+        multiplier = _binary(dev, "Div", _binary(dev, "Mul", x_scale, w_scale, scale_type),
+                             y_scale, scale_type)
+        values = _binary(dev, "Mul", converted(dev, acc, dtypes.DOUBLE),
+                         converted(dev, multiplier, dtypes.DOUBLE), dtypes.DOUBLE)
+        code = y_zero_point.elem_type if y_zero_point is not None else x.elem_type
+        return quantize_values(dev, values, y_zero_point, code, 0)
+    return run
