@@ -318,6 +318,42 @@ def _float_average_pool_reference(feeds, **attrs):
                                         providers=["CPUExecutionProvider"]).run(None, feeds)
 
 
+def _gather_block_quantized(indices, blocks, block, *, bits=4, zero_points=False,
+                            scale_type=np.float32, code_type=np.uint8):
+    """data [10, blocks * block] codes (uint8: two a byte for 4 bits), scales [10, blocks]."""
+    rng = np.random.default_rng(blocks + block + bits + zero_points)
+    per_byte = 2 if bits == 4 and code_type == np.uint8 else 1
+    if code_type == np.uint8:
+        data = rng.integers(0, 256, (10, blocks * block // per_byte), dtype=np.uint8)
+        zp = rng.integers(0, 256, (10, -(-blocks // per_byte)), dtype=np.uint8)
+    else:                                              # ml_dtypes' int4 / uint4
+        low, high = (-8, 8) if code_type.__name__ == "int4" else (0, 16)
+        data = rng.integers(low, high, (10, blocks * block)).astype(code_type)
+        zp = rng.integers(low, high, (10, blocks)).astype(code_type)
+    model, feeds = _model("GatherBlockQuantized",
+                          {"data": data, "indices": np.array(indices), "scales":
+                           (rng.random((10, blocks)) * 0.1 + 0.01).astype(scale_type),
+                           "zp": zp if zero_points else None},
+                          [("y", helper.np_dtype_to_tensor_dtype(np.dtype(scale_type)))],
+                          opset=21, block_size=block, bits=bits)
+    if code_type != np.uint8:          # onnxruntime takes no int4 feeds: constants instead
+        model = _as_initializers(model, {k: feeds.pop(k) for k in ("data", "zp") if k in feeds})
+    return model, feeds
+
+
+def _as_initializers(model: bytes, values: dict) -> bytes:
+    """The model with these graph inputs turned into initializers of the given values."""
+    import onnx
+    from onnx import numpy_helper
+
+    m = onnx.load_from_string(model)
+    kept = [i for i in m.graph.input if i.name not in values]
+    del m.graph.input[:]
+    m.graph.input.extend(kept)
+    m.graph.initializer.extend(numpy_helper.from_array(v, k) for k, v in values.items())
+    return m.SerializeToString()
+
+
 _TYPES = {np.uint8: TensorProto.UINT8, np.int8: TensorProto.INT8}
 F = TensorProto.FLOAT
 CASES = {
@@ -496,6 +532,18 @@ CASES = {
                                                  activation_beta=0.6),
     "FusedGemm_Sigmoid": lambda: _fused_gemm("Sigmoid"),
     "FusedGemm_Tanh": lambda: _fused_gemm("Tanh"),
+    # 4- and 8-bit embedding tables (Gemma, Phi exports)
+    "GatherBlockQuantized_4bit": lambda: _gather_block_quantized([[1, 3], [9, 0]], 2, 16),
+    "GatherBlockQuantized_4bit_zero_points": lambda: _gather_block_quantized(
+        np.array([7, 2, 2], np.int32), 3, 32, zero_points=True),
+    "GatherBlockQuantized_8bit_zero_points": lambda: _gather_block_quantized(
+        [5], 2, 16, bits=8, zero_points=True),
+    "GatherBlockQuantized_float16": lambda: _gather_block_quantized([4, 8], 2, 32,
+                                                                    scale_type=np.float16),
+    "GatherBlockQuantized_int4": lambda: _gather_block_quantized(
+        [0, 6], 2, 16, zero_points=True, code_type=__import__("ml_dtypes").int4),
+    "GatherBlockQuantized_uint4": lambda: _gather_block_quantized(
+        [3], 4, 16, code_type=__import__("ml_dtypes").uint4),
     "NhwcConv": lambda: _nhwc_conv(2),
     "NhwcConv_strided_padded": lambda: _nhwc_conv(1, strides=[2, 1], pads=[1, 0, 0, 1],
                                                   kernel_shape=[3, 2]),
@@ -553,16 +601,26 @@ def _assert_close(case, level, got, want, compared=None):
         np.testing.assert_allclose(g, w, rtol=RTOL, atol=atol, err_msg=f"{case} {level}")
 
 
-def _check_webgpu_beside_cpu_quantization(case, model, feeds, want):
-    """WebGPU tensors hold no 8-bit integers: natively the quantize/dequantize nodes of the
-    expansion go to the CPU provider (onnxruntime's fallback), each refusal named, the float
-    ops stay on the GPU, and the result matches onnxruntime."""
+def _webgpu_host_ops(case, want):
+    """The nodes a case leaves to the CPU provider beside WebGPU, whose tensors hold no 8-bit
+    integers and no float16 (None: it runs wholly on the GPU)."""
+    if _eight_bit(case, want):
+        return ("QuantizeLinear", "DequantizeLinear")
+    if any(w.dtype == np.float16 for w in want):
+        return ("Cast",)
+    return None
+
+
+def _check_webgpu_beside_cpu(case, model, feeds, want, host_ops):
+    """Natively the nodes WebGPU cannot hold (the expansion's quantize/dequantize nodes, a
+    cast to float16) go to the CPU provider (onnxruntime's fallback), each refusal named,
+    the rest stays on the GPU, and the result matches onnxruntime."""
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)
         sess = edgerun.InferenceSession(model, providers=[_provider("webgpu")])
     nodes = sess.explain()["nodes"]
     off = [n for n in nodes if n["provider"] != "webgpu"]
-    assert off and all(n["op_type"] in ("QuantizeLinear", "DequantizeLinear") and
+    assert off and all(n["op_type"] in host_ops and
                        n["refused_by"][0].startswith("webgpu: ") for n in off), off
     _assert_close(case, "all", sess.run(None, feeds), want)
 
@@ -576,8 +634,8 @@ def test_contrib_op_matches_onnxruntime(case, provider):
     else:
         want = onnxruntime.InferenceSession(model, providers=["CPUExecutionProvider"]).run(
             None, feeds)
-    if provider == "webgpu" and _eight_bit(case, want):
-        return _check_webgpu_beside_cpu_quantization(case, model, feeds, want)
+    if provider == "webgpu" and _webgpu_host_ops(case, want):
+        return _check_webgpu_beside_cpu(case, model, feeds, want, _webgpu_host_ops(case, want))
     levels = ("disabled", "all") if provider == "cpu" else ("all",)
     for level in levels:
         opts = edgerun.SessionOptions()
@@ -844,3 +902,64 @@ def test_onnxruntime_tool_variants_of_minilm_run_wholly_on_each_provider(minilm_
     assert {n["provider"] for n in sess.explain()["nodes"]} == {provider}
     for g, w in zip(sess.run(None, feeds), want):
         np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("per_channel", [False, True], ids=["tensor", "channel"])
+@pytest.mark.parametrize("direction", ["forward", "bidirectional"])
+def test_dynamic_quantize_lstm_is_the_lstm_of_its_dequantized_weights(tmp_path, per_channel,
+                                                                      direction):
+    """onnxruntime's quantize_dynamic turns an LSTM into com.microsoft DynamicQuantizeLSTM
+    (8-bit W and R, transposed). edgerun runs it as the float LSTM of the dequantized weights
+    on every provider: equal to onnxruntime's LSTM over those weights (rtol 1e-4), and
+    within onnxruntime's own quantization spread of its DynamicQuantizeLSTM (which also
+    rounds X and H to 8 bits at each step: within twice its distance from the float model)."""
+    import onnx
+    from onnx import numpy_helper
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    rng = np.random.default_rng(per_channel + len(direction))
+    dirs, size, hidden = (2 if direction == "bidirectional" else 1), 12, 20
+    init = [numpy_helper.from_array((rng.standard_normal(s) * 0.3).astype(np.float32), n)
+            for n, s in (("W", (dirs, 4 * hidden, size)), ("R", (dirs, 4 * hidden, hidden)),
+                         ("B", (dirs, 8 * hidden)))]
+    graph = helper.make_graph(
+        [helper.make_node("LSTM", ["x", "W", "R", "B"], ["y", "y_h", "y_c"], hidden_size=hidden,
+                          direction=direction)], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [7, 2, size])],
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in ("y", "y_h", "y_c")],
+        init)
+    float_path, quantized_path = str(tmp_path / "lstm.onnx"), str(tmp_path / "lstm_q.onnx")
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), float_path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        quantize_dynamic(float_path, quantized_path, weight_type=QuantType.QInt8,
+                         per_channel=per_channel)
+    quantized = onnx.load(quantized_path)
+    assert [n.op_type for n in quantized.graph.node] == ["DynamicQuantizeLSTM"]
+    # the reference: a plain LSTM over the dequantized weights
+    values = {t.name: numpy_helper.to_array(t) for t in quantized.graph.initializer}
+
+    def dequantized(name):
+        scale, zero = values[f"{name}_scale"], values[f"{name}_zero_point"].astype(np.float32)
+        shape = (-1, 1, 1) if scale.ndim == 1 else (scale.shape[0], 1, -1)
+        real = (values[f"{name}_quantized"].astype(np.float32) - zero.reshape(shape)) * \
+            scale.reshape(shape)
+        return np.ascontiguousarray(real.transpose(0, 2, 1))
+
+    reference = onnx.load(float_path)
+    for t in reference.graph.initializer:
+        if t.name in ("W", "R"):
+            t.CopyFrom(numpy_helper.from_array(dequantized(t.name), t.name))
+    x = rng.standard_normal((7, 2, size)).astype(np.float32)
+    ort = {name: onnxruntime.InferenceSession(m.SerializeToString() if hasattr(m, "graph") else m,
+                                              providers=["CPUExecutionProvider"]).run(None, {"x": x})
+           for name, m in (("dequantized", reference), ("quantized", quantized_path),
+                           ("float", float_path))}
+    spread = max(np.abs(a - b).max() for a, b in zip(ort["quantized"], ort["float"]))
+    for provider in ("cpu", "wasm", "webgpu"):
+        session = edgerun.InferenceSession(quantized_path, providers=[_provider(provider)])
+        assert {n["provider"] for n in session.explain()["nodes"]} == {provider}
+        got = session.run(None, {"x": x})
+        for g, want, approx in zip(got, ort["dequantized"], ort["quantized"]):
+            np.testing.assert_allclose(g, want, rtol=RTOL, atol=1e-5)
+            assert np.abs(g - approx).max() <= 2 * spread

@@ -381,6 +381,99 @@ def _unpack_codes(b: Builder, packed: str, bits: int, shape: list) -> str:
     return b.op("Reshape", [packed, b.const(shape, INT64, hint="shape")])
 
 
+def gather_block_quantized(node: ir.Node, b: Builder) -> None:
+    """Gather(dequantize(data), indices, gather_axis), dequantizing only the gathered part:
+    codes, scales and zero points are gathered first, then (code - zero point) * scale per
+    block of block_size along quantize_axis (the last axis). data is int4/uint4, or uint8
+    with `bits` 4 (two codes a byte, low bits first, so the last axis doubles) or 8; zero
+    points are packed the same way; absent, 8 (uint8, 4 bits), 128 (uint8, 8 bits) or 0
+    (int4, uint4), as onnxruntime.
+    The output has the scales' type."""
+    data, indices, scales, zero_points = _inputs(node, 4)
+    rank = b.rank_of(data)
+    gather_axis, quantize_axis = int(node.attr("gather_axis", 0)), int(node.attr("quantize_axis", 1))
+    block, bits = int(node.attr("block_size", 128)), int(node.attr("bits", 4))
+    code_type = b.elem_type_of(data)
+    if rank is None:
+        raise InvalidGraph(f"{node.name or node.op_type}: GatherBlockQuantized of data of "
+                           f"unknown rank")
+    gather_axis, quantize_axis = gather_axis % rank, quantize_axis % rank
+    _refuse(node, quantize_axis != rank - 1, "quantize_axis other than the last axis")
+    _refuse(node, gather_axis == quantize_axis, "gather_axis equal to quantize_axis")
+    _refuse(node, block < 16 or block & (block - 1), f"block_size {block}")
+    packed = code_type == UINT8 and bits == 4
+    _refuse(node, code_type == UINT8 and bits not in (4, 8), f"bits={bits}")
+
+    def codes(x: str) -> str:       # gathered codes as float32, packed bytes unpacked
+        x = b.op("Gather", [x, indices], axis=gather_axis)
+        if packed:
+            byte = b.unsqueeze_last(x)
+            low = b.op("Mod", [byte, b.const(16, UINT8)])
+            high = b.op("Div", [byte, b.const(16, UINT8)])
+            x = b.op("Reshape", [b.op("Concat", [low, high], axis=-1),
+                                 b.const([0] * (rank_out - 1) + [-1], INT64, hint="shape")])
+        return b.op("Cast", [x], to=FLOAT)
+
+    rank_out = rank - 1 + (b.rank_of(indices) if b.rank_of(indices) is not None else 1)
+    _refuse(node, b.rank_of(indices) is None, "indices of unknown rank")
+    values = codes(data)                                      # [..., L]
+    per_block = b.unsqueeze_last(b.op("Cast", [b.op("Gather", [scales, indices],
+                                                      axis=gather_axis)], to=FLOAT))
+    if zero_points:
+        zp = b.unsqueeze_last(codes(zero_points))            # [..., blocks (padded), 1]
+        blocks = b.dim(per_block, rank_out - 1)
+        zp = b.op("Slice", [zp, b.const([0], INT64), blocks, b.const([rank_out - 1], INT64)])
+    else:
+        zp = b.const(float(0 if code_type != UINT8 else 128 if bits == 8 else 8))
+    # [..., L] -> [..., blocks, block]: L is a whole number of blocks
+    blocked = b.op("Reshape", [values, b.op("Concat", [
+        b.op("Slice", [b.op("Shape", [per_block]), b.const([0], INT64),
+                       b.const([rank_out - 1], INT64)]),
+        b.const([-1, block], INT64)], axis=0)])
+    real = b.op("Mul", [b.op("Sub", [blocked, zp]), per_block])
+    out_type = b.elem_type_of(scales)
+    shape = b.op("Shape", [values])
+    if out_type not in (FLOAT, None):
+        real = b.op("Cast", [b.op("Reshape", [real, shape])], to=out_type)
+        b.op("Identity", [real], [node.outputs[0]])
+    else:
+        b.op("Reshape", [real, shape], [node.outputs[0]])
+
+
+LSTM_ATTRIBUTES = ("activation_alpha", "activation_beta", "activations", "clip", "direction",
+                   "hidden_size", "input_forget")
+
+
+def dynamic_quantize_lstm(node: ir.Node, b: Builder) -> None:
+    """LSTM with 8-bit weights (what quantize_dynamic makes of an LSTM): W [D, input, 4H] and
+    R [D, H, 4H], transposed against LSTM's, with a scale and zero point per direction ([D])
+    or per gate column ([D, 4H]). The weights are dequantized (once, when constant and the
+    optimizer runs) and the LSTM runs in float; onnxruntime's kernel also quantizes X and
+    H at each step, so its outputs differ from these by that rounding (about one activation
+    quantization step)."""
+    x, w, r, bias, lengths, initial_h, initial_c, peepholes, w_scale, w_zp, r_scale, r_zp = \
+        _inputs(node, 12)
+
+    def weights(q: str, scale: str, zero_point: str) -> str:
+        def per_direction(v: str) -> str:      # [D] -> [D, 1, 1]; [D, 4H] -> [D, 1, 4H]
+            column = b.rank_of(v) == 1
+            v = b.op("Cast", [v], to=FLOAT)
+            if column:
+                return b.op("Reshape", [v, b.const([-1, 1, 1], INT64, hint="shape")])
+            return b.unsqueeze(v, [1])
+        real = b.op("Cast", [q], to=FLOAT)
+        if zero_point:
+            real = b.op("Sub", [real, per_direction(zero_point)])
+        real = b.op("Mul", [real, per_direction(scale)])
+        return b.op("Transpose", [real], perm=[0, 2, 1])
+
+    inputs = [x, weights(w, w_scale, w_zp), weights(r, r_scale, r_zp), bias, lengths,
+              initial_h, initial_c, peepholes]
+    while not inputs[-1]:
+        inputs.pop()
+    b.op("LSTM", inputs, node.outputs, **_copied(node, LSTM_ATTRIBUTES))
+
+
 # ---- attention (BERT, GPT-2, Whisper) ------------------------------------------------------
 
 def _refuse(node: ir.Node, condition, feature: str) -> None:
@@ -1238,6 +1331,8 @@ EXPANSIONS = {
     "BiasAdd": bias_add,
     "FusedMatMul": fused_matmul,
     "MatMulNBits": matmul_nbits,
+    "GatherBlockQuantized": gather_block_quantized,
+    "DynamicQuantizeLSTM": dynamic_quantize_lstm,
     "Attention": attention,
     "MultiHeadAttention": multi_head_attention,
     "EmbedLayerNormalization": embed_layer_normalization,
