@@ -968,3 +968,33 @@ def test_resize_source_pixels_are_the_cpu_kernels_float64_ones(gpu):
         got, expected = _resize_on_gpu_and_cpu(gpu, {"x": x, "s": np.array(s, np.float32)},
                                                10, mode="nearest")
         np.testing.assert_array_equal(got, expected, err_msg=str(s))
+
+
+def test_runs_after_the_first_reuse_their_bind_groups(gpu):
+    """A plan's dispatches bind the same pooled buffers run after run: once the pool has
+    settled, a run makes (almost) no new bind groups, and its results do not change."""
+    rng = np.random.default_rng(12)
+    nodes, inputs = [], "x"
+    inits = []
+    for i in range(12):
+        w = helper.make_tensor(f"w{i}", TensorProto.FLOAT, [32, 32],
+                               (rng.standard_normal(1024) * 0.2).astype(np.float32).tolist())
+        inits.append(w)
+        nodes += [helper.make_node("MatMul", [inputs, f"w{i}"], [f"m{i}"]),
+                  helper.make_node("Tanh", [f"m{i}"], [f"t{i}"])]
+        inputs = f"t{i}"
+    graph = helper.make_graph(nodes, "chain", [helper.make_tensor_value_info(
+        "x", TensorProto.FLOAT, [4, 32])], [helper.make_tensor_value_info(
+            inputs, TensorProto.FLOAT, [4, 32])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    session = webgpu_session(model.SerializeToString())
+    x = rng.standard_normal((4, 32)).astype(np.float32)
+    cache = gpu.device._bind_groups
+    first = session.run(None, {"x": x})[0]
+    for _ in range(3):
+        session.run(None, {"x": x})
+    before, dispatches = cache.made, gpu.stats["dispatches"]
+    again = session.run(None, {"x": x})[0]
+    made, recorded = cache.made - before, gpu.stats["dispatches"] - dispatches
+    assert recorded >= 12 and made <= recorded // 4, (made, recorded)
+    np.testing.assert_array_equal(again, first)

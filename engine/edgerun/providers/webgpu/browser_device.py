@@ -16,7 +16,7 @@ the others at the next readback, where the first error raises a GpuError naming 
 """
 from __future__ import annotations
 
-from .device import GpuDevice, GpuError, Unsupported
+from .device import BindGroupCache, GpuDevice, GpuError, Unsupported
 
 try:
     import js
@@ -106,6 +106,7 @@ class BrowserDevice(GpuDevice):
         self._params_usage = usage.STORAGE | usage.COPY_DST
         self._staging_usage = usage.MAP_READ | usage.COPY_DST
         self._params_buffer, self._params_capacity = None, 0
+        self._bind_groups = BindGroupCache(self._bind_group)
         self._staging, self._staging_capacity = None, 0
         self._scopes = []          # [(promise of GPUError or null, label)] not yet checked
 
@@ -201,6 +202,7 @@ class BrowserDevice(GpuDevice):
         if nbytes > self._params_capacity:
             if self._params_buffer is not None:
                 self._params_buffer.destroy()
+                self._bind_groups.clear()
             self._params_capacity = max(nbytes, 2 * self._params_capacity, 1 << 16)
             self._params_buffer = self.device.createBuffer(size=self._params_capacity,
                                                            usage=self._params_usage)
@@ -230,7 +232,7 @@ class BrowserDevice(GpuDevice):
         for d in dispatches:
             self._push()
             compute.setPipeline(d.pipeline.pipeline)
-            compute.setBindGroup(0, self._bind_group(d, params_buffer))
+            compute.setBindGroup(0, self._bind_groups.get(d, params_buffer))
             compute.dispatchWorkgroups(*d.groups)
             self._pop(f"recording {d.label}")
         compute.end()

@@ -15,6 +15,7 @@ writes of every earlier one.
 """
 from __future__ import annotations
 
+from collections import OrderedDict
 from dataclasses import dataclass
 
 
@@ -42,6 +43,37 @@ class Dispatch:
     params_offset: int    # this dispatch's slice of the batch's params bytes (binding 0)
     params_size: int
     groups: tuple         # (x, y, z) workgroup counts
+
+
+class BindGroupCache:
+    """Bind groups by what they bind. A plan's dispatches bind the same pooled buffers at the
+    same parameter offsets run after run, and making a bind group costs more than recording
+    the dispatch (a struct per binding through the FFI), so runs after the first reuse
+    them. An entry holds the objects it binds: an id in a key is never a newer object's."""
+
+    def __init__(self, make, capacity: int = 8192):
+        self._make = make              # (dispatch, params buffer) -> bind group
+        self._entries: OrderedDict = OrderedDict()
+        self.capacity = capacity
+        self.made = 0
+
+    def get(self, d: "Dispatch", params_buffer):
+        key = (id(d.pipeline), id(params_buffer), d.params_offset, d.params_size) + \
+            tuple((id(b.buffer), b.nbytes) for b in d.bindings)
+        entry = self._entries.get(key)
+        if entry is not None and entry[0] is d.pipeline and entry[1] is params_buffer and \
+                all(held is b.buffer for held, b in zip(entry[2], d.bindings)):
+            self._entries.move_to_end(key)
+            return entry[3]
+        group = self._make(d, params_buffer)
+        self.made += 1
+        self._entries[key] = (d.pipeline, params_buffer, [b.buffer for b in d.bindings], group)
+        if len(self._entries) > self.capacity:
+            self._entries.popitem(last=False)
+        return group
+
+    def clear(self) -> None:
+        self._entries.clear()
 
 
 class GpuDevice:

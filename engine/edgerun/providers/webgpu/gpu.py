@@ -243,12 +243,14 @@ class GpuContext:
 
 
 def pack_params(values: list) -> bytes:
-    out = bytearray()
+    """Floats as f32, ints as u32 (i32 when negative), in one struct.pack."""
+    codes, words = [], []
     for v in values:
         if isinstance(v, float) or type(v).__name__.startswith("float"):   # numpy floats too
-            out += struct.pack("<f", float(v))
-        elif v < 0:
-            out += struct.pack("<i", int(v))
+            codes.append("f")
+            words.append(float(v))
         else:
-            out += struct.pack("<I", int(v))
-    return bytes(out)
+            v = int(v)
+            codes.append("i" if v < 0 else "I")
+            words.append(v)
+    return struct.pack("<" + "".join(codes), *words)

@@ -5,7 +5,7 @@ kernel and node it served (the role WebGPU error scopes play in the browser).
 """
 from __future__ import annotations
 
-from .device import GpuDevice, GpuError, Unsupported
+from .device import BindGroupCache, GpuDevice, GpuError, Unsupported
 
 try:
     import wgpu
@@ -49,6 +49,7 @@ class WgpuDevice(GpuDevice):
                        | wgpu.BufferUsage.COPY_DST)
         self._params_buffer = None
         self._params_capacity = 0
+        self._bind_groups = BindGroupCache(self._bind_group)
 
     def create_buffer(self, nbytes: int):
         if nbytes > self.max_binding_size:
@@ -90,7 +91,7 @@ class WgpuDevice(GpuDevice):
         compute = encoder.begin_compute_pass()
         for d in dispatches:
             try:
-                group = self._bind_group(d, params_buffer)
+                group = self._bind_groups.get(d, params_buffer)
                 compute.set_pipeline(d.pipeline)
                 compute.set_bind_group(0, group)
                 compute.dispatch_workgroups(*d.groups)
@@ -107,6 +108,7 @@ class WgpuDevice(GpuDevice):
         if nbytes > self._params_capacity:
             if self._params_buffer is not None:
                 self._params_buffer.destroy()
+                self._bind_groups.clear()
             self._params_capacity = max(nbytes, 2 * self._params_capacity, 1 << 16)
             self._params_buffer = self.device.create_buffer(
                 size=self._params_capacity,
