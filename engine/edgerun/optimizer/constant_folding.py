@@ -1,6 +1,10 @@
 """Nodes whose inputs are all constants are run once, now, with the CPU kernels; their
 outputs become initializers.
 
+The optimizer sits below the providers and does not import them: the CPU provider registers
+the function that runs one node (`register_evaluator`, providers/cpu/provider.py). Without
+one (no CPU provider imported), nothing is folded.
+
 Skipped: random operators (each run must draw anew), nodes with subgraphs, operators of
 domains other than ONNX's, outputs that are not plain tensors, and results so large that
 folding would grow the model by more than MAX_GROWTH_BYTES beyond what the inputs hold
@@ -13,6 +17,15 @@ from __future__ import annotations
 from .graph_edit import GraphView, PassContext, subgraphs
 
 MAX_GROWTH_BYTES = 64 << 20
+# (node, opset, input arrays) -> what its kernel returns, or raises LookupError where no
+# kernel runs the node
+_evaluators: list = []
+
+
+def register_evaluator(evaluate) -> None:
+    """Make `evaluate` the function constant folding runs nodes with."""
+    _evaluators[:] = [evaluate]
+
 RANDOM_OPS = {"Bernoulli", "RandomNormal", "RandomNormalLike", "RandomUniform",
               "RandomUniformLike", "Multinomial", "Dropout"}
 FOLDABLE_DOMAINS = ("", "ai.onnx", "ai.onnx.ml")
@@ -48,19 +61,13 @@ def _foldable(view: GraphView, node) -> bool:
 def _evaluate(view: GraphView, ctx: PassContext, node):
     import numpy as np
 
-    from ..providers.cpu import registry
-    from ..runtime.attributes import kernel_attributes
-    from ..runtime.kernel_context import KernelContext
-
-    opset = ctx.opset(node.domain)
-    fn = registry.lookup(node.op_type, node.domain, opset)
-    if fn is None:
+    if not _evaluators:
         return None
     args = [view.constant(n) if n else None for n in node.inputs]
     try:
-        result = fn(KernelContext(node, opset), *args, **kernel_attributes(node.attributes))
-    except Exception:   # noqa: BLE001 - a node that fails now fails the same way at run time
-        return None
+        result = _evaluators[0](node, ctx.opset(node.domain), args)
+    except Exception:   # noqa: BLE001 - no kernel, or a node that fails now (it fails the
+        return None     # same way at run time)
     if isinstance(result, tuple) or (isinstance(result, list) and len(node.outputs) > 1):
         values = list(result)
     else:

@@ -3,7 +3,7 @@
 onnxruntime's transformer optimizer, its quantizers and some exporters write operators of the
 com.microsoft domain (SkipLayerNormalization, BiasGelu, MatMulNBits, ...). Rather than one
 kernel per provider, each is expanded here into operators every provider runs, the way ONNX
-function bodies are (inline_functions.py): the session does this before optimizing, at every
+function bodies are (ir/inline_functions.py): the session does this before optimizing, at every
 optimization level and without numpy, so wasm and WebGPU in a page run these models too.
 The optimizer then fuses the expanded forms where it has fused kernels (Gelu, LayerNorm,
 Conv/Gemm + activation) and folds constant work away (MatMulNBits' dequantization of constant

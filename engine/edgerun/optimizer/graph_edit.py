@@ -9,6 +9,7 @@ without it.
 from __future__ import annotations
 
 from .. import ir
+from ..ir.walk import node_reads, subgraphs  # noqa: F401 - passes import subgraphs from here
 
 ONNX_DOMAINS = ("", "ai.onnx")
 EDGERUN_DOMAIN = "com.edgerun"
@@ -65,34 +66,6 @@ def _collect_names(graph: ir.Graph, names: set) -> None:
             _collect_names(sub, names)
 
 
-def subgraphs(node: ir.Node):
-    for a in node.attributes.values():
-        if isinstance(a.value, ir.Graph):
-            yield a.value
-        elif isinstance(a.value, list):
-            yield from (g for g in a.value if isinstance(g, ir.Graph))
-
-
-def outer_reads(graph: ir.Graph) -> set:
-    """Names a (sub)graph reads from enclosing scopes."""
-    defined = {v.name for v in graph.inputs} | set(graph.initializers)
-    defined |= {s.name for s in graph.sparse_initializers}
-    reads = set()
-    for node in graph.nodes:
-        reads |= {n for n in node.inputs if n and n not in defined}
-        for sub in subgraphs(node):
-            reads |= {n for n in outer_reads(sub) if n not in defined}
-        defined |= {n for n in node.outputs if n}
-    reads |= {v.name for v in graph.outputs if v.name not in defined}
-    return reads
-
-
-def node_reads(node: ir.Node) -> set:
-    """Every name `node` needs: its inputs and what its subgraphs read from outside."""
-    names = {n for n in node.inputs if n}
-    for sub in subgraphs(node):
-        names |= outer_reads(sub)
-    return names
 
 
 def is_onnx(node: ir.Node, *op_types: str) -> bool:
@@ -240,7 +213,7 @@ class GraphView:
             for name in node.outputs:
                 if name and self.producer.get(name) is node:
                     del self.producer[name]
-            for name in node_reads(node):
+            for name in set(node_reads(node)):
                 self.consumers.get(name, {}).pop(id(node), None)
 
     def insert(self, node: ir.Node, before: ir.Node) -> ir.Node:
@@ -287,7 +260,7 @@ class GraphView:
         for name in node.outputs:
             if name:
                 self.producer[name] = node
-        for name in node_reads(node):
+        for name in set(node_reads(node)):
             self.consumers.setdefault(name, {})[id(node)] = node
 
 

@@ -227,7 +227,7 @@ def _load_optimized(model_path: str):
         from ..optimizer import optimize
     except ImportError:
         return model, False
-    from ..optimizer.inline_functions import inline_functions
+    from ..ir.inline_functions import inline_functions
     inline_functions(model)
     optimize(model)
     return model, True

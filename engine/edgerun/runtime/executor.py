@@ -26,11 +26,12 @@ except ImportError:          # Pyodide without numpy: values are HostTensors
     _SCALARS = ()
 from ..errors import EdgerunError, Fail, InvalidGraph
 from ..ir import Graph, Node
+from ..ir.walk import outer_scope_reads, subgraphs, topological_order
 from . import cancel
 from .attributes import initializer_value, kernel_attributes
 from .kernel_context import KernelContext
 from .partition import Partitioner
-from .plan import GraphPlan, Step, compute_frees, outer_scope_reads
+from .plan import GraphPlan, Step, compute_frees
 from .shape_memo import outputs_sharing_memory, remembering, shape_determined_steps
 from .straight_line import Branch, InlineIf, compiled_on_first_call, straight_line
 
@@ -154,7 +155,7 @@ class GraphExecutor:
         opset = self._opset_of(node)
         fn = provider.kernel(node, opset)
         host_reads = []
-        for sub in _subgraph_attributes(node):
+        for sub in subgraphs(node):
             self.subgraphs[id(sub)] = GraphExecutor(sub, self.opsets, self.partitioner,
                                                     frozenset(visible), subgraph=True)
             host_reads += [n for n in sorted(outer_scope_reads(sub)) if n in visible]
@@ -423,7 +424,7 @@ def _call_compiled(compiled):
 
 
 def _has_subgraphs(node: Node) -> bool:
-    return any(True for _ in _subgraph_attributes(node))
+    return any(True for _ in subgraphs(node))
 
 
 def _written(program: tuple) -> set:
@@ -463,49 +464,3 @@ def _domain_key(domain: str) -> str:
     return "" if domain == "ai.onnx" else domain
 
 
-def _subgraph_attributes(node: Node):
-    for a in node.attributes.values():
-        if isinstance(a.value, Graph):
-            yield a.value
-        elif isinstance(a.value, list):
-            yield from (g for g in a.value if isinstance(g, Graph))
-
-
-def topological_order(graph: Graph, available: set) -> list:
-    """The graph's nodes in an order where every input is produced first.
-
-    ONNX requires files to be sorted already; exporters sometimes are not, so sort stably
-    and name the first input nothing produces.
-    """
-    produced_by = {}
-    for node in graph.nodes:
-        for o in node.outputs:
-            if o:
-                produced_by[o] = node
-    ready = set(available)
-    order, pending = [], list(graph.nodes)
-    while pending:
-        rest = []
-        for node in pending:
-            if all(n in ready for n in _reads(node)):
-                order.append(node)
-                ready |= {o for o in node.outputs if o}
-            else:
-                rest.append(node)
-        if len(rest) == len(pending):
-            node = rest[0]
-            name = next(n for n in _reads(node) if n not in ready)
-            why = ("is part of a cycle" if name in produced_by else
-                   "is not a graph input, an initializer or the output of any node")
-            raise InvalidGraph(f"node '{node.name or '(unnamed)'}' ({node.op_type}) reads "
-                               f"'{name}', which {why}")
-        pending = rest
-    return order
-
-
-def _reads(node: Node) -> list:
-    """Every name a node needs: its inputs and what its subgraphs read from outside."""
-    names = [n for n in node.inputs if n]
-    for g in _subgraph_attributes(node):
-        names += sorted(outer_scope_reads(g))
-    return names

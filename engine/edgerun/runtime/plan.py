@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Callable, Optional
 
 from ..ir import Graph, Node
+from ..ir.walk import outer_scope_reads, subgraph_reads  # noqa: F401 - used by runtime modules
 
 
 @dataclass
@@ -60,24 +61,3 @@ def compute_frees(steps: list, keep: set, local_names: set) -> None:
         step.free_after = tuple(frees.get(i, ()))
 
 
-def subgraph_reads(node: Node) -> set:
-    """Names a node's subgraphs read from the enclosing scope."""
-    names: set = set()
-    for attr in node.attributes.values():
-        graphs = attr.value if isinstance(attr.value, list) else [attr.value]
-        for g in graphs:
-            if isinstance(g, Graph):
-                names |= outer_scope_reads(g)
-    return names
-
-
-def outer_scope_reads(graph: Graph) -> set:
-    defined = {v.name for v in graph.inputs} | set(graph.initializers)
-    defined |= {s.name for s in graph.sparse_initializers}
-    reads: set = set()
-    for node in graph.nodes:
-        reads |= {n for n in node.inputs if n and n not in defined}
-        reads |= {n for n in subgraph_reads(node) if n not in defined}
-        defined |= {n for n in node.outputs if n}
-    reads |= {v.name for v in graph.outputs if v.name not in defined}
-    return reads

@@ -15,7 +15,7 @@ from ..errors import InvalidArgument, NotImplementedOp
 from ..onnx import load_model
 from ..optimizer import optimize
 from ..optimizer.contrib_ops import expand_contrib_ops
-from ..optimizer.inline_functions import inline_functions
+from ..ir.inline_functions import inline_functions
 from ..optimizer.save import save_optimized
 from ..providers.registry import create_providers
 from ..runtime import cancel, limits

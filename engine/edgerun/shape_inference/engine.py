@@ -9,7 +9,8 @@ import copy
 
 from ..errors import InvalidGraph
 from ..ir import Graph, Model, TypeInfo
-from ..runtime.executor import topological_order
+from ..ir.inline_functions import inline_functions
+from ..ir.walk import topological_order
 from . import symbolic, values as V
 from .context import InferContext, tensor, tensor_type_of
 from .registry import lookup
@@ -226,8 +227,6 @@ def prepare_model(model: Model) -> Graph:
     """The graph to infer: a copy with model-local functions expanded when there are any."""
     if not model.functions:
         return model.graph
-    from ..optimizer.inline_functions import inline_functions
-
     clone = copy.copy(model)
     clone.graph = copy.deepcopy(model.graph)
     inline_functions(clone)

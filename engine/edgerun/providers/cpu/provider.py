@@ -12,6 +12,9 @@ import threading
 import warnings
 
 from ... import custom_ops
+from ...optimizer.constant_folding import register_evaluator
+from ...runtime.attributes import kernel_attributes
+from ...runtime.kernel_context import KernelContext
 from ..base import ExecutionProvider
 from . import registry
 
@@ -80,3 +83,14 @@ def _blas_controller():
             return None
         _CONTROLLER = ThreadpoolController().select(user_api="blas")
     return _CONTROLLER
+
+
+def evaluate_node(node, opset: int, args: list):
+    """What the node's CPU kernel returns for these inputs: constant folding's evaluator."""
+    fn = registry.lookup(node.op_type, node.domain, opset)
+    if fn is None:
+        raise LookupError(f"no CPU kernel for {node.domain or 'ai.onnx'}::{node.op_type}")
+    return fn(KernelContext(node, opset), *args, **kernel_attributes(node.attributes))
+
+
+register_evaluator(evaluate_node)

@@ -1,0 +1,74 @@
+"""Walking graphs: a node's subgraphs, the names a graph reads from enclosing scopes, and the
+nodes in an order where every input is produced first. Every layer needs these (shape
+inference, the optimizer, the executor), so they live here once."""
+from __future__ import annotations
+
+from ..errors import InvalidGraph
+from .graph import Graph, Node
+
+
+def subgraphs(node: Node):
+    """The graphs in a node's attributes (If's branches, Loop's and Scan's bodies)."""
+    for a in node.attributes.values():
+        if isinstance(a.value, Graph):
+            yield a.value
+        elif isinstance(a.value, list):
+            yield from (g for g in a.value if isinstance(g, Graph))
+
+
+def subgraph_reads(node: Node) -> set:
+    """Names a node's subgraphs read from the enclosing scope."""
+    names: set = set()
+    for g in subgraphs(node):
+        names |= outer_scope_reads(g)
+    return names
+
+
+def outer_scope_reads(graph: Graph) -> set:
+    """Names a (sub)graph reads from enclosing scopes."""
+    defined = {v.name for v in graph.inputs} | set(graph.initializers)
+    defined |= {s.name for s in graph.sparse_initializers}
+    reads: set = set()
+    for node in graph.nodes:
+        reads |= {n for n in node.inputs if n and n not in defined}
+        reads |= {n for n in subgraph_reads(node) if n not in defined}
+        defined |= {n for n in node.outputs if n}
+    reads |= {v.name for v in graph.outputs if v.name not in defined}
+    return reads
+
+
+def node_reads(node: Node) -> list:
+    """Every name a node needs: its inputs, then what its subgraphs read from outside."""
+    return [n for n in node.inputs if n] + sorted(subgraph_reads(node))
+
+
+def topological_order(graph: Graph, available: set) -> list:
+    """The graph's nodes in an order where every input is produced first.
+
+    ONNX requires files to be sorted already; exporters sometimes are not, so sort stably
+    and name the first input nothing produces.
+    """
+    produced_by = {}
+    for node in graph.nodes:
+        for o in node.outputs:
+            if o:
+                produced_by[o] = node
+    ready = set(available)
+    order, pending = [], list(graph.nodes)
+    while pending:
+        rest = []
+        for node in pending:
+            if all(n in ready for n in node_reads(node)):
+                order.append(node)
+                ready |= {o for o in node.outputs if o}
+            else:
+                rest.append(node)
+        if len(rest) == len(pending):
+            node = rest[0]
+            name = next(n for n in node_reads(node) if n not in ready)
+            why = ("is part of a cycle" if name in produced_by else
+                   "is not a graph input, an initializer or the output of any node")
+            raise InvalidGraph(f"node '{node.name or '(unnamed)'}' ({node.op_type}) reads "
+                               f"'{name}', which {why}")
+        pending = rest
+    return order

@@ -1,0 +1,23 @@
+"""The import contract in pyproject.toml ([tool.importlinter]): layers point one way
+(onnx/ir at the bottom, then shape inference, the optimizer, the runtime, the providers, the
+session, and the tools, packaging and web bridge on top), and no provider imports another
+provider beyond the debt listed there."""
+import os
+import subprocess
+import sys
+
+from conftest import ROOT, need
+
+
+def test_layers_and_providers_keep_their_import_contract():
+    try:
+        import importlinter  # noqa: F401
+    except ImportError:
+        need(False, "import-linter", "pip install import-linter==2.17")
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "engine"))
+    script = "import sys; from importlinter.cli import lint_imports_command; " \
+             "sys.exit(lint_imports_command())"
+    out = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
+    assert "Contracts: 2 kept, 0 broken." in out.stdout, out.stdout[-2000:]
