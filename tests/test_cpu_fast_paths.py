@@ -879,3 +879,45 @@ def test_matmul_integer_is_exact_on_both_sides_of_the_float32_bound(a_shape, k, 
         got = kernel(a, b, a_zero, b_zero)
         assert got.dtype == np.int32 and got.shape == want.shape
         np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8])
+@pytest.mark.parametrize("zero_point", [None, 3])
+@pytest.mark.parametrize("shape", [(1,), (1, 7), (3, 4, 5)])
+def test_dequantize_of_8_bits_per_tensor_matches_onnxruntime(dtype, zero_point, shape):
+    """DequantizeLinear's float32 fast path (one scale, 8-bit input) against onnxruntime,
+    exactly; a strided view as input too."""
+    info = np.iinfo(dtype)
+    wide = rng.integers(info.min, info.max + 1, shape[:-1] + (2 * shape[-1],)).astype(dtype)
+    x = wide[..., ::2]
+    inputs = {"x": np.ascontiguousarray(x), "s": np.array(0.037, np.float32)}
+    if zero_point is not None:
+        inputs["z"] = np.array(zero_point, dtype)
+    want = _onnxruntime_node("DequantizeLinear", inputs, out_type=TensorProto.FLOAT)
+    got = _kernel("DequantizeLinear", 13)(x, *list(inputs.values())[1:])
+    assert got.dtype == np.float32 and got.shape == want.shape
+    np.testing.assert_array_equal(got, want)
+
+
+# (input shape, kernel = strides, ceil_mode): the tiled path (windows tiling the input),
+# a trailing part no window covers included
+TILED_POOLS = [((1, 3, 10, 9), [2, 2], 0), ((2, 4, 8, 12), [1, 4], 0), ((1, 2, 6, 7, 6), [2, 2, 3], 0),
+               ((1, 5, 12, 12), [3, 3], 1), ((1, 1, 7), [2], 0)]
+
+
+@pytest.mark.parametrize("op_type", ["MaxPool", "AveragePool"])
+@pytest.mark.parametrize("shape,kernel,ceil_mode", TILED_POOLS)
+def test_tiled_pools_match_onnxruntime(op_type, shape, kernel, ceil_mode):
+    """Pools whose windows tile the input take the tiled path: equal to onnxruntime, on a
+    strided view too."""
+    wide = rng.standard_normal(shape[:-1] + (2 * shape[-1],)).astype(np.float32)
+    x = wide[..., ::2]
+    attrs = {"kernel_shape": kernel, "strides": kernel, "ceil_mode": ceil_mode}
+    want = _onnxruntime_node(op_type, {"x": np.ascontiguousarray(x)}, opset=19,
+                             out_type=TensorProto.FLOAT, **attrs)
+    from edgerun.providers.cpu.ops import pool as pool_ops
+    assert pool_ops._reduce_path(x, pool_ops._geometry(x, kernel, kernel, None, None, "NOTSET",
+                                                        ceil_mode)) == "tiles"
+    got = _kernel(op_type, 19)(x, **attrs)
+    assert got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
