@@ -361,46 +361,62 @@ def test_split_returns_the_numpy_parts(shape, axis, split):
 # ---- LSTM: the plain forward direction with weights prepared once per node -------------------
 
 
-def _lstm_reference(x, w, r, b, h0, c0):
+def _lstm_reference(x, w, r, b, h0, c0, direction="forward"):
+    """onnxruntime's LSTM (optimizations off); onnx's ReferenceEvaluator for float64, which
+    onnxruntime's LSTM does not take."""
+    import onnxruntime
+
     inputs = {"x": x, "w": w, "r": r}
     names = ["x", "w", "r", "b" if b is not None else "", "", "h0" if h0 is not None else "",
              "c0" if c0 is not None else ""]
     for name, value in (("b", b), ("h0", h0), ("c0", c0)):
         if value is not None:
             inputs[name] = value
-    node = helper.make_node("LSTM", names, ["y", "yh", "yc"], hidden_size=r.shape[-1])
+    node = helper.make_node("LSTM", names, ["y", "yh", "yc"], hidden_size=r.shape[-1],
+                            direction=direction)
     dtype = helper.np_dtype_to_tensor_dtype(x.dtype)
     graph = helper.make_graph(
         [node], "g", [helper.make_tensor_value_info(n, dtype, v.shape) for n, v in inputs.items()],
         [helper.make_tensor_value_info(n, dtype, None) for n in ("y", "yh", "yc")])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)])
-    return ReferenceEvaluator(model).run(None, inputs)
+    if x.dtype == np.float64:
+        return ReferenceEvaluator(model).run(None, inputs)
+    so = onnxruntime.SessionOptions()
+    so.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_DISABLE_ALL
+    return onnxruntime.InferenceSession(model.SerializeToString(), so,
+                                        providers=["CPUExecutionProvider"]).run(None, inputs)
 
 
+@pytest.mark.parametrize("direction", ["forward", "reverse", "bidirectional"])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("steps,batch,with_bias,with_states",
                          [(1, 1, True, True), (1, 2, False, False), (5, 3, True, False),
-                          (4, 2, False, True)])
-def test_forward_lstm_fast_path_matches_reference(dtype, steps, batch, with_bias, with_states):
+                          (4, 2, False, True), (16, 1, True, True)])
+def test_plain_lstm_fast_path_matches_onnxruntime(dtype, steps, batch, with_bias, with_states,
+                                                  direction):
+    """Every direction, one step (streaming) and many, batch 1, with weights prepared once
+    per node; a strided x too."""
     hidden, size = 6, 4
-    x = rng.standard_normal((steps, batch, size)).astype(dtype)
-    w = rng.standard_normal((1, 4 * hidden, size)).astype(dtype)
-    r = rng.standard_normal((1, 4 * hidden, hidden)).astype(dtype)
-    b = rng.standard_normal((1, 8 * hidden)).astype(dtype) if with_bias else None
-    h0 = rng.standard_normal((1, batch, hidden)).astype(dtype) if with_states else None
-    c0 = rng.standard_normal((1, batch, hidden)).astype(dtype) if with_states else None
+    dirs = 2 if direction == "bidirectional" else 1
+    x = rng.standard_normal((steps, batch, 2 * size)).astype(dtype)[..., ::2]
+    w = rng.standard_normal((dirs, 4 * hidden, size)).astype(dtype)
+    r = rng.standard_normal((dirs, 4 * hidden, hidden)).astype(dtype)
+    b = rng.standard_normal((dirs, 8 * hidden)).astype(dtype) if with_bias else None
+    h0 = rng.standard_normal((dirs, batch, hidden)).astype(dtype) if with_states else None
+    c0 = rng.standard_normal((dirs, batch, hidden)).astype(dtype) if with_states else None
     fn = registry.lookup("LSTM", "", 14)
     ctx = KernelContext(Node(op_type="LSTM", inputs=[], outputs=["y", "yh", "yc"]), 14)
     tol = 1e-5 if dtype == np.float32 else 1e-12
+    want = _lstm_reference(np.ascontiguousarray(x), w, r, b, h0, c0, direction)
     for _ in range(2):                       # the second run uses the prepared weights
-        got = fn(ctx, x, w, r, b, None, h0, c0, hidden_size=hidden)
-        for g, want in zip(got, _lstm_reference(x, w, r, b, h0, c0)):
-            assert g.dtype == dtype and g.shape == want.shape
-            np.testing.assert_allclose(g, want, rtol=tol, atol=tol)
+        got = fn(ctx, x, w, r, b, None, h0, c0, hidden_size=hidden, direction=direction)
+        for g, expected in zip(got, want):
+            assert g.dtype == dtype and g.shape == expected.shape
+            np.testing.assert_allclose(g, expected, rtol=tol, atol=tol)
     w2 = w * 0.5                             # new weights: prepared again, not reused
-    got = fn(ctx, x, w2, r, b, None, h0, c0, hidden_size=hidden)
-    np.testing.assert_allclose(got[0], _lstm_reference(x, w2, r, b, h0, c0)[0], rtol=tol,
-                               atol=tol)
+    got = fn(ctx, x, w2, r, b, None, h0, c0, hidden_size=hidden, direction=direction)
+    np.testing.assert_allclose(got[0], _lstm_reference(np.ascontiguousarray(x), w2, r, b, h0,
+                                                       c0, direction)[0], rtol=tol, atol=tol)
 
 
 def test_prepared_values_follow_their_sources():

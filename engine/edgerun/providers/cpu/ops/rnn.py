@@ -314,67 +314,88 @@ def _default_lstm_step(r_t, h3: int):
 _PLAIN_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
 
-def _forward_lstm_weights(w, r, b, hidden: int):
-    """Wᵀ and Rᵀ contiguous (the right operands of every matmul) and the two biases summed:
-    what a forward LSTM derives from its weights, once per session for initializers."""
-    w_t = np.ascontiguousarray(w[0].T)
-    r_t = np.ascontiguousarray(r[0].T)
+def _lstm_weights(w, r, b, hidden: int):
+    """Wᵀ [D, I, 4H] and Rᵀ [D, H, 4H] contiguous (the right operands of every matmul) and
+    the two biases summed [D, 4H]: what an LSTM derives from its weights, once per session
+    for initializers."""
+    w_t = np.ascontiguousarray(np.swapaxes(w, 1, 2))
+    r_t = np.ascontiguousarray(np.swapaxes(r, 1, 2))
     if b is None:
-        bias = np.zeros(4 * hidden, w_t.dtype)
+        bias = np.zeros((w.shape[0], 4 * hidden), w_t.dtype)
     else:
-        bias = (b[0, :4 * hidden] + b[0, 4 * hidden:]).astype(w_t.dtype, copy=False)
+        bias = (b[:, :4 * hidden] + b[:, 4 * hidden:]).astype(w_t.dtype, copy=False)
     return w_t, r_t, bias
 
 
-def _forward_lstm(ctx, x, w, r, b, initial_h, initial_c):
-    """The common LSTM: one forward direction, sequence-major, default activations, no clip,
-    peepholes or sequence_lens, float32/float64 throughout. Prepared weights are kept per
-    node (ctx.prepared); the sigmoid gates clamp exp's argument instead of an errstate
-    context, which costs more than a whole small cell step."""
-    hidden = r.shape[-1]
-    w_t, r_t, bias = ctx.prepared("lstm", (w, r, b),
-                                  lambda: _forward_lstm_weights(w, r, b, hidden))
+def _plain_lstm(ctx, x, w, r, b, initial_h, initial_c, direction: str):
+    """The common LSTM: sequence-major, default activations, no clip, peepholes or
+    sequence_lens, float32/float64 throughout, any direction. The input projection of every
+    step and direction is one product; both directions of a bidirectional LSTM step together
+    (one batched product and one cell over [2, B, 4H]: half the numpy calls per step), the
+    backward one over its projections stored in reverse. Prepared weights are kept per node
+    (ctx.prepared); the sigmoid gates clamp exp's argument instead of an errstate context,
+    which costs more than a whole small cell step."""
+    hidden, dirs = r.shape[-1], w.shape[0]
+    w_t, r_t, bias = ctx.prepared("lstm", (w, r, b), lambda: _lstm_weights(w, r, b, hidden))
     steps, batch = x.shape[0], x.shape[1]
-    h = np.zeros((batch, hidden), x.dtype) if initial_h is None else initial_h[0]
-    c = np.zeros((batch, hidden), x.dtype) if initial_c is None else initial_c[0]
-    if steps == 1:          # streaming models: x and h through one product with [Wᵀ; Rᵀ]
+    h = np.zeros((dirs, batch, hidden), x.dtype) if initial_h is None else initial_h
+    c = np.zeros((dirs, batch, hidden), x.dtype) if initial_c is None else initial_c
+    if dirs == 1:                   # 2-D operands: cheaper than batched products of one
+        w_t, r_t, bias, h, c = w_t[0], r_t[0], bias[0], h[0], c[0]
+    if steps == 1 and dirs == 1:    # streaming models: x and h through one product
         stacked = ctx.prepared("lstm1", (w, r), lambda: np.concatenate([w_t, r_t]))
         gates = np.concatenate([x[0], h], axis=1) @ stacked
         gates += bias
         c, h = _lstm_cell(gates, c, hidden)
         return h[None, None].copy(), h[None], c[None]     # Y and Y_h: separate buffers
-    projected = x.reshape(steps * batch, -1) @ w_t
-    projected += bias
-    projected = projected.reshape(steps, batch, 4 * hidden)
-    ys = np.empty((steps, 1, batch, hidden), x.dtype)
+    projected = np.matmul(x.reshape(steps * batch, -1), w_t)
+    projected += bias[..., None, :] if dirs == 2 else bias
+    if dirs == 2:                   # [2, T, B, 4H] -> [T, 2, B, 4H], backward in reverse
+        projected = projected.reshape(2, steps, batch, 4 * hidden)
+        projected = np.stack([projected[0], projected[1, ::-1]], axis=1)
+    else:
+        projected = projected.reshape(steps, batch, 4 * hidden)
+        if direction == "reverse":
+            projected = projected[::-1]
+    ys = np.empty((steps, dirs, batch, hidden), x.dtype)
     for t in range(steps):
-        c, h = _lstm_cell(h @ r_t + projected[t], c, hidden)
-        ys[t, 0] = h
-    return ys, h[None], c[None]
+        gates = np.matmul(h, r_t)
+        gates += projected[t]
+        c, h = _lstm_cell(gates, c, hidden)
+        ys[t] = h
+    if dirs == 2:
+        ys[:, 1] = ys[::-1, 1].copy()
+    elif direction == "reverse":
+        ys = ys[::-1].copy()
+    if dirs == 1:
+        h, c = h[None], c[None]
+    return ys, h, c
 
 
 def _lstm_cell(gates, c, hidden: int):
-    """(c, h) after one step from the gates' pre-activations (i, o, f, c order)."""
+    """(c, h) after one step from the gates' pre-activations (i, o, f, c order, last axis)."""
     h3 = 3 * hidden
-    sig = sigmoid_fresh(gates[:, :h3])                                   # i, o, f
-    c = sig[:, 2 * hidden:] * c + sig[:, :hidden] * np.tanh(gates[:, h3:])
-    return c, sig[:, hidden:2 * hidden] * np.tanh(c)
+    sig = sigmoid_fresh(gates[..., :h3])                                  # i, o, f
+    c = sig[..., 2 * hidden:] * c + sig[..., :hidden] * np.tanh(gates[..., h3:])
+    return c, sig[..., hidden:2 * hidden] * np.tanh(c)
 
 
-def _is_plain_forward_lstm(x, w, r, b, sequence_lens, initial_h, initial_c, p, activations,
-                           clip, direction, input_forget, layout) -> bool:
+def _is_plain_lstm(x, w, r, b, sequence_lens, initial_h, initial_c, p, activations,
+                   clip, direction, input_forget, layout) -> bool:
     dtype = x.dtype
-    if direction != "forward" or layout or p is not None or clip is not None or input_forget:
+    dirs = 2 if direction == "bidirectional" else 1
+    if direction not in ("forward", "reverse", "bidirectional") or layout or p is not None \
+            or clip is not None or input_forget:
         return False
     if dtype not in _PLAIN_DTYPES or w.dtype != dtype or r.dtype != dtype or \
-            (b is not None and b.dtype != dtype) or x.ndim != 3 or w.shape[0] != 1:
+            (b is not None and b.dtype != dtype) or x.ndim != 3 or w.shape[0] != dirs:
         return False
     for state in (initial_h, initial_c):
-        if state is not None and (state.dtype != dtype or state.shape[0] != 1):
+        if state is not None and (state.dtype != dtype or state.shape[0] != dirs):
             return False
     if sequence_lens is not None and not np.all(np.asarray(sequence_lens) == x.shape[0]):
         return False
-    return _are_default(activations, ["Sigmoid", "Tanh", "Tanh"], 1)
+    return _are_default(activations, ["Sigmoid", "Tanh", "Tanh"], dirs)
 
 
 @kernel("LSTM")
@@ -383,9 +404,9 @@ def lstm(ctx, x, w, r, b=None, sequence_lens=None, initial_h=None, initial_c=Non
          direction="forward", hidden_size=None, input_forget=0, layout=0, output_sequence=0):
     """Gates i (input), o (output), f (forget), c (cell), in that order in W, R and B;
     peepholes P in the order i, o, f."""
-    if _is_plain_forward_lstm(x, w, r, b, sequence_lens, initial_h, initial_c, p, activations,
-                              clip, direction, input_forget, layout):
-        return _forward_lstm(ctx, x, w, r, b, initial_h, initial_c)
+    if _is_plain_lstm(x, w, r, b, sequence_lens, initial_h, initial_c, p, activations, clip,
+                      direction, input_forget, layout):
+        return _plain_lstm(ctx, x, w, r, b, initial_h, initial_c, direction)
     num_directions = _num_directions(direction)
     hidden = r.shape[-1]
     work = _compute_dtype(x.dtype)
