@@ -937,3 +937,53 @@ def test_tiled_pools_match_onnxruntime(op_type, shape, kernel, ceil_mode):
     got = _kernel(op_type, 19)(x, **attrs)
     assert got.shape == want.shape
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+
+
+def _gru_reference(x, w, r, b, h0, direction, linear_before_reset):
+    """onnxruntime's GRU (optimizations off); onnx's ReferenceEvaluator for float64."""
+    import onnxruntime
+
+    inputs = {"x": x, "w": w, "r": r}
+    names = ["x", "w", "r", "b" if b is not None else "", "", "h0" if h0 is not None else ""]
+    for name, value in (("b", b), ("h0", h0)):
+        if value is not None:
+            inputs[name] = value
+    node = helper.make_node("GRU", names, ["y", "yh"], hidden_size=r.shape[-1],
+                            direction=direction, linear_before_reset=linear_before_reset)
+    dtype = helper.np_dtype_to_tensor_dtype(x.dtype)
+    graph = helper.make_graph(
+        [node], "g", [helper.make_tensor_value_info(n, dtype, v.shape) for n, v in inputs.items()],
+        [helper.make_tensor_value_info(n, dtype, None) for n in ("y", "yh")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)])
+    if x.dtype == np.float64:
+        return ReferenceEvaluator(model).run(None, inputs)
+    so = onnxruntime.SessionOptions()
+    so.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_DISABLE_ALL
+    return onnxruntime.InferenceSession(model.SerializeToString(), so,
+                                        providers=["CPUExecutionProvider"]).run(None, inputs)
+
+
+@pytest.mark.parametrize("linear_before_reset", [0, 1])
+@pytest.mark.parametrize("direction", ["forward", "reverse", "bidirectional"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("steps,batch,with_bias,with_state",
+                         [(1, 1, True, True), (5, 3, False, False), (9, 1, True, False)])
+def test_plain_gru_fast_path_matches_onnxruntime(dtype, steps, batch, with_bias, with_state,
+                                                 direction, linear_before_reset):
+    hidden, size = 5, 3
+    dirs = 2 if direction == "bidirectional" else 1
+    x = rng.standard_normal((steps, batch, 2 * size)).astype(dtype)[..., ::2]
+    w = rng.standard_normal((dirs, 3 * hidden, size)).astype(dtype)
+    r = rng.standard_normal((dirs, 3 * hidden, hidden)).astype(dtype)
+    b = rng.standard_normal((dirs, 6 * hidden)).astype(dtype) if with_bias else None
+    h0 = rng.standard_normal((dirs, batch, hidden)).astype(dtype) if with_state else None
+    fn = registry.lookup("GRU", "", 14)
+    ctx = KernelContext(Node(op_type="GRU", inputs=[], outputs=["y", "yh"]), 14)
+    tol = 1e-5 if dtype == np.float32 else 1e-12
+    want = _gru_reference(np.ascontiguousarray(x), w, r, b, h0, direction, linear_before_reset)
+    for _ in range(2):                       # the second run uses the prepared weights
+        got = fn(ctx, x, w, r, b, None, h0, hidden_size=hidden, direction=direction,
+                 linear_before_reset=linear_before_reset)
+        for g, expected in zip(got, want):
+            assert g.dtype == dtype and g.shape == expected.shape
+            np.testing.assert_allclose(g, expected, rtol=tol, atol=tol)

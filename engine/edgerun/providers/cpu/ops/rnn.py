@@ -218,11 +218,72 @@ def rnn(ctx, x, w, r, b=None, sequence_lens=None, initial_h=None, activation_alp
 
 # --- GRU --------------------------------------------------------------------------------------
 
+def _gru_weights(w, r, b, hidden: int, linear_before_reset: int):
+    """Wᵀ [D, I, 3H] and Rᵀ [D, H, 3H] contiguous, the projection's bias [D, 3H] (W's bias
+    and R's, except R's hidden-gate bias under linear_before_reset, where the reset gate
+    multiplies it) and that bias alone [D, 1, H]: once per session for initializers."""
+    dirs = w.shape[0]
+    w_t = np.ascontiguousarray(np.swapaxes(w, 1, 2))
+    r_t = np.ascontiguousarray(np.swapaxes(r, 1, 2))
+    if b is None:
+        b = np.zeros((dirs, 6 * hidden), w_t.dtype)
+    w_bias, r_bias = b[:, :3 * hidden], b[:, 3 * hidden:]
+    bias = (w_bias + r_bias).astype(w_t.dtype, copy=False)
+    if linear_before_reset:
+        bias = np.concatenate([bias[:, :2 * hidden], w_bias[:, 2 * hidden:]], axis=1)
+    return w_t, r_t, bias, r_bias[:, None, 2 * hidden:].astype(w_t.dtype, copy=False)
+
+
+def _plain_gru(ctx, x, w, r, b, initial_h, direction: str, linear_before_reset: int):
+    """The common GRU (sigmoid/tanh, no clip or sequence_lens, float32/float64, any
+    direction), as _plain_lstm: one input projection for every step and direction, both
+    directions of a bidirectional GRU in one batched step."""
+    hidden, dirs = r.shape[-1], w.shape[0]
+    w_t, r_t, bias, r_bias_h = ctx.prepared(
+        "gru", (w, r, b), lambda: _gru_weights(w, r, b, hidden, linear_before_reset))
+    steps, batch = x.shape[0], x.shape[1]
+    h = np.zeros((dirs, batch, hidden), x.dtype) if initial_h is None else initial_h
+    h2 = 2 * hidden
+    projected = np.matmul(x.reshape(steps * batch, -1), w_t)
+    projected += bias[:, None, :]
+    projected = projected.reshape(dirs, steps, batch, 3 * hidden)
+    if dirs == 2:                   # [T, 2, B, 3H], the backward direction in reverse
+        projected = np.stack([projected[0], projected[1, ::-1]], axis=1)
+    else:
+        projected = projected[0, ::-1, None] if direction == "reverse" else projected[0, :, None]
+    r_zr, r_h = np.ascontiguousarray(r_t[..., :h2]), np.ascontiguousarray(r_t[..., h2:])
+    ys = np.empty((steps, dirs, batch, hidden), x.dtype)
+    for t in range(steps):
+        xw = projected[t]
+        if linear_before_reset:
+            hr = np.matmul(h, r_t)
+            zr = sigmoid_fresh(xw[..., :h2] + hr[..., :h2])
+            hr_h = hr[..., h2:]
+            hr_h += r_bias_h
+        else:
+            zr = sigmoid_fresh(xw[..., :h2] + np.matmul(h, r_zr))
+            hr_h = np.matmul(zr[..., hidden:] * h, r_h)
+        if linear_before_reset:
+            hr_h *= zr[..., hidden:]
+        hr_h += xw[..., h2:]
+        candidate = np.tanh(hr_h, out=hr_h)
+        h = candidate + zr[..., :hidden] * (h - candidate)       # (1 - z) * cand + z * h
+        ys[t] = h
+    if dirs == 2:
+        ys[:, 1] = ys[::-1, 1].copy()
+    elif direction == "reverse":
+        ys = ys[::-1].copy()
+    return ys, h
+
+
 @kernel("GRU")
 def gru(ctx, x, w, r, b=None, sequence_lens=None, initial_h=None, activation_alpha=None,
         activation_beta=None, activations=None, clip=None, direction="forward",
         hidden_size=None, layout=0, linear_before_reset=0, output_sequence=0):
     """Gates z (update), r (reset), h (hidden), in that order in W, R and B."""
+    if _is_plain_rnn(x, w, r, b, sequence_lens, [initial_h], activations, clip, direction,
+                     layout, ["Sigmoid", "Tanh"]):
+        return _plain_gru(ctx, x, w, r, b, initial_h, direction, int(linear_before_reset))
     num_directions = _num_directions(direction)
     hidden = r.shape[-1]
     work = _compute_dtype(x.dtype)
@@ -380,22 +441,23 @@ def _lstm_cell(gates, c, hidden: int):
     return c, sig[..., hidden:2 * hidden] * np.tanh(c)
 
 
-def _is_plain_lstm(x, w, r, b, sequence_lens, initial_h, initial_c, p, activations,
-                   clip, direction, input_forget, layout) -> bool:
+def _is_plain_rnn(x, w, r, b, sequence_lens, states, activations, clip, direction, layout,
+                  defaults) -> bool:
+    """The common form the fast paths take: sequence-major, any direction, the default
+    activations, no clip, every sequence whole, float32/float64 throughout."""
     dtype = x.dtype
     dirs = 2 if direction == "bidirectional" else 1
-    if direction not in ("forward", "reverse", "bidirectional") or layout or p is not None \
-            or clip is not None or input_forget:
+    if direction not in ("forward", "reverse", "bidirectional") or layout or clip is not None:
         return False
     if dtype not in _PLAIN_DTYPES or w.dtype != dtype or r.dtype != dtype or \
             (b is not None and b.dtype != dtype) or x.ndim != 3 or w.shape[0] != dirs:
         return False
-    for state in (initial_h, initial_c):
+    for state in states:
         if state is not None and (state.dtype != dtype or state.shape[0] != dirs):
             return False
     if sequence_lens is not None and not np.all(np.asarray(sequence_lens) == x.shape[0]):
         return False
-    return _are_default(activations, ["Sigmoid", "Tanh", "Tanh"], dirs)
+    return _are_default(activations, defaults, dirs)
 
 
 @kernel("LSTM")
@@ -404,8 +466,9 @@ def lstm(ctx, x, w, r, b=None, sequence_lens=None, initial_h=None, initial_c=Non
          direction="forward", hidden_size=None, input_forget=0, layout=0, output_sequence=0):
     """Gates i (input), o (output), f (forget), c (cell), in that order in W, R and B;
     peepholes P in the order i, o, f."""
-    if _is_plain_lstm(x, w, r, b, sequence_lens, initial_h, initial_c, p, activations, clip,
-                      direction, input_forget, layout):
+    if p is None and not input_forget and _is_plain_rnn(
+            x, w, r, b, sequence_lens, [initial_h, initial_c], activations, clip, direction,
+            layout, ["Sigmoid", "Tanh", "Tanh"]):
         return _plain_lstm(ctx, x, w, r, b, initial_h, initial_c, direction)
     num_directions = _num_directions(direction)
     hidden = r.shape[-1]
