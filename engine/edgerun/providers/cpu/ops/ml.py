@@ -815,6 +815,22 @@ class _Forest:
         return self.roots.size
 
     def leaves(self, x: np.ndarray) -> np.ndarray:
+        """[N, T] index of the leaf each row reaches in each tree: by path matrices
+        (`_PathMatrices`) where the trees are small enough, else level by level."""
+        if x.shape[1] <= self.max_feature:
+            raise ValueError(f"a tree node reads feature {self.max_feature} but the input has "
+                             f"{x.shape[1]} features")
+        paths = self._path_matrices()
+        if paths is not None:
+            return paths.leaves(self, x)
+        return self._leaves_by_level(x)
+
+    def _path_matrices(self):
+        if not hasattr(self, "_paths"):
+            self._paths = _PathMatrices.build(self)
+        return self._paths
+
+    def _leaves_by_level(self, x: np.ndarray) -> np.ndarray:
         """[N, T] index of the leaf each row reaches in each tree.
 
         One step per tree level over the (row, tree) pairs still on an interior node, kept in
@@ -850,15 +866,21 @@ class _Forest:
         raise ValueError("tree ensemble: a tree has a cycle (a node is reached twice on a path)")
 
     def _compare(self, values: np.ndarray, nd: np.ndarray) -> np.ndarray:
+        """Whether each value goes to its node's true branch (nd: the nodes, any shape)."""
         thresholds = self.threshold[nd]
         if len(self.modes_used) == 1:
             result = _COMPARE[self.modes_used[0]](values, thresholds)
-        else:
+        elif values.shape == nd.shape:
             modes = self.mode[nd]
             result = np.zeros(values.shape, dtype=bool)
             for code in self.modes_used:
                 sel = modes == code
                 result[sel] = _COMPARE[code](values[sel], thresholds[sel])
+        else:                           # nodes broadcast against the rows' values
+            modes = self.mode[nd]
+            result = np.zeros(values.shape, dtype=bool)
+            for code in self.modes_used:
+                result |= (modes == code) & _COMPARE[code](values, thresholds)
         if self.has_missing:
             result |= self.missing_true[nd] & np.isnan(values)
         return result
@@ -910,6 +932,87 @@ class _Forest:
                                                                     counts)
         entry = self.leaf_start[flat][owner] + offsets
         return owner // t, self.w_target[entry], self.w_value[entry]
+
+
+class _PathMatrices:
+    """Trees evaluated by products instead of a walk (Hummingbird's GEMM strategy), which
+    costs a fixed handful of numpy calls however deep the trees are: small batches pay
+    per call, so this beats walking level by level wherever the matrices stay small.
+
+    Per tree t, its interior nodes (padded to I) and leaves (padded to L): cond[n, t, i] is
+    whether row n goes to the true branch at interior node i; paths[t, i, l] is +1 where leaf
+    l lies under node i's true branch, -1 under its false branch, 0 off its path; and
+    depth[t, l] counts the true turns on leaf l's path. sum_i cond * paths equals depth[t, l]
+    exactly for the one leaf the row reaches (every other leaf misses a true turn or takes a
+    false one), in float32 without rounding (small integers)."""
+
+    MAX_ENTRIES = 1 << 22      # T * I * L: 16 MB of float32 paths at most
+    MAX_NODES = 1 << 17        # trees larger than this are walked, not analysed
+
+    def __init__(self, interior, leaves, paths, depth):
+        self.interior = interior    # [T, I] node ids (padded with node 0, cond ignored)
+        self.leaf_ids = leaves      # [T, L] node ids (padded with -1)
+        self.paths = paths          # [T, I, L] float32
+        self.depth = depth          # [T, 1, L] float32 (padding: unreachable)
+
+    @classmethod
+    def build(cls, forest: "_Forest"):
+        if forest.mode.size > cls.MAX_NODES or not forest.n_trees:
+            return None
+        trees = [cls._paths_of(forest, int(root)) for root in forest.roots]
+        if any(t is None for t in trees):
+            return None
+        width_i = max(1, max(len(inner) for inner, _, _ in trees))
+        width_l = max(len(leaves) for _, leaves, _ in trees)
+        if len(trees) * width_i * width_l > cls.MAX_ENTRIES:
+            return None
+        interior = np.zeros((len(trees), width_i), np.int64)
+        leaf_ids = np.full((len(trees), width_l), -1, np.int64)
+        paths = np.zeros((len(trees), width_i, width_l), np.float32)
+        depth = np.full((len(trees), 1, width_l), -1.0, np.float32)    # padding: never hit
+        for t, (inner, leaves, turns) in enumerate(trees):
+            interior[t, :len(inner)] = inner
+            leaf_ids[t, :len(leaves)] = leaves
+            row = {node: i for i, node in enumerate(inner)}
+            for l, path in enumerate(turns):
+                for node, went_true in path:
+                    paths[t, row[node], l] = 1.0 if went_true else -1.0
+                depth[t, 0, l] = sum(1 for _, went_true in path if went_true)
+        return cls(interior, leaf_ids, paths, depth)
+
+    @staticmethod
+    def _paths_of(forest: "_Forest", root: int):
+        """(interior node ids, leaf ids, per leaf its [(node, went true)] path) of one tree,
+        or None when the tree revisits a node (shared subtrees, cycles: walked instead)."""
+        inner, leaves, turns, seen = [], [], [], set()
+        stack = [(root, [])]
+        while stack:
+            node, path = stack.pop()
+            if node in seen or len(seen) > _PathMatrices.MAX_NODES:
+                return None
+            seen.add(node)
+            if forest.is_leaf[node]:
+                leaves.append(node)
+                turns.append(path)
+                continue
+            inner.append(node)
+            stack.append((int(forest.false_next[node]), path + [(node, False)]))
+            stack.append((int(forest.true_next[node]), path + [(node, True)]))
+        return inner, leaves, turns
+
+    def leaves(self, forest: "_Forest", x: np.ndarray) -> np.ndarray:
+        n, (t, width_l) = x.shape[0], self.leaf_ids.shape
+        out = np.empty((n, t), np.int64)
+        step = max(1, self.MAX_ENTRIES // max(t * (self.interior.shape[1] + width_l), 1))
+        rows = np.asarray(x, dtype=forest.threshold.dtype)
+        for start in range(0, n, step):
+            block = rows[start:start + step]
+            values = block[:, forest.feature[self.interior]]              # [n, T, I]
+            cond = forest._compare(values, self.interior).astype(np.float32)
+            score = np.matmul(cond.transpose(1, 0, 2), self.paths)       # [T, n, L]
+            reached = np.argmax(score == self.depth, axis=2)              # [T, n]
+            out[start:start + step] = np.take_along_axis(self.leaf_ids, reached, axis=1).T
+        return out
 
 
 def _threshold_dtype(x: np.ndarray, *tensors):
@@ -1123,16 +1226,20 @@ def tree_ensemble_regressor(ctx, x, aggregate_function="SUM", base_values=None,
     _check_transform(post_transform)
     v = _tree_input(x)
     dtype = _threshold_dtype(v, nodes_values_as_tensor)
-    forest = _cache.get(ctx, np.dtype(dtype).name, lambda: _forest_from_ids(
-        nodes_treeids or [], nodes_nodeids or [], nodes_featureids or [], nodes_modes or [],
-        nodes_truenodeids or [], nodes_falsenodeids or [], nodes_missing_value_tracks_true,
-        _thresholds(nodes_values, nodes_values_as_tensor), target_treeids or [],
-        target_nodeids or [], target_ids or [],
-        _weights_list(target_weights, target_weights_as_tensor), dtype))
+
+    def build():        # once per node: attribute lists are long, a run reads arrays
+        forest = _forest_from_ids(
+            nodes_treeids or [], nodes_nodeids or [], nodes_featureids or [], nodes_modes or [],
+            nodes_truenodeids or [], nodes_falsenodeids or [], nodes_missing_value_tracks_true,
+            _thresholds(nodes_values, nodes_values_as_tensor), target_treeids or [],
+            target_nodeids or [], target_ids or [],
+            _weights_list(target_weights, target_weights_as_tensor), dtype)
+        return (forest, int(max(target_ids or [0])) + 1,
+                _base_values(base_values, base_values_as_tensor))
+    forest, targets_seen, base = _cache.get(ctx, np.dtype(dtype).name, build)
     if n_targets is None:
-        n_targets = int(max(target_ids or [0])) + 1
+        n_targets = targets_seen
     scores, hit = forest.aggregate(v, n_targets, aggregate_function)
-    base = _base_values(base_values, base_values_as_tensor)
     if base.size == n_targets:
         # onnxruntime leaves targets no leaf contributed to at 0, without their base value
         scores = np.where(hit, scores + base, 0.0)
@@ -1157,19 +1264,21 @@ def tree_ensemble_classifier(ctx, x, base_values=None, base_values_as_tensor=Non
                          "classlabels_strings is required")
     v = _tree_input(x)
     dtype = _threshold_dtype(v, nodes_values_as_tensor)
-    weights = _weights_list(class_weights, class_weights_as_tensor)
-    forest = _cache.get(ctx, np.dtype(dtype).name, lambda: _forest_from_ids(
-        nodes_treeids or [], nodes_nodeids or [], nodes_featureids or [], nodes_modes or [],
-        nodes_truenodeids or [], nodes_falsenodeids or [], nodes_missing_value_tracks_true,
-        _thresholds(nodes_values, nodes_values_as_tensor), class_treeids or [],
-        class_nodeids or [], class_ids or [], weights, dtype))
+
+    def build():        # once per node: attribute lists are long, a run reads arrays
+        weights = _weights_list(class_weights, class_weights_as_tensor)
+        forest = _forest_from_ids(
+            nodes_treeids or [], nodes_nodeids or [], nodes_featureids or [], nodes_modes or [],
+            nodes_truenodeids or [], nodes_falsenodeids or [], nodes_missing_value_tracks_true,
+            _thresholds(nodes_values, nodes_values_as_tensor), class_treeids or [],
+            class_nodeids or [], class_ids or [], weights, dtype)
+        return (forest, len(set(class_ids or [])) == 1, bool((weights >= 0).all()),
+                _base_values(base_values, base_values_as_tensor))
+    forest, binary_case, all_positive, base = _cache.get(ctx, np.dtype(dtype).name, build)
     scores, hit = forest.aggregate(v, classes, "SUM")
-    base = _base_values(base_values, base_values_as_tensor)
     if classes > 2 or classes == 1:
         label, z = _multiclass_tree_scores(scores, hit, base, post_transform)
         return _label_array(labels, label), z
-    binary_case = len(set(class_ids or [])) == 1
-    all_positive = bool((weights >= 0).all())
     label, z = _binary_tree_scores(scores, hit, base, post_transform, binary_case, all_positive)
     if binary_case or classlabels_strings:
         return _label_array(labels, label), z
