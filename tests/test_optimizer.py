@@ -267,6 +267,31 @@ def test_activation_fusion(tmp_path):
     _check_saved_in_onnxruntime(model, feeds, _run(data, feeds), tmp_path, "activations")
 
 
+@pytest.mark.parametrize("provider", ["cpu", "wasm", "webgpu"])
+def test_hard_swish_fuses_into_conv_and_gemm_on_every_provider(provider, tmp_path,
+                                                               gpu_if_webgpu):
+    """MobileNetV3 / PP-LCNet's Conv -> HardSwish (and a Gemm -> HardSwish head) become one
+    fused node on each provider, matching onnxruntime on the unfused graph; the saved file
+    (FusedConv kept, FusedGemm written as Gemm + HardSwish) loads in onnxruntime."""
+    data = _model([helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+                   helper.make_node("HardSwish", ["c"], ["a"]),
+                   helper.make_node("Flatten", ["a"], ["f"]),
+                   helper.make_node("Gemm", ["f", "gw", "gb"], ["g"], transB=1),
+                   helper.make_node("HardSwish", ["g"], ["y"])],
+                  [_vi("x", [1, 3, 5, 5])], [_vi("y", [1, 7])],
+                  [("w", _rand(4, 3, 3, 3)), ("gw", _rand(7, 100)), ("gb", _rand(7))],
+                  opset=14)
+    feeds = {"x": _rand(1, 3, 5, 5) * 4}
+    sess = edgerun.InferenceSession(data, providers=[provider])
+    placed = {(n["op_type"], n["provider"]) for n in sess.explain()["nodes"]}
+    assert placed == {("FusedConv", provider), ("Flatten", provider), ("FusedGemm", provider)}
+    want = onnxruntime.InferenceSession(data, providers=["CPUExecutionProvider"]).run(None, feeds)
+    np.testing.assert_allclose(sess.run(None, feeds)[0], want[0], rtol=1e-4, atol=1e-4)
+    if provider == "cpu":
+        model = _check(data, feeds, EXTENDED)
+        _check_saved_in_onnxruntime(model, feeds, want, tmp_path, "hard_swish_fused")
+
+
 def _layer_norm_nodes(x="x", y="y", pow_form=True):
     square = (helper.make_node("Pow", ["d", "two"], ["sq"]) if pow_form
               else helper.make_node("Mul", ["d", "d"], ["sq"]))

@@ -1,7 +1,8 @@
 """Conv, Gemm or MatMul followed by an activation becomes com.edgerun FusedConv, FusedGemm or
 FusedMatMul (see providers/cpu/ops/fused.py): one node, the activation applied in place.
 
-Activations: Relu, LeakyRelu, Sigmoid, Tanh, HardSigmoid, and Clip with constant bounds.
+Activations: Relu, LeakyRelu, Sigmoid, Tanh, HardSigmoid, HardSwish (MobileNetV3, PP-LCNet),
+and Clip with constant bounds.
 Only when the base operator's output feeds nothing but the activation, and for float32
 (onnxruntime's FusedConv and FusedGemm, which saved files use, are float only).
 """
@@ -42,7 +43,7 @@ def fuse_activation(view: GraphView, ctx: PassContext) -> int:
 def activation_params(view: GraphView, act):
     """The activation's parameters as a list of floats, or None if it cannot be fused."""
     op = act.op_type
-    if op in ("Relu", "Sigmoid", "Tanh") and len(act.outputs) == 1:
+    if op in ("Relu", "Sigmoid", "Tanh", "HardSwish") and len(act.outputs) == 1:
         return []
     if op == "LeakyRelu":
         return [act.attr("alpha", 0.01)]

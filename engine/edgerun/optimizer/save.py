@@ -6,7 +6,8 @@ is rewritten first (`portable_model`), one table entry per operator:
 | com.edgerun          | written as                                                       |
 | -------------------- | ---------------------------------------------------------------- |
 | FusedConv            | com.microsoft FusedConv (same activation, activation_params)     |
-| FusedGemm            | com.microsoft FusedGemm (activation_alpha/beta); Clip: Gemm+Clip |
+| FusedGemm            | com.microsoft FusedGemm (activation_alpha/beta); Clip, HardSwish: |
+|                      | Gemm and the activation                                          |
 | FusedMatMul          | MatMul + the activation                                          |
 | LayerNormalization   | LayerNormalization in the ONNX domain (onnxruntime registers it  |
 |                      | for every opset, and writes it so itself before opset 17)        |
@@ -111,7 +112,7 @@ def _fused_conv(node, graph, state):
 
 def _fused_gemm(node, graph, state):
     activation = attr_text(node, "activation")
-    if activation == "Clip":
+    if activation in ("Clip", "HardSwish"):       # not among FusedGemm's activations
         return _unfused("Gemm")(node, graph, state)
     state["microsoft"] = True
     attributes = _base_attributes(node)

@@ -43,6 +43,7 @@ ACTIVATIONS = {
     "Sigmoid": lambda ctx, y, p: sigmoid(ctx, y),
     "Tanh": lambda ctx, y, p: tanh(ctx, y),
     "HardSigmoid": lambda ctx, y, p: hard_sigmoid(ctx, y, *p[:2]),
+    "HardSwish": lambda ctx, y, p: hard_swish(ctx, y),
     "Clip": _clip,
 }
 
@@ -83,6 +84,14 @@ def _hard_sigmoid_in_place(y, p):
     return clip_to(y, 0, 1, out=y)
 
 
+def _hard_swish_in_place(y, p):
+    gate = np.multiply(y, y.dtype.type(1 / 6))      # x * clip(x / 6 + 1/2, 0, 1)
+    gate += y.dtype.type(0.5)
+    clip_to(gate, 0, 1, out=gate)
+    y *= gate
+    return y
+
+
 def _clip_in_place(y, p):
     low = p[0] if len(p) > 0 else -np.inf
     high = p[1] if len(p) > 1 else np.inf
@@ -97,6 +106,7 @@ IN_PLACE = {
     "Sigmoid": _sigmoid_in_place,
     "Tanh": _tanh_in_place,
     "HardSigmoid": _hard_sigmoid_in_place,
+    "HardSwish": _hard_swish_in_place,
     "Clip": _clip_in_place,
 }
 

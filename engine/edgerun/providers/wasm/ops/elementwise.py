@@ -71,6 +71,7 @@ ACTIVATIONS = {
     "Clip": (4, lambda p: (p[0] if p else -FLT_MAX, p[1] if len(p) > 1 else FLT_MAX)),
     "LeakyRelu": (5, lambda p: (p[0] if p else 0.01, 0.0)),
     "HardSigmoid": (6, lambda p: (p[0] if p else 0.2, p[1] if len(p) > 1 else 0.5)),
+    "HardSwish": (7, lambda p: (0.0, 0.0)),
 }
 
 

@@ -13,6 +13,7 @@ FUSED = {
     "Sigmoid": ("1.0 / (1.0 + exp(-x))", ()),
     "Tanh": ("tanh(clamp(x, -20.0, 20.0))", ()),
     "HardSigmoid": ("clamp(act_alpha * x + act_beta, 0.0, 1.0)", (0.2, 0.5)),
+    "HardSwish": ("x * clamp(x / 6.0 + 0.5, 0.0, 1.0)", ()),
     "Clip": ("min(max(x, act_alpha), act_beta)", (-FLOAT_MAX, FLOAT_MAX)),
 }
 
