@@ -1058,3 +1058,23 @@ def test_tree_path_matrices_and_walk_match_onnxruntime(rows, trees, depth):
     finally:
         ml._PathMatrices.MAX_ENTRIES = budget
     np.testing.assert_array_equal(walked, got)
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8])
+@pytest.mark.parametrize("zero_point", [None, 5])
+@pytest.mark.parametrize("shape", [(1,), (1, 9), (3, 4, 5)])
+def test_quantize_of_float32_per_tensor_matches_onnxruntime(dtype, zero_point, shape):
+    """QuantizeLinear's float32 fast path (one scale, 8-bit result) against onnxruntime,
+    exactly: ties at half steps, saturation both ways, a strided view as input."""
+    scale = np.float32(0.25)
+    steps = rng.integers(-700, 700, shape[:-1] + (2 * shape[-1],)).astype(np.float32) / 2
+    x = (steps * scale)[..., ::2]                   # many exact ties (k + 0.5 steps)
+    inputs = {"x": np.ascontiguousarray(x), "s": np.array(scale, np.float32)}
+    if zero_point is not None:
+        inputs["z"] = np.array(zero_point, dtype)
+    out_type = helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
+    attrs = {} if zero_point is not None else {"output_dtype": int(out_type)}
+    want = _onnxruntime_node("QuantizeLinear", inputs, opset=21, out_type=out_type, **attrs)
+    got = _kernel("QuantizeLinear", 21)(x, *list(inputs.values())[1:], **attrs)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_array_equal(got, want)

@@ -113,10 +113,27 @@ def _quantized_code(zero_point, output_dtype: int) -> int:
     return code
 
 
+def _quantize_float32_per_tensor(x, scale, zero_point, code: int):
+    """x / scale rounded half to even, plus the zero point, saturated: for float32 x, one
+    float32 scale and an 8-bit result, in float32 (x / scale is the general path's float32
+    quotient; its rounding and the small integer sums are exact there)."""
+    low, high = INTEGER_RANGES[code]
+    values = np.divide(x, scale.reshape(()))
+    np.rint(values, out=values)
+    if zero_point is not None:
+        values += np.float32(zero_point.reshape(()))
+    np.clip(values, low, high, out=values)
+    return values.astype(dtypes.numpy_dtype(code))
+
+
 @kernel("QuantizeLinear", since=10)
 def quantize_linear(ctx, x, y_scale, y_zero_point=None, axis=1, saturate=1, block_size=0,
                     output_dtype=0, precision=0):
     code = _quantized_code(y_zero_point, output_dtype)
+    if code in (dtypes.UINT8, dtypes.INT8) and x.dtype == np.float32 and \
+            y_scale.dtype == np.float32 and y_scale.size == 1 and not block_size and \
+            precision in (0, dtypes.FLOAT) and (y_zero_point is None or y_zero_point.size == 1):
+        return _quantize_float32_per_tensor(x, y_scale, y_zero_point, code)
     # The scale's type (or `precision`) sets the precision of the division.
     compute = dtypes.numpy_dtype(precision) if precision else np.asarray(y_scale).dtype
     scale = _expand_param(y_scale, x.shape, axis, block_size)
