@@ -634,10 +634,13 @@ def test_pad_gather_matches_reference(mode):
 
 # ---- Conv: im2col chunk by chunk on wide grids --------------------------------------------------
 
-# grids of at least 8192 positions: padded, strided, a non-square kernel, a short last chunk
-CHUNKED_CASES = [((1, 32, 90, 90), (8, 32, 3, 3), [1, 1, 1, 1], [1, 1], [1, 1]),
-                 ((1, 32, 190, 190), (4, 32, 3, 3), [0, 0, 1, 1], [2, 2], [1, 1]),
-                 ((1, 33, 92, 91), (5, 33, 3, 2), [2, 0, 0, 0], [1, 1], [1, 1])]
+# grids of at least 8192 positions, as many output channels as input ones or more (fewer
+# take taps): padded, strided, a non-square kernel, a short last chunk; and columns past
+# COLUMNS_SPILL_BYTES on few channels
+CHUNKED_CASES = [((1, 32, 90, 90), (40, 32, 3, 3), [1, 1, 1, 1], [1, 1], [1, 1]),
+                 ((1, 32, 190, 190), (32, 32, 3, 3), [0, 0, 1, 1], [2, 2], [1, 1]),
+                 ((1, 33, 92, 91), (33, 33, 3, 2), [2, 0, 0, 0], [1, 1], [1, 1]),
+                 ((1, 8, 224, 224), (8, 8, 5, 5), [2, 2, 2, 2], [1, 1], [1, 1])]
 
 
 @pytest.mark.parametrize("x_shape,w_shape,pads,strides,dilations", CHUNKED_CASES)
@@ -1078,3 +1081,14 @@ def test_quantize_of_float32_per_tensor_matches_onnxruntime(dtype, zero_point, s
     got = _kernel("QuantizeLinear", 21)(x, *list(inputs.values())[1:], **attrs)
     assert got.dtype == want.dtype and got.shape == want.shape
     np.testing.assert_array_equal(got, want)
+
+
+# the cost model's choices by copy costs: fewer output than input channels on a wide grid
+# take taps; a short GEMM inner size (C * taps below 2 * M: first layers) takes windows,
+# strided and padded too
+@pytest.mark.parametrize("method,x_shape,w_shape,pads,strides", [
+    ("taps", (1, 64, 96, 96), (8, 64, 3, 3), [1, 1, 1, 1], [1, 1]),
+    ("windows", (1, 3, 112, 112), (64, 3, 3, 3), [0, 0, 0, 0], [2, 2]),
+    ("windows", (1, 1, 100, 61), (32, 1, 3, 3), [2, 1, 2, 1], [1, 1])])
+def test_conv_cost_model_choices_match_reference(method, x_shape, w_shape, pads, strides):
+    _check_conv_method(method, x_shape, w_shape, pads, strides, [1, 1], atol=1e-3)
