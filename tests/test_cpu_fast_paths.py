@@ -361,30 +361,33 @@ def test_split_returns_the_numpy_parts(shape, axis, split):
 # ---- LSTM: the plain forward direction with weights prepared once per node -------------------
 
 
-def _lstm_reference(x, w, r, b, h0, c0, direction="forward"):
-    """onnxruntime's LSTM (optimizations off); onnx's ReferenceEvaluator for float64, which
-    onnxruntime's LSTM does not take."""
+def _recurrent_reference(op_type: str, inputs: dict, outputs: list, **attrs):
+    """onnxruntime's LSTM/GRU (optimizations off) on `inputs` (name -> array or None, in the
+    operator's input order); onnx's ReferenceEvaluator for float64, which onnxruntime's
+    recurrent kernels do not take."""
     import onnxruntime
 
-    inputs = {"x": x, "w": w, "r": r}
-    names = ["x", "w", "r", "b" if b is not None else "", "", "h0" if h0 is not None else "",
-             "c0" if c0 is not None else ""]
-    for name, value in (("b", b), ("h0", h0), ("c0", c0)):
-        if value is not None:
-            inputs[name] = value
-    node = helper.make_node("LSTM", names, ["y", "yh", "yc"], hidden_size=r.shape[-1],
-                            direction=direction)
+    names = [n if v is not None else "" for n, v in inputs.items()]
+    given = {n: v for n, v in inputs.items() if v is not None}
+    x = given["x"]
+    node = helper.make_node(op_type, names, outputs, **attrs)
     dtype = helper.np_dtype_to_tensor_dtype(x.dtype)
     graph = helper.make_graph(
-        [node], "g", [helper.make_tensor_value_info(n, dtype, v.shape) for n, v in inputs.items()],
-        [helper.make_tensor_value_info(n, dtype, None) for n in ("y", "yh", "yc")])
+        [node], "g", [helper.make_tensor_value_info(n, dtype, v.shape) for n, v in given.items()],
+        [helper.make_tensor_value_info(n, dtype, None) for n in outputs])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)])
     if x.dtype == np.float64:
-        return ReferenceEvaluator(model).run(None, inputs)
+        return ReferenceEvaluator(model).run(None, given)
     so = onnxruntime.SessionOptions()
     so.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_DISABLE_ALL
     return onnxruntime.InferenceSession(model.SerializeToString(), so,
-                                        providers=["CPUExecutionProvider"]).run(None, inputs)
+                                        providers=["CPUExecutionProvider"]).run(None, given)
+
+
+def _lstm_reference(x, w, r, b, h0, c0, direction="forward"):
+    return _recurrent_reference("LSTM", {"x": x, "w": w, "r": r, "b": b, "lens": None,
+                                         "h0": h0, "c0": c0}, ["y", "yh", "yc"],
+                                hidden_size=r.shape[-1], direction=direction)
 
 
 @pytest.mark.parametrize("direction", ["forward", "reverse", "bidirectional"])
@@ -943,27 +946,9 @@ def test_tiled_pools_match_onnxruntime(op_type, shape, kernel, ceil_mode):
 
 
 def _gru_reference(x, w, r, b, h0, direction, linear_before_reset):
-    """onnxruntime's GRU (optimizations off); onnx's ReferenceEvaluator for float64."""
-    import onnxruntime
-
-    inputs = {"x": x, "w": w, "r": r}
-    names = ["x", "w", "r", "b" if b is not None else "", "", "h0" if h0 is not None else ""]
-    for name, value in (("b", b), ("h0", h0)):
-        if value is not None:
-            inputs[name] = value
-    node = helper.make_node("GRU", names, ["y", "yh"], hidden_size=r.shape[-1],
-                            direction=direction, linear_before_reset=linear_before_reset)
-    dtype = helper.np_dtype_to_tensor_dtype(x.dtype)
-    graph = helper.make_graph(
-        [node], "g", [helper.make_tensor_value_info(n, dtype, v.shape) for n, v in inputs.items()],
-        [helper.make_tensor_value_info(n, dtype, None) for n in ("y", "yh")])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)])
-    if x.dtype == np.float64:
-        return ReferenceEvaluator(model).run(None, inputs)
-    so = onnxruntime.SessionOptions()
-    so.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_DISABLE_ALL
-    return onnxruntime.InferenceSession(model.SerializeToString(), so,
-                                        providers=["CPUExecutionProvider"]).run(None, inputs)
+    return _recurrent_reference("GRU", {"x": x, "w": w, "r": r, "b": b, "lens": None,
+                                        "h0": h0}, ["y", "yh"], hidden_size=r.shape[-1],
+                                direction=direction, linear_before_reset=linear_before_reset)
 
 
 @pytest.mark.parametrize("linear_before_reset", [0, 1])

@@ -262,14 +262,22 @@ def bind_qlinear_matmul(dev, node, opset):
         product_t = integer_matmul(dev, a, b, a_zero_point, b_zero_point)
         if len(a_scale.shape) == 1 and a_scale.size > 1 and len(a.shape) >= 2:
             a_scale = a_scale.view((a_scale.size, 1))
-        scale_type = a_scale.elem_type      # the multiplier is formed in the scales' type
-        multiplier = _binary(dev, "Div", _binary(dev, "Mul", a_scale, b_scale, scale_type),
-                             y_scale, scale_type)
-        values = _binary(dev, "Mul", converted(dev, product_t, dtypes.DOUBLE),
-                         converted(dev, multiplier, dtypes.DOUBLE), dtypes.DOUBLE)
-        code = y_zero_point.elem_type if y_zero_point is not None else a.elem_type
-        return quantize_values(dev, values, y_zero_point, code, 0)
+        return requantize(dev, product_t, a_scale, b_scale, y_scale, y_zero_point, a.elem_type)
     return run
+
+
+def requantize(dev, acc: WasmTensor, a_scale, b_scale, y_scale, y_zero_point,
+               input_type: int) -> WasmTensor:
+    """An int32 product accumulated from quantized operands, as y's quantized type:
+    acc * (a_scale * b_scale / y_scale) in double, the multiplier formed in the scales' own
+    type (the spec's TS), then rounded, offset and saturated like QuantizeLinear."""
+    scale_type = a_scale.elem_type
+    multiplier = _binary(dev, "Div", _binary(dev, "Mul", a_scale, b_scale, scale_type),
+                         y_scale, scale_type)
+    values = _binary(dev, "Mul", converted(dev, acc, dtypes.DOUBLE),
+                     converted(dev, multiplier, dtypes.DOUBLE), dtypes.DOUBLE)
+    code = y_zero_point.elem_type if y_zero_point is not None else input_type
+    return quantize_values(dev, values, y_zero_point, code, 0)
 
 
 # ---- integer convolution --------------------------------------------------------------------
@@ -346,11 +354,5 @@ def bind_qlinear_conv(dev, node, opset):
             acc = _binary(dev, "Add", acc, B.view((B.size,) + channel[1:]), dtypes.INT32)
         if w_scale.size > 1:
             w_scale = w_scale.view((w_scale.size,) + channel[1:])
-        scale_type = x_scale.elem_type      # the multiplier is formed in the scales' type
-        multiplier = _binary(dev, "Div", _binary(dev, "Mul", x_scale, w_scale, scale_type),
-                             y_scale, scale_type)
-        values = _binary(dev, "Mul", converted(dev, acc, dtypes.DOUBLE),
-                         converted(dev, multiplier, dtypes.DOUBLE), dtypes.DOUBLE)
-        code = y_zero_point.elem_type if y_zero_point is not None else x.elem_type
-        return quantize_values(dev, values, y_zero_point, code, 0)
+        return requantize(dev, acc, x_scale, w_scale, y_scale, y_zero_point, x.elem_type)
     return run
