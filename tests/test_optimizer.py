@@ -15,7 +15,14 @@ from onnx import TensorProto, helper, numpy_helper
 
 import edgerun
 from edgerun.onnx import load_model
-from edgerun.optimizer import ALL, BASIC, EXTENDED, optimize
+from edgerun.optimizer import ALL, BASIC, EXTENDED
+from edgerun.optimizer import optimize as _optimize
+from edgerun.providers.registry import constant_evaluator
+
+
+def optimize(model, level=ALL, report=None):
+    """The optimizer as sessions run it: constants folded by the CPU kernels."""
+    return _optimize(model, level, report, evaluate=constant_evaluator())
 from edgerun.optimizer.save import save_optimized
 from edgerun.tools import conformance
 
@@ -638,3 +645,23 @@ def test_static_shape_arithmetic_folded():
     model = _check(data, {"x": _rand(2, 3, 4)}, BASIC)
     assert _ops(model) == ["Reshape"]
     assert model.graph.initializers[model.graph.nodes[0].inputs[1]].numpy().tolist() == [-1, 4]
+
+
+def test_the_first_session_of_a_process_folds_constants():
+    """Constant folding runs with the CPU kernels the session hands the optimizer, also in a
+    fresh process where nothing imported the CPU provider yet (an Unsqueeze of a weight
+    disappears into an initializer)."""
+    import subprocess
+    import sys
+
+    data = _model([helper.make_node("Unsqueeze", ["w", "axes"], ["w1"]),
+                   helper.make_node("Add", ["x", "w1"], ["y"])],
+                  [_vi("x", [2, 3])], [_vi("y", [1, 2, 3])],
+                  [("w", _rand(2, 3)), ("axes", np.array([0], np.int64))])
+    code = ("import sys, edgerun\n"
+            "s = edgerun.InferenceSession(sys.stdin.buffer.read(), providers=['cpu'])\n"
+            "print([n['op_type'] for n in s.explain()['nodes']])\n")
+    out = subprocess.run([sys.executable, "-c", code], input=data, capture_output=True,
+                         cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    assert out.returncode == 0, out.stderr.decode()
+    assert out.stdout.decode().strip() == "['Add']"

@@ -91,17 +91,19 @@ PASSES = [
 ]
 
 
-def optimize(model: ir.Model, level=ALL, report: dict = None) -> ir.Model:
+def optimize(model: ir.Model, level=ALL, report: dict = None, evaluate=None) -> ir.Model:
     """Run every pass up to `level` (an int or GraphOptimizationLevel) over `model`.
 
-    `report`, if given, receives pass name -> number of rewrites.
+    `report`, if given, receives pass name -> number of rewrites. `evaluate(node, opset,
+    inputs)` runs one node for constant folding (providers.registry.constant_evaluator());
+    without it nothing is folded.
     """
     level = int(level)
     if level <= DISABLE_ALL:
         return model
     if not _numpy_available():
         return model      # every pass reads constant values with numpy
-    ctx = PassContext(model)
+    ctx = PassContext(model, evaluate)
     for fn, lowest, trigger in PASSES:
         if level < lowest:
             continue

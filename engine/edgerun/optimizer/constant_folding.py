@@ -1,9 +1,9 @@
 """Nodes whose inputs are all constants are run once, now, with the CPU kernels; their
 outputs become initializers.
 
-The optimizer sits below the providers and does not import them: the CPU provider registers
-the function that runs one node (`register_evaluator`, providers/cpu/provider.py). Without
-one (no CPU provider imported), nothing is folded.
+The optimizer sits below the providers and does not import them: whoever calls optimize()
+passes the function that runs one node (`evaluate`; the session passes the CPU provider's,
+providers.registry.constant_evaluator()). Without one (no numpy), nothing is folded.
 
 Skipped: random operators (each run must draw anew), nodes with subgraphs, operators of
 domains other than ONNX's, outputs that are not plain tensors, and results so large that
@@ -17,14 +17,6 @@ from __future__ import annotations
 from .graph_edit import GraphView, PassContext, subgraphs
 
 MAX_GROWTH_BYTES = 64 << 20
-# (node, opset, input arrays) -> what its kernel returns, or raises LookupError where no
-# kernel runs the node
-_evaluators: list = []
-
-
-def register_evaluator(evaluate) -> None:
-    """Make `evaluate` the function constant folding runs nodes with."""
-    _evaluators[:] = [evaluate]
 
 RANDOM_OPS = {"Bernoulli", "RandomNormal", "RandomNormalLike", "RandomUniform",
               "RandomUniformLike", "Multinomial", "Dropout"}
@@ -61,11 +53,11 @@ def _foldable(view: GraphView, node) -> bool:
 def _evaluate(view: GraphView, ctx: PassContext, node):
     import numpy as np
 
-    if not _evaluators:
+    if ctx.evaluate is None:
         return None
     args = [view.constant(n) if n else None for n in node.inputs]
     try:
-        result = _evaluators[0](node, ctx.opset(node.domain), args)
+        result = ctx.evaluate(node, ctx.opset(node.domain), args)
     except Exception:   # noqa: BLE001 - no kernel, or a node that fails now (it fails the
         return None     # same way at run time)
     if isinstance(result, tuple) or (isinstance(result, list) and len(node.outputs) > 1):

@@ -19,8 +19,11 @@ class PassContext:
     """Model-wide facts a pass reads: opset versions, unique names, the IR version rule for
     overridable initializers."""
 
-    def __init__(self, model: ir.Model):
+    def __init__(self, model: ir.Model, evaluate=None):
         self.model = model
+        # (node, opset, input arrays) -> what its kernel returns (raising where no kernel
+        # runs it): how constant folding computes; None folds nothing
+        self.evaluate = evaluate
         self.opsets = model.opset_imports
         # ONNX IR < 4 lists every initializer as a graph input too; onnxruntime treats them as
         # constants there, and as overridable (not constant) from IR 4 on.

@@ -228,8 +228,9 @@ def _load_optimized(model_path: str):
     except ImportError:
         return model, False
     from ..ir.inline_functions import inline_functions
+    from ..providers.registry import constant_evaluator
     inline_functions(model)
-    optimize(model)
+    optimize(model, evaluate=constant_evaluator())
     return model, True
 
 

@@ -46,6 +46,15 @@ def provider_class(short: str):
         return None
 
 
+def constant_evaluator():
+    """The function the optimizer folds constants with: the CPU provider's kernels, or None
+    where they cannot run (no numpy)."""
+    cls = provider_class("cpu")
+    if cls is None or not cls.available()[0]:
+        return None
+    return importlib.import_module(cls.__module__).evaluate_node
+
+
 def availability(short: str, options: dict = None) -> tuple:
     cls = provider_class(short)
     if cls is None:

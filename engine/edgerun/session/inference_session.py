@@ -17,7 +17,7 @@ from ..optimizer import optimize
 from ..optimizer.contrib_ops import expand_contrib_ops
 from ..ir.inline_functions import inline_functions
 from ..optimizer.save import save_optimized
-from ..providers.registry import create_providers
+from ..providers.registry import constant_evaluator, create_providers
 from ..runtime import cancel, limits
 from ..runtime.executor import GraphExecutor
 from ..runtime.partition import Partitioner
@@ -52,7 +52,8 @@ class InferenceSession:
         validate_model(self._model)
         inline_functions(self._model)
         expand_contrib_ops(self._model)
-        optimize(self._model, int(self._options.graph_optimization_level))
+        optimize(self._model, int(self._options.graph_optimization_level),
+                 evaluate=constant_evaluator())
         if self._options.optimized_model_filepath:
             save_optimized(self._model, self._options.optimized_model_filepath)
         self._providers = create_providers(providers, provider_options,

@@ -12,7 +12,6 @@ import threading
 import warnings
 
 from ... import custom_ops
-from ...optimizer.constant_folding import register_evaluator
 from ...runtime.attributes import kernel_attributes
 from ...runtime.kernel_context import KernelContext
 from ..base import ExecutionProvider
@@ -86,11 +85,10 @@ def _blas_controller():
 
 
 def evaluate_node(node, opset: int, args: list):
-    """What the node's CPU kernel returns for these inputs: constant folding's evaluator."""
+    """What the node's CPU kernel returns for these inputs: constant folding's evaluator
+    (providers.registry.constant_evaluator)."""
     fn = registry.lookup(node.op_type, node.domain, opset)
     if fn is None:
         raise LookupError(f"no CPU kernel for {node.domain or 'ai.onnx'}::{node.op_type}")
     return fn(KernelContext(node, opset), *args, **kernel_attributes(node.attributes))
 
-
-register_evaluator(evaluate_node)
