@@ -108,14 +108,11 @@ def _copied_values(sess) -> list:
 def _subgraph_reads(sess) -> set:
     """Values of the main graph that If/Loop bodies read: the executor hands them to
     subgraphs on the host (runtime/executor.py), a copy that is not the provider's."""
-    from edgerun.runtime.plan import outer_scope_reads
+    from edgerun.ir.walk import subgraph_reads
 
     reads = set()
     for node in sess._executor.graph.nodes:
-        for a in node.attributes.values():
-            for g in (a.value if isinstance(a.value, list) else [a.value]):
-                if isinstance(g, edgerun.ir.Graph):
-                    reads |= outer_scope_reads(g)
+        reads |= subgraph_reads(node)
     return reads
 
 

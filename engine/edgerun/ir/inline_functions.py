@@ -12,6 +12,7 @@ import itertools
 
 from .. import ir
 from ..errors import InvalidGraph
+from .walk import subgraphs
 
 _MAX_DEPTH = 64
 
@@ -40,11 +41,8 @@ def _inline_graph(graph: ir.Graph, table: dict, counter, depth: int) -> None:
 
 
 def _inline_subgraphs(node: ir.Node, table: dict, counter, depth: int) -> None:
-    for a in node.attributes.values():
-        graphs = a.value if isinstance(a.value, list) else [a.value]
-        for g in graphs:
-            if isinstance(g, ir.Graph):
-                _inline_graph(g, table, counter, depth)
+    for g in subgraphs(node):
+        _inline_graph(g, table, counter, depth)
 
 
 def _expand_call(call: ir.Node, fn: ir.Function, table: dict, counter, depth: int) -> list:
@@ -61,11 +59,8 @@ def _expand_call(call: ir.Node, fn: ir.Function, table: dict, counter, depth: in
         new.outputs = [_renamed(n, rename, prefix) for n in node.outputs]
         new.name = prefix + (node.name or node.op_type)
         new.attributes = _bind_attributes(new.attributes, call, fn)
-        for a in new.attributes.values():
-            graphs = a.value if isinstance(a.value, list) else [a.value]
-            for g in graphs:
-                if isinstance(g, ir.Graph):
-                    _rename_outer_reads(g, rename, prefix, call, fn)
+        for g in subgraphs(new):
+            _rename_outer_reads(g, rename, prefix, call, fn)
         body.append(new)
     sub = ir.Graph(nodes=body)
     _inline_graph(sub, table, counter, depth + 1)
@@ -100,11 +95,8 @@ def _rename_outer_reads(graph: ir.Graph, rename: dict, prefix: str, call, fn,
                        for n in node.inputs]
         node.attributes = _bind_attributes(node.attributes, call, fn)
         local |= {o for o in node.outputs if o}
-        for a in node.attributes.values():
-            graphs = a.value if isinstance(a.value, list) else [a.value]
-            for g in graphs:
-                if isinstance(g, ir.Graph):
-                    _rename_outer_reads(g, rename, prefix, call, fn, frozenset(local))
+        for g in subgraphs(node):
+            _rename_outer_reads(g, rename, prefix, call, fn, frozenset(local))
     for v in graph.outputs:
         if v.name not in local:
             v.name = _renamed(v.name, rename, prefix)

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..ir import Graph, Model, Node, TypeInfo, dtypes
+from ..ir.walk import subgraphs
 from ..runtime.attributes import initializer_value, kernel_attributes
 from ..runtime.kernel_context import KernelContext
 from .base import ExecutionProvider
@@ -111,11 +112,8 @@ def _collect_constants(graph: Graph, opsets: dict, facts: GraphFacts) -> None:
     for name, t in graph.initializers.items():
         facts.recipes[name] = ("tensor", t)
     for node in graph.nodes:
-        for a in node.attributes.values():
-            subs = a.value if isinstance(a.value, list) else [a.value]
-            for g in subs:
-                if isinstance(g, Graph):
-                    _collect_constants(g, opsets, facts)
+        for g in subgraphs(node):
+            _collect_constants(g, opsets, facts)
         if node.op_type in _NOT_FOLDABLE or node.domain not in ("", "ai.onnx"):
             continue
         if not all(facts.is_constant(n) for n in node.inputs if n):

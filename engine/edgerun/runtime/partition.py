@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from ..errors import NotImplementedOp
 from ..ir import Graph, Node, ValueInfo
-from .plan import outer_scope_reads
+from ..ir.walk import subgraph_reads
 
 
 @dataclass
@@ -86,10 +86,7 @@ def _partition_unit(run: list, all_nodes: list, graph_outputs: set, constants: d
     for n in all_nodes:
         if id(n) not in inside:
             read_outside |= set(n.inputs)
-            for a in n.attributes.values():        # If/Loop/Scan bodies read enclosing values
-                for g in (a.value if isinstance(a.value, list) else [a.value]):
-                    if isinstance(g, Graph):
-                        read_outside |= outer_scope_reads(g)
+            read_outside |= subgraph_reads(n)      # If/Loop/Scan bodies read enclosing values
     outputs = [o for n in members for o in n.outputs
                if o and (o in read_outside or o in graph_outputs)]
     name = f"{provider.name}_partition_{index}"

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Callable, Optional
 
 from ..ir import Graph, Node
-from ..ir.walk import outer_scope_reads, subgraph_reads  # noqa: F401 - used by runtime modules
+from ..ir.walk import subgraph_reads
 
 
 @dataclass

@@ -26,8 +26,9 @@ from __future__ import annotations
 
 from typing import Callable
 
+from ..ir.walk import subgraph_reads
 from .kernel_context import same_objects
-from .plan import Step, subgraph_reads
+from .plan import Step
 
 SHAPE_ROOTS = {"Shape", "Size"}
 # deterministic, cheap on small tensors, no subgraphs or sequences

@@ -19,8 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+from ..ir.walk import subgraph_reads
 from .inline_ops import inline_expression
-from .plan import subgraph_reads
 
 # Past this many steps the generated source takes longer to compile than it saves.
 MAX_STEPS = 4000

@@ -23,7 +23,7 @@ from .device import WasmDevice, WasmTensor
 from .host import WasmtimeHost, wasmtime_available
 from .host_js import JsHost, js_available
 from .ops.common import HOST_VALUES, host_fallback
-from ...ir import Graph
+from ...ir.walk import subgraphs
 from ...runtime.host_tensor import HostTensor
 
 
@@ -139,7 +139,5 @@ def _initializers(graph):
     """Every initializer of `graph` and of the subgraphs of its nodes, recursively."""
     yield from graph.initializers.values()
     for node in graph.nodes:
-        for a in node.attributes.values():
-            for g in (a.value if isinstance(a.value, list) else [a.value]):
-                if isinstance(g, Graph):
-                    yield from _initializers(g)
+        for g in subgraphs(node):
+            yield from _initializers(g)

@@ -22,6 +22,7 @@ import threading
 
 from ...errors import NotImplementedOp
 from ...ir import dtypes
+from ...ir.walk import subgraphs
 from ...runtime.host_tensor import have_numpy
 from ..base import ExecutionProvider
 from ..cpu import registry as cpu_registry
@@ -70,10 +71,8 @@ def _all_nodes(graph):
     """The nodes of `graph` and of every subgraph in it."""
     for node in graph.nodes:
         yield node
-        for a in node.attributes.values():
-            for g in (a.value if isinstance(a.value, list) else [a.value]):
-                if hasattr(g, "nodes") and hasattr(g, "initializers"):
-                    yield from _all_nodes(g)
+        for g in subgraphs(node):
+            yield from _all_nodes(g)
 
 
 class WebGpuProvider(ExecutionProvider):
