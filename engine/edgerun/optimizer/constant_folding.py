@@ -17,7 +17,6 @@ from __future__ import annotations
 from .graph_edit import GraphView, PassContext, subgraphs
 
 MAX_GROWTH_BYTES = 64 << 20
-
 RANDOM_OPS = {"Bernoulli", "RandomNormal", "RandomNormalLike", "RandomUniform",
               "RandomUniformLike", "Multinomial", "Dropout"}
 FOLDABLE_DOMAINS = ("", "ai.onnx", "ai.onnx.ml")

@@ -403,6 +403,9 @@ def gather_block_quantized(node: ir.Node, b: Builder) -> None:
     _refuse(node, block < 16 or block & (block - 1), f"block_size {block}")
     packed = code_type == UINT8 and bits == 4
     _refuse(node, code_type == UINT8 and bits not in (4, 8), f"bits={bits}")
+    indices_rank = b.rank_of(indices)
+    _refuse(node, indices_rank is None, "indices of unknown rank")
+    rank_out = rank - 1 + indices_rank
 
     def codes(x: str) -> str:       # gathered codes as float32, packed bytes unpacked
         x = b.op("Gather", [x, indices], axis=gather_axis)
@@ -414,8 +417,6 @@ def gather_block_quantized(node: ir.Node, b: Builder) -> None:
                                  b.const([0] * (rank_out - 1) + [-1], INT64, hint="shape")])
         return b.op("Cast", [x], to=FLOAT)
 
-    rank_out = rank - 1 + (b.rank_of(indices) if b.rank_of(indices) is not None else 1)
-    _refuse(node, b.rank_of(indices) is None, "indices of unknown rank")
     values = codes(data)                                      # [..., L]
     per_block = b.unsqueeze_last(b.op("Cast", [b.op("Gather", [scales, indices],
                                                       axis=gather_axis)], to=FLOAT))
@@ -434,8 +435,7 @@ def gather_block_quantized(node: ir.Node, b: Builder) -> None:
     out_type = b.elem_type_of(scales)
     shape = b.op("Shape", [values])
     if out_type not in (FLOAT, None):
-        real = b.op("Cast", [b.op("Reshape", [real, shape])], to=out_type)
-        b.op("Identity", [real], [node.outputs[0]])
+        b.op("Cast", [b.op("Reshape", [real, shape])], [node.outputs[0]], to=out_type)
     else:
         b.op("Reshape", [real, shape], [node.outputs[0]])
 

@@ -69,8 +69,6 @@ def _collect_names(graph: ir.Graph, names: set) -> None:
             _collect_names(sub, names)
 
 
-
-
 def is_onnx(node: ir.Node, *op_types: str) -> bool:
     return node.domain in ONNX_DOMAINS and node.op_type in op_types
 

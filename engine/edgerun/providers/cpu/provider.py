@@ -91,4 +91,3 @@ def evaluate_node(node, opset: int, args: list):
     if fn is None:
         raise LookupError(f"no CPU kernel for {node.domain or 'ai.onnx'}::{node.op_type}")
     return fn(KernelContext(node, opset), *args, **kernel_attributes(node.attributes))
-

@@ -120,7 +120,7 @@ class GpuContext:
             if isinstance(value, GpuTensor) and value.dtype in ADOPTABLE.values() and \
                     CODES[value.dtype] == code:
                 nbytes = value.size * 4
-                buffer = self.device.create_buffer(max(-(-nbytes // 16) * 16, 16))
+                buffer = self.device.create_buffer(_exported_size(nbytes))
                 self.flush()
                 if nbytes:
                     self.device.copy_buffer(value.buffer, buffer, nbytes)
@@ -128,7 +128,7 @@ class GpuContext:
             host = self.download(value) if isinstance(value, GpuTensor) else \
                 value.host if isinstance(value, GpuTensorParts) else value
             data = host_values.raw(host)[2]
-            buffer = self.device.create_buffer(max(-(-len(data) // 16) * 16, 16))
+            buffer = self.device.create_buffer(_exported_size(len(data)))
             if data:
                 self.device.write_buffer(buffer, data + b"\0" * (-len(data) % 4))
             self.stats["uploads"] += 1
@@ -240,6 +240,11 @@ class GpuContext:
             finally:
                 self.pool.batch_submitted()
                 self.stats["flushes"] += 1
+
+
+def _exported_size(nbytes: int) -> int:
+    """A GPU-buffer output's size: rounded up to 16 bytes, at least 16 (onnxruntime-web's)."""
+    return max(-(-nbytes // 16) * 16, 16)
 
 
 def pack_params(values: list) -> bytes:

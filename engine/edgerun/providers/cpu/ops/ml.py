@@ -809,6 +809,7 @@ class _Forest:
             first = np.minimum(self.leaf_start, max(self.w_target.size - 1, 0))
             self.node_target = self.w_target[first] if self.w_target.size else self.leaf_count
             self.node_value = self.w_value[first] if self.w_value.size else self.leaf_count * 0.0
+        self.paths = _PathMatrices.build(self)     # None: the trees are walked instead
 
     @property
     def n_trees(self) -> int:
@@ -820,15 +821,9 @@ class _Forest:
         if x.shape[1] <= self.max_feature:
             raise ValueError(f"a tree node reads feature {self.max_feature} but the input has "
                              f"{x.shape[1]} features")
-        paths = self._path_matrices()
-        if paths is not None:
-            return paths.leaves(self, x)
+        if self.paths is not None:
+            return self.paths.leaves(self, x)
         return self._leaves_by_level(x)
-
-    def _path_matrices(self):
-        if not hasattr(self, "_paths"):
-            self._paths = _PathMatrices.build(self)
-        return self._paths
 
     def _leaves_by_level(self, x: np.ndarray) -> np.ndarray:
         """[N, T] index of the leaf each row reaches in each tree.
@@ -840,9 +835,6 @@ class _Forest:
         """
         n, t = x.shape[0], self.roots.size
         f = x.shape[1]
-        if f <= self.max_feature:
-            raise ValueError(f"a tree node reads feature {self.max_feature} but the input has "
-                             f"{f} features")
         flat_x = np.ascontiguousarray(x, dtype=self.threshold.dtype).reshape(-1)
         index = np.int32 if max(n * f, n * t, 2 * self.mode.size) < 2**31 else np.int64
         leaf = np.tile(self.roots.astype(index), n)
@@ -870,13 +862,7 @@ class _Forest:
         thresholds = self.threshold[nd]
         if len(self.modes_used) == 1:
             result = _COMPARE[self.modes_used[0]](values, thresholds)
-        elif values.shape == nd.shape:
-            modes = self.mode[nd]
-            result = np.zeros(values.shape, dtype=bool)
-            for code in self.modes_used:
-                sel = modes == code
-                result[sel] = _COMPARE[code](values[sel], thresholds[sel])
-        else:                           # nodes broadcast against the rows' values
+        else:                           # nodes may broadcast against the rows' values
             modes = self.mode[nd]
             result = np.zeros(values.shape, dtype=bool)
             for code in self.modes_used:

@@ -219,19 +219,23 @@ def rnn(ctx, x, w, r, b=None, sequence_lens=None, initial_h=None, activation_alp
 # --- GRU --------------------------------------------------------------------------------------
 
 def _gru_weights(w, r, b, hidden: int, linear_before_reset: int):
-    """Wᵀ [D, I, 3H] and Rᵀ [D, H, 3H] contiguous, the projection's bias [D, 3H] (W's bias
-    and R's, except R's hidden-gate bias under linear_before_reset, where the reset gate
-    multiplies it) and that bias alone [D, 1, H]: once per session for initializers."""
-    dirs = w.shape[0]
+    """Wᵀ [D, I, 3H]; Rᵀ [D, H, 3H] whole (linear_before_reset: one product per step) or as
+    its update/reset and hidden parts (the hidden part multiplies the reset state), each
+    contiguous; the projection's bias [D, 3H] (W's bias and R's, except R's hidden-gate bias
+    under linear_before_reset, where the reset gate multiplies it) and that bias alone
+    [D, 1, H]: once per session for initializers."""
+    dirs, h2 = w.shape[0], 2 * hidden
     w_t = np.ascontiguousarray(np.swapaxes(w, 1, 2))
-    r_t = np.ascontiguousarray(np.swapaxes(r, 1, 2))
+    r_t = np.swapaxes(r, 1, 2)
+    r_parts = (np.ascontiguousarray(r_t),) if linear_before_reset else \
+        (np.ascontiguousarray(r_t[..., :h2]), np.ascontiguousarray(r_t[..., h2:]))
     if b is None:
         b = np.zeros((dirs, 6 * hidden), w_t.dtype)
     w_bias, r_bias = b[:, :3 * hidden], b[:, 3 * hidden:]
     bias = (w_bias + r_bias).astype(w_t.dtype, copy=False)
     if linear_before_reset:
-        bias = np.concatenate([bias[:, :2 * hidden], w_bias[:, 2 * hidden:]], axis=1)
-    return w_t, r_t, bias, r_bias[:, None, 2 * hidden:].astype(w_t.dtype, copy=False)
+        bias = np.concatenate([bias[:, :h2], w_bias[:, h2:]], axis=1)
+    return w_t, r_parts, bias, r_bias[:, None, h2:].astype(w_t.dtype, copy=False)
 
 
 def _plain_gru(ctx, x, w, r, b, initial_h, direction: str, linear_before_reset: int):
@@ -239,7 +243,7 @@ def _plain_gru(ctx, x, w, r, b, initial_h, direction: str, linear_before_reset: 
     direction), as _plain_lstm: one input projection for every step and direction, both
     directions of a bidirectional GRU in one batched step."""
     hidden, dirs = r.shape[-1], w.shape[0]
-    w_t, r_t, bias, r_bias_h = ctx.prepared(
+    w_t, r_parts, bias, r_bias_h = ctx.prepared(
         "gru", (w, r, b), lambda: _gru_weights(w, r, b, hidden, linear_before_reset))
     steps, batch = x.shape[0], x.shape[1]
     h = np.zeros((dirs, batch, hidden), x.dtype) if initial_h is None else initial_h
@@ -251,20 +255,18 @@ def _plain_gru(ctx, x, w, r, b, initial_h, direction: str, linear_before_reset: 
         projected = np.stack([projected[0], projected[1, ::-1]], axis=1)
     else:
         projected = projected[0, ::-1, None] if direction == "reverse" else projected[0, :, None]
-    r_zr, r_h = np.ascontiguousarray(r_t[..., :h2]), np.ascontiguousarray(r_t[..., h2:])
     ys = np.empty((steps, dirs, batch, hidden), x.dtype)
     for t in range(steps):
         xw = projected[t]
         if linear_before_reset:
-            hr = np.matmul(h, r_t)
+            hr = np.matmul(h, r_parts[0])
             zr = sigmoid_fresh(xw[..., :h2] + hr[..., :h2])
             hr_h = hr[..., h2:]
             hr_h += r_bias_h
-        else:
-            zr = sigmoid_fresh(xw[..., :h2] + np.matmul(h, r_zr))
-            hr_h = np.matmul(zr[..., hidden:] * h, r_h)
-        if linear_before_reset:
             hr_h *= zr[..., hidden:]
+        else:
+            zr = sigmoid_fresh(xw[..., :h2] + np.matmul(h, r_parts[0]))
+            hr_h = np.matmul(zr[..., hidden:] * h, r_parts[1])
         hr_h += xw[..., h2:]
         candidate = np.tanh(hr_h, out=hr_h)
         h = candidate + zr[..., :hidden] * (h - candidate)       # (1 - z) * cand + z * h
