@@ -17,28 +17,28 @@ export const env = {
 let runtimePromise = null;
 
 // Python custom operators (edgerun.custom_ops.onnx_op) registered with registerCustomOps:
-// each thread's Pyodide (the page's, a worker's) runs their sources before its next session.
-const customOps = [];          // [{ source, packages }]
-let customOpsApplied = 0;      // how many of them this thread's Pyodide has run
+// each thread's Pyodide (the page's, a worker's) runs each source once, before its next
+// session; a source that fails is reported by that session and not run again.
+const customOps = [];          // [{ id, source, packages }], in registration order
+const customOpsRun = new Set();    // ids this thread's Pyodide has run (or tried)
 
 export function addCustomOps(source, packages) {
-  customOps.push({ source, packages });
+  customOps.push({ id: customOps.length + 1, source, packages });
 }
 
 export async function applyCustomOps(pyodide) {
-  while (customOpsApplied < customOps.length) {
-    const { source, packages } = customOps[customOpsApplied];
+  for (const { id, source, packages } of customOps) {
+    if (customOpsRun.has(id)) continue;
+    customOpsRun.add(id);
     if (packages.length) await pyodide.loadPackage(packages);
     try {
       await pyodide.runPythonAsync(source);
     } catch (e) {
       const lines = String(e?.message ?? e).trim().split("\n");
-      const error = new Error(`registerCustomOps: source ${customOpsApplied + 1} failed: ${lines[lines.length - 1]}`);
+      const error = new Error(`registerCustomOps: source ${id} failed: ${lines[lines.length - 1]}`);
       error.pythonTraceback = e?.message;
-      customOps.splice(customOpsApplied, 1);      // dropped: later sessions do not fail on it
       throw error;
     }
-    customOpsApplied++;
   }
 }
 
