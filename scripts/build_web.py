@@ -1,5 +1,7 @@
 """Build the web package's payload: the pure-Python edgerun wheel into web/dist/edgerun.whl,
-and report what a browser downloads from edgerun itself (JS + wheel; Pyodide excluded).
+the start-up snapshot beside it (scripts/make_snapshot.mjs, with node_modules/pyodide: run
+`npm ci` first), and report what a browser downloads from edgerun itself (JS + wheel +
+snapshot; Pyodide excluded).
 
 The build fails if the wheel lacks what Pyodide needs at run time: the wasm provider's JS
 host, the kernels' .wasm with its stamp, and the WGSL kernels (package data in
@@ -7,7 +9,10 @@ pyproject.toml). It builds from a copy of the sources in a temporary folder, so 
 build/ folder in the checkout (where modules deleted from the sources would linger) is
 neither read nor shared.
 """
+import base64
 import glob
+import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -34,6 +39,78 @@ def check_wheel(path: str) -> int:
         return z.getinfo(KERNELS).file_size
 
 
+def make_snapshot(wheel: str, dist: str) -> None:
+    """The start-up snapshots of `wheel`, made with the Pyodide the npm package pins, and
+    edgerun-snapshot.json describing them: {pyodide, wheel_sha256, variants: {plain: {data,
+    data_sha256, bytes}, jspi: {...}}}. "plain" is made in Node (make_snapshot.mjs), "jspi"
+    in headless Chromium (make_snapshot.html): without Chromium and Playwright it is left out
+    (an error in CI), and JSPI engines then start Python from scratch."""
+    if not os.path.isdir(os.path.join(ROOT, "node_modules", "pyodide")):
+        raise SystemExit("node_modules/pyodide is missing: run `npm ci` first (the start-up "
+                         "snapshot is made with the Pyodide the npm package pins)")
+    made = subprocess.run(["node", os.path.join(ROOT, "scripts", "make_snapshot.mjs"), wheel,
+                           dist], cwd=ROOT, capture_output=True, text=True)
+    if made.returncode:
+        raise SystemExit(f"making the plain start-up snapshot failed:\n{made.stderr}")
+    sys.stderr.write(made.stderr)
+    plain = json.loads(made.stdout)
+    common = {key: plain.pop(key) for key in ("pyodide", "wheel_sha256")}
+    variants = {"plain": plain}
+    jspi = make_jspi_snapshot(wheel, dist, common["pyodide"])
+    if jspi:
+        variants["jspi"] = jspi
+    with open(os.path.join(dist, "edgerun-snapshot.json"), "w") as f:
+        json.dump({**common, "variants": variants}, f, indent=1)
+        f.write("\n")
+
+
+def make_jspi_snapshot(wheel: str, dist: str, pyodide_version: str):
+    """The jspi variant, made in headless Chromium; its description, or None (with a
+    warning) where Chromium or Playwright is missing."""
+    chromium = os.environ.get("EDGERUN_CHROMIUM", "/usr/bin/chromium")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        sync_playwright = None
+    if sync_playwright is None or not os.path.exists(chromium):
+        why = ("the jspi start-up snapshot needs Chromium and Playwright (apt-get install -y "
+               "chromium; pip install playwright)")
+        if os.environ.get("CI"):
+            raise SystemExit(why)
+        print(f"  warning: {why}: without it, JSPI engines (Chromium) start Python from "
+              "scratch", file=sys.stderr)
+        return None
+    from edgerun.web.serve import serve
+
+    server, url = serve(ROOT)
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=chromium, headless=True,
+                                        args=["--no-sandbox"])
+            page = browser.new_page()
+            page.goto(f"{url}/scripts/make_snapshot.html?wheel=/"
+                      f"{os.path.relpath(wheel, ROOT).replace(os.sep, '/')}")
+            page.wait_for_function("window.result !== undefined", timeout=300_000)
+            result = page.evaluate("window.result")
+            browser.close()
+    finally:
+        server.shutdown()
+    if "error" in result:
+        raise SystemExit(f"making the jspi start-up snapshot in Chromium failed:\n{result['error']}")
+    if result["pyodide"] != pyodide_version:
+        raise SystemExit(f"Chromium loaded Pyodide {result['pyodide']}, Node {pyodide_version}")
+    packed = base64.b64decode(result["packed"])
+    data = "edgerun-snapshot-jspi.bin.gz"
+    partial = os.path.join(dist, f".{data}.{os.getpid()}")
+    with open(partial, "wb") as f:
+        f.write(packed)
+    os.replace(partial, os.path.join(dist, data))
+    print(f"  start-up snapshot (jspi, in Chromium): {result['bytes'] / 1e6:.1f} MB of memory, "
+          f"{len(packed) / 1e6:.1f} MB gzipped", file=sys.stderr)
+    return {"data": data, "data_sha256": hashlib.sha256(packed).hexdigest(),
+            "bytes": result["bytes"]}
+
+
 def main():
     dist = os.path.join(ROOT, "web", "dist")
     os.makedirs(dist, exist_ok=True)
@@ -51,7 +128,14 @@ def main():
         check_wheel(partial)
         os.replace(partial, os.path.join(dist, "edgerun.whl"))   # atomic: readers never see half
     kernels = check_wheel(os.path.join(dist, "edgerun.whl"))
-    payload = [os.path.join(dist, "edgerun.whl")] + glob.glob(os.path.join(ROOT, "web", "*.js"))
+    make_snapshot(os.path.join(dist, "edgerun.whl"), dist)
+    with open(os.path.join(dist, "edgerun-snapshot.json")) as f:
+        snapshots = [v["data"] for v in json.load(f)["variants"].values()]
+    for stale in glob.glob(os.path.join(dist, "edgerun-snapshot-*.bin.gz")):
+        if os.path.basename(stale) not in snapshots:
+            os.remove(stale)
+    payload = ([os.path.join(dist, n) for n in ["edgerun.whl", "edgerun-snapshot.json"] + snapshots]
+               + glob.glob(os.path.join(ROOT, "web", "*.js")))
     total = sum(os.path.getsize(p) for p in payload)
     for p in payload:
         print(f"  {os.path.relpath(p, ROOT):32s} {os.path.getsize(p) / 1024:8.1f} KiB")

@@ -61,8 +61,11 @@ def served(folder: str, also=()):
 def repo_site(folder: str) -> str:
     """A served copy of the repository's web layout, with a freshly built wheel:
     node_modules/pyodide, web/*.js, web/dist/edgerun.whl and examples/ (links, not copies,
-    except the wheel), so the demos load exactly as from the repository root."""
+    except the wheel), so the demos load exactly as from the repository root. The start-up
+    snapshots come along when the checkout's web/dist was built from these sources
+    (pack.web.ship_engine), as `npm run build` before the tests leaves it."""
     from edgerun import __version__
+    from edgerun.pack.web import ship_engine
     from edgerun.pack.wheel import build_wheel
 
     os.makedirs(os.path.join(folder, "node_modules"))
@@ -73,10 +76,10 @@ def repo_site(folder: str) -> str:
     for name in os.listdir(os.path.join(ROOT, "web")):
         if name.endswith(".js"):
             os.symlink(os.path.join(ROOT, "web", name), os.path.join(web, name))
-    os.makedirs(os.path.join(folder, "wheel"))
-    wheel = build_wheel(os.path.join(ROOT, "engine", "edgerun"), os.path.join(folder, "wheel"),
+    wheel = build_wheel(os.path.join(ROOT, "engine", "edgerun"), os.path.join(web, "dist"),
                         "edgerun", __version__)
-    os.symlink(wheel, os.path.join(web, "dist", "edgerun.whl"))
+    os.replace(wheel, os.path.join(web, "dist", "edgerun.whl"))
+    ship_engine(os.path.join(web, "dist", "edgerun.whl"))
     return folder
 
 

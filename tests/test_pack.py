@@ -231,8 +231,13 @@ def test_web_pack_runs_offline_in_chromium_like_the_cpu_provider(tmp_path, capsy
     assert "python -m edgerun.web.serve" in err
     for rel in ["index.html", "app.js", "README.md", "model.onnx", "edgerun-pack.json",
                 "edgerun/index.js", "edgerun/worker.js", "edgerun/dist/edgerun.whl",
+                "edgerun/dist/edgerun-snapshot.json",
                 "pyodide/pyodide.mjs", "pyodide/pyodide.asm.wasm", "pyodide/python_stdlib.zip"]:
         assert os.path.isfile(os.path.join(out, rel)), rel
+    with open(os.path.join(out, "edgerun", "dist", "edgerun-snapshot.json")) as f:
+        snapshots = json.load(f)["variants"]      # none when web/dist is not this engine's build
+    for variant in snapshots.values():
+        assert os.path.isfile(os.path.join(out, "edgerun", "dist", variant["data"])), variant
     with open(os.path.join(out, "edgerun-pack.json"), encoding="utf-8") as f:
         manifest = json.load(f)
     assert manifest["providers"] == ["wasm"] and set(manifest["placement"]) == {"wasm"}

@@ -6,8 +6,10 @@ with a wheel built from these sources, so they load exactly as `python -m edgeru
 serves them from a checkout.
 """
 import io
+import json
 import os
 import tempfile
+import urllib.request
 
 import numpy as np
 import pytest
@@ -35,6 +37,13 @@ def _open(site, path: str):
     errors = console_errors(page)
     page.goto(f"{url}/{path}")
     return page, errors
+
+
+def _shipped_snapshots(site) -> dict:
+    """The start-up snapshots the served site has (pack.web.ship_engine wrote its list)."""
+    context, url = site
+    with urllib.request.urlopen(f"{url}/web/dist/edgerun-snapshot.json") as response:
+        return json.load(response)["variants"]
 
 
 def _cpu(x: np.ndarray):
@@ -87,6 +96,11 @@ def test_digits_demo_classifies_drawn_digits(site, tmp_path):
     state = page.evaluate("digitsDemo")
     assert state["ready"], (state["error"], errors)
     assert "webgpu" in state["providers"], state["providers"]   # SwiftShader; wasm takes the rest
+    # Python started from the start-up snapshot made in Chromium, wherever the site has one
+    # (always in CI, whose build makes it: scripts/build_web.py)
+    shipped = _shipped_snapshots(site)
+    assert "jspi" in shipped or not os.environ.get("CI"), shipped
+    assert state["startup"]["snapshot"] == ("jspi" in shipped), state["startup"]
 
     holdout = np.load(os.path.join(ROOT, "examples", "digits", "digits_holdout.npz"))
     picks = [int(np.flatnonzero(holdout["y"] == d)[0]) for d in range(10)]

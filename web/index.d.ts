@@ -179,6 +179,9 @@ export const env: {
   pyodide: { indexURL?: string | URL };
   /** The edgerun wheel. Default: dist/edgerun.whl next to index.js. */
   wheelURL?: string | URL;
+  /** The start-up snapshot's description (its data file beside it). Default:
+   * dist/edgerun-snapshot.json next to index.js; null: start Python from scratch. */
+  snapshotURL?: string | URL | null;
   /** Default for SessionOptions.worker. */
   worker: boolean;
   /** onnxruntime-web's spelling of `worker`; numThreads and simd are accepted (one thread). */

@@ -5,6 +5,10 @@ export const env = {
   // bundlers; an import map in a plain page). Set it to serve Pyodide from your own folder.
   pyodide: { indexURL: undefined },
   wheelURL: undefined,                   // default: dist/edgerun.whl next to this file
+  // The start-up snapshot (scripts/make_snapshot.mjs): Pyodide's memory with edgerun
+  // imported, restored instead of starting Python. Default: dist/edgerun-snapshot.json next
+  // to this file (its data file beside it); null: always start Python from scratch.
+  snapshotURL: undefined,
   worker: false,                         // run sessions in a Web Worker (InferenceSession.create's `worker`)
   // onnxruntime-web's spelling of `worker: true`; numThreads and simd are accepted for
   // scripts that set them (the engine runs one thread in the page)
@@ -50,19 +54,154 @@ export function getRuntime(onProgress = () => {}) {
 async function startRuntime(onProgress) {
   onProgress({ phase: "pyodide", progress: 0 });
   const indexURL = env.pyodide.indexURL && directoryURL(env.pyodide.indexURL);
+  // the wheel and the snapshot download while Pyodide's module loads
+  const wheel = readBytes(env.wheelURL ?? new URL("./dist/edgerun.whl", import.meta.url));
+  const described = describeSnapshot();
   // From an indexURL, Pyodide's module is imported from there: no import map needed (and
   // module workers have none).
-  const { loadPyodide } = await (indexURL ? import(new URL("pyodide.mjs", indexURL).href)
-                                          : import("pyodide"));
-  const pyodide = await loadPyodide(indexURL ? { indexURL } : {});
-  onProgress({ phase: "pyodide", progress: 1 });
+  const { loadPyodide, version } = await (indexURL ? import(new URL("pyodide.mjs", indexURL).href)
+                                                   : import("pyodide"));
+  const options = indexURL ? { indexURL } : {};
+  // how this thread's Python started: from the snapshot, or why not (web/test/snapshot.test.mjs)
+  const start = { snapshot: false, why: "" };
+  const snapshot = await usableSnapshot(await described, version, await wheel);
+  let pyodide = null;
+  if (typeof snapshot === "string") {
+    start.why = snapshot;
+  } else {
+    try {
+      pyodide = await loadPyodide({ ...options, _loadSnapshot: snapshot.image,
+                                    createPyodideModule: await sizedFor(snapshot, indexURL) });
+      start.snapshot = true;
+    } catch (e) {
+      start.why = `it did not restore (${e?.message ?? e})`;
+      console.warn(`edgerun: the start-up snapshot ${start.why}; starting Python`);
+    }
+  }
+  pyodide ??= await loadPyodide(options);
+  onProgress({ phase: "pyodide", progress: 1, snapshot: start.snapshot, why: start.why });
   onProgress({ phase: "edgerun", progress: 0 });
-  const wheel = await readBytes(env.wheelURL ?? new URL("./dist/edgerun.whl", import.meta.url));
-  const site = pyodide.runPython("import site; site.getsitepackages()[0]");
-  pyodide.unpackArchive(wheel, "wheel", { extractDir: site });
+  installWheel(pyodide, await wheel);
   const bridge = pyodide.pyimport("edgerun.web.bridge");
   onProgress({ phase: "edgerun", progress: 1 });
-  return { pyodide, bridge };
+  return { pyodide, bridge, start };
+}
+
+// The wheel is imported as a zip on sys.path (its package data read through
+// importlib.resources): one file written, nothing unpacked. A snapshot already has the path.
+export const WHEEL_PATH = "/lib/edgerun.whl";
+
+export function installWheel(pyodide, wheel) {
+  pyodide.FS.writeFile(WHEEL_PATH, wheel);
+  pyodide.runPython(`import sys\nif ${JSON.stringify(WHEEL_PATH)} not in sys.path: sys.path.insert(0, ${JSON.stringify(WHEEL_PATH)})`);
+}
+
+// ---- the start-up snapshot --------------------------------------------------------------
+// edgerun-snapshot.json: { pyodide, wheel_sha256, variants: { jspi, plain: { data,
+// data_sha256, bytes } } } (see scripts/make_snapshot.mjs). A snapshot is used only with the Pyodide version and the exact
+// wheel it was made with; anything else (no file, another version, a rebuilt wheel, no
+// WebCrypto to check with) starts Python from scratch, as without one.
+
+// The snapshot's description, its image loading, or why none is used (a string).
+async function describeSnapshot() {
+  if (env.snapshotURL === null) return "env.snapshotURL is null";
+  if (!globalThis.crypto?.subtle) return "no WebCrypto here (not a secure context) to check the wheel with";
+  if (typeof DecompressionStream === "undefined") return "no DecompressionStream here";
+  const url = absoluteURL(env.snapshotURL ?? new URL("./dist/edgerun-snapshot.json", import.meta.url));
+  let info;
+  try {
+    info = JSON.parse(new TextDecoder().decode(await readBytes(url)));
+  } catch (e) {
+    return `none at ${url} (${e?.message ?? e})`;     // none shipped: a normal start
+  }
+  // Python records at start-up what the engine offers (JSPI, how C calls JavaScript-made
+  // functions): the variant made where those are as here, "jspi" (made in Chromium) where
+  // WebAssembly.Suspending exists, "plain" (made in Node 20) where no JSPI does
+  const variant = jspiHere();
+  if (variant === "old") return "this engine has the old JSPI API (WebAssembly.Suspender), which no snapshot is made for";
+  const chosen = info.variants?.[variant];
+  if (!chosen) return `${url} has no ${variant} variant`;
+  // The data file: the one named next to a chosen snapshotURL; by default the literal URLs
+  // below, which bundlers (Vite) see and emit as assets.
+  const data = env.snapshotURL ? new URL(chosen.data, url)
+    : variant === "jspi" ? new URL("./dist/edgerun-snapshot-jspi.bin.gz", import.meta.url)
+      : new URL("./dist/edgerun-snapshot-plain.bin.gz", import.meta.url);
+  const snapshot = { pyodide: info.pyodide, wheel_sha256: info.wheel_sha256, variant, ...chosen,
+                     url: data };
+  snapshot.image = snapshotBytes(snapshot);    // loading before it is known to be usable
+  snapshot.image.catch(() => {});              // (its error surfaces where it is awaited)
+  return snapshot;
+}
+
+// The stack switching (JSPI) Pyodide finds when it starts: "jspi", "old" (the old API) or
+// "plain" (none), by Pyodide's own test.
+function jspiHere() {
+  try {
+    new WebAssembly.Module(new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0]));
+  } catch {
+    return "plain";                               // a CSP that forbids compiling wasm
+  }
+  return "Suspending" in WebAssembly ? "jspi" : "Suspender" in WebAssembly ? "old" : "plain";
+}
+
+// The snapshot, or why it cannot be used here (a string).
+async function usableSnapshot(snapshot, pyodideVersion, wheel) {
+  if (typeof snapshot === "string") return snapshot;
+  if (snapshot.pyodide !== pyodideVersion) return `it was made with Pyodide ${snapshot.pyodide}, this is ${pyodideVersion}`;
+  if (snapshot.wheel_sha256 !== await sha256(wheel)) return "it was made with another edgerun wheel";
+  return snapshot;
+}
+
+// Pyodide restores a snapshot into the memory its module starts with, and fails ("offset is
+// out of bounds") when Python had grown it past that before the snapshot was taken (this
+// one's preloaded modules do). Its module factory, wrapped to grow the new instance's memory
+// to the snapshot's size before the restore writes it.
+async function sizedFor(snapshot, indexURL) {
+  const script = indexURL ? new URL("pyodide.asm.mjs", indexURL).href
+    : new URL("pyodide.asm.mjs", import.meta.resolve("pyodide")).href;
+  const createModule = (await import(script)).default;
+  return (settings) => {
+    const instantiate = settings.instantiateWasm;
+    settings.instantiateWasm = (imports, receive) => instantiate(imports, (instance, module) => {
+      const memory = instance.exports.memory;
+      const missing = snapshot.bytes - memory.buffer.byteLength;
+      if (missing > 0) memory.grow(Math.ceil(missing / 65536));
+      receive(instance, module);
+    });
+    return createModule(settings);
+  };
+}
+
+async function sha256(bytes) {
+  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", bytes));
+  return Array.from(digest, (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+// The snapshot's memory image: from Cache Storage when an earlier visit kept it (it is
+// stored uncompressed, so a second visit skips inflating it), else downloaded and inflated.
+async function snapshotBytes(snapshot) {
+  const key = typeof caches !== "undefined" && /^https?:/.test(snapshot.url.href) &&
+    new Request(`${snapshot.url.href}?inflated=${snapshot.data_sha256}`);
+  const cache = key && await caches.open("edgerun-snapshot").catch(() => null);
+  const kept = cache && await cache.match(key).catch(() => null);
+  if (kept) return new Uint8Array(await kept.arrayBuffer());
+  const packed = await readBytes(snapshot.url);
+  const bytes = new Uint8Array(await new Response(
+    new Blob([packed]).stream().pipeThrough(new DecompressionStream("gzip"))).arrayBuffer());
+  if (bytes.length !== snapshot.bytes) throw new Error(`the snapshot inflated to ${bytes.length} bytes, not ${snapshot.bytes}`);
+  if (cache) keep(cache, key, bytes);
+  return bytes;
+}
+
+// Store the inflated image for the next visit, replacing older ones; off the critical path
+// and best effort (a full quota only costs the next visit the inflating).
+function keep(cache, key, bytes) {
+  setTimeout(async () => {
+    try {
+      for (const old of await cache.keys()) if (old.url !== key.url) await cache.delete(old);
+      await cache.put(key, new Response(bytes));
+    } catch { /* quota or private mode: fine */ }
+  }, 0);
 }
 
 // The configuration a Web Worker needs, with every URL absolute: relative ones would
@@ -79,12 +218,14 @@ export function workerConfig() {
   }
   return { indexURL: directoryURL(indexURL),
            wheelURL: env.wheelURL ? absoluteURL(env.wheelURL).href : undefined,
+           snapshotURL: env.snapshotURL ? absoluteURL(env.snapshotURL).href : env.snapshotURL,
            customOps: customOps.slice() };
 }
 
-export function configure({ indexURL, wheelURL, customOps: registered = [] }) {
+export function configure({ indexURL, wheelURL, snapshotURL, customOps: registered = [] }) {
   env.pyodide.indexURL = indexURL;
   env.wheelURL = wheelURL;
+  env.snapshotURL = snapshotURL;
   customOps.splice(0, customOps.length, ...registered);
 }
 

@@ -14,7 +14,7 @@ const show = (id, text) => { document.getElementById(id).textContent = text; };
 // What tests and curious users read: the drawing's version and what was classified last.
 const state = window.digitsDemo = { ready: false, version: 0, classified: 0, input: null,
                                     label: null, probabilities: null, providers: [],
-                                    fallback: null, error: null };
+                                    fallback: null, error: null, startup: null };
 
 function clearPad() {
   ctx.fillStyle = "#fff";
@@ -136,7 +136,10 @@ async function start(providers = ["webgpu", "wasm"]) {
   const started = performance.now();
   session = await InferenceSession.create(MODEL, {
     executionProviders: providers,
-    onProgress: ({ phase, progress }) => show("status", `loading ${phase}… ${Math.round(progress * 100)}%`),
+    onProgress: ({ phase, progress, snapshot, why }) => {
+      show("status", `loading ${phase}… ${Math.round(progress * 100)}%`);
+      if (phase === "pyodide" && progress === 1) state.startup = { snapshot, why };   // how Python started
+    },
   });
   const counts = {};
   for (const node of session.explain().nodes) counts[node.provider] = (counts[node.provider] ?? 0) + 1;

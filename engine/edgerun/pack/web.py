@@ -2,7 +2,8 @@
 
 DIR holds the page (mobile/web/: index.html, app.js, README.md), the model, edgerun's
 JavaScript API (web/*.js of the checkout) with the engine's wheel at edgerun/dist/edgerun.whl
-where the API looks for it, and Pyodide's core files copied from the `pyodide` npm package
+where the API looks for it (with the checkout's start-up snapshots when its web/dist holds that
+very engine: `npm run build`), and Pyodide's core files copied from the `pyodide` npm package
 (node_modules/pyodide of the checkout, or EDGERUN_PYODIDE_DIR), so it works offline.
 
 Pyodide offline has no numpy, hence no CPU provider: the page asks for wasm, and the pack
@@ -10,6 +11,7 @@ says which nodes (if any) the wasm provider would leave to the CPU.
 """
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import zipfile
@@ -17,6 +19,7 @@ import zipfile
 PROVIDERS = ["wasm"]
 JS_DIR = "edgerun"
 WHEEL = "edgerun/dist/edgerun.whl"
+SNAPSHOT = "edgerun-snapshot.json"     # beside the wheel, where web/runtime.js looks for it
 PYODIDE_DIR = "pyodide"
 # what loadPyodide() reads from its indexURL (the rest of the npm package is docs and maps)
 PYODIDE_FILES = ["pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_stdlib.zip",
@@ -89,6 +92,8 @@ def copy_page(out: str, fill) -> None:
 
 
 def write_wheel(out: str, error) -> str:
+    """The engine's wheel at out/WHEEL, with the start-up snapshots beside it when the
+    checkout's web/dist has them for the same engine (ship_engine); returns the wheel's path."""
     from .. import __version__
     from .wheel import build_wheel
 
@@ -103,7 +108,42 @@ def write_wheel(out: str, error) -> str:
     if missing:
         raise error(f"the edgerun wheel lacks {missing}, which the page needs (is the wasm "
                     f"module built? python wasm_kernels/build.py)")
+    ship_engine(path)
     return path
+
+
+def ship_engine(wheel: str) -> bool:
+    """Put the start-up snapshots (scripts/make_snapshot.mjs) beside `wheel` when the
+    checkout's web/dist has them for a wheel holding exactly what `wheel` holds, taking that
+    wheel's bytes too (a snapshot is tied to them). Otherwise write a description with no
+    snapshot, so the page starts Python from scratch without asking for a missing file.
+    Returns whether snapshots were shipped."""
+    folder = os.path.dirname(wheel)
+    built = checkout_dir(os.path.join("web", "dist"))
+    description = os.path.join(built, SNAPSHOT)
+    ours = os.path.join(folder, SNAPSHOT)
+    if os.path.isfile(description) and _same_contents(wheel, os.path.join(built, "edgerun.whl")):
+        with open(description) as f:
+            variants = json.load(f)["variants"]
+        for name in ["edgerun.whl", SNAPSHOT] + [v["data"] for v in variants.values()]:
+            shutil.copyfile(os.path.join(built, name), os.path.join(folder, name))
+        return True
+    with open(ours, "w") as f:
+        json.dump({"variants": {}, "why": "no start-up snapshot was built for this engine "
+                   "(npm run build in the checkout makes one)"}, f)
+    return False
+
+
+def _same_contents(wheel: str, other: str) -> bool:
+    """Whether two wheels hold the same engine: the same files with the same bytes (their
+    metadata, timestamps and READMEs, which pip and pack.wheel package differently, aside)."""
+    if not os.path.isfile(other):
+        return False
+    with zipfile.ZipFile(wheel) as a, zipfile.ZipFile(other) as b:
+        files = lambda z: {i.filename for i in z.infolist() if ".dist-info/" not in i.filename
+                           and not i.is_dir() and not i.filename.endswith(".md")}
+        names = files(a)
+        return names == files(b) and all(a.read(n) == b.read(n) for n in names)
 
 
 def copy_pyodide(out: str) -> int:

@@ -17,6 +17,9 @@ opt-in that SessionOptions.register_custom_ops_library is in Python.
 """
 from __future__ import annotations
 
+import importlib
+import pkgutil
+
 from ..custom_ops import get_library_path
 from ..ir import dtypes
 from ..runtime.host_tensor import HostTensor, have_numpy
@@ -34,6 +37,32 @@ WEB_TYPES = {"float32": dtypes.FLOAT, "float64": dtypes.DOUBLE, "float16": dtype
 _WEB_NAME = {code: name for name, code in WEB_TYPES.items()}
 _BY_TYPE_STR = {t.type_str: t.code for t in dtypes.BY_CODE.values()}
 _LEVELS = {"disabled": 0, "basic": 1, "extended": 2, "all": 99}
+# Never imported by a page's session: command-line tools, packaging, the numpy CPU provider
+# and the phone adapters.
+_NOT_PRELOADED = ("edgerun.tools", "edgerun.pack", "edgerun.cli", "edgerun.__main__",
+                  "edgerun.providers.cpu", "edgerun.providers.coreml", "edgerun.providers.nnapi",
+                  "edgerun.providers.qnn")
+
+
+def preload(package: str = "edgerun") -> list:
+    """Import every engine module a page's session may import, so that a start-up snapshot
+    taken after this (scripts/make_snapshot.mjs) holds them compiled. Modules that cannot
+    import here (they need numpy or a native library) are skipped; returns their names."""
+    if package == "edgerun":
+        from ..providers.wasm.build_info import load_module_bytes
+        load_module_bytes()          # read and checked once: a restored page has it in memory
+    skipped = []
+    for module in pkgutil.iter_modules(importlib.import_module(package).__path__, package + "."):
+        if module.name.startswith(_NOT_PRELOADED):
+            continue
+        try:
+            importlib.import_module(module.name)
+        except ImportError:
+            skipped.append(module.name)
+            continue
+        if module.ispkg:
+            skipped += preload(module.name)
+    return skipped
 
 
 class WebSession:

@@ -7,7 +7,9 @@ by the Python side (an activation expression, a block size). See wgsl_kernels/RE
 """
 from __future__ import annotations
 
+import importlib.resources
 import os
+import pathlib
 import re
 
 WORKGROUP_SIZE = 64
@@ -29,16 +31,24 @@ def kernel_dir() -> str:
     return os.path.normpath(os.path.join(here, "..", "..", "..", "..", "wgsl_kernels"))
 
 
+def _kernel_folder():
+    """Where the WGSL files are read from: kernel_dir(), or the package data itself when the
+    package is imported from its zipped wheel (a page's Pyodide), which has no folder."""
+    folder = kernel_dir()
+    if os.environ.get("EDGERUN_WGSL_DIR") or os.path.isdir(folder):
+        return pathlib.Path(folder)
+    return importlib.resources.files(__package__) / "wgsl"
+
+
 class ShaderLibrary:
     def __init__(self, directory: str = None):
-        self.directory = directory or kernel_dir()
+        self.directory = pathlib.Path(directory) if directory else _kernel_folder()
         self._families: dict = {}
 
     def _read(self, name: str) -> str:
-        path = os.path.join(self.directory, f"{name}.wgsl")
+        path = self.directory / f"{name}.wgsl"
         try:
-            with open(path, encoding="utf-8") as f:
-                return f.read()
+            return path.read_text(encoding="utf-8")
         except OSError as e:
             raise FileNotFoundError(f"WGSL kernel file {path} is missing ({e}); set "
                                     f"EDGERUN_WGSL_DIR to the wgsl_kernels folder") from e
