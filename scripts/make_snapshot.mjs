@@ -1,5 +1,6 @@
 // The "plain" start-up snapshot, for engines without JSPI: Pyodide's memory after installing
-// the wheel and importing the engine's modules (snapshot_image.mjs), gzipped.
+// the wheel and importing the engine's modules (snapshot_image.mjs), its zero pages left out,
+// gzipped.
 //
 //   node scripts/make_snapshot.mjs WHEEL OUT_DIR
 //
@@ -27,12 +28,12 @@ delete WebAssembly.Suspender;
 // imported after that: Pyodide reads the globals when it loads
 const { loadPyodide, version } = await import("pyodide");
 const { installWheel } = await import("../web/runtime.js");
-const { makeSnapshotImage } = await import("./snapshot_image.mjs");
+const { makeSnapshotImage, sparseImage } = await import("./snapshot_image.mjs");
 
 const variant = "plain";
 const wheel = new Uint8Array(readFileSync(wheelPath));
 const { image, skipped } = await makeSnapshotImage(loadPyodide, installWheel, wheel);
-const packed = gzipSync(image, { level: 9 });
+const packed = gzipSync(sparseImage(image), { level: 9 });
 const sha256 = (bytes) => createHash("sha256").update(bytes).digest("hex");
 const data = `edgerun-snapshot-${variant}.bin.gz`;
 writeFileSync(join(outDir, `${data}.partial`), packed);

@@ -177,20 +177,44 @@ async function sha256(bytes) {
   return Array.from(digest, (b) => b.toString(16).padStart(2, "0")).join("");
 }
 
-// The snapshot's memory image: from Cache Storage when an earlier visit kept it (it is
-// stored uncompressed, so a second visit skips inflating it), else downloaded and inflated.
+// The snapshot's memory image: from Cache Storage when an earlier visit kept it (inflated,
+// so a second visit skips inflating it), else downloaded and inflated; stored without its
+// zero pages (scripts/snapshot_image.mjs), expanded here.
 async function snapshotBytes(snapshot) {
   const key = typeof caches !== "undefined" && /^https?:/.test(snapshot.url.href) &&
     new Request(`${snapshot.url.href}?inflated=${snapshot.data_sha256}`);
   const cache = key && await caches.open("edgerun-snapshot").catch(() => null);
   const kept = cache && await cache.match(key).catch(() => null);
-  if (kept) return new Uint8Array(await kept.arrayBuffer());
-  const packed = await readBytes(snapshot.url);
-  const bytes = new Uint8Array(await new Response(
-    new Blob([packed]).stream().pipeThrough(new DecompressionStream("gzip"))).arrayBuffer());
-  if (bytes.length !== snapshot.bytes) throw new Error(`the snapshot inflated to ${bytes.length} bytes, not ${snapshot.bytes}`);
-  if (cache) keep(cache, key, bytes);
-  return bytes;
+  let sparse;
+  if (kept) {
+    sparse = new Uint8Array(await kept.arrayBuffer());
+  } else {
+    const packed = await readBytes(snapshot.url);
+    sparse = new Uint8Array(await new Response(
+      new Blob([packed]).stream().pipeThrough(new DecompressionStream("gzip"))).arrayBuffer());
+    if (cache) keep(cache, key, sparse);
+  }
+  const image = expandImage(sparse);
+  if (image.length !== snapshot.bytes) throw new Error(`the snapshot inflated to ${image.length} bytes, not ${snapshot.bytes}`);
+  return image;
+}
+
+function expandImage(sparse) {
+  const view = new DataView(sparse.buffer, sparse.byteOffset, sparse.byteLength);
+  const word = (i) => view.getUint32(4 * i, true);
+  if (sparse.length < 16 || word(0) !== 0x31535245) throw new Error("the snapshot is not an edgerun sparse image");
+  const [length, pageSize, runs] = [word(1), word(2), word(3)];
+  if (sparse.length < 16 + 8 * runs) throw new Error("the snapshot is truncated");
+  const image = new Uint8Array(length);
+  let at = 16 + 8 * runs;
+  for (let r = 0; r < runs; r++) {
+    const start = word(4 + 2 * r) * pageSize;
+    const size = Math.min(word(5 + 2 * r) * pageSize, length - start);
+    if (at + size > sparse.length) throw new Error("the snapshot is truncated");
+    image.set(sparse.subarray(at, at + size), start);
+    at += size;
+  }
+  return image;
 }
 
 // Store the inflated image for the next visit, replacing older ones; off the critical path

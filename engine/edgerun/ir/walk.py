@@ -7,13 +7,16 @@ from ..errors import InvalidGraph
 from .graph import Graph, Node
 
 
-def subgraphs(node: Node):
+def subgraphs(node: Node) -> list:
     """The graphs in a node's attributes (If's branches, Loop's and Scan's bodies)."""
+    found = []
     for a in node.attributes.values():
-        if isinstance(a.value, Graph):
-            yield a.value
-        elif isinstance(a.value, list):
-            yield from (g for g in a.value if isinstance(g, Graph))
+        value = a.value
+        if isinstance(value, Graph):
+            found.append(value)
+        elif isinstance(value, list) and value and isinstance(value[0], Graph):
+            found += value          # a GRAPHS attribute: graphs only (ints lists are skipped whole)
+    return found
 
 
 def subgraph_reads(node: Node) -> set:

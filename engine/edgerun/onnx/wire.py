@@ -58,7 +58,13 @@ def fields(buf: memoryview, schema: dict = None, start: int = 0, end: int = None
         end = len(buf)
     pos = start
     while pos < end:
-        key, pos = read_varint(buf, pos, end)
+        # one-byte varints (nearly every key and length, most ints) are read inline: this
+        # loop is most of a model's decoding, which in Pyodide is most of creating a session
+        key = buf[pos]
+        if key < 0x80:
+            pos += 1
+        else:
+            key, pos = read_varint(buf, pos, end)
         number, wire_type = key >> 3, key & 7
         if number == 0:
             raise WireError("field number 0")
@@ -66,9 +72,17 @@ def fields(buf: memoryview, schema: dict = None, start: int = 0, end: int = None
             raise WireError(f"{schema.get('name', 'message')} field {number} has wire type "
                             f"{wire_type}, expected {' or '.join(map(str, schema[number]))}")
         if wire_type == VARINT:
-            value, pos = read_varint(buf, pos, end)
+            value = buf[pos] if pos < end else 0x80
+            if value < 0x80:
+                pos += 1
+            else:
+                value, pos = read_varint(buf, pos, end)
         elif wire_type == LENGTH:
-            size, pos = read_varint(buf, pos, end)
+            size = buf[pos] if pos < end else 0x80
+            if size < 0x80:
+                pos += 1
+            else:
+                size, pos = read_varint(buf, pos, end)
             if pos + size > end:
                 raise WireError(f"field {number}: length {size} runs past the end of its message")
             value = buf[pos:pos + size]
