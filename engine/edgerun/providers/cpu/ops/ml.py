@@ -13,6 +13,7 @@ step.
 """
 from __future__ import annotations
 
+import functools
 import weakref
 
 import numpy as np
@@ -604,11 +605,11 @@ def svm_regressor(ctx, x, coefficients=None, kernel_params=None, kernel_type="LI
                   n_supports=0, one_class=0, post_transform="NONE", rho=None,
                   support_vectors=None):
     v = _rows_f32(x).astype(np.float64)
-    coef = np.asarray(coefficients or [], dtype=np.float32).astype(np.float64)
+    coef, vectors = _cache.get(ctx, "svm", lambda: (
+        _f32_as_f64(coefficients),
+        _f32_as_f64(support_vectors).reshape(n_supports, -1) if n_supports > 0 else None))
     bias = float(np.float32((rho or [0.0])[0]))
     if n_supports > 0:
-        vectors = np.asarray(support_vectors, dtype=np.float32).astype(np.float64)
-        vectors = vectors.reshape(n_supports, -1)
         _check_features(v, vectors.shape[1])
         scores = _svm_kernel(v, vectors, kernel_type, _kernel_params(kernel_params)) @ coef
     else:
@@ -635,13 +636,18 @@ def svm_classifier(ctx, x, classlabels_ints=None, classlabels_strings=None, coef
     classes = len(labels)
     if classes == 0:
         raise ValueError("SVMClassifier: one of classlabels_ints, classlabels_strings is required")
-    coef = np.asarray(coefficients or [], dtype=np.float32).astype(np.float64)
-    rho = np.asarray(rho or [0.0], dtype=np.float32).astype(np.float64)
-    prob_a, prob_b = list(prob_a or []), list(prob_b or [])
-    if len(prob_a) != len(prob_b):
-        raise ValueError(f"SVMClassifier: {len(prob_a)} prob_a but {len(prob_b)} prob_b values")
-    have_proba = bool(prob_a)
+    if len(prob_a or []) != len(prob_b or []):
+        raise ValueError(f"SVMClassifier: {len(prob_a or [])} prob_a but {len(prob_b or [])} "
+                         f"prob_b values")
     counts = [int(c) for c in (vectors_per_class or [])]
+
+    def build():        # once per node: the attribute lists as arrays (a run at batch 1 is short)
+        return (_f32_as_f64(coefficients), _f32_as_f64(rho or [0.0]),
+                _f32_as_f64(support_vectors).reshape(sum(counts), -1) if sum(counts) else None,
+                np.asarray(prob_a or [], dtype=np.float32),
+                np.asarray(prob_b or [], dtype=np.float32))
+    coef, rho, vectors, prob_a, prob_b = _cache.get(ctx, "svm", build)
+    have_proba = prob_a.size > 0
     all_positive = bool((coef >= 0).all())
     v = _rows_f32(x).astype(np.float64)
     pairs = classes * (classes - 1) // 2
@@ -650,7 +656,7 @@ def svm_classifier(ctx, x, classlabels_ints=None, classlabels_strings=None, coef
         if len(counts) != classes:
             raise ValueError(f"SVMClassifier: {len(counts)} vectors_per_class for {classes} "
                              f"classes")
-        votes, pair_scores = _svc_pairwise(v, coef, rho, counts, support_vectors, kernel_type,
+        votes, pair_scores = _svc_pairwise(v, coef, rho, counts, vectors, kernel_type,
                                            _kernel_params(kernel_params))
         maxclass = np.argmax(votes, axis=1)
         max_weight = np.zeros(v.shape[0], dtype=np.float32)
@@ -682,10 +688,15 @@ def svm_classifier(ctx, x, classlabels_ints=None, classlabels_strings=None, coef
     return label, final
 
 
-def _svc_pairwise(v, coef, rho, counts, support_vectors, kernel_type, params):
+def _f32_as_f64(values) -> np.ndarray:
+    """An attribute's float list as float32 values widened to float64 (onnxruntime reads
+    the attributes as float32 and computes SVM kernels in double)."""
+    return np.asarray(values or [], dtype=np.float32).astype(np.float64)
+
+
+def _svc_pairwise(v, coef, rho, counts, vectors, kernel_type, params):
     """libsvm one-vs-one decision values [N, pairs] and the votes [N, classes]."""
     total = sum(counts)
-    vectors = np.asarray(support_vectors, dtype=np.float32).astype(np.float64).reshape(total, -1)
     _check_features(v, vectors.shape[1])
     kernels = _svm_kernel(v, vectors, kernel_type, params)          # [N, total]
     classes = len(counts)
@@ -715,10 +726,16 @@ def _svc_probabilities(pair_scores, prob_a, prob_b, classes: int) -> np.ndarray:
     p = 1 - _logistic(pair_scores * a + b)
     p = np.clip(p, np.float32(1e-7), np.float32(1 - 1e-7))
     r = np.zeros((n, classes, classes), dtype=np.float32)
-    iu, ju = np.triu_indices(classes, 1)
+    iu, ju = _pairs(classes)
     r[:, iu, ju] = p
     r[:, ju, iu] = 1 - p
     return _couple_probabilities(r)
+
+
+@functools.lru_cache(maxsize=64)
+def _pairs(classes: int) -> tuple:
+    """The (i, j) class pairs, i < j, in libsvm's order (np.triu_indices, made once per k)."""
+    return np.triu_indices(classes, 1)
 
 
 def _couple_probabilities(r: np.ndarray) -> np.ndarray:
