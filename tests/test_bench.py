@@ -107,3 +107,24 @@ def test_overhead_bench_times_a_deep_chain_on_every_engine(tmp_path):
         assert r["runs"] >= 5 and r["us_per_node"] > 0
         assert r["max_abs_diff"] < 1e-5          # the same chain computed everywhere
     assert "us per node" in (tmp_path / "results.md").read_text()
+
+
+def test_cold_start_bench_times_edgerun_visits_in_chromium(tmp_path):
+    """bench.web.cold_start on the digits model, edgerun only (onnxruntime-web is a bench
+    dependency, not a test one): two visits give correct outputs (checked by the bench against
+    the CPU provider), and the second fetches next to nothing (HTTP cache, Cache Storage)."""
+    import json
+
+    from browser_harness import require_browser
+
+    require_browser()
+    from bench.web.cold_start import main
+
+    assert main(["--models", "digits_mlp", "--engines", "edgerun", "--visits", "2",
+                 "--out", str(tmp_path)]) == 0
+    with open(tmp_path / "cold_start.json") as f:
+        first, second = json.load(f)["digits_mlp"]["edgerun"]
+    assert first["ms"] > 0 and second["ms"] > 0
+    assert first["bytes"] > 10e6, first            # Pyodide, the snapshot, the wheel, the model
+    assert second["bytes"] < first["bytes"] / 100, (first, second)
+    assert (tmp_path / "cold_start.md").read_text().count("| digits_mlp |") == 2

@@ -84,8 +84,8 @@ LABELS = {"edgerun": "edgerun (Pyodide, wasm)", "ort_web": "onnxruntime-web 1.30
 
 # ---- the site ----------------------------------------------------------------------------
 
-def build_site(folder: str, names: list) -> dict:
-    """The static site both engines load from; returns name -> case (URLs relative to it)."""
+def build_site(folder: str, names: list, engines=tuple(IMPORTS)) -> dict:
+    """The static site the engines load from; returns name -> case (URLs relative to it)."""
     os.makedirs(folder, exist_ok=True)
     _copy_files(os.path.join(ROOT, "node_modules", "pyodide"), PYODIDE_FILES,
                 os.path.join(folder, "pyodide"))
@@ -94,7 +94,8 @@ def build_site(folder: str, names: list) -> dict:
                 [n for n in os.listdir(os.path.join(ROOT, "web")) if n.endswith(".js")],
                 edgerun_web)
     _copy_files(os.path.join(ROOT, "web", "dist"), _built_files(), os.path.join(edgerun_web, "dist"))
-    _copy_files(ORT_DIST, ORT_FILES, os.path.join(folder, "ort"))
+    if "ort_web" in engines:
+        _copy_files(ORT_DIST, ORT_FILES, os.path.join(folder, "ort"))
     for engine, imports in IMPORTS.items():
         with open(os.path.join(folder, f"{engine}.html"), "w") as f:
             f.write(PAGE.format(engine=engine, imports=imports))
@@ -240,7 +241,7 @@ def main(argv=None) -> int:
     engines = args.engines.split(",")
     site = os.path.join(args.out, "cold_site")
     shutil.rmtree(site, ignore_errors=True)
-    cases = build_site(site, names)
+    cases = build_site(site, names, engines)
     counter = {"bytes": 0}
     server, base = serve(site, counter)
     import edgerun
