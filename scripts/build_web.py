@@ -39,12 +39,13 @@ def check_wheel(path: str) -> int:
         return z.getinfo(KERNELS).file_size
 
 
-def make_snapshot(wheel: str, dist: str) -> None:
+def make_snapshot(wheel: str, dist: str) -> list:
     """The start-up snapshots of `wheel`, made with the Pyodide the npm package pins, and
     edgerun-snapshot.json describing them: {pyodide, wheel_sha256, variants: {plain: {data,
     data_sha256, bytes}, jspi: {...}}}. "plain" is made in Node (make_snapshot.mjs), "jspi"
     in headless Chromium (make_snapshot.html): without Chromium and Playwright it is left out
-    (an error in CI), and JSPI engines then start Python from scratch."""
+    (an error in CI), and JSPI engines then start Python from scratch. Snapshot files of an
+    earlier build that this one did not make are removed. Returns the data files' names."""
     if not os.path.isdir(os.path.join(ROOT, "node_modules", "pyodide")):
         raise SystemExit("node_modules/pyodide is missing: run `npm ci` first (the start-up "
                          "snapshot is made with the Pyodide the npm package pins)")
@@ -62,6 +63,11 @@ def make_snapshot(wheel: str, dist: str) -> None:
     with open(os.path.join(dist, "edgerun-snapshot.json"), "w") as f:
         json.dump({**common, "variants": variants}, f, indent=1)
         f.write("\n")
+    files = [v["data"] for v in variants.values()]
+    for stale in glob.glob(os.path.join(dist, "edgerun-snapshot-*.bin.gz")):
+        if os.path.basename(stale) not in files:
+            os.remove(stale)
+    return files
 
 
 def make_jspi_snapshot(wheel: str, dist: str, pyodide_version: str):
@@ -128,12 +134,7 @@ def main():
         check_wheel(partial)
         os.replace(partial, os.path.join(dist, "edgerun.whl"))   # atomic: readers never see half
     kernels = check_wheel(os.path.join(dist, "edgerun.whl"))
-    make_snapshot(os.path.join(dist, "edgerun.whl"), dist)
-    with open(os.path.join(dist, "edgerun-snapshot.json")) as f:
-        snapshots = [v["data"] for v in json.load(f)["variants"].values()]
-    for stale in glob.glob(os.path.join(dist, "edgerun-snapshot-*.bin.gz")):
-        if os.path.basename(stale) not in snapshots:
-            os.remove(stale)
+    snapshots = make_snapshot(os.path.join(dist, "edgerun.whl"), dist)
     payload = ([os.path.join(dist, n) for n in ["edgerun.whl", "edgerun-snapshot.json"] + snapshots]
                + glob.glob(os.path.join(ROOT, "web", "*.js")))
     total = sum(os.path.getsize(p) for p in payload)

@@ -63,10 +63,8 @@ def repo_site(folder: str) -> str:
     node_modules/pyodide, web/*.js, web/dist/edgerun.whl and examples/ (links, not copies,
     except the wheel), so the demos load exactly as from the repository root. The start-up
     snapshots come along when the checkout's web/dist was built from these sources
-    (pack.web.ship_engine), as `npm run build` before the tests leaves it."""
-    from edgerun import __version__
-    from edgerun.pack.web import ship_engine
-    from edgerun.pack.wheel import build_wheel
+    (pack.web.write_engine), as `npm run build` before the tests leaves it."""
+    from edgerun.pack.web import write_engine
 
     os.makedirs(os.path.join(folder, "node_modules"))
     os.symlink(PYODIDE, os.path.join(folder, "node_modules", "pyodide"))
@@ -76,10 +74,7 @@ def repo_site(folder: str) -> str:
     for name in os.listdir(os.path.join(ROOT, "web")):
         if name.endswith(".js"):
             os.symlink(os.path.join(ROOT, "web", name), os.path.join(web, name))
-    wheel = build_wheel(os.path.join(ROOT, "engine", "edgerun"), os.path.join(web, "dist"),
-                        "edgerun", __version__)
-    os.replace(wheel, os.path.join(web, "dist", "edgerun.whl"))
-    ship_engine(os.path.join(web, "dist", "edgerun.whl"))
+    write_engine(os.path.join(web, "dist"), AssertionError)
     return folder
 
 

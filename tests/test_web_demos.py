@@ -40,7 +40,7 @@ def _open(site, path: str):
 
 
 def _shipped_snapshots(site) -> dict:
-    """The start-up snapshots the served site has (pack.web.ship_engine wrote its list)."""
+    """The start-up snapshots the served site has (pack.web.write_engine wrote its list)."""
     context, url = site
     with urllib.request.urlopen(f"{url}/web/dist/edgerun-snapshot.json") as response:
         return json.load(response)["variants"]

@@ -98,9 +98,10 @@ export function installWheel(pyodide, wheel) {
 
 // ---- the start-up snapshot --------------------------------------------------------------
 // edgerun-snapshot.json: { pyodide, wheel_sha256, variants: { jspi, plain: { data,
-// data_sha256, bytes } } } (see scripts/make_snapshot.mjs). A snapshot is used only with the Pyodide version and the exact
-// wheel it was made with; anything else (no file, another version, a rebuilt wheel, no
-// WebCrypto to check with) starts Python from scratch, as without one.
+// data_sha256, bytes } } } (see scripts/make_snapshot.mjs). A snapshot is used only with the
+// Pyodide version and the exact wheel it was made with; anything else (no file, another
+// version, a rebuilt wheel, no WebCrypto to check with) starts Python from scratch, as
+// without one.
 
 // The snapshot's description, its image loading, or why none is used (a string).
 async function describeSnapshot() {

@@ -31,6 +31,8 @@ import threading
 
 import numpy as np
 
+from edgerun.pack.web import PYODIDE_FILES
+
 from .cases import ROOT, WEB_TYPES, real_models
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -38,8 +40,6 @@ CHROMIUM = os.environ.get("EDGERUN_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--no-first-run", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--disable-quic"]
 DEFAULT_MODELS = "ppocr_mobile_cls,silero_vad,digits_mlp"
-PYODIDE_FILES = ["pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_stdlib.zip",
-                 "pyodide-lock.json"]
 ORT_DIST = os.path.join(HERE, "node_modules", "onnxruntime-web", "dist")
 ORT_FILES = ["ort.wasm.min.mjs", "ort-wasm-simd-threaded.mjs", "ort-wasm-simd-threaded.wasm"]
 TOLERANCE = 1e-3        # largest |engine - edgerun CPU| accepted as a correct result

@@ -92,46 +92,48 @@ def copy_page(out: str, fill) -> None:
 
 
 def write_wheel(out: str, error) -> str:
-    """The engine's wheel at out/WHEEL, with the start-up snapshots beside it when the
-    checkout's web/dist has them for the same engine (ship_engine); returns the wheel's path."""
+    """The engine's wheel at out/WHEEL (write_engine); returns its path."""
+    return write_engine(os.path.join(out, os.path.dirname(WHEEL)), error)
+
+
+def write_engine(dist: str, error) -> str:
+    """The engine's wheel at dist/edgerun.whl, where web/*.js look for it, with the start-up
+    snapshots beside it when the checkout's web/dist has them for the same engine
+    (ship_snapshots); returns the wheel's path. `error`: the exception type to raise."""
     from .. import __version__
     from .wheel import build_wheel
 
-    dist = os.path.join(out, os.path.dirname(WHEEL))
     os.makedirs(dist, exist_ok=True)
     package_dir = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     built = build_wheel(package_dir, dist, "edgerun", __version__)
-    path = os.path.join(out, WHEEL)
+    path = os.path.join(dist, os.path.basename(WHEEL))
     os.replace(built, path)
     with zipfile.ZipFile(path) as z:
         missing = [n for n in WHEEL_REQUIRED if n not in z.namelist()]
     if missing:
         raise error(f"the edgerun wheel lacks {missing}, which the page needs (is the wasm "
                     f"module built? python wasm_kernels/build.py)")
-    ship_engine(path)
+    ship_snapshots(path)
     return path
 
 
-def ship_engine(wheel: str) -> bool:
+def ship_snapshots(wheel: str) -> None:
     """Put the start-up snapshots (scripts/make_snapshot.mjs) beside `wheel` when the
     checkout's web/dist has them for a wheel holding exactly what `wheel` holds, taking that
     wheel's bytes too (a snapshot is tied to them). Otherwise write a description with no
-    snapshot, so the page starts Python from scratch without asking for a missing file.
-    Returns whether snapshots were shipped."""
+    snapshot, so the page starts Python from scratch without asking for a missing file."""
     folder = os.path.dirname(wheel)
     built = checkout_dir(os.path.join("web", "dist"))
     description = os.path.join(built, SNAPSHOT)
-    ours = os.path.join(folder, SNAPSHOT)
     if os.path.isfile(description) and _same_contents(wheel, os.path.join(built, "edgerun.whl")):
         with open(description) as f:
             variants = json.load(f)["variants"]
         for name in ["edgerun.whl", SNAPSHOT] + [v["data"] for v in variants.values()]:
             shutil.copyfile(os.path.join(built, name), os.path.join(folder, name))
-        return True
-    with open(ours, "w") as f:
+        return
+    with open(os.path.join(folder, SNAPSHOT), "w") as f:
         json.dump({"variants": {}, "why": "no start-up snapshot was built for this engine "
                    "(npm run build in the checkout makes one)"}, f)
-    return False
 
 
 def _same_contents(wheel: str, other: str) -> bool:

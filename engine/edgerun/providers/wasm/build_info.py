@@ -9,6 +9,7 @@ files are read as package data, so the engine also runs from its wheel as a zip 
 """
 from __future__ import annotations
 
+import functools
 import glob
 import hashlib
 import importlib.resources
@@ -36,9 +37,6 @@ def sources_hash(folder: str = SOURCES_DIR) -> str:
     return h.hexdigest()
 
 
-_PACKAGED: list = []    # the package's own module, once checked (read once per process)
-
-
 def load_module_bytes(wasm_path: str = None, stamp_path: str = None,
                       sources_dir: str = SOURCES_DIR) -> bytes:
     """The kernels' .wasm bytes, after checking they are the build of the current sources.
@@ -46,9 +44,13 @@ def load_module_bytes(wasm_path: str = None, stamp_path: str = None,
     if (wasm_path, stamp_path, sources_dir) != (None, None, SOURCES_DIR):
         return _checked_module_bytes(wasm_path or WASM_PATH, stamp_path or STAMP_PATH,
                                      sources_dir)
-    if not _PACKAGED:
-        _PACKAGED.append(_checked_module_bytes(WASM_PATH, STAMP_PATH, SOURCES_DIR))
-    return _PACKAGED[0]
+    return _packaged_module_bytes()
+
+
+@functools.cache
+def _packaged_module_bytes() -> bytes:
+    """The package's own module, read and checked once per process."""
+    return _checked_module_bytes(WASM_PATH, STAMP_PATH, SOURCES_DIR)
 
 
 def _checked_module_bytes(wasm_path: str, stamp_path: str, sources_dir: str) -> bytes:
