@@ -38,6 +38,19 @@ def gpu():
     return shared_context()
 
 
+def usable_provider(name: str) -> str:
+    """`name`, after checking that its provider can run here (skip locally, fail in CI)."""
+    if name == "wasm":
+        from edgerun.providers.wasm.provider import WasmProvider
+        ok, _ = WasmProvider.available()
+        need(ok, "the wasm provider", "pip install wasmtime==50.0.1")
+    if name == "webgpu":
+        from edgerun.providers.webgpu.provider import WebGpuProvider
+        ok, why = WebGpuProvider.available()
+        need(ok, f"a WebGPU adapter ({why})", WEBGPU_INSTALL)
+    return name
+
+
 def webgpu_session(model, providers=("webgpu", "cpu")):
     """A session that fails, rather than warns, when the webgpu provider is skipped."""
     import edgerun

@@ -19,7 +19,7 @@ import pytest
 from onnx import TensorProto, helper
 
 import edgerun
-from conftest import need
+from conftest import need, usable_provider
 
 MS = "com.microsoft"
 RTOL, ATOL = 1e-4, 1e-5
@@ -550,19 +550,6 @@ CASES = {
 }
 
 
-def _provider(name):
-    if name == "wasm":
-        from edgerun.providers.wasm.provider import WasmProvider
-        ok, why = WasmProvider.available()
-        need(ok, "the wasm provider", "pip install wasmtime==50.0.1")
-    if name == "webgpu":
-        from conftest import WEBGPU_INSTALL
-        from edgerun.providers.webgpu.provider import WebGpuProvider
-        ok, why = WebGpuProvider.available()
-        need(ok, f"a WebGPU adapter ({why})", WEBGPU_INSTALL)
-    return name
-
-
 # onnxruntime's CPU build lacks BiasAdd (CUDA only): its documented formula instead
 REFERENCES = {"BiasAdd": lambda f: [f["x"] + f["bias"] + f["skip"]],
               "NhwcConv": _nhwc_conv_reference,
@@ -617,7 +604,7 @@ def _check_webgpu_beside_cpu(case, model, feeds, want, host_ops):
     the rest stays on the GPU, and the result matches onnxruntime."""
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)
-        sess = edgerun.InferenceSession(model, providers=[_provider("webgpu")])
+        sess = edgerun.InferenceSession(model, providers=[usable_provider("webgpu")])
     nodes = sess.explain()["nodes"]
     off = [n for n in nodes if n["provider"] != "webgpu"]
     assert off and all(n["op_type"] in host_ops and
@@ -643,7 +630,7 @@ def test_contrib_op_matches_onnxruntime(case, provider):
                                                 f"ORT_{'DISABLE_ALL' if level == 'disabled' else 'ENABLE_ALL'}")
         with warnings.catch_warnings():
             warnings.simplefilter("error", RuntimeWarning)      # a skipped provider fails
-            sess = edgerun.InferenceSession(model, opts, providers=[_provider(provider)])
+            sess = edgerun.InferenceSession(model, opts, providers=[usable_provider(provider)])
         placed = {n["provider"] for n in sess.explain()["nodes"]}
         assert placed == {provider}, placed
         _assert_close(case, level, sess.run(None, feeds), want, _compared(case, feeds))
@@ -817,7 +804,7 @@ def test_bert_embeddings_into_attention():
     for provider in ("cpu", "wasm", "webgpu"):
         with warnings.catch_warnings():
             warnings.simplefilter("error", RuntimeWarning)
-            sess = edgerun.InferenceSession(data, providers=[_provider(provider)])
+            sess = edgerun.InferenceSession(data, providers=[usable_provider(provider)])
         assert {n["provider"] for n in sess.explain()["nodes"]} == {provider}
         np.testing.assert_allclose(sess.run(None, feeds)[0], want[0], rtol=RTOL, atol=ATOL,
                                    err_msg=provider)
@@ -889,7 +876,7 @@ def minilm_variants(tmp_path_factory):
 
 @pytest.mark.parametrize("provider", ["cpu", "wasm", "webgpu"])
 @pytest.mark.parametrize("variant", sorted(MINILM_VARIANTS))
-def test_onnxruntime_tool_variants_of_minilm_run_wholly_on_each_provider(minilm_variants,
+def test_onnxruntime_tool_variants_of_minilm_run_wholly_on_eachusable_provider(minilm_variants,
                                                                           variant, provider):
     """What onnxruntime's transformer optimizer and 4-bit quantizer make of MiniLM runs with
     every node on the provider and equals onnxruntime's output (atol 1e-4)."""
@@ -898,7 +885,7 @@ def test_onnxruntime_tool_variants_of_minilm_run_wholly_on_each_provider(minilm_
         None, feeds)
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)
-        sess = edgerun.InferenceSession(paths[variant], providers=[_provider(provider)])
+        sess = edgerun.InferenceSession(paths[variant], providers=[usable_provider(provider)])
     assert {n["provider"] for n in sess.explain()["nodes"]} == {provider}
     for g, w in zip(sess.run(None, feeds), want):
         np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-4)
@@ -957,7 +944,7 @@ def test_dynamic_quantize_lstm_is_the_lstm_of_its_dequantized_weights(tmp_path, 
                            ("float", float_path))}
     spread = max(np.abs(a - b).max() for a, b in zip(ort["quantized"], ort["float"]))
     for provider in ("cpu", "wasm", "webgpu"):
-        session = edgerun.InferenceSession(quantized_path, providers=[_provider(provider)])
+        session = edgerun.InferenceSession(quantized_path, providers=[usable_provider(provider)])
         assert {n["provider"] for n in session.explain()["nodes"]} == {provider}
         got = session.run(None, {"x": x})
         for g, want, approx in zip(got, ort["dequantized"], ort["quantized"]):

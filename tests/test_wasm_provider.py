@@ -742,15 +742,15 @@ def test_typed_kernel_codes_match_the_c_enums():
 
     from edgerun.providers.wasm.ops.elementwise import MAP_BINARY, MAP_UNARY
 
-    with open(os.path.join(ROOT, "wasm_kernels", "map.c")) as f:
-        source = f.read()
-    enums = re.findall(r"enum \{([^}]*)\}", source)
+    def enum_of(file):
+        with open(os.path.join(ROOT, "wasm_kernels", file)) as f:
+            return re.findall(r"enum \{([^}]*)\}", f.read())[0]
 
     def names(body, prefix):
         return [re.sub(r"\s*=.*", "", n).strip()[len(prefix):].replace("_", "").lower()
                 for n in body.split(",") if n.strip()]
-    assert names(enums[0], "M_") == [n.lower() for n in MAP_UNARY]
-    assert names(enums[1], "B_") == [n.lower() for n in MAP_BINARY]
+    assert names(enum_of("unary_ops.h"), "M_") == [n.lower() for n in MAP_UNARY]
+    assert names(enum_of("map.c"), "B_") == [n.lower() for n in MAP_BINARY]
 
 
 TYPED_UNARY = {      # op -> element types it is checked on (float32 too where no SIMD loop)

@@ -10,15 +10,6 @@
 #include "elemtypes.h"
 
 enum {
-    M_IDENTITY = 0, M_ABS, M_NEG, M_SIGN, M_ROUND, M_FLOOR, M_CEIL, M_SQRT, M_EXP, M_LOG,
-    M_SIN, M_COS, M_TAN, M_ASIN, M_ACOS, M_ATAN, M_SINH, M_COSH, M_TANH, M_ASINH, M_ACOSH,
-    M_ATANH, M_RECIPROCAL, M_SIGMOID, M_RELU, M_ERF, M_IS_INF, M_IS_NAN, M_NOT, M_BITWISE_NOT,
-    M_SOFTPLUS, M_SOFTSIGN, M_ELU, M_SELU, M_CELU, M_THRESHOLDED_RELU, M_SHRINK, M_MISH,
-    M_SWISH, M_HARD_SIGMOID, M_HARD_SWISH, M_LEAKY_RELU, M_GELU, M_GELU_TANH, M_CLIP,
-    M_AFFINE, M_SCALED_TANH
-};
-
-enum {
     B_ADD = 0, B_SUB, B_MUL, B_DIV, B_MAX, B_MIN, B_POW, B_MOD, B_FMOD, B_SHIFT_LEFT,
     B_SHIFT_RIGHT, B_BITWISE_AND, B_BITWISE_OR, B_BITWISE_XOR, B_PRELU
 };
@@ -33,62 +24,18 @@ static inline double d_softplus(double x) {            /* max(x, 0) + log1p(e^-|
     return (x > 0 ? x : 0) + d_log1p(d_exp(-__builtin_fabs(x)));
 }
 
+#include "unary_ops.h"
+
 static double unary_float(i32 op, double x, double p0, double p1) {
     switch (op) {
     case M_IDENTITY: return x;
-    case M_ABS: return __builtin_fabs(x);
-    case M_NEG: return -x;
-    case M_SIGN: return x > 0 ? 1 : x < 0 ? -1 : x;     /* 0 and NaN stay */
-    case M_ROUND: return __builtin_nearbyint(x);          /* ties to even */
-    case M_FLOOR: return __builtin_floor(x);
-    case M_CEIL: return __builtin_ceil(x);
-    case M_SQRT: return __builtin_sqrt(x);
-    case M_EXP: return d_exp(x);
-    case M_LOG: return d_log(x);
-    case M_SIN: return d_sin(x);
-    case M_COS: return d_cos(x);
-    case M_TAN: return d_tan(x);
-    case M_ASIN: return d_asin(x);
-    case M_ACOS: return d_acos(x);
-    case M_ATAN: return d_atan(x);
-    case M_SINH: return d_sinh(x);
-    case M_COSH: return d_cosh(x);
-    case M_TANH: return d_tanh(x);
-    case M_ASINH: return d_asinh(x);
-    case M_ACOSH: return d_acosh(x);
-    case M_ATANH: return d_atanh(x);
-    case M_RECIPROCAL: return 1 / x;
-    case M_SIGMOID: return d_sigmoid(x);
-    case M_RELU: return x > 0 ? x : (x == x ? 0 : x);
-    case M_ERF: return d_erf(x);
     case M_IS_INF: return (p0 != 0 && x == __builtin_inf()) || (p1 != 0 && x == -__builtin_inf());
     case M_IS_NAN: return x != x;
     case M_NOT: return x == 0;
-    case M_SOFTPLUS: return d_softplus(x);
-    case M_SOFTSIGN: return x / (1 + __builtin_fabs(x));
-    case M_ELU: return x >= 0 ? x : p0 * d_expm1(x);                   /* alpha */
-    case M_SELU: return x > 0 ? p1 * x : p1 * p0 * d_expm1(x);          /* alpha, gamma */
-    case M_CELU: return (x > 0 ? x : 0) + (x < 0 ? p0 * d_expm1(x / p0) : 0);   /* alpha */
-    case M_THRESHOLDED_RELU: return x > p0 ? x : 0;                     /* alpha */
-    case M_SHRINK: return x < -p1 ? x + p0 : x > p1 ? x - p0 : 0;       /* bias, lambd */
-    case M_MISH: return x * d_tanh(d_softplus(x));
-    case M_SWISH: return x * d_sigmoid(p0 * x);                        /* alpha */
-    case M_HARD_SIGMOID: {                                              /* alpha, beta */
-        double v = p0 * x + p1;
-        return v < 0 ? 0 : v > 1 ? 1 : v;
-    }
-    case M_HARD_SWISH: {
-        double v = x / 6 + 0.5;
-        return x * (v < 0 ? 0 : v > 1 ? 1 : v);
-    }
-    case M_LEAKY_RELU: return x >= 0 ? x : p0 * x;                      /* alpha */
-    case M_GELU: return 0.5 * x * (1 + d_erf(x * 0.7071067811865476));
+    case M_CLIP: return x != x ? x : x < p0 ? p0 : x > p1 ? p1 : x;    /* min, max */
     case M_GELU_TANH:
         return 0.5 * x * (1 + d_tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
-    case M_CLIP: return x != x ? x : x < p0 ? p0 : x > p1 ? p1 : x;    /* min, max */
-    case M_AFFINE: return p0 * x + p1;                                  /* alpha, beta */
-    case M_SCALED_TANH: return p0 * d_tanh(p1 * x);                     /* alpha, beta */
-    default: return __builtin_nan("");
+    default: return row_unary(op, x, p0, p1);         /* ir/unary_ops.py's formulas */
     }
 }
 

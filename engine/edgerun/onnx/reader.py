@@ -14,7 +14,7 @@ from .. import ir
 from ..errors import InvalidGraph, InvalidProtobuf
 from ..ir import AttrType, dtypes
 from . import wire
-from .wire import FIXED32, LENGTH, VARINT, WireError
+from .wire import LENGTH, WireError
 
 
 # Wire types of the fields each message reads (onnx.proto): a field sent with another type

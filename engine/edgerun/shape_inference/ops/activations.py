@@ -1,18 +1,10 @@
-"""Activations: the output has the input's shape and element type."""
+"""PRelu: the input's type, its shape broadcast with the slope's. (The one-input
+activations are ir/unary_ops.py's rows: elementwise.py.)"""
 from __future__ import annotations
 
 from .. import symbolic
 from ..context import tensor
 from ..registry import infer
-from ._common import same_as_input
-
-ACTIVATIONS = ("Celu", "Elu", "Gelu", "HardSigmoid", "HardSwish", "LeakyRelu", "Mish", "Relu",
-               "Selu", "Shrink", "Sigmoid", "Softplus", "Softsign", "Swish", "ThresholdedRelu")
-
-
-@infer(*ACTIVATIONS)
-def activation(ctx):
-    return [same_as_input(ctx)]
 
 
 @infer("PRelu")

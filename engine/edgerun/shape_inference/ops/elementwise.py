@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 from ...ir import dtypes
+from ...ir.unary_ops import UNARY_OPS
 from .. import symbolic, values as V
 from ..context import tensor
 from ..registry import infer
 from ._common import same_as_input
 
-UNARY_MATH = ("Abs", "Acos", "Acosh", "Asin", "Asinh", "Atan", "Atanh", "Ceil", "Cos", "Cosh",
-              "Erf", "Exp", "Floor", "Log", "Neg", "Reciprocal", "Round", "Sign", "Sin", "Sinh",
-              "Sqrt", "Tan", "Tanh", "BitwiseNot", "Clip")
+# ir/unary_ops.py's rows (math and activations) and the other one-input operators whose
+# output is their input's shape and type
+SAME_AS_INPUT = (*UNARY_OPS, "BitwiseNot", "Clip", "Identity")
 
 
-@infer(*UNARY_MATH, "Identity")
+@infer(*SAME_AS_INPUT)
 def unary(ctx):
     fn = V.UNARY.get(ctx.node.op_type)
     if fn is not None and ctx.value(0) is not None:

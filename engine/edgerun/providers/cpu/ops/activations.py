@@ -1,9 +1,10 @@
-"""Activation functions.
+"""Activation kernels written by hand: in place or with fewer buffers than their formula in
+ir/unary_ops.py (the other activations are that table's rows, registered by unary.py), and
+PRelu, which has two inputs.
 
 Formulas are computed in at least float32 (float16 and bfloat16 inputs round once, at the
 end) and written to avoid overflow: sigmoid and softplus never exponentiate a large positive
-number. Relu (opset 14+), PRelu (16+) and Shrink also accept integer tensors and keep their
-dtype.
+number. Relu (opset 14+) and PRelu (16+) also accept integer tensors and keep their dtype.
 """
 from __future__ import annotations
 
@@ -11,12 +12,13 @@ import numpy as np
 
 from ..registry import kernel
 from .clamp import clip_to, maximum_of, minimum_of
-from .elementwise import erf, float_math, is_float
-from .erf import gelu_erf
+from .elementwise import float_math, is_float
+from .erf import erf, gelu_erf
 from .float_errors import ignored_float_errors
 
 
-def _sigmoid(x: np.ndarray) -> np.ndarray:
+def sigmoid_of(x: np.ndarray) -> np.ndarray:
+    """1 / (1 + exp(-x)) without overflow for any x."""
     e = np.exp(-np.abs(x))                       # in (0, 1]: no overflow for any x
     r = 1 / (1 + e)
     return np.where(x >= 0, r, e * r)
@@ -44,7 +46,7 @@ def _is_float32_or_64(x: np.ndarray) -> bool:
     return x.dtype == np.float32 or x.dtype == np.float64
 
 
-def _softplus(x: np.ndarray) -> np.ndarray:
+def softplus_of(x: np.ndarray) -> np.ndarray:
     """log(1 + exp(x)) = max(x, 0) + log1p(exp(-|x|))."""
     return np.maximum(x, 0) + np.log1p(np.exp(-np.abs(x)))
 
@@ -62,11 +64,6 @@ def relu(ctx, x, **_legacy):
     return maximum_of(x, 0)
 
 
-@kernel("LeakyRelu")
-def leaky_relu(ctx, x, alpha=0.01, **_legacy):
-    return _activation(lambda v: np.where(v >= 0, v, v * alpha), x)
-
-
 @kernel("PRelu")
 def prelu(ctx, x, slope, **_legacy):
     """slope broadcasts to x (unidirectionally from opset 7)."""
@@ -75,36 +72,11 @@ def prelu(ctx, x, slope, **_legacy):
     return np.where(x >= 0, x, x * slope).astype(x.dtype)
 
 
-@kernel("ThresholdedRelu")
-def thresholded_relu(ctx, x, alpha=1.0):
-    return _activation(lambda v: np.where(v > alpha, v, 0), x)
-
-
-@kernel("Elu")
-def elu(ctx, x, alpha=1.0, **_legacy):
-    return _activation(lambda v: np.where(v > 0, v, alpha * np.expm1(v)), x)
-
-
-@kernel("Selu")
-def selu(ctx, x, alpha=1.67326319217681884765625, gamma=1.05070102214813232421875, **_legacy):
-    return _activation(lambda v: gamma * np.where(v > 0, v, alpha * np.expm1(v)), x)
-
-
-@kernel("Celu")
-def celu(ctx, x, alpha=1.0):
-    return _activation(lambda v: np.maximum(v, 0) + np.minimum(0, alpha * np.expm1(v / alpha)), x)
-
-
 @kernel("Sigmoid")
 def sigmoid(ctx, x, **_legacy):
     if _is_float32_or_64(x):
         return sigmoid_fresh(x)
-    return _activation(_sigmoid, x)
-
-
-@kernel("HardSigmoid")
-def hard_sigmoid(ctx, x, alpha=0.2, beta=0.5, **_legacy):
-    return _activation(lambda v: np.clip(alpha * v + beta, 0, 1), x)
+    return _activation(sigmoid_of, x)
 
 
 @kernel("HardSwish")
@@ -116,26 +88,6 @@ def hard_swish(ctx, x):
         y *= x
         return y
     return _activation(lambda v: v * np.clip(v / 6 + 0.5, 0, 1), x)
-
-
-@kernel("Softplus")
-def softplus(ctx, x):
-    return _activation(_softplus, x)
-
-
-@kernel("Softsign")
-def softsign(ctx, x):
-    return _activation(lambda v: v / (1 + np.abs(v)), x)
-
-
-@kernel("Mish")
-def mish(ctx, x):
-    return _activation(lambda v: v * np.tanh(_softplus(v)), x)
-
-
-@kernel("Swish")
-def swish(ctx, x, alpha=1.0):
-    return _activation(lambda v: v * _sigmoid(alpha * v), x)
 
 
 _SQRT_2_OVER_PI = (2 / np.pi) ** 0.5      # Python floats: a numpy float64 would promote float32
@@ -163,12 +115,6 @@ def gelu(ctx, x, approximate="none"):
         return _activation(
             lambda v: 0.5 * v * (1 + np.tanh(_SQRT_2_OVER_PI * (v + 0.044715 * v * v * v))), x)
     raise ValueError(f"Gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
-
-
-@kernel("Shrink")
-def shrink(ctx, x, bias=0.0, lambd=0.5):
-    return _activation(lambda v: np.where(v < -lambd, v + bias,
-                                          np.where(v > lambd, v - bias, 0)), x)
 
 
 @kernel("Tanh")

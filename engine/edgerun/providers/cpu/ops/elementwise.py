@@ -67,44 +67,7 @@ def _same_dtype(result, like: np.ndarray) -> np.ndarray:
     return np.asarray(result).astype(like.dtype, copy=False)
 
 
-from .erf import erf  # noqa: E402  (numpy has none; activations.py imports it from here)
-
-
-# ---- unary math ------------------------------------------------------------------------------
-
-
-def _unary(op_type: str, fn, float_only: bool = False):
-    """Register `op_type` as fn(x) keeping x's dtype (consumed_inputs of opset 1 is ignored)."""
-
-    def run(ctx, x, **_legacy):
-        if x.dtype == np.float32 or x.dtype == np.float64:    # the common case, kept cheap
-            with ignored_float_errors():
-                return np.asarray(fn(x))
-        if float_only or is_ml_float(x.dtype):
-            return float_math(fn, x)
-        with ignored_float_errors():
-            return _same_dtype(fn(x), x)
-
-    run.__name__ = op_type.lower()
-    run.__qualname__ = run.__name__
-    kernel(op_type)(run)
-
-
-_UNARY_MATH = {
-    "Abs": np.abs, "Neg": np.negative, "Sign": np.sign,
-    "Floor": np.floor, "Ceil": np.ceil, "Round": np.round,   # np.round: halves to even
-}
-_UNARY_FLOAT_MATH = {
-    "Reciprocal": np.reciprocal, "Sqrt": np.sqrt, "Exp": np.exp, "Log": np.log,
-    "Sin": np.sin, "Cos": np.cos, "Tan": np.tan,
-    "Asin": np.arcsin, "Acos": np.arccos, "Atan": np.arctan,
-    "Sinh": np.sinh, "Cosh": np.cosh, "Asinh": np.arcsinh, "Acosh": np.arccosh,
-    "Atanh": np.arctanh, "Erf": erf,
-}
-for _op, _fn in _UNARY_MATH.items():
-    _unary(_op, _fn)
-for _op, _fn in _UNARY_FLOAT_MATH.items():
-    _unary(_op, _fn, float_only=True)
+# ---- unary math: ir/unary_ops.py's rows (unary.py); the ones that are not formulas ---------
 
 
 @kernel("IsNaN")

@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from ....ir.unary_ops import UNARY_OPS
 from ..registry import kernel
-from .activations import (gelu, hard_sigmoid, hard_swish, leaky_relu, relu, sigmoid,
-                          sigmoid_fresh, tanh)
+from . import unary
+from .activations import gelu, hard_swish, relu, sigmoid, sigmoid_fresh, tanh
 from .clamp import clip_to, maximum_of
 from .conv import convolve
 from .float_errors import ignored_float_errors
@@ -36,13 +37,12 @@ def _clip(ctx, y, params):
     return np.clip(y, np.asarray(low, y.dtype), np.asarray(high, y.dtype))
 
 
-# activation name -> fn(ctx, y, params)
+# activation name -> fn(ctx, y, params): the hand-written kernels; every other ir/unary_ops.py
+# row through its formula
 ACTIVATIONS = {
     "Relu": lambda ctx, y, p: relu(ctx, y),
-    "LeakyRelu": lambda ctx, y, p: leaky_relu(ctx, y, *p[:1]),
     "Sigmoid": lambda ctx, y, p: sigmoid(ctx, y),
     "Tanh": lambda ctx, y, p: tanh(ctx, y),
-    "HardSigmoid": lambda ctx, y, p: hard_sigmoid(ctx, y, *p[:2]),
     "HardSwish": lambda ctx, y, p: hard_swish(ctx, y),
     "Clip": _clip,
 }
@@ -50,10 +50,12 @@ ACTIVATIONS = {
 
 def _activate(ctx, y, activation, params):
     fn = ACTIVATIONS.get(activation)
-    if fn is None:
-        raise ValueError(f"unsupported fused activation {activation!r}; "
-                         f"expected one of {sorted(ACTIVATIONS)}")
-    return fn(ctx, y, list(params or []))
+    if fn is not None:
+        return fn(ctx, y, list(params or []))
+    if activation in UNARY_OPS:
+        return unary.apply(activation, y, params)
+    raise ValueError(f"unsupported fused activation {activation!r}; expected one of "
+                     f"{sorted(set(ACTIVATIONS) | set(UNARY_OPS))}")
 
 
 # ---- the same activations overwriting a fresh float32/float64 result (no new buffers) ----

@@ -8,45 +8,25 @@ float16/bfloat16 inputs are computed in float32 and cast back.
 """
 import numpy as np
 
+from ....ir.unary_ops import rnn_activation
 from ..registry import kernel
 from .activations import sigmoid_fresh
 from .float_errors import ignored_float_errors
+from .unary import formula
 
 
 # --- activations ------------------------------------------------------------------------------
 
-def _sigmoid(x, alpha, beta):
-    with ignored_float_errors():
-        return 1.0 / (1.0 + np.exp(-x))
-
-
-# name -> (function(x, alpha, beta), default alpha, default beta); a default of None means the
-# function takes no such parameter and consumes no entry of activation_alpha/activation_beta.
-_ACTIVATIONS = {
-    "sigmoid": (_sigmoid, None, None),
-    "tanh": (lambda x, a, b: np.tanh(x), None, None),
-    "relu": (lambda x, a, b: np.maximum(x, 0), None, None),
-    "affine": (lambda x, a, b: a * x + b, 1.0, 0.0),
-    "leakyrelu": (lambda x, a, b: np.where(x >= 0, x, a * x), 0.01, None),
-    "thresholdedrelu": (lambda x, a, b: np.where(x > a, x, 0), 1.0, None),
-    "scaledtanh": (lambda x, a, b: a * np.tanh(b * x), 1.0, 1.0),
-    "hardsigmoid": (lambda x, a, b: np.clip(a * x + b, 0, 1), 0.2, 0.5),
-    "elu": (lambda x, a, b: np.where(x >= 0, x, a * np.expm1(np.minimum(x, 0))), 1.0, None),
-    "softsign": (lambda x, a, b: x / (1 + np.abs(x)), None, None),
-    "softplus": (lambda x, a, b: np.logaddexp(0, x), None, None),
-}
-
-
 def _make_activation(name: str, alphas, betas):
-    """One activation as a one-argument function; takes its alpha/beta from the iterators."""
-    try:
-        fn, default_alpha, default_beta = _ACTIVATIONS[name.lower()]
-    except KeyError:
-        raise ValueError(f"unsupported activation {name!r}; expected one of "
-                         f"{sorted(_ACTIVATIONS)}") from None
-    alpha = next(alphas, default_alpha) if default_alpha is not None else None
-    beta = next(betas, default_beta) if default_beta is not None else None
-    return lambda x: fn(x, alpha, beta)
+    """One activation (ir/unary_ops.py's row) as a one-argument function; takes its
+    alpha/beta from the iterators."""
+    row, p0, p1 = rnn_activation(name, alphas, betas)
+    fn = formula(row)
+
+    def activation(x):
+        with ignored_float_errors():
+            return fn(x, p0, p1)
+    return activation
 
 
 def _activations_per_direction(names, alphas, betas, defaults: list, num_directions: int):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from ....ir.conv_rules import transpose_output_geometry
 from . import EDGERUN, operator
 from .common import float_or_fallback, product
-from .elementwise import activation_of, apply_activation, check_activation
+from .elementwise import NO_ACTIVATION, activation_of, apply_activation, check_activation
 from .matmul import broadcast_into
 
 
@@ -76,7 +76,7 @@ def conv_geometry(x_shape, w_shape, node, max_spatial: int = 2) -> dict:
 @operator("FusedConv", domains=EDGERUN, check=check_conv)
 def bind_conv(dev, node, opset):
     group = int(node.attr("group", 1))
-    act = activation_of(node) if node.op_type == "FusedConv" else (0, 0.0, 0.0)
+    act = activation_of(node) if node.op_type == "FusedConv" else NO_ACTIVATION
 
     def run(ctx, x, w, b=None, **_):
         n, c = x.shape[:2]

@@ -7,6 +7,7 @@ operators without a SIMD loop, take the typed kernels (er_map_unary, er_map_bina
 from __future__ import annotations
 
 from ....ir import dtypes
+from ....ir.unary_ops import UNARY_OPS, params_from_list, params_of
 from . import EDGERUN, operator
 from .common import (all_float, broadcast_shape, broadcast_strides, floats_as, host_fallback,
                      host_floats, merge_dims)
@@ -14,65 +15,70 @@ from .host_math import INT_BINARY, INTEGER_TYPES, elementwise, has_values, wrap
 from .tensor import CAST_TYPES
 from ..device import WasmTensor
 
-# Typed kernels' operation codes (map.c's enums, in order)
-MAP_UNARY = ("Identity Abs Neg Sign Round Floor Ceil Sqrt Exp Log Sin Cos Tan Asin Acos Atan "
-             "Sinh Cosh Tanh Asinh Acosh Atanh Reciprocal Sigmoid Relu Erf IsInf IsNaN Not "
-             "BitwiseNot Softplus Softsign Elu Selu Celu ThresholdedRelu Shrink Mish Swish "
-             "HardSigmoid HardSwish LeakyRelu Gelu GeluTanh Clip Affine ScaledTanh").split()
+# Typed kernels' operation codes: map.c's own, then one per unary_ops row (the enum
+# wasm_kernels/build.py writes into unary_ops.h, in this order)
+MAP_SPECIAL = ("Identity", "IsInf", "IsNaN", "Not", "BitwiseNot", "Clip", "GeluTanh")
+MAP_UNARY = MAP_SPECIAL + tuple(UNARY_OPS)
 MAP_BINARY = ("Add Sub Mul Div Max Min Pow Mod FMod ShiftLeft ShiftRight BitwiseAnd BitwiseOr "
               "BitwiseXor PRelu").split()
 
 FLT_MAX = 3.4028234663852886e38
-NO_PARAMS = (lambda n: (0.0, 0.0))
-# op_type -> (er_unary code for float32 SIMD or None, params from the node's attributes);
-# every one also runs er_map_unary (any numeric type), with the same params
+# float32 SIMD loops (elementwise.c's er_unary codes); every operator also runs er_map_unary
+# (any numeric type) with the same parameters
+SIMD = {"Relu": 1, "Sigmoid": 2, "Tanh": 3, "Clip": 4, "LeakyRelu": 5, "HardSigmoid": 6,
+        "HardSwish": 7, "Erf": 8, "Gelu": 9, "Softplus": 11, "Exp": 12, "Neg": 13, "Abs": 14,
+        "Sqrt": 15, "Reciprocal": 16, "Log": 17, "Elu": 18, "Softsign": 19, "Floor": 20,
+        "Ceil": 21, "Affine": 23}
+GELU_TANH = 10
+AFFINE = SIMD["Affine"]        # p0 * x + p1
+
+
+def _row_params(row):
+    return lambda n: params_of(row, n.attr)
+
+
+# op_type -> (er_unary code for float32 SIMD or None, params from the node's attributes)
 UNARY = {
-    "Relu": (1, NO_PARAMS),
-    "Sigmoid": (2, NO_PARAMS),
-    "Tanh": (3, NO_PARAMS),
-    "Clip": (4, lambda n: (n.attr("min", -FLT_MAX), n.attr("max", FLT_MAX))),
-    "LeakyRelu": (5, lambda n: (n.attr("alpha", 0.01), 0.0)),
-    "HardSigmoid": (6, lambda n: (n.attr("alpha", 0.2), n.attr("beta", 0.5))),
-    "HardSwish": (7, NO_PARAMS),
-    "Erf": (8, NO_PARAMS),
-    "Gelu": (9, NO_PARAMS),
-    "Softplus": (11, NO_PARAMS),
-    "Exp": (12, NO_PARAMS),
-    "Neg": (13, NO_PARAMS),
-    "Abs": (14, NO_PARAMS),
-    "Sqrt": (15, NO_PARAMS),
-    "Reciprocal": (16, NO_PARAMS),
-    "Log": (17, NO_PARAMS),
-    "Elu": (18, lambda n: (n.attr("alpha", 1.0), 0.0)),
-    "Softsign": (19, NO_PARAMS),
-    "Floor": (20, NO_PARAMS),
-    "Ceil": (21, NO_PARAMS),
-    **{op: (None, NO_PARAMS) for op in ("Sign", "Round", "Sin", "Cos", "Tan", "Asin", "Acos",
-                                        "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh",
-                                        "Mish", "BitwiseNot", "IsNaN")},
-    "Selu": (None, lambda n: (n.attr("alpha", 1.67326319217681884765625),
-                              n.attr("gamma", 1.05070102214813232421875))),
-    "Celu": (None, lambda n: (n.attr("alpha", 1.0), 0.0)),
-    "ThresholdedRelu": (None, lambda n: (n.attr("alpha", 1.0), 0.0)),
-    "Shrink": (None, lambda n: (n.attr("bias", 0.0), n.attr("lambd", 0.5))),
-    "Swish": (None, lambda n: (n.attr("alpha", 1.0), 0.0)),
+    **{name: (SIMD.get(name), _row_params(row)) for name, row in UNARY_OPS.items()},
+    "Clip": (SIMD["Clip"], lambda n: (n.attr("min", -FLT_MAX), n.attr("max", FLT_MAX))),
+    "BitwiseNot": (None, lambda n: (0.0, 0.0)),
+    "IsNaN": (None, lambda n: (0.0, 0.0)),
     "IsInf": (None, lambda n: (float(n.attr("detect_positive", 1)),
                                float(n.attr("detect_negative", 1)))),
 }
 BOOL_RESULT = {"IsInf", "IsNaN"}
-GELU_TANH = 10
-AFFINE = 23        # p0 * x + p1
 
-# fused activations (com.edgerun Fused*): name -> (code, params from activation_params)
-ACTIVATIONS = {
-    "Relu": (1, lambda p: (0.0, 0.0)),
-    "Sigmoid": (2, lambda p: (0.0, 0.0)),
-    "Tanh": (3, lambda p: (0.0, 0.0)),
-    "Clip": (4, lambda p: (p[0] if p else -FLT_MAX, p[1] if len(p) > 1 else FLT_MAX)),
-    "LeakyRelu": (5, lambda p: (p[0] if p else 0.01, 0.0)),
-    "HardSigmoid": (6, lambda p: (p[0] if p else 0.2, p[1] if len(p) > 1 else 0.5)),
-    "HardSwish": (7, lambda p: (0.0, 0.0)),
-}
+
+def _activation_name(node) -> str:
+    name = node.attr("activation", b"Relu")
+    return name.decode() if isinstance(name, bytes) else name
+
+
+def activation_of(node) -> tuple:
+    """(er_unary code or None, MAP_UNARY code, p0, p1) of a fused node's activation."""
+    name = _activation_name(node)
+    given = list(node.attr("activation_params", []) or [])
+    if name == "Clip":
+        p0, p1 = (given + [-FLT_MAX, FLT_MAX][len(given):])[:2]
+    else:
+        p0, p1 = params_from_list(UNARY_OPS[name], given)
+    return SIMD.get(name), MAP_UNARY.index(name), float(p0), float(p1)
+
+
+NO_ACTIVATION = (None, 0, 0.0, 0.0)      # MAP_UNARY 0: Identity
+
+
+def check_activation(node) -> str:
+    name = _activation_name(node)
+    return "" if name in UNARY_OPS or name == "Clip" else f"fused activation {name} has no wasm kernel"
+
+
+def apply_activation(dev, y: WasmTensor, simd, code: int, p0: float, p1: float) -> None:
+    """A fused activation on float32 `y`, in place."""
+    if simd is not None:
+        dev.call("er_unary", simd, y.ptr, y.ptr, y.size, p0, p1)
+    elif code:
+        dev.call("er_map_unary", code, y.elem_type, y.ptr, y.elem_type, y.ptr, y.size, p0, p1)
 
 
 def check_unary(node, opset) -> str:
@@ -80,26 +86,6 @@ def check_unary(node, opset) -> str:
                                                                             "none", "tanh"):
         return f"Gelu approximate={node.attr('approximate')!r} is not 'none' or 'tanh'"
     return ""
-
-
-def activation_of(node) -> tuple:
-    """(code, p0, p1) of a fused node's activation attribute."""
-    name = node.attr("activation", b"Relu")
-    name = name.decode() if isinstance(name, bytes) else name
-    code, params = ACTIVATIONS[name]
-    p0, p1 = params(list(node.attr("activation_params", []) or []))
-    return code, float(p0), float(p1)
-
-
-def check_activation(node) -> str:
-    name = node.attr("activation", b"Relu")
-    name = name.decode() if isinstance(name, bytes) else name
-    return "" if name in ACTIVATIONS else f"fused activation {name} has no wasm kernel"
-
-
-def apply_activation(dev, y: WasmTensor, code: int, p0: float, p1: float) -> None:
-    if code:
-        dev.call("er_unary", code, y.ptr, y.ptr, y.size, p0, p1)
 
 
 @operator(*UNARY, check=check_unary)

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from . import EDGERUN, operator
 from .common import broadcast_shape, contiguous_strides, float_or_fallback, product
-from .elementwise import AFFINE, activation_of, apply_activation, binary, check_activation
+from .elementwise import (AFFINE, NO_ACTIVATION, activation_of, apply_activation, binary,
+                          check_activation)
 
 ADD = 0
 
@@ -15,7 +16,7 @@ def check_fused(node, opset) -> str:
 @operator("MatMul")
 @operator("FusedMatMul", domains=EDGERUN, check=check_fused)
 def bind_matmul(dev, node, opset):
-    act = activation_of(node) if node.op_type == "FusedMatMul" else (0, 0.0, 0.0)
+    act = activation_of(node) if node.op_type == "FusedMatMul" else NO_ACTIVATION
 
     def run(ctx, a, b, **_):
         y = matmul(dev, a, b)
@@ -100,7 +101,7 @@ def bind_gemm(dev, node, opset):
     alpha = float(node.attr("alpha", 1.0))
     beta = float(node.attr("beta", 1.0))
     trans_a, trans_b = int(node.attr("transA", 0)), int(node.attr("transB", 0))
-    act = activation_of(node) if node.op_type == "FusedGemm" else (0, 0.0, 0.0)
+    act = activation_of(node) if node.op_type == "FusedGemm" else NO_ACTIVATION
 
     def run(ctx, a, b, c=None, **_):
         if len(a.shape) != 2 or len(b.shape) != 2:

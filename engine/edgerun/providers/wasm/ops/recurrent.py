@@ -11,6 +11,7 @@ from __future__ import annotations
 from array import array
 
 from ....ir import dtypes
+from ....ir.unary_ops import RNN_ACTIVATIONS, rnn_activation
 from . import operator
 from .common import float_or_fallback
 from .conv import _text
@@ -139,15 +140,6 @@ def copy_bytes(dev, dst: int, src: int, nbytes: int) -> None:
 
 # ---- RNN and GRU ----------------------------------------------------------------------------
 
-# activation name -> (typed-kernel op, default alpha, default beta); None: takes no parameter
-RNN_ACTIVATIONS = {
-    "sigmoid": ("Sigmoid", None, None), "tanh": ("Tanh", None, None),
-    "relu": ("Relu", None, None), "affine": ("Affine", 1.0, 0.0),
-    "leakyrelu": ("LeakyRelu", 0.01, None), "thresholdedrelu": ("ThresholdedRelu", 1.0, None),
-    "scaledtanh": ("ScaledTanh", 1.0, 1.0), "hardsigmoid": ("HardSigmoid", 0.2, 0.5),
-    "elu": ("Elu", 1.0, None), "softsign": ("Softsign", None, None),
-    "softplus": ("Softplus", None, None),
-}
 RNN_DEFAULTS = {"RNN": ["Tanh"], "GRU": ["Sigmoid", "Tanh"]}
 
 
@@ -167,10 +159,8 @@ def activations_of(node, directions: int) -> list:
     betas = iter(node.attr("activation_beta") or [])
     out = []
     for name in names:
-        op, alpha, beta = RNN_ACTIVATIONS[name.lower()]
-        out.append((MAP_UNARY.index(op),
-                    float(next(alphas, alpha)) if alpha is not None else 0.0,
-                    float(next(betas, beta)) if beta is not None else 0.0))
+        op, p0, p1 = rnn_activation(name, alphas, betas)
+        out.append((MAP_UNARY.index(op), p0, p1))
     per = len(defaults)
     return [out[d * per:(d + 1) * per] for d in range(directions)]
 

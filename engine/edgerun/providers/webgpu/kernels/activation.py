@@ -1,34 +1,42 @@
-"""Activations fused into MatMul/Gemm/Conv epilogues (com.edgerun Fused* operators)."""
+"""ir/unary_ops.py's rows in WGSL: the elementwise kernels' expressions and the activations
+fused into MatMul/Gemm/Conv epilogues (com.edgerun Fused* operators)."""
 from __future__ import annotations
 
+import re
+
+from ....ir.unary_ops import UNARY_OPS, params_from_list
 from .registry import Unsupported
 
 FLOAT_MAX = 3.4028234663852886e38
 
-# activation -> (WGSL expression over x, act_alpha, act_beta; default params)
-FUSED = {
-    "": ("x", ()),
-    "Relu": ("max(x, 0.0)", ()),
-    "LeakyRelu": ("select(x * act_alpha, x, x >= 0.0)", (0.01,)),
-    "Sigmoid": ("1.0 / (1.0 + exp(-x))", ()),
-    "Tanh": ("tanh(clamp(x, -20.0, 20.0))", ()),
-    "HardSigmoid": ("clamp(act_alpha * x + act_beta, 0.0, 1.0)", (0.2, 0.5)),
-    "HardSwish": ("x * clamp(x / 6.0 + 0.5, 0.0, 1.0)", ()),
-    "Clip": ("min(max(x, act_alpha), act_beta)", (-FLOAT_MAX, FLOAT_MAX)),
-}
+
+def wgsl_of(name: str, slots=("alpha", "beta")) -> str:
+    """The row's WGSL expression over `x`, its attributes renamed to the kernel's two
+    parameter slots."""
+    row = UNARY_OPS[name]
+    renamed = {attribute: slot for (attribute, _), slot in zip(row.params, slots)}
+    if not renamed:
+        return row.wgsl
+    pattern = r"\b(" + "|".join(map(re.escape, renamed)) + r")\b"
+    return re.sub(pattern, lambda m: renamed[m.group(1)], row.wgsl)
 
 
 def check_fused(node, opset) -> str:
     act = node.attr("activation", b"Relu")
     act = act.decode() if isinstance(act, bytes) else act
-    return "" if act in FUSED else f"fused activation {act!r} (supported: {sorted(FUSED)[1:]})"
+    known = act in UNARY_OPS or act in ("", "Clip")
+    return "" if known else f"fused activation {act!r} (supported: Clip and {sorted(UNARY_OPS)})"
 
 
 def epilogue(activation: str, params) -> tuple:
     """(WGSL expression, act_alpha, act_beta) for a fused activation."""
-    if activation not in FUSED:
+    if activation == "":
+        return "x", 0.0, 0.0
+    if activation == "Clip":
+        given = list(params or [])
+        low, high = (given + [-FLOAT_MAX, FLOAT_MAX][len(given):])[:2]
+        return "min(max(x, act_alpha), act_beta)", float(low), float(high)
+    if activation not in UNARY_OPS:
         raise Unsupported(f"fused activation {activation!r}")
-    expr, defaults = FUSED[activation]
-    values = list(params or []) + list(defaults[len(params or []):])
-    values += [0.0] * (2 - len(values))
-    return expr, float(values[0]), float(values[1])
+    p0, p1 = params_from_list(UNARY_OPS[activation], params)
+    return wgsl_of(activation, ("act_alpha", "act_beta")), p0, p1

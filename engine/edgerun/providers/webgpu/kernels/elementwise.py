@@ -6,58 +6,18 @@ attributes become alpha/beta. elementwise.wgsl does the rest.
 from __future__ import annotations
 
 from ....ir import dtypes, text_rules
+from ....ir.unary_ops import UNARY_OPS, params_of
 from .. import host_values
 from .common import (as_gpu, as_gpu_any, broadcast_strides, count, host_floats_or_ints,
                      merge_dims, padded)
+from .activation import wgsl_of
 from .registry import Unsupported, gpu_op
 
-SELU_ALPHA, SELU_GAMMA = 1.67326319217681884765625, 1.05070102214813232421875
-
-# op -> (WGSL expression, fn(attributes) -> (alpha, beta))
-UNARY = {
-    "Relu": ("max(x, 0.0)", None),
-    "Sigmoid": ("1.0 / (1.0 + exp(-x))", None),
-    "Tanh": ("tanh(clamp(x, -20.0, 20.0))", None),
-    "LeakyRelu": ("select(x * alpha, x, x >= 0.0)", lambda a: (a.get("alpha", 0.01), 0.0)),
-    "HardSigmoid": ("clamp(alpha * x + beta, 0.0, 1.0)",
-                    lambda a: (a.get("alpha", 0.2), a.get("beta", 0.5))),
-    "HardSwish": ("x * clamp(x / 6.0 + 0.5, 0.0, 1.0)", None),
-    "Elu": ("select(alpha * (exp(x) - 1.0), x, x >= 0.0)", lambda a: (a.get("alpha", 1.0), 0.0)),
-    "Selu": ("beta * select(alpha * (exp(x) - 1.0), x, x > 0.0)",
-             lambda a: (a.get("alpha", SELU_ALPHA), a.get("gamma", SELU_GAMMA))),
-    "ThresholdedRelu": ("select(0.0, x, x > alpha)", lambda a: (a.get("alpha", 1.0), 0.0)),
-    "Softplus": ("select(log(1.0 + exp(x)), x, x > 20.0)", None),
-    "Softsign": ("x / (1.0 + abs(x))", None),
-    "Erf": ("erf_approx(x)", None),
-    "Exp": ("exp(x)", None),
-    "Log": ("log(x)", None),
-    "Sqrt": ("sqrt(x)", None),
-    "Neg": ("-x", None),
-    "Abs": ("abs(x)", None),
-    "Reciprocal": ("1.0 / x", None),
-    "Floor": ("floor(x)", None),
-    "Ceil": ("ceil(x)", None),
-    "Sin": ("sin(x)", None),
-    "Cos": ("cos(x)", None),
-    "Sign": ("sign(x)", None),
-    "Round": ("round(x)", None),
-    "Tan": ("tan(x)", None),
-    "Asin": ("asin(x)", None),
-    "Acos": ("acos(x)", None),
-    "Atan": ("atan(x)", None),
-    "Sinh": ("sinh(x)", None),
-    "Cosh": ("cosh(x)", None),
-    "Asinh": ("asinh(x)", None),
-    "Acosh": ("acosh(x)", None),
-    "Atanh": ("atanh(x)", None),
-    "Celu": ("max(x, 0.0) + min(0.0, alpha * (exp(x / alpha) - 1.0))",
-             lambda a: (a.get("alpha", 1.0), 0.0)),
-    "Shrink": ("select(select(0.0, x - beta, x > alpha), x + beta, x < -alpha)",
-               lambda a: (a.get("lambd", 0.5), a.get("bias", 0.0))),
-    "Mish": ("x * tanh(clamp(select(log(1.0 + exp(x)), x, x > 20.0), -20.0, 20.0))", None),
-    "Swish": ("x / (1.0 + exp(-alpha * x))", lambda a: (a.get("alpha", 1.0), 0.0)),
-}
-GELU = {"none": "0.5 * x * (1.0 + erf_approx(x * 0.7071067811865476))",
+# op -> (WGSL expression over x, alpha, beta; fn(attributes) -> (alpha, beta)): every
+# ir/unary_ops.py row (Gelu's `approximate` and Clip's bounds are bound below)
+UNARY = {name: (wgsl_of(name), (lambda a, row=row: params_of(row, a.get)) if row.params else None)
+         for name, row in UNARY_OPS.items() if name != "Gelu"}
+GELU = {"none": wgsl_of("Gelu"),
         "tanh": "0.5 * x * (1.0 + tanh(clamp(0.7978845608028654 * (x + 0.044715 * x * x * x),"
                 " -20.0, 20.0)))"}
 CLIP = "min(max(x, alpha), beta)"
