@@ -1,7 +1,7 @@
 // A session in this thread's Pyodide (engine/edgerun/web/bridge.py). index.js uses it
 // directly, or through worker.js inside a Web Worker; either way values cross as
 // [name, type, dims, bytes or strings] and errors carry Python's message.
-import { applyCustomOps, env, getRuntime, readBytes } from "./runtime.js";
+import { applyCustomOps, env, getRuntime, mark, readBytes } from "./runtime.js";
 
 // With JSPI (Chromium), Python may wait on JavaScript promises (WebGPU buffer maps) while it
 // runs; that needs entering Python through callPromising. Without JSPI, calls stay synchronous.
@@ -23,10 +23,12 @@ export class PythonSession {
 
   // options: { executionProviders, graphOptimizationLevel, gpuOutputs: output names or "all" }
   static async create(model, options, onProgress) {
+    const modelBytes = readBytes(model);       // downloading while Python starts
+    modelBytes.catch(() => {});                // (its error surfaces where it is awaited)
     const { pyodide, bridge } = await getRuntime(onProgress);
     await applyCustomOps(pyodide);
     onProgress({ phase: "model", progress: 0 });
-    const bytes = await readBytes(model);
+    const bytes = await modelBytes;
     onProgress({ phase: "model", progress: 1 });
     const requested = options.executionProviders ?? [];
     const providers = requested.length ? requested : defaultProviders();
@@ -39,6 +41,7 @@ export class PythonSession {
       const described = session.describe();
       const info = described.toJs({ dict_converter: Object.fromEntries });
       described.destroy();
+      mark("session-created");
       if (info.webgpu) env.webgpu.device ??= session.gpu_device();    // onnxruntime-web's env.webgpu.device
       for (const m of [...info.inputMetadata, ...info.outputMetadata]) {
         m.shape = m.shape.map((d) => d ?? null);       // Python's None arrives as undefined

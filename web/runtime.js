@@ -20,6 +20,12 @@ export const env = {
 
 let runtimePromise = null;
 
+// A named point of the start-up on the page's performance timeline ("edgerun:<what>"), for
+// profilers and bench/web/cold_start.py's breakdown.
+export function mark(what) {
+  globalThis.performance?.mark?.(`edgerun:${what}`);
+}
+
 // Python custom operators (edgerun.custom_ops.onnx_op) registered with registerCustomOps:
 // each thread's Pyodide (the page's, a worker's) runs each source once, before its next
 // session; a source that fails is reported by that session and not run again.
@@ -61,10 +67,12 @@ async function startRuntime(onProgress) {
   // module workers have none).
   const { loadPyodide, version } = await (indexURL ? import(new URL("pyodide.mjs", indexURL).href)
                                                    : import("pyodide"));
+  mark("pyodide-imported");
   const options = indexURL ? { indexURL } : {};
   // how this thread's Python started: from the snapshot, or why not (web/test/snapshot.test.mjs)
   const start = { snapshot: false, why: "" };
   const snapshot = await usableSnapshot(await described, version, await wheel);
+  mark("snapshot-checked");
   let pyodide = null;
   if (typeof snapshot === "string") {
     start.why = snapshot;
@@ -79,10 +87,12 @@ async function startRuntime(onProgress) {
     }
   }
   pyodide ??= await loadPyodide(options);
+  mark("python-started");
   onProgress({ phase: "pyodide", progress: 1, snapshot: start.snapshot, why: start.why });
   onProgress({ phase: "edgerun", progress: 0 });
   installWheel(pyodide, await wheel);
   const bridge = pyodide.pyimport("edgerun.web.bridge");
+  mark("engine-imported");
   onProgress({ phase: "edgerun", progress: 1 });
   return { pyodide, bridge, start };
 }
@@ -195,6 +205,7 @@ async function snapshotBytes(snapshot) {
       new Blob([packed]).stream().pipeThrough(new DecompressionStream("gzip"))).arrayBuffer());
     if (cache) keep(cache, key, sparse);
   }
+  mark(kept ? "snapshot-read" : "snapshot-inflated");
   const image = expandImage(sparse);
   if (image.length !== snapshot.bytes) throw new Error(`the snapshot inflated to ${image.length} bytes, not ${snapshot.bytes}`);
   return image;

@@ -67,7 +67,8 @@ try {{
     feedsOf(modelCase)]);
   const outputs = await session.run(feeds);
   const ms = performance.now();
-  window.result = {{ ms, outputs: session.outputNames.map((n) => ({{
+  const marks = performance.getEntriesByType("mark").map((m) => [m.name, m.startTime]);
+  window.result = {{ ms, marks, outputs: session.outputNames.map((n) => ({{
     name: n, dims: outputs[n].dims, data: Array.from(outputs[n].data, Number) }})) }};
 }} catch (e) {{
   window.result = {{ error: String(e && e.stack || e) }};
@@ -168,8 +169,10 @@ def serve(folder: str, counter: dict):
 
 # ---- the visits --------------------------------------------------------------------------
 
-def visit(url: str, profile: str, timeout_ms: int = 240_000) -> dict:
-    """One visit in a new browser process on `profile`: the page's result."""
+def visit(url: str, profile: str, linger_ms: int, timeout_ms: int = 240_000) -> dict:
+    """One visit in a new browser process on `profile`: the page's result. The page stays
+    open `linger_ms` after it, as a reader's would: browsers write some caches (V8's
+    compiled wasm) only after the code has run a while."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
@@ -179,7 +182,9 @@ def visit(url: str, profile: str, timeout_ms: int = 240_000) -> dict:
             page = context.new_page()
             page.goto(url)
             page.wait_for_function("window.result !== undefined", timeout=timeout_ms)
-            return page.evaluate("window.result")
+            result = page.evaluate("window.result")
+            page.wait_for_timeout(linger_ms)
+            return result
         finally:
             context.close()
 
@@ -192,7 +197,7 @@ def max_diff(result: dict, expected: list) -> float:
 
 
 def measure(engine: str, base: str, case: dict, expected: list, visits: int,
-            counter: dict) -> list:
+            counter: dict, linger_ms: int = 0) -> list:
     """[{ms, bytes, diff}] for visit 1..visits of `engine` on one fresh profile."""
     query = json.dumps(case, separators=(",", ":"))
     url = f"{base}/{engine}.html?case={query}"
@@ -200,7 +205,7 @@ def measure(engine: str, base: str, case: dict, expected: list, visits: int,
     with tempfile.TemporaryDirectory(prefix=f"cold-{engine}-") as profile:
         for number in range(1, visits + 1):
             counter["bytes"] = 0
-            result = visit(url, profile)
+            result = visit(url, profile, linger_ms)
             if "error" in result:
                 raise RuntimeError(f"{engine}, visit {number}: {result['error']}")
             diff = max_diff(result, expected)
@@ -209,8 +214,14 @@ def measure(engine: str, base: str, case: dict, expected: list, visits: int,
                                    f"CPU provider by {diff:.2e} (> {TOLERANCE})")
             rows.append({"ms": result["ms"], "bytes": counter["bytes"], "diff": diff})
             print(f"  {engine} visit {number}: {result['ms']:.0f} ms, "
-                  f"{counter['bytes'] / 1e6:.1f} MB", file=sys.stderr)
+                  f"{counter['bytes'] / 1e6:.1f} MB{phases(result['marks'])}", file=sys.stderr)
     return rows
+
+
+def phases(marks: list) -> str:
+    """edgerun's start-up marks (web/runtime.js `mark`) as '; name ms, ...' or ''."""
+    ours = [(name.removeprefix("edgerun:"), ms) for name, ms in marks if name.startswith("edgerun:")]
+    return "; " + ", ".join(f"{name} {ms:.0f}" for name, ms in ours) if ours else ""
 
 
 def markdown(table: dict, engines: list) -> str:
@@ -234,6 +245,8 @@ def main(argv=None) -> int:
     parser.add_argument("--visits", type=int, default=2)
     parser.add_argument("--trials", type=int, default=1,
                         help="fresh profiles per engine; each visit's median is reported")
+    parser.add_argument("--linger", type=float, default=5.0,
+                        help="seconds each page stays open after its result (caches written late)")
     parser.add_argument("--out", default=os.path.join(ROOT, "reports", "bench_web"))
     args = parser.parse_args(argv)
     patterns = args.models.split(",")
@@ -254,7 +267,8 @@ def main(argv=None) -> int:
             print(f"== {name}", file=sys.stderr)
             table[name] = {}
             for engine in engines:
-                trials = [measure(engine, base, cases[name], expected, args.visits, counter)
+                trials = [measure(engine, base, cases[name], expected, args.visits, counter,
+                                   int(args.linger * 1000))
                           for _ in range(args.trials)]
                 table[name][engine] = [
                     {"ms": statistics.median(t[v]["ms"] for t in trials),
