@@ -13,6 +13,9 @@
 - `Layouts`: ONNX is NCHW, the platforms' convolutions and pools are NHWC. Each ONNX value
   maps to a platform tensor in one layout; asking for the other inserts one transpose,
   cached, so a chain of NHWC operations pays for one transpose at each end only.
+- `EdgeBuilder`: what a lowering's builder knows of the partition's ONNX values (types,
+  constants, the platform tensor carrying each in each layout); each platform's builder adds
+  how it makes tensors and operations.
 """
 from __future__ import annotations
 
@@ -274,9 +277,14 @@ class EdgeProvider(ExecutionProvider):
         self.partitions.append(part)
         return part
 
-    def lower(self, graph: Graph, input_types: dict, constants) -> object:
+    def lower(self, graph: Graph, input_types: dict, opsets: dict) -> object:
         """The platform program for `graph` with these input types (overridden)."""
         raise NotImplementedError
+
+    def constant_or_none(self, name: str):
+        """The value of `name` where the model makes it a constant, else None (a lowering's
+        `constants`)."""
+        return self.facts.constant(name) if self.facts.is_constant(name) else None
 
     def run_program(self, program, inputs: list) -> list:
         if self.execute == "reference":
@@ -419,6 +427,70 @@ class Layouts:
     def preferred(self, name: str) -> str:
         """The layout `name` already exists in, NHWC first."""
         return "nhwc" if "nhwc" in self.tensors[name] else "nchw"
+
+
+def device_array(array) -> np.ndarray:
+    """A constant as the platforms take it: contiguous, 64-bit ints and floats narrowed to
+    32 bits (neither NNAPI nor QNN has 64-bit tensors)."""
+    array = np.ascontiguousarray(array)
+    if array.dtype == np.int64:
+        return array.astype(np.int32)
+    if array.dtype == np.float64:
+        return array.astype(np.float32)
+    return array
+
+
+class EdgeBuilder:
+    """A lowering's view of the partition's ONNX values, for NNAPI's and QNN's builders.
+
+    A platform builder supplies `constant_tensor(array, name)` (a constant operand or static
+    tensor), `numpy_dtype_of(tensor)` and `_transpose(src, perm, out_dims)`, and may name
+    its tensors after the ONNX values they carry (`name_tensor`)."""
+    platform = ""
+
+    def __init__(self, types: dict, constants):
+        self.types = types                       # value name -> TypeInfo (concrete)
+        self.constants = constants               # callable name -> array or None
+        self.layouts = Layouts(self._transpose)
+
+    def shape(self, name: str) -> tuple:
+        return tuple(self.types[name].shape)
+
+    def dtype(self, name: str):
+        return dtypes.numpy_dtype(self.types[name].elem_type)
+
+    def const(self, name: str):
+        return self.constants(name) if name else None
+
+    def get(self, name: str, layout: str = "nchw"):
+        """The platform tensor carrying ONNX value `name` in `layout` (NHWC only for rank 4)."""
+        if name not in self.layouts.tensors:
+            value = self.const(name)
+            if value is None:
+                raise KeyError(f"value '{name}' reaches the {self.platform} partition from "
+                               "nowhere")
+            self.layouts.set(name, self.constant_tensor(value, name), "nchw", np.shape(value))
+        return self.layouts.get(name, layout)
+
+    def define(self, name: str, tensor, layout: str, onnx_shape=None) -> None:
+        """ONNX value `name` is now `tensor`, in `layout`."""
+        self.name_tensor(tensor, name)
+        if name not in self.types:          # a value the lowering made up (1-D conv as 2-D)
+            code = dtypes.code_of_numpy(self.numpy_dtype_of(tensor))
+            self.types[name] = TypeInfo(kind="tensor", elem_type=code, shape=tuple(onnx_shape))
+        self.layouts.set(name, tensor, layout, onnx_shape or self.shape(name))
+
+    def name_tensor(self, tensor, name: str) -> None:
+        pass
+
+    def constant_tensor(self, array, name: str):
+        raise NotImplementedError
+
+    def numpy_dtype_of(self, tensor):
+        raise NotImplementedError
+
+    def _transpose(self, src, perm, out_dims):
+        raise NotImplementedError
 
 
 def clip_bounds(view_or_b, node, opset):

@@ -15,8 +15,9 @@ from __future__ import annotations
 import numpy as np
 
 from ...ir import Node
-from ..edge_common import (NCHW_TO_NHWC, Layouts, Rule, attr_str, clip_bounds, ints,
-                           partition_types, reduce_axes, rule_key, softmax_axis, split_fused)
+from ..edge_common import (NCHW_TO_NHWC, EdgeBuilder, Rule, attr_str, clip_bounds,
+                           device_array, ints, partition_types, reduce_axes, rule_key,
+                           softmax_axis, split_fused)
 from ..edge_params import (batch_norm_affine, conv_params, gemm_as_fully_connected,
                            gemm_problem, pad_amounts, pool_problem, pool_window, slice_problem,
                            slice_ranges)
@@ -28,15 +29,14 @@ _TENSOR_TYPES = {np.dtype(np.float32): "TENSOR_FLOAT32", np.dtype(np.int32): "TE
 _FUSE_OF = {"Relu": spec.FUSE_RELU}
 
 
-class Builder:
+class Builder(EdgeBuilder):
     """Builds one NnapiModel for one partition with concrete input shapes."""
+    platform = "NNAPI"
 
     def __init__(self, graph, types: dict, constants, level: int):
+        super().__init__(types, constants)
         self.graph = graph
-        self.types = types                       # value name -> TypeInfo (concrete)
-        self.constants = constants               # callable name -> array or None
         self.model = NnapiModel(feature_level=level)
-        self.layouts = Layouts(self._transpose)
         self.fusable: dict = {}                  # value name -> fuse operand index
         outputs = {v.name for v in graph.outputs}
         self.readers: dict = {}
@@ -58,11 +58,7 @@ class Builder:
         return self.add_operand(_TENSOR_TYPES[np.dtype(dtype)], dims, name=name)
 
     def const_tensor(self, array, name="") -> int:
-        array = np.ascontiguousarray(array)
-        if array.dtype == np.int64:
-            array = array.astype(np.int32)
-        if array.dtype == np.float64:
-            array = array.astype(np.float32)
+        array = device_array(array)
         return self.add_operand(_TENSOR_TYPES[array.dtype], array.shape, array, name)
 
     def i32(self, v) -> int:
@@ -87,36 +83,16 @@ class Builder:
         return self.emit("TRANSPOSE", [src, self.const_tensor(np.array(perm, np.int32))],
                          out_dims, dtype, operand.name)
 
-    # ---- ONNX values -----------------------------------------------------------------
+    # ---- EdgeBuilder's hooks -----------------------------------------------------------
 
-    def shape(self, name: str) -> tuple:
-        return tuple(self.types[name].shape)
+    def constant_tensor(self, array, name: str) -> int:
+        return self.const_tensor(array, name)
 
-    def dtype(self, name: str):
-        from ...ir import dtypes
+    def numpy_dtype_of(self, operand: int):
+        return _dtype_of(self.model.operands[operand].type)
 
-        return dtypes.numpy_dtype(self.types[name].elem_type)
-
-    def const(self, name: str):
-        return self.constants(name) if name else None
-
-    def get(self, name: str, layout: str = "nchw") -> int:
-        """The operand carrying ONNX value `name` in `layout` (NHWC only for rank 4)."""
-        if name not in self.layouts.tensors:
-            value = self.const(name)
-            if value is None:
-                raise KeyError(f"value '{name}' reaches the NNAPI partition from nowhere")
-            self.layouts.set(name, self.const_tensor(value, name), "nchw", value.shape)
-        return self.layouts.get(name, layout)
-
-    def define(self, name: str, operand: int, layout: str, onnx_shape=None) -> None:
+    def name_tensor(self, operand: int, name: str) -> None:
         self.model.operands[operand].name = name
-        if name not in self.types:          # a value the lowering made up (1-D conv as 2-D)
-            from ...ir import TypeInfo, dtypes
-
-            code = dtypes.code_of_numpy(_dtype_of(self.model.operands[operand].type))
-            self.types[name] = TypeInfo(kind="tensor", elem_type=code, shape=tuple(onnx_shape))
-        self.layouts.set(name, operand, layout, onnx_shape or self.shape(name))
 
     def fuse_slot(self, name: str, operand: int) -> None:
         """`name` came from an operation whose FuseCode operand is `operand`."""

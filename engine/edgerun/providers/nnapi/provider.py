@@ -47,13 +47,11 @@ class NnapiProvider(EdgeProvider):
         return why
 
     def lower(self, graph, input_types: dict, opsets: dict):
-        model = build(graph, input_types, opsets, self._constant_or_none, self.feature_level,
+        model = build(graph, input_types, opsets, self.constant_or_none, self.feature_level,
                       self.RULES, opsets.get("", opsets.get("ai.onnx", 1)))
         model.relax_float32_to_float16 = bool(self.options.get("relax_fp32_to_fp16", False))
         return model
 
-    def _constant_or_none(self, name: str):
-        return self.facts.constant(name) if self.facts.is_constant(name) else None
 
     def interpret(self, program, inputs: list) -> list:
         return interpreter.run(program, [inputs[i] for i in self._model_inputs(program)])

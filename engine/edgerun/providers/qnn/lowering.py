@@ -18,9 +18,10 @@ import re
 
 import numpy as np
 
-from ...ir import Node, TypeInfo, dtypes
-from ..edge_common import (NCHW_TO_NHWC, Layouts, Rule, attr_str, clip_bounds, ints,
-                           partition_types, reduce_axes, rule_key, softmax_axis, split_fused)
+from ...ir import Node
+from ..edge_common import (NCHW_TO_NHWC, EdgeBuilder, Rule, attr_str, clip_bounds,
+                           device_array, ints, partition_types, reduce_axes, rule_key,
+                           softmax_axis, split_fused)
 from ..edge_params import (batch_norm_affine, conv_params, gemm_as_fully_connected,
                            gemm_problem, pad_amounts, pool_problem, pool_window, slice_problem,
                            slice_ranges)
@@ -39,15 +40,14 @@ def _u32(values):
     return np.array(values, np.uint32)
 
 
-class Builder:
+class Builder(EdgeBuilder):
     """Builds one QnnGraph for one partition with concrete input shapes."""
+    platform = "QNN"
 
     def __init__(self, graph, types: dict, constants, backend: str, opset: int):
-        self.types = types
-        self.constants = constants
+        super().__init__(types, constants)
         self.opset = opset
         self.graph = QnnGraph(name=_sanitize(graph.name), backend=backend)
-        self.layouts = Layouts(self._transpose)
         self._ids = 0
 
     # ---- tensors and ops -------------------------------------------------------------
@@ -63,11 +63,7 @@ class Builder:
         return name
 
     def static(self, array, base="const") -> str:
-        array = np.ascontiguousarray(array)
-        if array.dtype == np.int64:
-            array = array.astype(np.int32)
-        if array.dtype == np.float64:
-            array = array.astype(np.float32)
+        array = device_array(array)
         return self.tensor(base, array.dtype, array.shape, "STATIC", array)
 
     def op(self, type_: str, inputs: list, out_dims, out_dtype, params=None, base="") -> str:
@@ -96,30 +92,13 @@ class Builder:
         return self.op("Transpose", [src], out_dims, _NUMPY_OF[t.data_type],
                        {"perm": _u32(perm)}, base=src)
 
-    # ---- ONNX values -----------------------------------------------------------------
+    # ---- EdgeBuilder's hooks -----------------------------------------------------------
 
-    def shape(self, name: str) -> tuple:
-        return tuple(self.types[name].shape)
+    def constant_tensor(self, array, name: str) -> str:
+        return self.static(array, name)
 
-    def dtype(self, name: str):
-        return dtypes.numpy_dtype(self.types[name].elem_type)
-
-    def const(self, name: str):
-        return self.constants(name) if name else None
-
-    def get(self, name: str, layout: str = "nchw") -> str:
-        if name not in self.layouts.tensors:
-            value = self.const(name)
-            if value is None:
-                raise KeyError(f"value '{name}' reaches the QNN partition from nowhere")
-            self.layouts.set(name, self.static(value, name), "nchw", np.shape(value))
-        return self.layouts.get(name, layout)
-
-    def define(self, name: str, tensor: str, layout: str, onnx_shape=None) -> None:
-        if name not in self.types:
-            code = dtypes.code_of_numpy(_NUMPY_OF[self.graph.tensors[tensor].data_type])
-            self.types[name] = TypeInfo(kind="tensor", elem_type=code, shape=tuple(onnx_shape))
-        self.layouts.set(name, tensor, layout, onnx_shape or self.shape(name))
+    def numpy_dtype_of(self, tensor: str):
+        return _NUMPY_OF[self.graph.tensors[tensor].data_type]
 
 
 def _sanitize(name: str) -> str:

@@ -54,13 +54,11 @@ class QNNProvider(EdgeProvider):
         return why
 
     def lower(self, graph, input_types: dict, opsets: dict):
-        qnn_graph = build(graph, input_types, opsets, self._constant_or_none, self.backend,
+        qnn_graph = build(graph, input_types, opsets, self.constant_or_none, self.backend,
                           self.RULES, opsets.get("", opsets.get("ai.onnx", 1)))
         qnn_graph.fp16_precision = self.fp16
         return qnn_graph
 
-    def _constant_or_none(self, name: str):
-        return self.facts.constant(name) if self.facts.is_constant(name) else None
 
     def interpret(self, program, inputs: list) -> list:
         return interpreter.run(program, [inputs[i] for i in program.input_positions],
