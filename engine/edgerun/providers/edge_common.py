@@ -480,6 +480,29 @@ class EdgeBuilder:
             self.types[name] = TypeInfo(kind="tensor", elem_type=code, shape=tuple(onnx_shape))
         self.layouts.set(name, tensor, layout, onnx_shape or self.shape(name))
 
+    def get_broadcast(self, name: str, layout: str, rank: int):
+        """An operand of a broadcasting operation in `layout`: a constant not yet lowered is
+        padded to `rank` and, for NHWC, transposed here instead of by the device."""
+        value = self.const(name)
+        if layout == "nhwc" and value is not None and name not in self.layouts.tensors:
+            value = np.asarray(value).reshape((1,) * (rank - np.ndim(value)) + np.shape(value))
+            return self.constant_tensor(np.transpose(value, NCHW_TO_NHWC), name)
+        return self.get(name, layout)
+
+    def concat_inputs(self, node) -> tuple:
+        """(inputs, layout, axis, dims) of a Concat: NHWC when every computed input is
+        already NHWC, the axis and output dims in that layout."""
+        shape = self.shape(node.outputs[0])
+        axis = node.attr("axis")
+        axis = axis + len(shape) if axis < 0 else axis
+        live = [n for n in node.inputs if self.const(n) is None]
+        nhwc = len(shape) == 4 and live and all(self.layouts.has(n, "nhwc") for n in live)
+        layout = "nhwc" if nhwc else "nchw"
+        inputs = [self.get_broadcast(n, layout, len(shape)) for n in node.inputs]
+        if nhwc:
+            return inputs, layout, NCHW_TO_NHWC.index(axis), tuple(shape[i] for i in NCHW_TO_NHWC)
+        return inputs, layout, axis, shape
+
     def name_tensor(self, tensor, name: str) -> None:
         pass
 
@@ -491,6 +514,29 @@ class EdgeBuilder:
 
     def _transpose(self, src, perm, out_dims):
         raise NotImplementedError
+
+
+def bind_inputs(values, keys, inputs: list, dims_of, describe) -> None:
+    """A reference interpreter's inputs into `values` (operand -> array), each checked
+    against the dims the program declares: `dims_of(key)`, `describe(key)` naming it."""
+    for key, array in zip(keys, inputs):
+        want = tuple(dims_of(key))
+        if tuple(array.shape) != want:
+            raise ValueError(f"{describe(key)} has dimensions {list(want)}, got "
+                             f"{list(array.shape)}")
+        values[key] = array
+
+
+def identity_check(view, node, opset) -> str:
+    """Identity and Dropout (inference): the input passes through; a mask output cannot."""
+    if len([o for o in node.outputs if o]) > 1:
+        return f"Dropout's mask output has no {view.provider.platform} equivalent"
+    return ""
+
+
+def identity_lower(b: EdgeBuilder, node) -> None:
+    b.get(node.inputs[0])
+    b.layouts.alias(node.outputs[0], node.inputs[0])
 
 
 def clip_bounds(view_or_b, node, opset):

@@ -12,6 +12,7 @@ import numpy as np
 
 from ..cpu.ops import conv as cpu_conv
 from ..cpu.ops import pool as cpu_pool
+from ..edge_common import bind_inputs
 from . import spec
 
 
@@ -156,12 +157,8 @@ def run(model, inputs: list) -> list:
     for i, operand in enumerate(model.operands):
         if operand.lifetime == "CONSTANT_COPY":
             values[i] = operand.value
-    for index, array in zip(model.inputs, inputs):
-        want = tuple(model.operands[index].dims)
-        if tuple(array.shape) != want:
-            raise ValueError(f"NNAPI input operand {index} ('{model.operands[index].name}') "
-                             f"has dimensions {list(want)}, got {list(array.shape)}")
-        values[index] = array
+    bind_inputs(values, model.inputs, inputs, lambda i: model.operands[i].dims,
+                lambda i: f"NNAPI input operand {i} ('{model.operands[i].name}')")
     for op in model.operations:
         impl = OPERATIONS.get(op.type)
         if impl is None:

@@ -16,7 +16,7 @@ import numpy as np
 
 from ...ir import Node
 from ..edge_common import (NCHW_TO_NHWC, EdgeBuilder, Rule, attr_str, clip_bounds,
-                           device_array, ints, partition_types, reduce_axes, rule_key,
+                           device_array, identity_check, identity_lower, ints, partition_types, reduce_axes, rule_key,
                            softmax_axis, split_fused)
 from ..edge_params import (batch_norm_affine, conv_params, gemm_as_fully_connected,
                            gemm_problem, pad_amounts, pool_problem, pool_window, slice_problem,
@@ -304,14 +304,6 @@ def _layout_for(b: Builder, names: list, out_shape) -> str:
     return "nhwc" if any(b.layouts.has(n, "nhwc") for n in live) else "nchw"
 
 
-def _operand_in(b: Builder, name: str, layout: str, rank: int) -> int:
-    value = b.const(name)
-    if layout == "nhwc" and value is not None and name not in b.layouts.tensors:
-        value = np.asarray(value).reshape((1,) * (rank - np.ndim(value)) + np.shape(value))
-        return b.const_tensor(np.transpose(value, NCHW_TO_NHWC), name)
-    return b.get(name, layout)
-
-
 def _emit_binary(b: Builder, op: str, a: int, c: int, out_dims, dtype) -> tuple:
     fuse = None
     inputs = [a, c]
@@ -336,17 +328,17 @@ def _binary_lower(b: Builder, node) -> None:
         exponent = float(np.asarray(b.const(names[1])).reshape(-1)[0]) \
             if b.const(names[1]) is not None and np.size(b.const(names[1])) == 1 else None
         if exponent in (1.0, 2.0):
-            x = _operand_in(b, names[0], layout, len(out_shape))
+            x = b.get_broadcast(names[0], layout, len(out_shape))
             if exponent == 1.0:
                 b.layouts.set(y, x, layout, out_shape)
                 return
             out, _ = _emit_binary(b, "MUL", x, x, dims, b.dtype(y))
             b.define(y, out, layout, out_shape)
             return
-    acc = _operand_in(b, names[0], layout, len(out_shape))
+    acc = b.get_broadcast(names[0], layout, len(out_shape))
     fuse = None
     for other in names[1:]:
-        acc, fuse = _emit_binary(b, op, acc, _operand_in(b, other, layout, len(out_shape)),
+        acc, fuse = _emit_binary(b, op, acc, b.get_broadcast(other, layout, len(out_shape)),
                                  dims, b.dtype(y))
     b.define(y, acc, layout, out_shape)
     if fuse is not None:
@@ -565,35 +557,15 @@ def _reshape_lower(b: Builder, node) -> None:
     b.define(y, out, "nchw")
 
 
-def _identity_check(view, node, opset) -> str:
-    if len([o for o in node.outputs if o]) > 1:
-        return "Dropout's mask output has no NNAPI equivalent"
-    return ""
-
-
-def _identity_lower(b: Builder, node) -> None:
-    x = node.inputs[0]
-    b.get(x)
-    b.layouts.alias(node.outputs[0], x)
-
-
 def _concat_check(view, node, opset) -> str:
     return ""
 
 
 def _concat_lower(b: Builder, node) -> None:
     y = node.outputs[0]
-    shape = b.shape(y)
-    axis = node.attr("axis")
-    axis = axis + len(shape) if axis < 0 else axis
-    live = [n for n in node.inputs if b.const(n) is None]
-    nhwc = len(shape) == 4 and live and all(b.layouts.has(n, "nhwc") for n in live)
-    layout = "nhwc" if nhwc else "nchw"
-    inputs = [_operand_in(b, n, layout, len(shape)) for n in node.inputs]
-    dims = tuple(shape[i] for i in NCHW_TO_NHWC) if nhwc else shape
-    axis = NCHW_TO_NHWC.index(axis) if nhwc else axis
+    inputs, layout, axis, dims = b.concat_inputs(node)
     b.define(y, b.emit("CONCATENATION", inputs + [b.i32(axis)], dims, b.dtype(y)), layout,
-             shape)
+             b.shape(y))
 
 
 def _transpose_check(view, node, opset) -> str:
@@ -763,8 +735,8 @@ RULES = {
     "Flatten": Rule(_reshape_check, _reshape_lower),
     "Squeeze": Rule(_reshape_check, _reshape_lower, params=(1,)),
     "Unsqueeze": Rule(_reshape_check, _reshape_lower, params=(1,)),
-    "Identity": Rule(_identity_check, _identity_lower),
-    "Dropout": Rule(_identity_check, _identity_lower, params=(1, 2)),
+    "Identity": Rule(identity_check, identity_lower),
+    "Dropout": Rule(identity_check, identity_lower, params=(1, 2)),
     "Concat": Rule(_concat_check, _concat_lower),
     "Transpose": Rule(_transpose_check, _transpose_lower),
     "ReduceMean": Rule(_mean_check, _mean_lower, params=(1,)),

@@ -12,6 +12,7 @@ import numpy as np
 
 from ..cpu.ops import conv as cpu_conv
 from ..cpu.ops import pool as cpu_pool
+from ..edge_common import bind_inputs
 from . import spec
 
 
@@ -155,12 +156,8 @@ OPS = {
 def run(graph, inputs: list, fp16: bool = False) -> list:
     """Execute `graph` (a QnnGraph) on host arrays given in graph-input order."""
     values = {n: t.data for n, t in graph.tensors.items() if t.type == "STATIC"}
-    for name, array in zip(graph.inputs, inputs):
-        want = graph.tensors[name].dims
-        if tuple(array.shape) != want:
-            raise ValueError(f"QNN input tensor '{name}' has dims {list(want)}, got "
-                             f"{list(array.shape)}")
-        values[name] = array
+    bind_inputs(values, graph.inputs, inputs, lambda name: graph.tensors[name].dims,
+                lambda name: f"QNN input tensor '{name}'")
     for op in graph.ops:
         impl = OPS.get(op.type)
         if op.type == "Reshape":

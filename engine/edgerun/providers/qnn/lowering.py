@@ -20,7 +20,7 @@ import numpy as np
 
 from ...ir import Node
 from ..edge_common import (NCHW_TO_NHWC, EdgeBuilder, Rule, attr_str, clip_bounds,
-                           device_array, ints, partition_types, reduce_axes, rule_key,
+                           device_array, identity_check, identity_lower, ints, partition_types, reduce_axes, rule_key,
                            softmax_axis, split_fused)
 from ..edge_params import (batch_norm_affine, conv_params, gemm_as_fully_connected,
                            gemm_problem, pad_amounts, pool_problem, pool_window, slice_problem,
@@ -260,14 +260,6 @@ def _layout_for(b: Builder, names: list, out_shape) -> str:
     return "nhwc" if any(b.layouts.has(n, "nhwc") for n in live) else "nchw"
 
 
-def _tensor_in(b: Builder, name: str, layout: str, rank: int) -> str:
-    value = b.const(name)
-    if layout == "nhwc" and value is not None and name not in b.layouts.tensors:
-        value = np.asarray(value).reshape((1,) * (rank - np.ndim(value)) + np.shape(value))
-        return b.static(np.transpose(value, NCHW_TO_NHWC), name)
-    return b.get(name, layout)
-
-
 def _binary_lower(b: Builder, node) -> None:
     y = node.outputs[0]
     names = list(node.inputs)
@@ -278,9 +270,9 @@ def _binary_lower(b: Builder, node) -> None:
         return
     layout = _layout_for(b, names, out_shape)
     dims = tuple(out_shape[i] for i in NCHW_TO_NHWC) if layout == "nhwc" else out_shape
-    acc = _tensor_in(b, names[0], layout, len(out_shape))
+    acc = b.get_broadcast(names[0], layout, len(out_shape))
     for other in names[1:]:
-        acc = b.op(_BINARY[node.op_type], [acc, _tensor_in(b, other, layout, len(out_shape))],
+        acc = b.op(_BINARY[node.op_type], [acc, b.get_broadcast(other, layout, len(out_shape))],
                    dims, b.dtype(y), base=y)
     b.define(y, acc, layout, out_shape)
 
@@ -429,30 +421,11 @@ def _reshape_lower(b: Builder, node) -> None:
     b.define(y, b.op("Reshape", [b.get(x)], b.shape(y), b.dtype(y), base=y), "nchw")
 
 
-def _identity_check(view, node, opset) -> str:
-    if len([o for o in node.outputs if o]) > 1:
-        return "Dropout's mask output has no QNN equivalent"
-    return ""
-
-
-def _identity_lower(b: Builder, node) -> None:
-    b.get(node.inputs[0])
-    b.layouts.alias(node.outputs[0], node.inputs[0])
-
-
 def _concat_lower(b: Builder, node) -> None:
     y = node.outputs[0]
-    shape = b.shape(y)
-    axis = node.attr("axis")
-    axis = axis + len(shape) if axis < 0 else axis
-    live = [n for n in node.inputs if b.const(n) is None]
-    nhwc = len(shape) == 4 and live and all(b.layouts.has(n, "nhwc") for n in live)
-    layout = "nhwc" if nhwc else "nchw"
-    inputs = [_tensor_in(b, n, layout, len(shape)) for n in node.inputs]
-    dims = tuple(shape[i] for i in NCHW_TO_NHWC) if nhwc else shape
-    axis = NCHW_TO_NHWC.index(axis) if nhwc else axis
+    inputs, layout, axis, dims = b.concat_inputs(node)
     b.define(y, b.op("Concat", inputs, dims, b.dtype(y), {"axis": axis}, base=y), layout,
-             shape)
+             b.shape(y))
 
 
 def _transpose_lower(b: Builder, node) -> None:
@@ -557,8 +530,8 @@ RULES = {
     "Flatten": Rule(_always, _reshape_lower),
     "Squeeze": Rule(_always, _reshape_lower, params=(1,)),
     "Unsqueeze": Rule(_always, _reshape_lower, params=(1,)),
-    "Identity": Rule(_identity_check, _identity_lower),
-    "Dropout": Rule(_identity_check, _identity_lower, params=(1, 2)),
+    "Identity": Rule(identity_check, identity_lower),
+    "Dropout": Rule(identity_check, identity_lower, params=(1, 2)),
     "Concat": Rule(_always, _concat_lower),
     "Transpose": Rule(_always, _transpose_lower),
     **{op: Rule(_reduce_check, _reduce_lower, params=(1,)) for op in _REDUCE},
