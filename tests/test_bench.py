@@ -4,7 +4,6 @@ No timing assertions: only that the runner produces the JSON fields, the Markdow
 """
 import importlib.util
 import json
-import os
 import subprocess
 import sys
 

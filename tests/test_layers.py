@@ -1,7 +1,7 @@
 """The import contract in pyproject.toml ([tool.importlinter]): layers point one way
 (onnx/ir at the bottom, then shape inference, the optimizer, the runtime, the providers, the
 session, and the tools, packaging and web bridge on top), and no provider imports another
-provider beyond the debt listed there."""
+provider beyond the debt listed there. And ruff's lint ([tool.ruff]) finds nothing."""
 import os
 import subprocess
 import sys
@@ -21,3 +21,16 @@ def test_layers_and_providers_keep_their_import_contract():
                          capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
     assert "Contracts: 2 kept, 0 broken." in out.stdout, out.stdout[-2000:]
+
+
+LINTED = ["engine", "bench", "scripts", "tests", "wasm_kernels", "examples"]
+
+
+def test_ruff_finds_nothing():
+    try:
+        import ruff  # noqa: F401
+    except ImportError:
+        need(False, "ruff", "pip install ruff==0.17.6")
+    out = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", *LINTED],
+                         cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]

@@ -17,16 +17,17 @@ import edgerun
 from edgerun.onnx import load_model
 from edgerun.optimizer import ALL, BASIC, EXTENDED
 from edgerun.optimizer import optimize as _optimize
+from edgerun.optimizer.save import save_optimized
 from edgerun.providers.registry import constant_evaluator
+from edgerun.tools import conformance
+
+from real_models import REAL_MODELS
 
 
 def optimize(model, level=ALL, report=None):
     """The optimizer as sessions run it: constants folded by the CPU kernels."""
     return _optimize(model, level, report, evaluate=constant_evaluator())
-from edgerun.optimizer.save import save_optimized
-from edgerun.tools import conformance
 
-from real_models import REAL_MODELS
 
 RTOL, ATOL = 1e-4, 1e-5
 LEVELS = [BASIC, EXTENDED, ALL]

@@ -18,7 +18,6 @@ import numpy as np
 import pytest
 
 from edgerun import ir
-from edgerun.errors import InvalidGraph
 from edgerun.ir import dtypes
 from edgerun.onnx import load_model
 from edgerun.providers.cpu.registry import supported_ops

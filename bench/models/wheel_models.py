@@ -25,7 +25,7 @@ _TESTS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.ab
 if _TESTS not in sys.path:
     sys.path.insert(0, _TESTS)
 
-from real_models import MODELS, REAL_MODELS, text_lines, wheel_model
+from real_models import MODELS, REAL_MODELS, text_lines, wheel_model  # noqa: E402  (tests/ on the path first)
 
 
 def _rng(seed: int = 0):

@@ -141,9 +141,11 @@ def _same_contents(wheel: str, other: str) -> bool:
     metadata, timestamps and READMEs, which pip and pack.wheel package differently, aside)."""
     if not os.path.isfile(other):
         return False
+    def files(z):
+        return {i.filename for i in z.infolist() if ".dist-info/" not in i.filename
+                and not i.is_dir() and not i.filename.endswith(".md")}
+
     with zipfile.ZipFile(wheel) as a, zipfile.ZipFile(other) as b:
-        files = lambda z: {i.filename for i in z.infolist() if ".dist-info/" not in i.filename
-                           and not i.is_dir() and not i.filename.endswith(".md")}
         names = files(a)
         return names == files(b) and all(a.read(n) == b.read(n) for n in names)
 

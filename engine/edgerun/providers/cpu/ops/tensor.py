@@ -46,7 +46,7 @@ def _as_str(value) -> str:
 
 def _zero_of(dtype):
     """The default fill value of a dtype: 0, False or the empty string."""
-    if dtype == object:
+    if np.dtype(dtype).kind == "O":
         return ""
     return np.zeros((), dtype=dtype)[()]
 
