@@ -1,7 +1,8 @@
 """The import contract in pyproject.toml ([tool.importlinter]): layers point one way
 (onnx/ir at the bottom, then shape inference, the optimizer, the runtime, the providers, the
 session, and the tools, packaging and web bridge on top), and no provider imports another
-provider beyond the debt listed there. And ruff's lint ([tool.ruff]) finds nothing."""
+provider beyond the debt listed there. And ruff's lint ([tool.ruff]) finds nothing, and mypy
+finds no type error in the core packages ([tool.mypy]: the decoder, the IR, shape inference)."""
 import os
 import subprocess
 import sys
@@ -33,4 +34,14 @@ def test_ruff_finds_nothing():
         need(False, "ruff", "pip install ruff==0.17.6")
     out = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", *LINTED],
                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
+
+
+def test_the_core_packages_type_check():
+    try:
+        import mypy  # noqa: F401
+    except ImportError:
+        need(False, "mypy", "pip install mypy==2.4.1")
+    out = subprocess.run([sys.executable, "-m", "mypy", "--no-incremental"], cwd=ROOT,
+                         capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]

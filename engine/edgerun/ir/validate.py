@@ -12,6 +12,8 @@ Names read before they are defined, and cycles, are found when the executor orde
 """
 from __future__ import annotations
 
+from typing import Optional
+
 from ..errors import InvalidGraph
 from .graph import AttrType, Graph
 from .op_schema import SCHEMAS
@@ -25,7 +27,8 @@ def validate_model(model) -> None:
     validate_graph(model.graph, opsets=model.opset_imports)
 
 
-def validate_graph(graph: Graph, where: str = "the main graph", opsets: dict = None) -> None:
+def validate_graph(graph: Graph, where: str = "the main graph",
+                   opsets: Optional[dict] = None) -> None:
     opsets = opsets or {}
     defined = {v.name for v in graph.inputs} | set(graph.initializers)
     for node in graph.nodes:

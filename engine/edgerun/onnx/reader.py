@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import stat
 import struct
+from typing import Optional
 
 from .. import ir
 from ..errors import InvalidGraph, InvalidProtobuf
@@ -41,8 +42,9 @@ _SPARSE = wire.message("SparseTensorProto", L=(1, 2), P=(3,))
 MAX_NESTING = 100
 
 
-def load_model(path_or_bytes, base_dir: str = None, load_external: bool = True,
-               max_bytes: int = None, max_external_bytes: int = None) -> ir.Model:
+def load_model(path_or_bytes, base_dir: Optional[str] = None, load_external: bool = True,
+               max_bytes: Optional[int] = None,
+               max_external_bytes: Optional[int] = None) -> ir.Model:
     """Decode a model from a file path or bytes.
 
     External data is resolved against `base_dir` (default: the model file's folder).
@@ -113,7 +115,8 @@ class _Reader:
     # ---- containers ----------------------------------------------------------------------
 
     def model(self, buf) -> ir.Model:
-        m = ir.Model(graph=None, ir_version=0, opset_imports={})
+        # the graph is field 7; a model without one is refused when validated
+        m = ir.Model(graph=None, ir_version=0, opset_imports={})  # type: ignore[arg-type]
         for num, wt, v in wire.fields(buf, _MODEL):
             if num == 1:
                 m.ir_version = v
@@ -251,8 +254,8 @@ class _Reader:
 
     def attribute(self, buf) -> ir.Attribute:
         a = ir.Attribute(name="", type=AttrType.UNDEFINED)
-        singles = {}
-        repeated = {7: [], 8: [], 9: [], 10: [], 11: [], 23: [], 15: []}
+        singles: dict = {}
+        repeated: dict = {7: [], 8: [], 9: [], 10: [], 11: [], 23: [], 15: []}
         for num, wt, v in wire.fields(buf, _ATTRIBUTE):
             if num == 1:
                 a.name = _str(v)

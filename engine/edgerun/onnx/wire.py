@@ -6,6 +6,8 @@ corrupt buffer raises `WireError`, which the ONNX reader turns into `InvalidProt
 """
 from __future__ import annotations
 
+from typing import Any, Optional
+
 import struct
 
 VARINT, FIXED64, LENGTH, FIXED32 = 0, 1, 2, 5
@@ -24,7 +26,7 @@ def message(name: str, **numbers) -> dict:
     F64: packed or single fixed, as repeated scalars may be sent either way)."""
     kinds = {"L": (LENGTH,), "V": (VARINT,), "P": (LENGTH, VARINT), "F32": (LENGTH, FIXED32),
              "F64": (LENGTH, FIXED64), "S32": (FIXED32,)}
-    schema = {"name": name}
+    schema: dict = {"name": name}
     for kind, field_numbers in numbers.items():
         for number in field_numbers:
             schema[number] = kinds[kind]
@@ -47,7 +49,8 @@ def read_varint(buf: memoryview, pos: int, end: int) -> tuple:
             raise WireError("varint longer than 10 bytes")
 
 
-def fields(buf: memoryview, schema: dict = None, start: int = 0, end: int = None):
+def fields(buf: memoryview, schema: Optional[dict] = None, start: int = 0,
+           end: Optional[int] = None):
     """Yield (field_number, wire_type, value) for each field of one message.
 
     value: int for VARINT, a memoryview slice for LENGTH, FIXED32 and FIXED64. `schema`
@@ -72,7 +75,7 @@ def fields(buf: memoryview, schema: dict = None, start: int = 0, end: int = None
             raise WireError(f"{schema.get('name', 'message')} field {number} has wire type "
                             f"{wire_type}, expected {' or '.join(map(str, schema[number]))}")
         if wire_type == VARINT:
-            value = buf[pos] if pos < end else 0x80
+            value: Any = buf[pos] if pos < end else 0x80
             if value < 0x80:
                 pos += 1
             else:

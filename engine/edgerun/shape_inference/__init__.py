@@ -13,6 +13,8 @@ no type (absent from the result), never an exception.
 """
 from __future__ import annotations
 
+from typing import Optional
+
 from ..ir import Graph, Model, TypeInfo
 from . import symbolic
 from .engine import Engine, Scope, prepare_model, refine
@@ -40,15 +42,16 @@ class InferenceResult(dict):
 
     def __init__(self):
         super().__init__()
-        self.values: dict = {}
+        # value name -> known elements (the attribute hides dict.values)
+        self.values: dict = {}  # type: ignore[assignment]
         self.dim_values: dict = {}
         self.subgraph_types: dict = {}
         self.warnings: list = []
         self.unfit_branches: list = []
 
 
-def infer_shapes(model_or_graph, input_shapes: dict = None, opsets: dict = None
-                 ) -> InferenceResult:
+def infer_shapes(model_or_graph, input_shapes: Optional[dict] = None,
+                 opsets: Optional[dict] = None) -> InferenceResult:
     """Infer the type of every value of a Model (or Graph, with `opsets` domain -> version).
 
     `input_shapes` maps graph input names to shapes (tuples of int/str/None) or to
@@ -77,7 +80,7 @@ def _input_types(graph: Graph, input_shapes: dict) -> list:
     if unknown:
         raise ValueError(f"input_shapes names {sorted(unknown)}, which are not graph inputs "
                          f"(inputs: {[v.name for v in graph.inputs]})")
-    types = []
+    types: list = []
     for v in graph.inputs:
         given = input_shapes.get(v.name)
         if given is None:

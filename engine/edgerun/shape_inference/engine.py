@@ -5,6 +5,8 @@ names of the graphs that enclose it.
 """
 from __future__ import annotations
 
+from typing import Optional
+
 import copy
 
 from ..errors import InvalidGraph
@@ -17,13 +19,13 @@ from .registry import lookup
 
 
 class Scope:
-    def __init__(self, parent: "Scope" = None):
+    def __init__(self, parent: Optional["Scope"] = None):
         self.parent = parent
         self.types: dict = {}
         self.values: dict = {}
 
     def type(self, name: str):
-        scope = self
+        scope: Optional[Scope] = self
         while scope is not None:
             if name in scope.types:
                 return scope.types[name]
@@ -31,7 +33,7 @@ class Scope:
         return None
 
     def value(self, name: str):
-        scope = self
+        scope: Optional[Scope] = self
         while scope is not None:
             if name in scope.types:
                 return scope.values.get(name)
@@ -39,7 +41,8 @@ class Scope:
         return None
 
     def names(self) -> set:
-        out, scope = set(), self
+        out: set = set()
+        scope: Optional[Scope] = self
         while scope is not None:
             out |= set(scope.types)
             scope = scope.parent
@@ -60,7 +63,7 @@ class Engine:
 
     # ---- graphs ---------------------------------------------------------------------------
 
-    def infer_graph(self, graph: Graph, scope: Scope, input_types: list = None,
+    def infer_graph(self, graph: Graph, scope: Scope, input_types: Optional[list] = None,
                     replace_inputs: bool = False) -> list:
         """Fill `scope` with every value of `graph`; returns the graph's output types.
 

@@ -40,7 +40,7 @@ def decode(tensor):
 
 def cast(items, elem_type: int):
     """Elements converted as Cast would; None where that is not exact in Python."""
-    out = []
+    out: list = []
     for v in items:
         if v is None or isinstance(v, str):
             out.append(v if elem_type in INTEGER_TYPES else None)

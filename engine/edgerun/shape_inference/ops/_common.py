@@ -1,12 +1,14 @@
 """Small pieces many rules share."""
 from __future__ import annotations
 
+from typing import Optional
+
 from ...ir import dtypes
 from .. import symbolic
 from ..context import tensor
 
 
-def same_as_input(ctx, i: int = 0, elem_type: int = None):
+def same_as_input(ctx, i: int = 0, elem_type: Optional[int] = None):
     """The input's own type (shape and element type), optionally with another element type."""
     t = ctx.type(i)
     if t is not None and t.kind != "tensor" and elem_type is None:

@@ -16,7 +16,7 @@ def sliding_sizes(ctx, spatial, kernel, ceil_mode: bool = False):
     dilations = ctx.attr("dilations") or [1] * n
     auto_pad = ctx.attr("auto_pad", "NOTSET")
     pads = ctx.attr("pads") or [0] * (2 * n)
-    out = []
+    out: list = []
     for i, d in enumerate(spatial):
         k = kernel[i]
         if k is None or not symbolic.is_int(k):
