@@ -44,6 +44,8 @@ also let fuse_matmul_add and fuse_attention match where declared types say nothi
 """
 from __future__ import annotations
 
+from typing import Optional
+
 from .. import ir
 from .constant_folding import constant_folding
 from .constants_to_initializers import constants_to_initializers
@@ -91,7 +93,8 @@ PASSES = [
 ]
 
 
-def optimize(model: ir.Model, level=ALL, report: dict = None, evaluate=None) -> ir.Model:
+def optimize(model: ir.Model, level=ALL, report: Optional[dict] = None,
+             evaluate=None) -> ir.Model:
     """Run every pass up to `level` (an int or GraphOptimizationLevel) over `model`.
 
     `report`, if given, receives pass name -> number of rewrites. `evaluate(node, opset,

@@ -794,7 +794,7 @@ def _standard_rotary(b: Builder, x: str, cos_cache: str, sin_cache: str, positio
     """ai.onnx RotaryEmbedding (opset 23), the same computation in one operator: x 3-D
     with `heads` heads or 4-D [B, N, S, D], positions int64 [B, S], rotary the rotated
     size (0: the whole head)."""
-    attrs = {"interleaved": int(interleaved)}
+    attrs: dict = {"interleaved": int(interleaved)}
     if heads:
         attrs["num_heads"] = heads
     if rotary:
@@ -1075,7 +1075,7 @@ def dequantize_linear(node: ir.Node, b: Builder) -> None:
 def _standard_q_dq(node: ir.Node, b: Builder) -> None:
     """The com.microsoft spelling as the standard operator (axis from opset 13)."""
     b.need_opset(node, 10, node.op_type)
-    attrs = {}
+    attrs: dict = {}
     if node.attr("axis") is not None:
         b.need_opset(node, 13, f"{node.op_type}'s axis attribute")
         attrs["axis"] = int(node.attr("axis"))

@@ -8,6 +8,8 @@ without it.
 """
 from __future__ import annotations
 
+from typing import Optional
+
 from .. import ir
 from ..ir.walk import node_reads, subgraphs  # noqa: F401 - passes import subgraphs from here
 
@@ -30,7 +32,7 @@ class PassContext:
         self.inputs_override_initializers = model.ir_version >= 4
         self.inferred_types: dict = {}    # name -> ir.TypeInfo, filled by fold_shapes
         self._arrays: dict = {}           # id(ir.Tensor) -> (tensor, its numpy value)
-        self._names = set()
+        self._names: set = set()
         _collect_names(model.graph, self._names)
 
     def opset(self, domain: str = "") -> int:
@@ -105,7 +107,7 @@ class GraphView:
     tensors: `constant()` reads them like the graph's own initializers.
     """
 
-    def __init__(self, graph: ir.Graph, ctx: PassContext, outer: dict = None):
+    def __init__(self, graph: ir.Graph, ctx: PassContext, outer: Optional[dict] = None):
         self.graph = graph
         self.ctx = ctx
         self.outer = outer or {}

@@ -1,6 +1,8 @@
 """Small matching helpers the fusion passes share."""
 from __future__ import annotations
 
+from typing import Optional
+
 from .graph_edit import GraphView, is_onnx
 
 
@@ -20,7 +22,7 @@ def close_to(value, target: float, rel: float = 1e-4) -> bool:
     return value is not None and abs(value - target) <= rel * abs(target)
 
 
-def const_side(view: GraphView, node, target: float = None):
+def const_side(view: GraphView, node, target: Optional[float] = None):
     """(constant value, other input) of a two-input node with one scalar constant input;
     with `target`, only when the constant is close to it."""
     if len(node.inputs) != 2:

@@ -9,6 +9,8 @@ to compile and for profiled runs.
 """
 from __future__ import annotations
 
+from typing import Optional
+
 import functools
 import threading
 import time
@@ -18,10 +20,10 @@ from .host_tensor import HostTensor
 
 try:
     import numpy as np
-    _ARRAY = np.ndarray
-    _SCALARS = (np.generic, int, float, bool, complex)
+    _ARRAY: type = np.ndarray
+    _SCALARS: tuple = (np.generic, int, float, bool, complex)
 except ImportError:          # Pyodide without numpy: values are HostTensors
-    np = None
+    np = None  # type: ignore[assignment]
     _ARRAY = HostTensor
     _SCALARS = ()
 from ..errors import EdgerunError, Fail, InvalidGraph
@@ -51,7 +53,7 @@ class GraphExecutor:
         self.outer_reads = tuple(sorted(outer_scope_reads(graph)))
         self.subgraphs: dict = {}     # id(subgraph) -> GraphExecutor
         self.copy_steps = 0           # device <-> host copies per run (excluding subgraphs)
-        self._value_types = None      # name -> TypeInfo, inferred when a partition needs it
+        self._value_types: Optional[dict] = None   # name -> TypeInfo, inferred when needed
         self.plan = self._build_plan(outer_names)
 
     def subgraph_copy_steps(self) -> int:
@@ -91,7 +93,8 @@ class GraphExecutor:
         self.copy_steps = plan.copies
         return plan
 
-    def plan_for(self, input_devices: dict = None, output_devices: dict = None) -> GraphPlan:
+    def plan_for(self, input_devices: Optional[dict] = None,
+                 output_devices: Optional[dict] = None) -> GraphPlan:
         """The plan for graph inputs fed, and outputs wanted, on other devices than the host
         (IO binding): name -> device ("webgpu"...); an output mapped to None is not wanted
         and stays where it is produced. Built on first use and kept; kernels are the ones
@@ -190,7 +193,7 @@ class GraphExecutor:
             values = branch.run(_NO_FEEDS, outer=env)
             return values[0] if single else tuple(values)
 
-        run_if.runs_branches = True
+        run_if.runs_branches = True  # type: ignore[attr-defined]
         return run_if
 
     def _inlined(self, step: Step, fn, names: set):
@@ -234,8 +237,8 @@ class GraphExecutor:
 
     # ---- running --------------------------------------------------------------------------
 
-    def run(self, feeds: dict, outer: dict = None, profile: list = None,
-            plan: GraphPlan = None) -> list:
+    def run(self, feeds: dict, outer: Optional[dict] = None, profile: Optional[list] = None,
+            plan: Optional[GraphPlan] = None) -> list:
         """Run with `feeds` (name -> value); `outer` holds names visible from enclosing graphs.
 
         With `profile` (a list), each step appends (name, op_type, provider, start, seconds).
@@ -299,7 +302,8 @@ class GraphExecutor:
             cancel.check(watched)
             ctx = step.ctx
             if ctx is None:
-                ctx = KernelContext(step.node, self._step_opset(step), run_graph)
+                ctx = KernelContext(step.node, self._step_opset(step),  # type: ignore[arg-type]
+                                    run_graph)
             started = time.perf_counter()
             try:
                 result = step.fn(ctx, *[env[n] for n in step.inputs], **step.attrs)
@@ -313,7 +317,7 @@ class GraphExecutor:
             for name in step.free_after:
                 del env[name]
 
-    def _step_opset(self, step: Step) -> int:
+    def _step_opset(self, step: Step) -> Optional[int]:
         return self.opsets.get(_domain_key(step.node.domain))
 
     def _run_subgraph(self, env: dict, profile, graph: Graph, inputs: list) -> list:
@@ -346,7 +350,8 @@ class _ValuePlacer:
     elsewhere. Host values keep their name; a copy on device D is named `name@D`. Graph
     inputs in `input_devices` (name -> device) arrive already on that device."""
 
-    def __init__(self, executor: GraphExecutor, host_names: set, input_devices: dict = None):
+    def __init__(self, executor: GraphExecutor, host_names: set,
+                 input_devices: Optional[dict] = None):
         self.executor = executor
         self.location = {name: "cpu" for name in host_names}
         self.available = set(host_names)            # keys that exist at this point of the plan
@@ -429,7 +434,7 @@ def _has_subgraphs(node: Node) -> bool:
 
 def _written(program: tuple) -> set:
     """Every name `program` stores, those of its inlined branches included."""
-    names = set()
+    names: set = set()
     for entry in program:
         names.update(name for name in entry[6].outputs if name)
         if isinstance(entry[0], InlineIf):

@@ -6,6 +6,8 @@ providers that keep their own memory (wasm, webgpu) can run the model.
 """
 from __future__ import annotations
 
+from typing import Any
+
 import functools
 import struct
 
@@ -33,6 +35,7 @@ class HostTensor:
     __slots__ = ("elem_type", "shape", "data")
 
     def __init__(self, elem_type: int, shape, data):
+        self.data: Any
         self.elem_type = int(elem_type)
         self.shape = tuple(int(d) for d in shape)
         if self.elem_type == dtypes.STRING:

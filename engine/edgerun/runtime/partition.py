@@ -7,6 +7,8 @@ one partition node whose body is an ir.Graph. The CPU provider takes what nobody
 """
 from __future__ import annotations
 
+from typing import Any, Optional
+
 from dataclasses import dataclass, field
 
 from ..errors import NotImplementedOp
@@ -17,16 +19,16 @@ from ..ir.walk import subgraph_reads
 @dataclass
 class Placement:
     node: Node                       # the original node
-    provider: object                 # the ExecutionProvider that runs it
+    provider: Any                    # the ExecutionProvider that runs it
     refusals: list = field(default_factory=list)   # "provider: reason" of earlier providers
 
 
 @dataclass
 class Unit:
     """What the planner turns into one step: a node, or a compiled partition of nodes."""
-    provider: object
+    provider: Any
     node: Node                       # for a partition: a synthetic node over its boundary
-    body: Graph = None               # the partition's subgraph, when compiled
+    body: Optional[Graph] = None     # the partition's subgraph, when compiled
 
 
 class Partitioner:
@@ -35,7 +37,7 @@ class Partitioner:
         self.placements: list = []   # every node of every graph planned, in order
 
     def place(self, node: Node, opset: int) -> Placement:
-        refusals = []
+        refusals: list = []
         for provider in self.providers:
             ok, why = provider.capability(node, opset)
             if ok:
@@ -50,7 +52,8 @@ class Partitioner:
 
     def units(self, nodes: list, opset_of, graph_outputs: set, constants: dict) -> list:
         """Place `nodes` (topologically ordered) and group compiled runs into partitions."""
-        units, run = [], []
+        units: list = []
+        run: list = []
         for node in nodes:
             p = self.place(node, opset_of(node)).provider
             if p.compiles and run and run[0][1] is p:

@@ -36,7 +36,8 @@ class GraphPlan:
     input_names: tuple
     output_names: tuple
     explain: Optional[list] = None
-    input_keys: dict = None  # graph input -> key of its value in the run's env (name@device)
+    # graph input -> key of its value in the run's env (name@device); set by every planner
+    input_keys: dict = None  # type: ignore[assignment]
     output_keys: tuple = ()  # graph output -> key read at the end (name@device when bound)
     copies: int = 0          # device <-> host copy steps among `steps`
     program: tuple = ()      # the steps as tuples run() unpacks (GraphExecutor._place)

@@ -100,7 +100,7 @@ def remembering(step: Step, kind: str, as_value: Callable):
             return keep(inputs, fn(ctx, *inputs, **attrs))
         remembered = by_inputs
     # what generated plan code reads to test the key itself, without the call (straight_line)
-    remembered.memory, remembered.keyed_by = last, kind
+    remembered.memory, remembered.keyed_by = last, kind  # type: ignore[attr-defined]
     return remembered
 
 

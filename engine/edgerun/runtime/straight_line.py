@@ -17,7 +17,7 @@ own env (silero VAD runs seven Ifs per call, about 2 us each through a call).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Optional
 
 from ..ir.walk import subgraph_reads
 from .inline_ops import inline_expression
@@ -63,7 +63,8 @@ def step_count(program: tuple) -> int:
 
 
 def straight_line(program: tuple, array_type, store: Callable, failure: Callable,
-                  passthrough: tuple, outputs: tuple, fixed: dict = None) -> Callable:
+                  passthrough: tuple, outputs: tuple,
+                  fixed: Optional[dict] = None) -> Optional[Callable]:
     """fn(env) running `program` (GraphExecutor's step tuples) against `env`, or None when
     the program is empty or too long. `store(env, step, result)` stores a result that is not one
     array; `failure(step, exception)` builds the error raised for a failing kernel;
@@ -75,7 +76,7 @@ def straight_line(program: tuple, array_type, store: Callable, failure: Callable
     return _generate(program, array_type, store, failure, passthrough, outputs, fixed)
 
 
-def compiled_on_first_call(program: tuple, *how) -> Callable:
+def compiled_on_first_call(program: tuple, *how) -> Optional[Callable]:
     """`straight_line(program, *how)`, generated and compiled when first called (subgraph
     plans: a branch written into its parent's function never pays for its own). None where
     straight_line gives None."""
@@ -96,14 +97,15 @@ def _writable(program: tuple) -> bool:
 
 
 def _generate(program: tuple, array_type, store: Callable, failure: Callable,
-              passthrough: tuple, outputs: tuple, fixed: dict = None) -> Callable:
+              passthrough: tuple, outputs: tuple, fixed: Optional[dict] = None) -> Callable:
     def one_value(step, result):
         """What `store` keeps for a single-output step's result that is not an array."""
         scratch = {}
         store(scratch, step, result)
         return scratch[step.single_output]
 
-    stored, resident = set(), set(outputs)
+    stored: set = set()
+    resident = set(outputs)
     _collect_names(program, stored, resident)
     fixed = {name: value for name, value in (fixed or {}).items()
              if name not in stored and name not in resident}
