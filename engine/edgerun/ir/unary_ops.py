@@ -15,9 +15,10 @@ A row is the operator's whole definition for every provider:
 
 Shape inference gives every row its input's shape and type. Adding an operator here, then
 running `python wasm_kernels/build.py`, gives it to the CPU, wasm and WebGPU providers; the
-conformance and differential tests cover it. Operators whose kernels need more than a formula
-(Clip's bound inputs, Gelu's `approximate`, IsInf's bool output) are rows too, with their
-special cases where each provider binds them.
+conformance and differential tests cover it. Gelu is a row for its exact form; each provider
+binds its `approximate="tanh"` form itself. Operators that are more than a formula of one
+float are not rows and stay hand-written per provider: Clip (its bounds are inputs), IsInf and
+IsNaN (bool outputs), Not and BitwiseNot.
 """
 from __future__ import annotations
 
@@ -110,6 +111,8 @@ _ROWS = (
 
 UNARY_OPS = {row.name: row for row in _ROWS}
 
+FLOAT32_MAX = 3.4028234663852886e38
+
 
 def params_of(row: UnaryOp, attr) -> tuple:
     """(p0, p1): the row's attributes read with `attr(name, default)`, zeros after them."""
@@ -124,6 +127,13 @@ def params_from_list(row: UnaryOp, given) -> tuple:
     values = [float(given[i]) if i < len(given) else float(default)
               for i, (_, default) in enumerate(row.params)]
     return tuple(values + [0.0] * (2 - len(values)))
+
+
+def fused_clip_bounds(given) -> tuple:
+    """(low, high) of a fused Clip activation from its activation_params: Clip is no row (its
+    bounds are inputs), and a bound not given is the float32 extreme."""
+    given = [float(v) for v in given or []]
+    return tuple(given[:2] + [-FLOAT32_MAX, FLOAT32_MAX][len(given):])
 
 
 # The activations ONNX's RNN, GRU and LSTM accept (by name, any case): each takes its first

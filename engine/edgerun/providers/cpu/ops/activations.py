@@ -1,10 +1,8 @@
 """Activation kernels written by hand: in place or with fewer buffers than their formula in
-ir/unary_ops.py (the other activations are that table's rows, registered by unary.py), and
-PRelu, which has two inputs.
+ir/unary_ops.py, falling back to that formula (unary.apply) for the other dtypes; the other
+activations are the table's rows, registered by unary.py. And PRelu, which has two inputs.
 
-Formulas are computed in at least float32 (float16 and bfloat16 inputs round once, at the
-end) and written to avoid overflow: sigmoid and softplus never exponentiate a large positive
-number. Relu (opset 14+) and PRelu (16+) also accept integer tensors and keep their dtype.
+Relu (opset 14+) and PRelu (16+) also accept integer tensors and keep their dtype.
 """
 from __future__ import annotations
 
@@ -14,14 +12,7 @@ from ..registry import kernel
 from .clamp import clip_to, maximum_of, minimum_of
 from .elementwise import float_math, is_float
 from .erf import erf, gelu_erf
-from .float_errors import ignored_float_errors
-
-
-def sigmoid_of(x: np.ndarray) -> np.ndarray:
-    """1 / (1 + exp(-x)) without overflow for any x."""
-    e = np.exp(-np.abs(x))                       # in (0, 1]: no overflow for any x
-    r = 1 / (1 + e)
-    return np.where(x >= 0, r, e * r)
+from .unary import apply, in_dtype
 
 
 # exp(-x) of arguments up to these stays finite (exp(88) < 3.4e38): clamping there costs
@@ -46,19 +37,6 @@ def _is_float32_or_64(x: np.ndarray) -> bool:
     return x.dtype == np.float32 or x.dtype == np.float64
 
 
-def softplus_of(x: np.ndarray) -> np.ndarray:
-    """log(1 + exp(x)) = max(x, 0) + log1p(exp(-|x|))."""
-    return np.maximum(x, 0) + np.log1p(np.exp(-np.abs(x)))
-
-
-def _activation(fn, x: np.ndarray) -> np.ndarray:
-    """fn(x) in x's dtype: floats through float_math, integers through float64."""
-    if is_float(x.dtype):
-        return float_math(fn, x)
-    with ignored_float_errors():
-        return fn(x.astype(np.float64)).astype(x.dtype)
-
-
 @kernel("Relu")
 def relu(ctx, x, **_legacy):
     return maximum_of(x, 0)
@@ -76,7 +54,7 @@ def prelu(ctx, x, slope, **_legacy):
 def sigmoid(ctx, x, **_legacy):
     if _is_float32_or_64(x):
         return sigmoid_fresh(x)
-    return _activation(sigmoid_of, x)
+    return apply("Sigmoid", x)
 
 
 @kernel("HardSwish")
@@ -87,7 +65,7 @@ def hard_swish(ctx, x):
         clip_to(y, 0, 1, out=y)
         y *= x
         return y
-    return _activation(lambda v: v * np.clip(v / 6 + 0.5, 0, 1), x)
+    return apply("HardSwish", x)
 
 
 _SQRT_2_OVER_PI = (2 / np.pi) ** 0.5      # Python floats: a numpy float64 would promote float32
@@ -110,9 +88,9 @@ def gelu(ctx, x, approximate="none"):
             return gelu_erf(x)
         if x.ndim and x.dtype == np.float64:
             return _gelu_in_place(x)
-        return _activation(lambda v: 0.5 * v * (1 + erf(v * _SQRT_HALF)), x)
+        return apply("Gelu", x)
     if approximate == "tanh":
-        return _activation(
+        return in_dtype(
             lambda v: 0.5 * v * (1 + np.tanh(_SQRT_2_OVER_PI * (v + 0.044715 * v * v * v))), x)
     raise ValueError(f"Gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
 
@@ -121,4 +99,4 @@ def gelu(ctx, x, approximate="none"):
 def tanh(ctx, x, **_legacy):
     if _is_float32_or_64(x):
         return np.tanh(x)                        # bounded: never warns
-    return _activation(np.tanh, x)
+    return apply("Tanh", x)

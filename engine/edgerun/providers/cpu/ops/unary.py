@@ -1,8 +1,13 @@
 """The kernels of ir/unary_ops.py's rows: each row's numpy formula, compiled once.
 
 The rows in HAND_WRITTEN keep the kernels activations.py gives them (in place, fewer
-buffers, integer inputs); the differential tests hold those to the same formulas. Every other
-row is registered here, so a new row is a new CPU operator.
+buffers), which fall back to `apply` here for the dtypes their fast paths do not take; the
+differential tests hold them to the same formulas. Every other row is registered here, so a
+new row is a new CPU operator.
+
+Formulas are computed in at least float32 (float16 and bfloat16 inputs round once, at the
+end) and written to avoid overflow: sigmoid and softplus never exponentiate a large positive
+number.
 """
 from __future__ import annotations
 
@@ -10,14 +15,26 @@ import functools
 
 import numpy as np
 
-from ....ir.unary_ops import UNARY_OPS, UnaryOp, params_from_list
+from ....ir.unary_ops import UNARY_OPS, UnaryOp, params_from_list, params_of
 from ..registry import kernel
-from .activations import sigmoid_of, softplus_of
 from .elementwise import float_math, is_ml_float
 from .erf import erf
 from .float_errors import ignored_float_errors
 
 HAND_WRITTEN = {"Relu", "Sigmoid", "Tanh", "HardSwish", "Gelu"}
+
+
+def sigmoid_of(x: np.ndarray) -> np.ndarray:
+    """1 / (1 + exp(-x)) without overflow for any x."""
+    e = np.exp(-np.abs(x))                       # in (0, 1]: no overflow for any x
+    r = 1 / (1 + e)
+    return np.where(x >= 0, r, e * r)
+
+
+def softplus_of(x: np.ndarray) -> np.ndarray:
+    """log(1 + exp(x)) = max(x, 0) + log1p(exp(-|x|))."""
+    return np.maximum(x, 0) + np.log1p(np.exp(-np.abs(x)))
+
 
 _NAMESPACE = {"np": np, "erf": erf, "sigmoid": sigmoid_of, "softplus": softplus_of}
 
@@ -35,30 +52,29 @@ def apply(name: str, x: np.ndarray, params=()) -> np.ndarray:
     """The row `name` on x, its attributes from a list in the row's order (defaults after)."""
     fn = formula(name)
     p0, p1 = params_from_list(UNARY_OPS[name], params)
-    return _in_dtype(lambda v: fn(v, p0, p1), x, UNARY_OPS[name])
+    return in_dtype(lambda v: fn(v, p0, p1), x, UNARY_OPS[name].integers)
 
 
-def _in_dtype(fn, x: np.ndarray, row: UnaryOp) -> np.ndarray:
+def in_dtype(fn, x: np.ndarray, integers: bool = False) -> np.ndarray:
     """fn(x) in x's dtype: floats in at least float32, integers in their own type where the
-    row says the formula holds there, else through float64."""
+    formula holds there (`integers`), else through float64."""
     if x.dtype == np.float32 or x.dtype == np.float64:
         with ignored_float_errors():
             return np.asarray(fn(x)).astype(x.dtype, copy=False)
     if x.dtype.kind == "f" or is_ml_float(x.dtype):
         return float_math(fn, x)
     with ignored_float_errors():
-        if row.integers:
+        if integers:
             return np.asarray(fn(x)).astype(x.dtype, copy=False)
         return np.asarray(fn(x.astype(np.float64))).astype(x.dtype)
 
 
 def _register(row: UnaryOp) -> None:
     fn = formula(row.name)
-    defaults = row.params
 
     def run(ctx, x, **attrs):          # consumed_inputs (opset 1) and unknown legacy ones: ignored
-        p0, p1 = (list(attrs.get(name, default) for name, default in defaults) + [0.0, 0.0])[:2]
-        return _in_dtype(lambda v: fn(v, p0, p1), x, row)
+        p0, p1 = params_of(row, attrs.get)
+        return in_dtype(lambda v: fn(v, p0, p1), x, row.integers)
 
     run.__name__ = run.__qualname__ = row.name.lower()
     kernel(row.name)(run)

@@ -7,7 +7,8 @@ operators without a SIMD loop, take the typed kernels (er_map_unary, er_map_bina
 from __future__ import annotations
 
 from ....ir import dtypes
-from ....ir.unary_ops import UNARY_OPS, params_from_list, params_of
+from ....ir.unary_ops import (FLOAT32_MAX, UNARY_OPS, fused_clip_bounds, params_from_list,
+                              params_of)
 from . import EDGERUN, operator
 from .common import (all_float, broadcast_shape, broadcast_strides, floats_as, host_fallback,
                      host_floats, merge_dims)
@@ -22,7 +23,7 @@ MAP_UNARY = MAP_SPECIAL + tuple(UNARY_OPS)
 MAP_BINARY = ("Add Sub Mul Div Max Min Pow Mod FMod ShiftLeft ShiftRight BitwiseAnd BitwiseOr "
               "BitwiseXor PRelu").split()
 
-FLT_MAX = 3.4028234663852886e38
+FLT_MAX = FLOAT32_MAX
 # float32 SIMD loops (elementwise.c's er_unary codes); every operator also runs er_map_unary
 # (any numeric type) with the same parameters
 SIMD = {"Relu": 1, "Sigmoid": 2, "Tanh": 3, "Clip": 4, "LeakyRelu": 5, "HardSigmoid": 6,
@@ -59,7 +60,7 @@ def activation_of(node) -> tuple:
     name = _activation_name(node)
     given = list(node.attr("activation_params", []) or [])
     if name == "Clip":
-        p0, p1 = (given + [-FLT_MAX, FLT_MAX][len(given):])[:2]
+        p0, p1 = fused_clip_bounds(given)
     else:
         p0, p1 = params_from_list(UNARY_OPS[name], given)
     return SIMD.get(name), MAP_UNARY.index(name), float(p0), float(p1)

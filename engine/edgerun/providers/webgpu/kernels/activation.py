@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import re
 
-from ....ir.unary_ops import UNARY_OPS, params_from_list
+from ....ir.unary_ops import UNARY_OPS, fused_clip_bounds, params_from_list
 from .registry import Unsupported
-
-FLOAT_MAX = 3.4028234663852886e38
 
 
 def wgsl_of(name: str, slots=("alpha", "beta")) -> str:
@@ -33,9 +31,7 @@ def epilogue(activation: str, params) -> tuple:
     if activation == "":
         return "x", 0.0, 0.0
     if activation == "Clip":
-        given = list(params or [])
-        low, high = (given + [-FLOAT_MAX, FLOAT_MAX][len(given):])[:2]
-        return "min(max(x, act_alpha), act_beta)", float(low), float(high)
+        return ("min(max(x, act_alpha), act_beta)", *fused_clip_bounds(params))
     if activation not in UNARY_OPS:
         raise Unsupported(f"fused activation {activation!r}")
     p0, p1 = params_from_list(UNARY_OPS[activation], params)

@@ -6,7 +6,7 @@ attributes become alpha/beta. elementwise.wgsl does the rest.
 from __future__ import annotations
 
 from ....ir import dtypes, text_rules
-from ....ir.unary_ops import UNARY_OPS, params_of
+from ....ir.unary_ops import FLOAT32_MAX, UNARY_OPS, params_of
 from .. import host_values
 from .common import (as_gpu, as_gpu_any, broadcast_strides, count, host_floats_or_ints,
                      merge_dims, padded)
@@ -22,7 +22,7 @@ GELU = {"none": wgsl_of("Gelu"),
                 " -20.0, 20.0)))"}
 CLIP = "min(max(x, alpha), beta)"
 SCALE = "x * alpha"
-FLOAT_MAX = 3.4028234663852886e38
+FLOAT_MAX = FLOAT32_MAX
 
 BINARY = {
     "Add": "x + y", "Sub": "x - y", "Mul": "x * y", "Div": "x / y",
