@@ -20,6 +20,7 @@
 from __future__ import annotations
 
 import warnings
+from collections import Counter
 
 import ctypes
 import ctypes.util
@@ -27,7 +28,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..ir import Graph, Model, Node, TypeInfo, dtypes
+from ..ir import Attribute, AttrType, Graph, Model, Node, TypeInfo, dtypes
+from ..ir.unary_ops import UNARY_OPS
 from ..ir.walk import subgraphs
 from ..runtime.attributes import initializer_value, kernel_attributes
 from ..runtime.kernel_context import KernelContext
@@ -161,6 +163,82 @@ class Rule:
     params: tuple = ()
 
 
+# ONNX operator -> the lowering family that runs it on the edge adapters. A platform's lowering
+# module defines `_<family>_lower(builder, node)` for each family it runs, and
+# `_<family>_check(view, node, opset)` where it refuses some nodes (see rule_table).
+EDGE_FAMILIES = {
+    "Conv": "conv", "LRN": "lrn", "BatchNormalization": "batch_norm",
+    **dict.fromkeys(("MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool"), "pool"),
+    "Clip": "clip", "HardSigmoid": "hard_sigmoid", "Reciprocal": "reciprocal",
+    "HardSwish": "hard_swish", "com.edgerun:HardSwish": "hard_swish",
+    "Gemm": "gemm", "MatMul": "matmul", "Softmax": "softmax", "ReduceMean": "mean",
+    **dict.fromkeys(("Reshape", "Flatten", "Squeeze", "Unsqueeze"), "reshape"),
+    "Concat": "concat", "Transpose": "transpose", "Pad": "pad", "Slice": "slice",
+    "Identity": "identity", "Dropout": "identity",
+    **dict.fromkeys(("com.edgerun:FusedConv", "com.edgerun:FusedGemm",
+                     "com.edgerun:FusedMatMul"), "fused"),
+}
+
+# The inputs the platforms take as static parameters (baked into the model): a node whose
+# such input is not a constant stays off the adapter.
+CONSTANT_INPUTS = {
+    "Conv": (1, 2), "com.edgerun:FusedConv": (1, 2), "Gemm": (1, 2),
+    "com.edgerun:FusedGemm": (1, 2), "BatchNormalization": (1, 2, 3, 4), "Clip": (1, 2),
+    "Reshape": (1,), "Squeeze": (1,), "Unsqueeze": (1,), "Dropout": (1, 2),
+    "Pad": (1, 2, 3), "Slice": (1, 2, 3, 4),
+    **dict.fromkeys(("ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd"), (1,)),
+}
+
+
+def rule_table(lowerings: dict, families: dict) -> dict:
+    """A platform's RULES from its lowering module's functions (`lowerings`: its globals()):
+    every operator of `families` (EDGE_FAMILIES with the platform's own unary, binary and
+    reduce operators) whose family the module lowers. Identity/Dropout and the fused
+    operators are lowered here, the same for every platform."""
+    shared = {"_identity_check": identity_check, "_identity_lower": identity_lower,
+              "_fused_check": None, "_fused_lower": None}
+    rules: dict = {}
+    for op, family in families.items():
+        lower = lowerings.get(f"_{family}_lower") or shared.get(f"_{family}_lower")
+        if family == "fused":
+            check, lower = _fused_check(rules), _fused_lower(rules)
+        elif lower is None:
+            continue
+        else:
+            check = lowerings.get(f"_{family}_check") or \
+                shared.get(f"_{family}_check") or _takes_any
+        rules[op] = Rule(check, lower, CONSTANT_INPUTS.get(op, ()))
+    return rules
+
+
+def _takes_any(view, node, opset) -> str:
+    return ""
+
+
+def _fused_check(rules: dict):
+    """A Fused* node lowers when its base node and its activation both do."""
+    def check(view, node, opset) -> str:
+        base, activation, tmp = split_fused(node)
+        rule = rules.get(activation.op_type)
+        if rule is None:
+            return (f"fused activation {activation.op_type}: "
+                    f"{view.provider.platform} has no lowering for it")
+        view.facts.types.setdefault(tmp, view.type(node.outputs[0]))
+        return rules[base.op_type].check(view, base, opset) or \
+            rule.check(view, activation, opset)
+    return check
+
+
+def _fused_lower(rules: dict):
+    def lower(b, node) -> None:
+        base, activation, tmp = split_fused(node)
+        b.types[tmp] = b.types[node.outputs[0]]
+        b.readers[tmp] = 1
+        rules[base.op_type].lower(b, base)
+        rules[activation.op_type].lower(b, activation)
+    return lower
+
+
 class NodeView:
     """What a capability check sees of a node: its values' types and constants."""
 
@@ -191,6 +269,9 @@ class EdgeProvider(ExecutionProvider):
     compiles = True
     platform = ""          # "NNAPI", "QNN": in messages
     RULES: dict = {}       # ONNX op_type -> Rule
+    tensor_label = ""      # the platform in type messages ("QNN HTP")
+    element_types: frozenset = frozenset()   # element type codes its tensors may have
+    max_rank = 4
 
     def __init__(self, options: dict = None):
         super().__init__(options)
@@ -268,7 +349,25 @@ class EdgeProvider(ExecutionProvider):
         return ""
 
     def tensor_type_problem(self, t: TypeInfo, name: str) -> str:
-        raise NotImplementedError
+        """Why value `name` of type `t` cannot be a platform tensor, or "": unknown, an element
+        type outside `element_types`, a rank past `max_rank`, or the platform's own limits
+        (`element_type_problem`)."""
+        label, supported, max_rank = self.tensor_label, self.element_types, self.max_rank
+        if t is None or t.kind != "tensor":
+            return f"type of '{name}' is unknown (needed to build a static {label} model)"
+        if t.elem_type not in supported:
+            kind = dtypes.BY_CODE[t.elem_type].name if t.elem_type in dtypes.BY_CODE else "?"
+            have = ", ".join(dtypes.BY_CODE[c].name.lower() for c in supported)
+            return f"'{name}' is {kind.lower()}; {label} tensors here are {have}"
+        if t.shape is None:
+            return f"rank of '{name}' is unknown"
+        if len(t.shape) > max_rank:
+            return f"'{name}' has rank {len(t.shape)}; {label} supports rank <= {max_rank}"
+        return self.element_type_problem(t.elem_type, name)
+
+    def element_type_problem(self, elem_type: int, name: str) -> str:
+        """A supported element type the platform still cannot take here (its options)."""
+        return ""
 
     # ---- compile / execute -------------------------------------------------------------
 
@@ -278,7 +377,16 @@ class EdgeProvider(ExecutionProvider):
         return part
 
     def lower(self, graph: Graph, input_types: dict, opsets: dict) -> object:
-        """The platform program for `graph` with these input types (overridden)."""
+        """The platform program for `graph` with these input types."""
+        types = partition_types(graph, input_types, opsets, self.constant_or_none)
+        builder = self.builder(graph, types)
+        builder.opset = opsets.get("", opsets.get("ai.onnx", 1))
+        builder.lower_graph(graph, input_types, self.RULES)
+        return builder.program()
+
+    def builder(self, graph: Graph, types: dict) -> "EdgeBuilder":
+        """The platform's builder for one partition, its values typed by `types` (it records
+        the provider's options in the program)."""
         raise NotImplementedError
 
     def constant_or_none(self, name: str):
@@ -376,21 +484,6 @@ def attr_str(node, name: str, default: str) -> str:
     return v.decode() if isinstance(v, bytes) else v
 
 
-def type_problem_common(platform: str, t, name: str, supported: dict, max_rank: int) -> str:
-    """Why a value cannot be a platform tensor: unknown type, element type, rank."""
-    if t is None or t.kind != "tensor":
-        return f"type of '{name}' is unknown (needed to build a static {platform} model)"
-    if t.elem_type not in supported:
-        kind = dtypes.BY_CODE[t.elem_type].name if t.elem_type in dtypes.BY_CODE else "?"
-        have = ", ".join(dtypes.BY_CODE[c].name.lower() for c in supported)
-        return f"'{name}' is {kind.lower()}; {platform} tensors here are {have}"
-    if t.shape is None:
-        return f"rank of '{name}' is unknown"
-    if len(t.shape) > max_rank:
-        return f"'{name}' has rank {len(t.shape)}; {platform} supports rank <= {max_rank}"
-    return ""
-
-
 class Layouts:
     """ONNX value name -> {layout: platform tensor}, adding transposes on demand.
 
@@ -444,14 +537,41 @@ class EdgeBuilder:
     """A lowering's view of the partition's ONNX values, for NNAPI's and QNN's builders.
 
     A platform builder supplies `constant_tensor(array, name)` (a constant operand or static
-    tensor), `numpy_dtype_of(tensor)` and `_transpose(src, perm, out_dims)`, and may name
-    its tensors after the ONNX values they carry (`name_tensor`)."""
+    tensor), `numpy_dtype_of(tensor)`, `_transpose(src, perm, out_dims)`,
+    `reshape_tensor(tensor, dims, name)`, `input_tensor(name, shape)`, `mark_output(tensor)`
+    and `program()`, and may name its tensors after the ONNX values they carry
+    (`name_tensor`)."""
     platform = ""
 
     def __init__(self, types: dict, constants):
         self.types = types                       # value name -> TypeInfo (concrete)
         self.constants = constants               # callable name -> array or None
         self.layouts = Layouts(self._transpose)
+        self.readers: dict = {}                  # value name -> how many nodes/outputs read it
+        self.inputs: list = []        # (ONNX name, platform tensor, position in the partition)
+        self.outputs: list = []       # (ONNX name, platform tensor)
+
+    def lower_graph(self, graph: Graph, input_types: dict, rules: dict) -> None:
+        """Lower the partition: its inputs (a constant computed outside is baked in instead),
+        every node not folded to constants by its rule, then its outputs."""
+        for node in graph.nodes:
+            for name in node.inputs:
+                self.readers[name] = self.readers.get(name, 0) + 1
+        for v in graph.outputs:
+            self.readers[v.name] = self.readers.get(v.name, 0) + 1
+        for position, v in enumerate(graph.inputs):
+            if self.const(v.name) is None:
+                shape = input_types[v.name].shape
+                tensor = self.input_tensor(v.name, shape)
+                self.layouts.set(v.name, tensor, "nchw", shape)
+                self.inputs.append((v.name, tensor, position))
+        for node in graph.nodes:
+            if not all(self.const(o) is not None for o in node.outputs if o):
+                rules[rule_key(node)].lower(self, node)
+        for v in graph.outputs:
+            tensor = self.get(v.name, "nchw")
+            self.mark_output(tensor)
+            self.outputs.append((v.name, tensor))
 
     def shape(self, name: str) -> tuple:
         return tuple(self.types[name].shape)
@@ -503,8 +623,29 @@ class EdgeBuilder:
             return inputs, layout, NCHW_TO_NHWC.index(axis), tuple(shape[i] for i in NCHW_TO_NHWC)
         return inputs, layout, axis, shape
 
+    def softmax_input(self, node) -> tuple:
+        """(tensor, axis, dims) a Softmax computes over. Before opset 13 Softmax normalizes
+        the flattened tail from its axis: a 2-D softmax over axis 1 of the reshaped input."""
+        x = node.inputs[0]
+        shape = self.shape(x)
+        axis = softmax_axis(node, self.opset, len(shape))
+        if self.opset < 13 and axis != len(shape) - 1:
+            dims = (int(np.prod(shape[:axis])), int(np.prod(shape[axis:])))
+            return self.reshape_tensor(self.get(x), dims, x), 1, dims
+        return self.get(x), axis, shape
+
+    def define_softmax(self, y: str, out, dims) -> None:
+        """Softmax output `y` is `out`, computed over `dims` (softmax_input)."""
+        if tuple(dims) != self.shape(y):
+            out = self.reshape_tensor(out, self.shape(y), y)
+        self.define(y, out, "nchw")
+
     def name_tensor(self, tensor, name: str) -> None:
         pass
+
+    def reshape_tensor(self, tensor, dims, name: str):
+        """`tensor`, carrying ONNX value `name`'s elements, viewed with `dims`."""
+        raise NotImplementedError
 
     def constant_tensor(self, array, name: str):
         raise NotImplementedError
@@ -514,6 +655,23 @@ class EdgeBuilder:
 
     def _transpose(self, src, perm, out_dims):
         raise NotImplementedError
+
+    def input_tensor(self, name: str, shape):
+        """A new platform tensor the program takes as input `name`."""
+        raise NotImplementedError
+
+    def mark_output(self, tensor) -> None:
+        """`tensor` is one of the program's outputs."""
+        raise NotImplementedError
+
+    def program(self):
+        """The platform program built, its inputs and outputs recorded."""
+        raise NotImplementedError
+
+
+def count_types(items) -> dict:
+    """How many platform operations of each type a lowered model holds."""
+    return dict(Counter(item.type for item in items))
 
 
 def bind_inputs(values, keys, inputs: list, dims_of, describe) -> None:
@@ -540,9 +698,10 @@ def identity_lower(b: EdgeBuilder, node) -> None:
 
 
 def clip_bounds(view_or_b, node, opset):
-    """Clip's (min, max), None where absent: attributes before opset 11, constant inputs
-    after. `view_or_b` is a NodeView (capability) or a lowering builder."""
-    if opset < 11:
+    """Clip's (min, max), None where absent: attributes before opset 11 (and on a fused
+    node's activation, split_fused), constant inputs after. `view_or_b` is a NodeView
+    (capability) or a lowering builder."""
+    if opset < 11 or "min" in node.attributes or "max" in node.attributes:
         return node.attr("min", None), node.attr("max", None)
     bounds = []
     for i in (1, 2):
@@ -574,8 +733,9 @@ def softmax_axis(node, opset: int, rank: int) -> int:
 
 
 def split_fused(node):
-    """A com.edgerun Fused* node as (base node writing `tmp`, activation name, activation
-    params, tmp): the adapter lowers the base, then the activation from tmp."""
+    """A com.edgerun Fused* node as (base node writing `tmp`, activation node reading `tmp`,
+    tmp): the adapter lowers the base, then the activation. A fused Clip's bounds become the
+    activation node's min/max attributes (`clip_bounds` reads them at any opset)."""
     base_type = node.op_type[len("Fused"):]
     attrs = {k: a for k, a in node.attributes.items()
              if k not in ("activation", "activation_params")}
@@ -584,4 +744,9 @@ def split_fused(node):
                 name=node.name)
     act = attr_str(node, "activation", "Relu")
     params = [float(p) for p in node.attr("activation_params", None) or []]
-    return base, act, params, tmp
+    names = ("min", "max") if act == "Clip" else \
+        tuple(n for n, _ in UNARY_OPS[act].params) if act in UNARY_OPS else ()
+    activation = Node(op_type=act, inputs=[tmp], outputs=[node.outputs[0]], name=node.name,
+                      attributes={n: Attribute(n, AttrType.FLOAT, v)
+                                  for n, v in zip(names, params)})
+    return base, activation, tmp

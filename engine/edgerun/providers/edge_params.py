@@ -105,6 +105,13 @@ def gemm_problem(view, node, op_name: str) -> str:
     return ""
 
 
+def gemm_lower(b, node) -> None:
+    """Gemm with constant B and C as the platform's fully connected operation (the builder's
+    `fully_connected(x, weights, bias, y)`)."""
+    weights, bias = gemm_as_fully_connected(b, node)
+    b.fully_connected(node.inputs[0], weights, bias, node.outputs[0])
+
+
 def gemm_as_fully_connected(b, node):
     """(weights [units, in] with alpha applied, bias [units] with beta applied), float32."""
     w = b.const(node.inputs[1]).astype(np.float32)

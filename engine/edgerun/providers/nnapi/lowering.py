@@ -14,11 +14,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...ir import Node
-from ..edge_common import (NCHW_TO_NHWC, EdgeBuilder, Rule, attr_str, clip_bounds,
-                           device_array, identity_check, identity_lower, ints, partition_types, reduce_axes, rule_key,
-                           softmax_axis, split_fused)
-from ..edge_params import (batch_norm_affine, conv_params, gemm_as_fully_connected,
+from ..edge_common import (EDGE_FAMILIES, NCHW_TO_NHWC, EdgeBuilder, attr_str, clip_bounds,
+                           device_array, ints, reduce_axes, rule_table,
+                           softmax_axis)
+from ..edge_params import (batch_norm_affine, conv_params, gemm_lower,
                            gemm_problem, pad_amounts, pool_problem, pool_window, slice_problem,
                            slice_ranges)
 from . import spec
@@ -33,18 +32,45 @@ class Builder(EdgeBuilder):
     """Builds one NnapiModel for one partition with concrete input shapes."""
     platform = "NNAPI"
 
-    def __init__(self, graph, types: dict, constants, level: int):
+    def __init__(self, graph, types: dict, constants, level: int, relax: bool = False):
         super().__init__(types, constants)
         self.graph = graph
-        self.model = NnapiModel(feature_level=level)
+        self.model = NnapiModel(feature_level=level, relax_float32_to_float16=relax)
         self.fusable: dict = {}                  # value name -> fuse operand index
-        outputs = {v.name for v in graph.outputs}
-        self.readers: dict = {}
-        for node in graph.nodes:
-            for name in node.inputs:
-                self.readers[name] = self.readers.get(name, 0) + 1
-        for name in outputs:
-            self.readers[name] = self.readers.get(name, 0) + 1
+
+    def fully_connected(self, x: str, weights, bias, y: str) -> None:
+        fuse = _fuse(self)
+        out_shape = self.shape(y)
+        batch = int(np.prod(out_shape[:-1])) if len(out_shape) > 1 else 1
+        inputs = [self.get(x), self.const_tensor(weights),
+                  self.const_tensor(np.ascontiguousarray(bias)), fuse]
+        out = self.emit("FULLY_CONNECTED", inputs, (batch, weights.shape[0]), self.dtype(y))
+        if len(out_shape) != 2:
+            out = self.reshape_tensor(out, out_shape, y)
+            fuse = None
+        self.define(y, out, "nchw")
+        if fuse is not None:
+            self.fuse_slot(y, fuse)
+
+    def reshape_tensor(self, tensor, dims, name: str):
+        return self.emit("RESHAPE", [tensor, self.const_tensor(np.array(dims, np.int32))],
+                         tuple(dims), self.dtype(name))
+
+    def input_tensor(self, name: str, shape) -> int:
+        return self.add_operand(_TENSOR_TYPES[self.dtype(name)], shape, name=name,
+                                lifetime="MODEL_INPUT")
+
+    def mark_output(self, tensor: int) -> None:
+        if self.model.operands[tensor].lifetime == "TEMPORARY_VARIABLE":
+            self.model.operands[tensor].lifetime = "MODEL_OUTPUT"
+
+    def program(self) -> NnapiModel:
+        model = self.model
+        model.input_names, model.inputs, model.input_positions = \
+            (list(column) for column in zip(*self.inputs)) if self.inputs else ([], [], [])
+        model.output_names = [name for name, _ in self.outputs]
+        model.outputs = [tensor for _, tensor in self.outputs]
+        return model
 
     # ---- operands --------------------------------------------------------------------
 
@@ -101,34 +127,6 @@ class Builder(EdgeBuilder):
 
 def _dtype_of(operand_type: str):
     return {v: k for k, v in _TENSOR_TYPES.items()}[operand_type]
-
-
-def build(graph, input_types: dict, opsets: dict, constants, level: int,
-          rules: dict, opset: int) -> NnapiModel:
-    types = partition_types(graph, input_types, opsets, constants)
-    b = Builder(graph, types, constants, level)
-    b.opset = opset
-    for position, v in enumerate(graph.inputs):
-        if b.const(v.name) is not None:
-            continue               # a constant computed outside: baked in as CONSTANT_COPY
-        t = input_types[v.name]
-        operand = b.add_operand(_TENSOR_TYPES[b.dtype(v.name)], t.shape, name=v.name,
-                                lifetime="MODEL_INPUT")
-        b.layouts.set(v.name, operand, "nchw", t.shape)
-        b.model.inputs.append(operand)
-        b.model.input_names.append(v.name)
-        b.model.input_positions.append(position)
-    for node in graph.nodes:
-        if all(b.const(o) is not None for o in node.outputs if o):
-            continue               # folded: its outputs are constant operands where used
-        rules[rule_key(node)].lower(b, node)
-    for v in graph.outputs:
-        operand = b.get(v.name, "nchw")
-        if b.model.operands[operand].lifetime == "TEMPORARY_VARIABLE":
-            b.model.operands[operand].lifetime = "MODEL_OUTPUT"
-        b.model.outputs.append(operand)
-        b.model.output_names.append(v.name)
-    return b.model
 
 
 # ---------------------------------------------------------------- capability helpers
@@ -374,10 +372,6 @@ def _clip_check(view, node, opset) -> str:
 
 def _clip_lower(b: Builder, node) -> None:
     lo, hi = clip_bounds(b, node, b.opset)
-    _clip_apply(b, node, lo, hi)
-
-
-def _clip_apply(b: Builder, node, lo, hi) -> None:
     key = (None if lo is None else float(lo), None if hi is None else float(hi))
     x, y = node.inputs[0], node.outputs[0]
     if key in _RELU_FORMS:
@@ -470,24 +464,7 @@ def _gemm_check(view, node, opset) -> str:
     return gemm_problem(view, node, "FULLY_CONNECTED")
 
 
-def _gemm_lower(b: Builder, node) -> None:
-    weights, bias = gemm_as_fully_connected(b, node)
-    _fully_connected(b, node.inputs[0], weights, bias, node.outputs[0])
-
-
-def _fully_connected(b: Builder, x: str, weights, bias, y: str) -> None:
-    fuse = _fuse(b)
-    out_shape = b.shape(y)
-    batch = int(np.prod(out_shape[:-1])) if len(out_shape) > 1 else 1
-    inputs = [b.get(x), b.const_tensor(weights), b.const_tensor(np.ascontiguousarray(bias)), fuse]
-    out = b.emit("FULLY_CONNECTED", inputs, (batch, weights.shape[0]), b.dtype(y))
-    if len(out_shape) != 2:
-        out = b.emit("RESHAPE", [out, b.const_tensor(np.array(out_shape, np.int32))],
-                     out_shape, b.dtype(y))
-        fuse = None
-    b.define(y, out, "nchw")
-    if fuse is not None:
-        b.fuse_slot(y, fuse)
+_gemm_lower = gemm_lower
 
 
 def _matmul_check(view, node, opset) -> str:
@@ -504,7 +481,7 @@ def _matmul_lower(b: Builder, node) -> None:
     a, w, y = node.inputs[0], node.inputs[1], node.outputs[0]
     if b.const(w) is not None and len(b.shape(w)) == 2:
         weights = np.ascontiguousarray(b.const(w).T.astype(np.float32))
-        _fully_connected(b, a, weights, np.zeros(weights.shape[0], np.float32), y)
+        b.fully_connected(a, weights, np.zeros(weights.shape[0], np.float32), y)
         return
     out = b.emit("BATCH_MATMUL", [b.get(a), b.get(w), b.flag(False), b.flag(False)],
                  b.shape(y), b.dtype(y))
@@ -522,31 +499,15 @@ def _softmax_check(view, node, opset) -> str:
 
 
 def _softmax_lower(b: Builder, node) -> None:
-    x, y = node.inputs[0], node.outputs[0]
-    shape = b.shape(x)
-    rank = len(shape)
-    axis = softmax_axis(node, b.opset, rank)
-    src, dims = b.get(x), shape
-    if b.opset < 13 and axis != rank - 1:        # Softmax-1/11: over the flattened tail
-        dims = (int(np.prod(shape[:axis])), int(np.prod(shape[axis:])))
-        src = b.emit("RESHAPE", [src, b.const_tensor(np.array(dims, np.int32))], dims,
-                     b.dtype(x))
-        axis, rank = 1, 2
+    src, axis, dims = b.softmax_input(node)
     inputs = [src, b.f32(1.0)]
-    if axis != rank - 1 or rank not in (2, 4):
+    if axis != len(dims) - 1 or len(dims) not in (2, 4):
         inputs.append(b.i32(axis))
-    out = b.emit("SOFTMAX", inputs, dims, b.dtype(y))
-    if dims != shape:
-        out = b.emit("RESHAPE", [out, b.const_tensor(np.array(shape, np.int32))], shape,
-                     b.dtype(y))
-    b.define(y, out, "nchw")
+    b.define_softmax(node.outputs[0], b.emit("SOFTMAX", inputs, dims, b.dtype(node.outputs[0])),
+                     dims)
 
 
 # ---------------------------------------------------------------- shape operations
-
-
-def _reshape_check(view, node, opset) -> str:
-    return ""
 
 
 def _reshape_lower(b: Builder, node) -> None:
@@ -555,10 +516,6 @@ def _reshape_lower(b: Builder, node) -> None:
     out = b.emit("RESHAPE", [b.get(x), b.const_tensor(np.array(shape, np.int32))], shape,
                  b.dtype(y))
     b.define(y, out, "nchw")
-
-
-def _concat_check(view, node, opset) -> str:
-    return ""
 
 
 def _concat_lower(b: Builder, node) -> None:
@@ -672,79 +629,6 @@ def _slice_lower(b: Builder, node) -> None:
 # ---------------------------------------------------------------- com.edgerun fused operators
 
 
-def _fused_check(view, node, opset) -> str:
-    base, act, params, _ = split_fused(node)
-    if act == "LeakyRelu":
-        return "fused LeakyRelu activation: NNAPI has no leaky ReLU (PRELU needs a slope tensor)"
-    if act not in ("Relu", "Clip", "Sigmoid", "Tanh", "HardSigmoid"):
-        return f"fused activation {act} is not lowered"
-    view.facts.types.setdefault(base.outputs[0], view.type(node.outputs[0]))
-    why = RULES[base.op_type].check(view, base, opset)
-    if act == "HardSigmoid":
-        why = why or needs(3, "fused HardSigmoid (MAXIMUM/MINIMUM)", view)
-    if act == "Clip":
-        lo, hi = (params + [None, None])[:2]
-        if (lo, hi) not in _RELU_FORMS:
-            why = why or needs(3, f"fused Clip({lo}, {hi}) (MAXIMUM/MINIMUM)", view)
-    return why
-
-
-def _fused_lower(b: Builder, node) -> None:
-    base, act, params, tmp = split_fused(node)
-    y = node.outputs[0]
-    b.types[tmp] = b.types[y]
-    b.readers[tmp] = 1
-    RULES[base.op_type].lower(b, base)
-    if act == "Clip":
-        lo, hi = (params + [None, None])[:2]
-        attrs = {}
-        clip = Node("Clip", [tmp], [y], name=node.name)
-        clip.attributes = attrs
-        _clip_apply(b, clip, lo, hi)
-    elif act == "HardSigmoid":
-        from ...ir import Attribute, AttrType
-
-        hs = Node("HardSigmoid", [tmp], [y], name=node.name, attributes={
-            "alpha": Attribute("alpha", AttrType.FLOAT, params[0] if params else 0.2),
-            "beta": Attribute("beta", AttrType.FLOAT, params[1] if len(params) > 1 else 0.5)})
-        _hard_sigmoid_lower(b, hs)
-    else:
-        _unary_lower(b, Node(act, [tmp], [y], name=node.name))
-
-
-RULES = {
-    "Conv": Rule(_conv_check, _conv_lower, params=(1, 2)),
-    "MaxPool": Rule(_pool_check, _pool_lower),
-    "AveragePool": Rule(_pool_check, _pool_lower),
-    "GlobalAveragePool": Rule(_pool_check, _pool_lower),
-    "GlobalMaxPool": Rule(_pool_check, _pool_lower),
-    "LRN": Rule(_lrn_check, _lrn_lower),
-    **{op: Rule(_binary_check, _binary_lower) for op in ("Add", "Sub", "Mul", "Div", "Max",
-                                                          "Min", "Sum")},
-    "Pow": Rule(_binary_check, _binary_lower),
-    **{op: Rule(_unary_check, _unary_lower) for op in _UNARY},
-    "Clip": Rule(_clip_check, _clip_lower, params=(1, 2)),
-    "HardSigmoid": Rule(_hard_sigmoid_check, _hard_sigmoid_lower),
-    "HardSwish": Rule(_hard_swish_check, _hard_swish_lower),
-    "com.edgerun:HardSwish": Rule(_hard_swish_check, _hard_swish_lower),
-    "BatchNormalization": Rule(_batch_norm_check, _batch_norm_lower, params=(1, 2, 3, 4)),
-    "Gemm": Rule(_gemm_check, _gemm_lower, params=(1, 2)),
-    "MatMul": Rule(_matmul_check, _matmul_lower),
-    "Softmax": Rule(_softmax_check, _softmax_lower),
-    "Reshape": Rule(_reshape_check, _reshape_lower, params=(1,)),
-    "Flatten": Rule(_reshape_check, _reshape_lower),
-    "Squeeze": Rule(_reshape_check, _reshape_lower, params=(1,)),
-    "Unsqueeze": Rule(_reshape_check, _reshape_lower, params=(1,)),
-    "Identity": Rule(identity_check, identity_lower),
-    "Dropout": Rule(identity_check, identity_lower, params=(1, 2)),
-    "Concat": Rule(_concat_check, _concat_lower),
-    "Transpose": Rule(_transpose_check, _transpose_lower),
-    "ReduceMean": Rule(_mean_check, _mean_lower, params=(1,)),
-    "Pad": Rule(_pad_check, _pad_lower, params=(1, 2, 3)),
-    "Slice": Rule(_slice_check, _slice_lower, params=(1, 2, 3, 4)),
-    **{op: Rule(_reduce_check, _reduce_lower, params=(1,)) for op in _REDUCE},
-    "Reciprocal": Rule(_reciprocal_check, _reciprocal_lower),
-    "com.edgerun:FusedConv": Rule(_fused_check, _fused_lower, params=(1, 2)),
-    "com.edgerun:FusedGemm": Rule(_fused_check, _fused_lower, params=(1, 2)),
-    "com.edgerun:FusedMatMul": Rule(_fused_check, _fused_lower),
-}
+RULES = rule_table(globals(), {**EDGE_FAMILIES, **dict.fromkeys(_UNARY, "unary"),
+                              **dict.fromkeys(_BINARY, "binary"),
+                              **dict.fromkeys(_REDUCE, "reduce")})

@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 from dataclasses import dataclass, field
 
+from ..edge_common import count_types
 from . import spec
 
 
@@ -68,7 +69,4 @@ class NnapiModel:
                 "relax_computation_float32_to_float16": self.relax_float32_to_float16}
 
     def operation_counts(self) -> dict:
-        counts: dict = {}
-        for op in self.operations:
-            counts[op.type] = counts.get(op.type, 0) + 1
-        return counts
+        return count_types(self.operations)

@@ -11,9 +11,9 @@ Provider options:
 from __future__ import annotations
 
 from ...ir import dtypes
-from ..edge_common import EdgeProvider, type_problem_common
+from ..edge_common import EdgeProvider
 from . import binding, interpreter, spec
-from .lowering import RULES, build
+from .lowering import RULES, Builder
 
 _SUPPORTED = {dtypes.FLOAT: 1, dtypes.INT32: 1, dtypes.BOOL: 3, dtypes.FLOAT16: 3}
 
@@ -23,6 +23,9 @@ class NnapiProvider(EdgeProvider):
     ort_name = "NnapiExecutionProvider"
     platform = "NNAPI"
     RULES = RULES
+    tensor_label = "NNAPI"
+    element_types = frozenset(_SUPPORTED)
+    max_rank = spec.MAX_RANK
 
     @classmethod
     def available(cls) -> tuple:
@@ -38,20 +41,16 @@ class NnapiProvider(EdgeProvider):
         self.feature_level = level
         self._device_programs: dict = {}
 
-    def tensor_type_problem(self, t, name: str) -> str:
-        why = type_problem_common("NNAPI", t, name, set(_SUPPORTED), spec.MAX_RANK)
-        if not why and _SUPPORTED[t.elem_type] > self.feature_level:
-            kind = dtypes.BY_CODE[t.elem_type].name.lower()
-            return (f"'{name}' is {kind}: needs NNAPI feature level {_SUPPORTED[t.elem_type]}, "
+    def element_type_problem(self, elem_type: int, name: str) -> str:
+        if _SUPPORTED[elem_type] > self.feature_level:
+            kind = dtypes.BY_CODE[elem_type].name.lower()
+            return (f"'{name}' is {kind}: needs NNAPI feature level {_SUPPORTED[elem_type]}, "
                     f"target is {self.feature_level}")
-        return why
+        return ""
 
-    def lower(self, graph, input_types: dict, opsets: dict):
-        model = build(graph, input_types, opsets, self.constant_or_none, self.feature_level,
-                      self.RULES, opsets.get("", opsets.get("ai.onnx", 1)))
-        model.relax_float32_to_float16 = bool(self.options.get("relax_fp32_to_fp16", False))
-        return model
-
+    def builder(self, graph, types: dict):
+        return Builder(graph, types, self.constant_or_none, self.feature_level,
+                       relax=bool(self.options.get("relax_fp32_to_fp16", False)))
 
     def interpret(self, program, inputs: list) -> list:
         return interpreter.run(program, [inputs[i] for i in self._model_inputs(program)])

@@ -8,6 +8,7 @@ from __future__ import annotations
 import base64
 from dataclasses import dataclass, field
 
+from ..edge_common import count_types
 from . import spec
 
 
@@ -87,7 +88,4 @@ class QnnGraph:
                 "htp_fp16_precision": self.fp16_precision}
 
     def op_counts(self) -> dict:
-        counts: dict = {}
-        for op in self.ops:
-            counts[op.type] = counts.get(op.type, 0) + 1
-        return counts
+        return count_types(self.ops)

@@ -18,11 +18,10 @@ import re
 
 import numpy as np
 
-from ...ir import Node
-from ..edge_common import (NCHW_TO_NHWC, EdgeBuilder, Rule, attr_str, clip_bounds,
-                           device_array, identity_check, identity_lower, ints, partition_types, reduce_axes, rule_key,
-                           softmax_axis, split_fused)
-from ..edge_params import (batch_norm_affine, conv_params, gemm_as_fully_connected,
+from ...ir.unary_ops import FLOAT32_MAX
+from ..edge_common import (EDGE_FAMILIES, NCHW_TO_NHWC, EdgeBuilder, attr_str, clip_bounds,
+                           device_array, ints, reduce_axes, rule_table)
+from ..edge_params import (batch_norm_affine, conv_params, gemm_lower,
                            gemm_problem, pad_amounts, pool_problem, pool_window, slice_problem,
                            slice_ranges)
 from . import spec
@@ -44,11 +43,34 @@ class Builder(EdgeBuilder):
     """Builds one QnnGraph for one partition with concrete input shapes."""
     platform = "QNN"
 
-    def __init__(self, graph, types: dict, constants, backend: str, opset: int):
+    def __init__(self, graph, types: dict, constants, backend: str, fp16: bool = False):
         super().__init__(types, constants)
-        self.opset = opset
-        self.graph = QnnGraph(name=_sanitize(graph.name), backend=backend)
+        self.graph = QnnGraph(name=_sanitize(graph.name), backend=backend, fp16_precision=fp16)
         self._ids = 0
+
+    def fully_connected(self, x: str, weights, bias, y: str) -> None:
+        out_shape = self.shape(y)
+        inputs = [self.get(x), self.static(np.ascontiguousarray(weights)),
+                  self.static(np.array(bias))]
+        out = self.op("FullyConnected", inputs, out_shape, self.dtype(y),
+                      {"keep_dims": len(out_shape) != 2}, base=y)
+        self.define(y, out, "nchw")
+
+    def reshape_tensor(self, tensor, dims, name: str):
+        return self.op("Reshape", [tensor], tuple(dims), self.dtype(name), base=name)
+
+    def input_tensor(self, name: str, shape) -> str:
+        return self.tensor(name, self.dtype(name), shape, "APP_WRITE")
+
+    def mark_output(self, tensor: str) -> None:
+        if self.graph.tensors[tensor].type == "NATIVE":
+            self.graph.tensors[tensor].type = "APP_READ"
+
+    def program(self) -> QnnGraph:
+        self.graph.inputs = [tensor for _, tensor, _ in self.inputs]
+        self.graph.input_positions = [position for _, _, position in self.inputs]
+        self.graph.outputs = [tensor for _, tensor in self.outputs]
+        return self.graph
 
     # ---- tensors and ops -------------------------------------------------------------
 
@@ -105,31 +127,6 @@ def _sanitize(name: str) -> str:
     """QNN tensor names end up as C identifiers in model.cpp."""
     clean = re.sub(r"[^A-Za-z0-9_]", "_", name or "")
     return ("_" + clean) if clean[:1].isdigit() else clean
-
-
-def build(graph, input_types: dict, opsets: dict, constants, backend: str, rules: dict,
-          opset: int) -> QnnGraph:
-    types = partition_types(graph, input_types, opsets, constants)
-    b = Builder(graph, types, constants, backend, opset)
-    for position, v in enumerate(graph.inputs):
-        if b.const(v.name) is not None:
-            continue
-        t = input_types[v.name]
-        name = b.tensor(v.name, b.dtype(v.name), t.shape, "APP_WRITE")
-        b.layouts.set(v.name, name, "nchw", t.shape)
-        b.graph.inputs.append(name)
-        b.graph.input_positions.append(position)
-    for node in graph.nodes:
-        if all(b.const(o) is not None for o in node.outputs if o):
-            continue
-        rules[rule_key(node)].lower(b, node)
-    for v in graph.outputs:
-        name = b.get(v.name, "nchw")
-        t = b.graph.tensors[name]
-        if t.type == "NATIVE":
-            t.type = "APP_READ"
-        b.graph.outputs.append(name)
-    return b.graph
 
 
 # ---------------------------------------------------------------- capability helpers
@@ -285,33 +282,22 @@ def _unary_lower(b: Builder, node) -> None:
     _same_layout_unary(b, node.inputs[0], node.outputs[0], _UNARY[node.op_type])
 
 
-def _clip_check(view, node, opset) -> str:
-    return ""
-
-
 def _clip_lower(b: Builder, node) -> None:
     lo, hi = clip_bounds(b, node, b.opset)
-    _clip_apply(b, node.inputs[0], node.outputs[0], lo, hi)
-
-
-def _clip_apply(b: Builder, x: str, y: str, lo, hi) -> None:
-    lo = -3.4028234663852886e38 if lo is None else float(lo)
-    hi = 3.4028234663852886e38 if hi is None else float(hi)
-    _same_layout_unary(b, x, y, "ReluMinMax", {"min_value": lo, "max_value": hi})
+    lo = -FLOAT32_MAX if lo is None else float(lo)
+    hi = FLOAT32_MAX if hi is None else float(hi)
+    _same_layout_unary(b, node.inputs[0], node.outputs[0], "ReluMinMax",
+                       {"min_value": lo, "max_value": hi})
 
 
 def _hard_sigmoid_check(view, node, opset) -> str:
     return backend_lacks(view, "ElementWiseNeuron", "HardSigmoid")
 
 
-def _hard_sigmoid_apply(b: Builder, x: str, y: str, alpha: float, beta: float) -> None:
-    _same_layout_unary(b, x, y, "ElementWiseNeuron", {
-        "operation": spec.NEURON_HARD_SIGMOID, "alpha": float(alpha), "beta": float(beta)})
-
-
 def _hard_sigmoid_lower(b: Builder, node) -> None:
-    _hard_sigmoid_apply(b, node.inputs[0], node.outputs[0], node.attr("alpha", 0.2),
-                        node.attr("beta", 0.5))
+    _same_layout_unary(b, node.inputs[0], node.outputs[0], "ElementWiseNeuron", {
+        "operation": spec.NEURON_HARD_SIGMOID, "alpha": float(node.attr("alpha", 0.2)),
+        "beta": float(node.attr("beta", 0.5))})
 
 
 def _reciprocal_lower(b: Builder, node) -> None:
@@ -358,18 +344,7 @@ def _gemm_check(view, node, opset) -> str:
     return gemm_problem(view, node, "FullyConnected")
 
 
-def _gemm_lower(b: Builder, node) -> None:
-    weights, bias = gemm_as_fully_connected(b, node)
-    _fully_connected(b, node.inputs[0], weights, bias, node.outputs[0])
-
-
-def _fully_connected(b: Builder, x: str, weights, bias, y: str) -> None:
-    out_shape = b.shape(y)
-    inputs = [b.get(x), b.static(np.ascontiguousarray(weights)), b.static(np.array(bias))]
-    keep = len(out_shape) != 2
-    out = b.op("FullyConnected", inputs, out_shape if keep else out_shape, b.dtype(y),
-               {"keep_dims": keep}, base=y)
-    b.define(y, out, "nchw")
+_gemm_lower = gemm_lower
 
 
 def _matmul_check(view, node, opset) -> str:
@@ -383,37 +358,21 @@ def _matmul_lower(b: Builder, node) -> None:
     a, w, y = node.inputs[0], node.inputs[1], node.outputs[0]
     if b.const(w) is not None and len(b.shape(w)) == 2:
         weights = b.const(w).T.astype(np.float32)
-        _fully_connected(b, a, weights, np.zeros(weights.shape[0], np.float32), y)
+        b.fully_connected(a, weights, np.zeros(weights.shape[0], np.float32), y)
         return
     out = b.op("MatMul", [b.get(a), b.get(w)], b.shape(y), b.dtype(y),
                {"transpose_in0": False, "transpose_in1": False}, base=y)
     b.define(y, out, "nchw")
 
 
-def _softmax_check(view, node, opset) -> str:
-    return ""
-
-
 def _softmax_lower(b: Builder, node) -> None:
-    x, y = node.inputs[0], node.outputs[0]
-    shape = b.shape(x)
-    axis = softmax_axis(node, b.opset, len(shape))
-    src, dims = b.get(x), shape
-    if b.opset < 13 and axis != len(shape) - 1:      # Softmax-1/11: over the flattened tail
-        dims = (int(np.prod(shape[:axis])), int(np.prod(shape[axis:])))
-        src = b.op("Reshape", [src], dims, b.dtype(x), base=x)
-        axis = 1
-    out = b.op("Softmax", [src], dims, b.dtype(y), {"axis": axis, "beta": 1.0}, base=y)
-    if dims != shape:
-        out = b.op("Reshape", [out], shape, b.dtype(y), base=y)
-    b.define(y, out, "nchw")
+    src, axis, dims = b.softmax_input(node)
+    y = node.outputs[0]
+    b.define_softmax(y, b.op("Softmax", [src], dims, b.dtype(y), {"axis": axis, "beta": 1.0},
+                             base=y), dims)
 
 
 # ---------------------------------------------------------------- shape operations
-
-
-def _always(view, node, opset) -> str:
-    return ""
 
 
 def _reshape_lower(b: Builder, node) -> None:
@@ -478,6 +437,9 @@ def _pad_lower(b: Builder, node) -> None:
     b.define(y, b.op("Pad", [b.get(x)], b.shape(y), b.dtype(y), params, base=y), "nchw")
 
 
+_slice_check = slice_problem
+
+
 def _slice_lower(b: Builder, node) -> None:
     x, y = node.inputs[0], node.outputs[0]
     ranges = slice_ranges(b, node, b.shape(x))
@@ -488,56 +450,6 @@ def _slice_lower(b: Builder, node) -> None:
 # ---------------------------------------------------------------- com.edgerun fused operators
 
 
-def _fused_check(view, node, opset) -> str:
-    base, act, params, tmp = split_fused(node)
-    if act not in ("Relu", "Clip", "Sigmoid", "Tanh", "HardSigmoid"):
-        return f"fused activation {act} is not lowered"
-    view.facts.types.setdefault(tmp, view.type(node.outputs[0]))
-    return RULES[base.op_type].check(view, base, opset)
-
-
-def _fused_lower(b: Builder, node) -> None:
-    base, act, params, tmp = split_fused(node)
-    y = node.outputs[0]
-    b.types[tmp] = b.types[y]
-    RULES[base.op_type].lower(b, base)
-    if act == "Clip":
-        lo, hi = (params + [None, None])[:2]
-        _clip_apply(b, tmp, y, lo, hi)
-    elif act == "HardSigmoid":
-        _hard_sigmoid_apply(b, tmp, y, *(params + [0.2, 0.5][len(params):]))
-    else:
-        _unary_lower(b, Node(act, [tmp], [y], name=node.name))
-
-
-RULES = {
-    "Conv": Rule(_conv_check, _conv_lower, params=(1, 2)),
-    **{op: Rule(_pool_check, _pool_lower) for op in ("MaxPool", "AveragePool",
-                                                      "GlobalAveragePool", "GlobalMaxPool")},
-    "LRN": Rule(_lrn_check, _lrn_lower),
-    **{op: Rule(_binary_check, _binary_lower) for op in _BINARY},
-    **{op: Rule(_unary_check, _unary_lower) for op in _UNARY},
-    "Clip": Rule(_clip_check, _clip_lower, params=(1, 2)),
-    "HardSigmoid": Rule(_hard_sigmoid_check, _hard_sigmoid_lower),
-    "HardSwish": Rule(_hard_swish_check, _hard_swish_lower),
-    "com.edgerun:HardSwish": Rule(_hard_swish_check, _hard_swish_lower),
-    "Reciprocal": Rule(_always, _reciprocal_lower),
-    "BatchNormalization": Rule(_batch_norm_check, _batch_norm_lower, params=(1, 2, 3, 4)),
-    "Gemm": Rule(_gemm_check, _gemm_lower, params=(1, 2)),
-    "MatMul": Rule(_matmul_check, _matmul_lower),
-    "Softmax": Rule(_softmax_check, _softmax_lower),
-    "Reshape": Rule(_always, _reshape_lower, params=(1,)),
-    "Flatten": Rule(_always, _reshape_lower),
-    "Squeeze": Rule(_always, _reshape_lower, params=(1,)),
-    "Unsqueeze": Rule(_always, _reshape_lower, params=(1,)),
-    "Identity": Rule(identity_check, identity_lower),
-    "Dropout": Rule(identity_check, identity_lower, params=(1, 2)),
-    "Concat": Rule(_always, _concat_lower),
-    "Transpose": Rule(_always, _transpose_lower),
-    **{op: Rule(_reduce_check, _reduce_lower, params=(1,)) for op in _REDUCE},
-    "Pad": Rule(_pad_check, _pad_lower, params=(1, 2, 3)),
-    "Slice": Rule(slice_problem, _slice_lower, params=(1, 2, 3, 4)),
-    "com.edgerun:FusedConv": Rule(_fused_check, _fused_lower, params=(1, 2)),
-    "com.edgerun:FusedGemm": Rule(_fused_check, _fused_lower, params=(1, 2)),
-    "com.edgerun:FusedMatMul": Rule(_fused_check, _fused_lower),
-}
+RULES = rule_table(globals(), {**EDGE_FAMILIES, **dict.fromkeys(_UNARY, "unary"),
+                              **dict.fromkeys(_BINARY, "binary"),
+                              **dict.fromkeys(_REDUCE, "reduce")})

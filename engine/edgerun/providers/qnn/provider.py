@@ -12,9 +12,9 @@ Provider options:
 from __future__ import annotations
 
 from ...ir import dtypes
-from ..edge_common import EdgeProvider, type_problem_common
+from ..edge_common import EdgeProvider
 from . import binding, interpreter, spec
-from .lowering import RULES, build
+from .lowering import RULES, Builder
 
 
 class QNNProvider(EdgeProvider):
@@ -38,27 +38,23 @@ class QNNProvider(EdgeProvider):
             raise ValueError(f"qnn provider option 'backend_type' must be one of "
                              f"{sorted(spec.BACKENDS)}, got {backend!r}")
         self.backend = backend
+        self.tensor_label = f"QNN {backend.upper()}"
+        self.element_types = frozenset(spec.BACKENDS[backend]["dtypes"])
+        self.max_rank = spec.BACKENDS[backend]["max_rank"]
         self.fp16 = backend == "htp" and bool(options.get("htp_fp16_precision", True))
         super().__init__(options)
 
     def device_available(self) -> tuple:
         return self.available(self.backend)
 
-    def tensor_type_problem(self, t, name: str) -> str:
-        supported = spec.BACKENDS[self.backend]["dtypes"]
-        why = type_problem_common(f"QNN {self.backend.upper()}", t, name, set(supported),
-                                  spec.BACKENDS[self.backend]["max_rank"])
-        if not why and self.backend == "htp" and t.elem_type == dtypes.FLOAT and not self.fp16:
+    def element_type_problem(self, elem_type: int, name: str) -> str:
+        if self.backend == "htp" and elem_type == dtypes.FLOAT and not self.fp16:
             return (f"'{name}' is float32: the HTP backend computes float graphs only with "
                     f"htp_fp16_precision (else quantized uint8/uint16 graphs)")
-        return why
+        return ""
 
-    def lower(self, graph, input_types: dict, opsets: dict):
-        qnn_graph = build(graph, input_types, opsets, self.constant_or_none, self.backend,
-                          self.RULES, opsets.get("", opsets.get("ai.onnx", 1)))
-        qnn_graph.fp16_precision = self.fp16
-        return qnn_graph
-
+    def builder(self, graph, types: dict):
+        return Builder(graph, types, self.constant_or_none, self.backend, fp16=self.fp16)
 
     def interpret(self, program, inputs: list) -> list:
         return interpreter.run(program, [inputs[i] for i in program.input_positions],
