@@ -19,6 +19,7 @@
 """
 from __future__ import annotations
 
+import functools
 import warnings
 from collections import Counter
 
@@ -29,10 +30,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..ir import Attribute, AttrType, Graph, Model, Node, TypeInfo, dtypes
+from ..ir.conv_rules import window_geometry
 from ..ir.unary_ops import UNARY_OPS
 from ..ir.walk import subgraphs
-from ..runtime.attributes import initializer_value, kernel_attributes
-from ..runtime.kernel_context import KernelContext
+from ..runtime.attributes import initializer_value
 from .base import ExecutionProvider
 
 NCHW_TO_NHWC = (0, 2, 3, 1)
@@ -67,14 +68,9 @@ class GraphFacts:
         return self._values[name]
 
     def _fold(self, node, opset: int) -> None:
-        from .cpu import registry
-
-        fn = registry.lookup(node.op_type, node.domain, opset)
         args = [self.constant(n) if n else None for n in node.inputs]
-        result = fn(KernelContext(node, opset), *args, **kernel_attributes(node.attributes))
+        result = host_evaluator()(node, opset, args)
         outs = result if isinstance(result, (tuple, list)) and len(node.outputs) > 1 else (result,)
-        import numpy as np
-
         for name, value in zip(node.outputs, outs):
             if name:
                 self._values[name] = np.asarray(value)
@@ -112,8 +108,6 @@ def graph_facts(model: Model) -> GraphFacts:
 
 
 def _collect_constants(graph: Graph, opsets: dict, facts: GraphFacts) -> None:
-    from .cpu import registry
-
     for name, t in graph.initializers.items():
         facts.recipes[name] = ("tensor", t)
     for node in graph.nodes:
@@ -124,11 +118,48 @@ def _collect_constants(graph: Graph, opsets: dict, facts: GraphFacts) -> None:
         if not all(facts.is_constant(n) for n in node.inputs if n):
             continue
         opset = opsets.get("", opsets.get("ai.onnx", 1))
-        if registry.lookup(node.op_type, node.domain, opset) is None:
+        if not host_evaluator().runs(node, opset):
             continue
         for o in node.outputs:
             if o:
                 facts.recipes[o] = ("node", (node, opset))
+
+
+# ---------------------------------------------------------------- host arithmetic
+
+
+@functools.cache
+def host_evaluator():
+    """What runs one ONNX node on host arrays (the CPU kernels, found through the provider
+    registry as the session's constant folding finds them): the adapters fold constants with
+    it, and the reference interpreters compute what a platform operation shares with ONNX."""
+    from .registry import constant_evaluator
+
+    evaluate = constant_evaluator()
+    if evaluate is None:
+        raise RuntimeError("the edge adapters compute constants and reference results with "
+                           "numpy: pip install numpy")
+    return evaluate
+
+
+def run_onnx_op(op_type: str, inputs: list, opset: int, **attributes):
+    """ONNX operator `op_type` (ai.onnx, at `opset`) on host arrays: `inputs` in order, None
+    for an absent one; attributes as Python ints, floats, strings or int/float lists."""
+    node = Node(op_type, [f"input{i}" if v is not None else "" for i, v in enumerate(inputs)],
+                ["output"], {k: _attribute(k, v) for k, v in attributes.items()})
+    return host_evaluator()(node, opset, list(inputs))
+
+
+def _attribute(name: str, value) -> Attribute:
+    if isinstance(value, str):
+        return Attribute(name, AttrType.STRING, value.encode())
+    if isinstance(value, float):
+        return Attribute(name, AttrType.FLOAT, value)
+    if isinstance(value, (list, tuple)):
+        floats = any(isinstance(v, float) for v in value)
+        return Attribute(name, AttrType.FLOATS if floats else AttrType.INTS,
+                         [float(v) if floats else int(v) for v in value])
+    return Attribute(name, AttrType.INT, int(value))
 
 
 # ---------------------------------------------------------------- the provider skeleton
@@ -464,8 +495,6 @@ def partition_types(graph: Graph, input_types: dict, opsets: dict, constants=Non
 def conv_pads(in_hw, kernel, strides, dilations, pads, auto_pad, ceil_mode=0):
     """(top, bottom, left, right) explicit padding and output size of a 2-D window, with
     ceil_mode folded into extra bottom/right padding (platforms have floor rounding only)."""
-    from .cpu.ops.conv import window_geometry
-
     g = window_geometry(in_hw, kernel, strides, dilations, pads, auto_pad, ceil_mode)
     ends = []
     for i in range(2):

@@ -172,11 +172,13 @@ class CompiledPartition:
 
 
 def _cpu_executor(graph, opsets):
+    """An executor running `graph` with the CPU provider (found through the provider registry,
+    as a session finds it): Core ML's stand-in where its runtime cannot predict."""
     from ...runtime.executor import GraphExecutor
     from ...runtime.partition import Partitioner
-    from ..cpu.provider import CPUProvider
+    from ..registry import provider_class
 
-    return GraphExecutor(graph, opsets, Partitioner([CPUProvider()]))
+    return GraphExecutor(graph, opsets, Partitioner([provider_class("cpu")()]))
 
 
 def _cpu_runner_by_mil_names(graph, opsets, partition):

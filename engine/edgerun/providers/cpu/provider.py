@@ -84,10 +84,20 @@ def _blas_controller():
     return _CONTROLLER
 
 
-def evaluate_node(node, opset: int, args: list):
-    """What the node's CPU kernel returns for these inputs: constant folding's evaluator
-    (providers.registry.constant_evaluator)."""
-    fn = registry.lookup(node.op_type, node.domain, opset)
-    if fn is None:
-        raise LookupError(f"no CPU kernel for {node.domain or 'ai.onnx'}::{node.op_type}")
-    return fn(KernelContext(node, opset), *args, **kernel_attributes(node.attributes))
+class NodeEvaluator:
+    """Runs one node on host values with its CPU kernel: constant folding's evaluator and
+    the edge adapters' reference arithmetic (providers.registry.constant_evaluator)."""
+
+    def __call__(self, node, opset: int, args: list):
+        fn = registry.lookup(node.op_type, node.domain, opset)
+        if fn is None:
+            raise LookupError(f"no CPU kernel for {node.domain or 'ai.onnx'}::{node.op_type}")
+        return fn(KernelContext(node, opset), *args, **kernel_attributes(node.attributes))
+
+    @staticmethod
+    def runs(node, opset: int) -> bool:
+        """Whether a CPU kernel exists for `node` at `opset`."""
+        return registry.lookup(node.op_type, node.domain, opset) is not None
+
+
+evaluate_node = NodeEvaluator()

@@ -3,21 +3,16 @@
 It follows NNAPI's semantics, not ONNX's: NHWC activations, [out, h, w, in] filters,
 explicit (left, right, top, bottom) padding, FuseCode activations, AVERAGE_POOL_2D that
 excludes padding, LOCAL_RESPONSE_NORMALIZATION over the last axis with 2*radius+1 channels.
-Where the arithmetic is the same as an ONNX operator, edgerun's CPU kernel does the work
-on transposed data, so what this checks is the lowering, not a second set of kernels.
+Where the arithmetic is the same as an ONNX operator, that operator computes it on transposed
+data (edge_common.run_onnx_op, the CPU kernels), so what this checks is the lowering, not a
+second set of kernels.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from ..cpu.ops import conv as cpu_conv
-from ..cpu.ops import pool as cpu_pool
-from ..edge_common import bind_inputs
+from ..edge_common import bind_inputs, run_onnx_op
 from . import spec
-
-
-class _Ctx:
-    num_outputs = 1
 
 
 def _act(y, code):
@@ -46,8 +41,8 @@ def _binary(fn):
 
 def _conv_common(x, w_oihw, bias, pads, strides, dil, group, fuse):
     left, right, top, bottom = pads
-    y = cpu_conv.conv(None, _nchw(x), w_oihw, bias, pads=[top, left, bottom, right],
-                      strides=[strides[1], strides[0]], dilations=[dil[1], dil[0]], group=group)
+    y = run_onnx_op("Conv", [_nchw(x), w_oihw, bias], 11, pads=[top, left, bottom, right],
+                    strides=[strides[1], strides[0]], dilations=[dil[1], dil[0]], group=group)
     return [_act(_nhwc(y), fuse)]
 
 
@@ -75,9 +70,9 @@ def _pool(kind):
     def run(x, pl, pr, pt, pb, sw, sh, fw, fh, fuse, *rest):
         args = dict(kernel_shape=[fh, fw], pads=[pt, pl, pb, pr], strides=[sh, sw])
         if kind == "max":
-            y = cpu_pool.max_pool(_Ctx(), _nchw(x), **args)
+            y = run_onnx_op("MaxPool", [_nchw(x)], 12, **args)
         else:
-            y = cpu_pool.average_pool(_Ctx(), _nchw(x), count_include_pad=0, **args)
+            y = run_onnx_op("AveragePool", [_nchw(x)], 19, count_include_pad=0, **args)
         return [_act(_nhwc(y), fuse)]
     return run
 

@@ -2,22 +2,16 @@
 
 It follows the QNN op definitions, not ONNX: NHWC activations, HWIO weights, pad_amount as
 ((top, bottom), (left, right)), PoolAvg2d's count_pad_for_edges, Lrn's radius, StridedSlice
-ranges, ReluMinMax. Where the arithmetic equals an ONNX operator's, edgerun's CPU kernel
-runs on transposed data. `fp16=True` rounds every op's float result to float16, the way
+ranges, ReluMinMax. Where the arithmetic equals an ONNX operator's, that operator runs on
+transposed data (edge_common.run_onnx_op, the CPU kernels). `fp16=True` rounds every op's float result to float16, the way
 the HTP backend computes float graphs with htp_fp16_precision.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from ..cpu.ops import conv as cpu_conv
-from ..cpu.ops import pool as cpu_pool
-from ..edge_common import bind_inputs
+from ..edge_common import bind_inputs, run_onnx_op
 from . import spec
-
-
-class _Ctx:
-    num_outputs = 1
 
 
 def _nchw(x):
@@ -37,16 +31,16 @@ def conv2d(op, x, w, b=None):
     strides, pads = _spatial(op)
     group = int(op.param("group", 1))
     weights = w.transpose(3, 2, 0, 1)                 # HWIO -> OIHW
-    y = cpu_conv.conv(None, _nchw(x), weights, b, pads=pads, strides=strides,
-                      dilations=[int(d) for d in op.param("dilation")], group=group)
+    y = run_onnx_op("Conv", [_nchw(x), weights, b], 11, pads=pads, strides=strides,
+                    dilations=[int(d) for d in op.param("dilation")], group=group)
     return _nhwc(y)
 
 
 def depthwise_conv2d(op, x, w, b=None):
     strides, pads = _spatial(op)
     weights = w.transpose(3, 2, 0, 1)                 # [h, w, 1, C] -> [C, 1, h, w]
-    y = cpu_conv.conv(None, _nchw(x), weights, b, pads=pads, strides=strides,
-                      dilations=[int(d) for d in op.param("dilation")], group=x.shape[3])
+    y = run_onnx_op("Conv", [_nchw(x), weights, b], 11, pads=pads, strides=strides,
+                    dilations=[int(d) for d in op.param("dilation")], group=x.shape[3])
     return _nhwc(y)
 
 
@@ -56,9 +50,10 @@ def pool(kind):
         args = dict(kernel_shape=[int(k) for k in op.param("filter_size")], pads=pads,
                     strides=strides, ceil_mode=int(op.param("rounding_mode", 0)))
         if kind == "max":
-            return _nhwc(cpu_pool.max_pool(_Ctx(), _nchw(x), **args))
+            return _nhwc(run_onnx_op("MaxPool", [_nchw(x)], 12, **args))
         include = int(bool(op.param("count_pad_for_edges", False)))
-        return _nhwc(cpu_pool.average_pool(_Ctx(), _nchw(x), count_include_pad=include, **args))
+        return _nhwc(run_onnx_op("AveragePool", [_nchw(x)], 19, count_include_pad=include,
+                                 **args))
     return run
 
 

@@ -13,8 +13,8 @@ Every kernel works on N-D channels-first tensors (N, C, D1, ..., Dk).
   channels use Winograd F(2x2, 3x3) (conv_winograd.py).
 - ConvTranspose and Col2Im go the other way: columns are folded back into an image by
   adding each kernel position's plane into a strided slice of the output.
-- The window geometry (auto_pad, pads, output size) lives in `window_geometry`, which
-  pool.py shares.
+- The window geometry (auto_pad, pads, output size) is `ir.conv_rules.window_geometry`,
+  which pool.py and the edge adapters share.
 
 Half and exotic float types are computed in float32 and cast back; float64 stays float64.
 """
@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from ....ir.conv_rules import transpose_output_geometry
+from ....ir.conv_rules import WindowGeometry, transpose_output_geometry, window_geometry
 from ..registry import kernel
 from .conv_depthwise import (RowMixLayout, band_rows, row_mix_conv, row_mix_layout,
                              row_mix_weights)
@@ -50,79 +50,6 @@ def _as_str(value) -> str:
 def compute_dtype(dtype):
     """The dtype arithmetic runs in: float64 stays, every other float type uses float32."""
     return np.dtype(np.float64) if np.dtype(dtype) == np.float64 else np.dtype(np.float32)
-
-
-@dataclass
-class WindowGeometry:
-    """Where the sliding windows of one N-D convolution or pooling lie.
-
-    Window `o` along axis `i` covers input positions
-    `o * strides[i] - pads_begin[i] + k * dilations[i]` for k in range(kernel[i]).
-    """
-    out_shape: list
-    pads_begin: list
-    pads_end: list
-    kernel: list
-    strides: list
-    dilations: list
-
-    def padded_extent(self, axis: int) -> int:
-        """Input length (padding included) the last window of `axis` reaches."""
-        span = (self.kernel[axis] - 1) * self.dilations[axis] + 1
-        return (self.out_shape[axis] - 1) * self.strides[axis] + span
-
-
-def window_geometry(in_shape, kernel, strides=None, dilations=None, pads=None,
-                    auto_pad="NOTSET", ceil_mode=0) -> WindowGeometry:
-    """Output size and padding of a sliding window over `in_shape` (spatial axes only).
-
-    auto_pad SAME_UPPER/SAME_LOWER: output = ceil(input / stride), padding split evenly with
-    the odd element at the end (UPPER) or the beginning (LOWER); VALID: no padding;
-    NOTSET: explicit `pads` [x1_begin, x2_begin, ..., x1_end, x2_end, ...]. `ceil_mode`
-    rounds the output size up, dropping a last window that would start in the end padding.
-    """
-    rank = len(in_shape)
-    kernel = [int(k) for k in kernel]
-    strides = _ints(strides) if strides else [1] * rank
-    dilations = _ints(dilations) if dilations else [1] * rank
-    auto_pad = _as_str(auto_pad or "NOTSET")
-    if len(kernel) != rank or len(strides) != rank or len(dilations) != rank:
-        raise ValueError(f"kernel_shape {kernel}, strides {strides} and dilations {dilations} "
-                         f"must each have {rank} entries, one per spatial axis")
-    if min(strides, default=1) < 1 or min(dilations, default=1) < 1 or min(kernel, default=1) < 1:
-        raise ValueError(f"strides {strides}, dilations {dilations} and kernel_shape {kernel} "
-                         f"must be positive")
-    spans = [(k - 1) * d + 1 for k, d in zip(kernel, dilations)]
-
-    if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
-        out_shape = [-(-size // s) for size, s in zip(in_shape, strides)]
-        totals = [max(0, (o - 1) * s + span - size)
-                  for o, s, span, size in zip(out_shape, strides, spans, in_shape)]
-        small = [t // 2 for t in totals]
-        large = [t - t // 2 for t in totals]
-        begin, end = (small, large) if auto_pad == "SAME_UPPER" else (large, small)
-    elif auto_pad in ("VALID", "NOTSET"):
-        if auto_pad == "VALID" or not pads:
-            begin, end = [0] * rank, [0] * rank
-        else:
-            pads = _ints(pads)
-            if len(pads) != 2 * rank:
-                raise ValueError(f"pads {pads} must have {2 * rank} entries")
-            begin, end = pads[:rank], pads[rank:]
-        out_shape = []
-        for i in range(rank):
-            room = in_shape[i] + begin[i] + end[i] - spans[i]
-            if ceil_mode:
-                size = -(-room // strides[i]) + 1
-                if (size - 1) * strides[i] >= in_shape[i] + begin[i]:
-                    size -= 1   # the last window would start inside the end padding
-            else:
-                size = room // strides[i] + 1
-            out_shape.append(max(size, 0))
-    else:
-        raise ValueError(f"auto_pad must be NOTSET, SAME_UPPER, SAME_LOWER or VALID, "
-                         f"got {auto_pad!r}")
-    return WindowGeometry(out_shape, begin, end, kernel, strides, dilations)
 
 
 def pad_spatial(x, begin, end, value=0):

@@ -18,8 +18,9 @@ import math
 import numpy as np
 
 from ..registry import kernel
+from ....ir.conv_rules import window_geometry
 from .conv import (_ints, compute_dtype, kernel_positions, pad_spatial, padded_input,
-                   sliding_windows, tap_ranges, window_geometry)
+                   sliding_windows, tap_ranges)
 from .reduction import trailing_sum
 
 
