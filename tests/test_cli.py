@@ -40,6 +40,14 @@ def test_explain_lists_placements_refusals_and_copies():
     assert re.search(r"copies per run: [1-9]\d* \(main graph\)", out.stdout), out.stdout
 
 
+def test_explain_plan_prints_the_generated_source():
+    out = _edgerun("explain", DIGITS, "--providers", "cpu", "--plan")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("def run_program(env):"), out.stdout
+    assert "# Cast 'Cast' on cpu" in out.stdout
+    compile(out.stdout, "<plan>", "exec")       # the whole function, as Python
+
+
 def test_explain_json_says_why_a_provider_refused(tmp_path):
     import json
 

@@ -256,6 +256,23 @@ def test_a_failing_step_deep_in_the_plan_is_named():
         sess.run(None, {"x": np.ones(6, np.float32)})
 
 
+def test_the_generated_plan_is_readable_and_tracebacks_show_its_lines():
+    import traceback
+    sess = edgerun.InferenceSession(_chain(["Neg", "Relu", "Neg", "Abs", "Neg"], bad_at=3))
+    source = sess.plan_source()
+    assert source.startswith("def run_program(env):")
+    assert "# Reshape 'n3' on cpu" in source
+    assert [entry.step.node.name for entry in sess._executor.plan.program] == \
+        [f"n{i}" for i in range(5)]
+    with pytest.raises(edgerun.Fail) as failure:
+        sess.run(None, {"x": np.ones(6, np.float32)})
+    frames = [frame for frame in traceback.extract_tb(failure.value.__cause__.__traceback__)
+              if frame.filename.startswith("<edgerun plan")]
+    assert frames and frames[0].line, "linecache should serve the generated source"
+    failing = frames[0].line
+    assert failing in source and "reshape" in failing.lower(), failing
+
+
 def test_long_plans_run_through_the_loop_with_the_same_results(monkeypatch):
     from edgerun.runtime import straight_line
     ops = ["Neg", "Relu", "Sigmoid", "Neg", "Abs", "Tanh"] * 5
@@ -289,8 +306,8 @@ def _if_model(then_nodes, then_outputs, else_nodes, else_outputs, after=(), then
 
 def _inlined_ifs(sess) -> list:
     from edgerun.runtime.straight_line import InlineIf
-    return [entry[6].node.name for entry in sess._executor.plan.program
-            if isinstance(entry[0], InlineIf)]
+    return [entry.step.node.name for entry in sess._executor.plan.program
+            if isinstance(entry.fn, InlineIf)]
 
 
 def test_if_branches_written_inline_match_the_reference():

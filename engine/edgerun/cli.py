@@ -3,7 +3,7 @@
     edgerun demo                         classify the built-in digits example (the main job)
     edgerun run MODEL [--input name=file.npy ...] [--providers cpu,...] [--repeat N]
     edgerun info MODEL
-    edgerun explain MODEL [--providers webgpu,cpu] [--json]
+    edgerun explain MODEL [--providers webgpu,cpu] [--json] [--plan]
     edgerun conformance [-k SUBSTRING] [--op OP] [--json FILE] [--providers cpu|wasm|webgpu]
     edgerun difftest [--providers cpu,wasm,webgpu] [--cases N] [--seed S] [--jobs J]
     edgerun bench [--models NAMES] [--repeat N] [--out DIR]   (source checkout: bench/)
@@ -46,6 +46,8 @@ def main(argv=None) -> int:
     explain.add_argument("--providers", help="comma-separated, in priority order (default: best "
                                              "available)")
     explain.add_argument("--json", action="store_true", help="print session.explain() as JSON")
+    explain.add_argument("--plan", action="store_true",
+                         help="print the Python source the main graph's plan runs as")
 
     conf = sub.add_parser("conformance", help="run the ONNX node conformance cases")
     conf.add_argument("args", nargs=argparse.REMAINDER)
@@ -177,6 +179,9 @@ def cmd_explain(args) -> int:
     import edgerun
 
     sess = edgerun.InferenceSession(args.model, providers=_providers(args.providers))
+    if args.plan:
+        print(sess.plan_source() or "(the plan runs step by step: too long to write out)")
+        return 0
     report = sess.explain()
     if args.json:
         print(json.dumps(report, indent=1))

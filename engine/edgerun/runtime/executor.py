@@ -33,7 +33,7 @@ from . import cancel
 from .attributes import initializer_value, kernel_attributes
 from .kernel_context import KernelContext
 from .partition import Partitioner
-from .plan import GraphPlan, Step, compute_frees
+from .plan import GraphPlan, ProgramStep, Step, compute_frees
 from .shape_memo import outputs_sharing_memory, remembering, shape_determined_steps
 from .straight_line import Branch, InlineIf, compiled_on_first_call, straight_line
 
@@ -127,16 +127,17 @@ class GraphExecutor:
         # what run() copies first: every constant, and None under '' (an omitted input)
         self._initial_env = {**self.constants, **self.device_constants, "": None}
         self._outer_reads_unset = tuple(n for n in self.outer_reads if n not in self._initial_env)
-        # the steps as flat tuples: run() unpacks them instead of reading attributes; a node
-        # with subgraphs gets ctx None and a function of (this run's env, *inputs)
+        # the steps as ProgramSteps (named tuples: run() unpacks them instead of reading
+        # attributes); a node with subgraphs gets ctx None and a function of (env, *inputs)
         remembered = shape_determined_steps(steps, self.constants, set(output_keys))
         names = (set(self._initial_env) | set(input_keys.values()) | set(self.outer_reads) |
                  {n for s in steps for n in s.inputs + s.outputs if n})
-        program = tuple((remembering(s, remembered[i], _as_value) if i in remembered else s.fn, s.ctx,
-                         s.inputs, s.attrs, s.single_output, s.free_after, s)
+        program = tuple(ProgramStep(remembering(s, remembered[i], _as_value)
+                                    if i in remembered else s.fn, s.ctx,
+                                    s.inputs, s.attrs, s.single_output, s.free_after, s)
                         if s.ctx is not None else
-                        (self._inlined(s, self._subgraph_step(s), names), None, s.inputs, {},
-                         s.single_output, s.free_after, s)
+                        ProgramStep(self._inlined(s, self._subgraph_step(s), names), None,
+                                    s.inputs, {}, s.single_output, s.free_after, s)
                         for i, s in enumerate(steps))
         generate = compiled_on_first_call if self.is_subgraph else straight_line
         fixed = {name: value for name, value in self.constants.items()
@@ -217,8 +218,8 @@ class GraphExecutor:
         plan = sub.plan
         if plan.program and plan.runner is None:        # too long to write out
             return None
-        freed = {name for entry in plan.program for name in entry[5]}
-        stored = [name for entry in plan.program for name in entry[6].outputs if name]
+        freed = {name for entry in plan.program for name in entry.frees}
+        stored = [name for entry in plan.program for name in entry.step.outputs if name]
         return Branch(plan.program, sub._initial_env, plan.output_keys,
                       tuple(name for name in stored if name not in freed))
 
@@ -436,9 +437,9 @@ def _written(program: tuple) -> set:
     """Every name `program` stores, those of its inlined branches included."""
     names: set = set()
     for entry in program:
-        names.update(name for name in entry[6].outputs if name)
-        if isinstance(entry[0], InlineIf):
-            names |= entry[0].written
+        names.update(name for name in entry.step.outputs if name)
+        if isinstance(entry.fn, InlineIf):
+            names |= entry.fn.written
     return names
 
 

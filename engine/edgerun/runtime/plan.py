@@ -6,7 +6,7 @@ tight loop: look up inputs, call the kernel, store outputs, free what is dead.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import Callable, NamedTuple, Optional
 
 from ..ir import Graph, Node
 from ..ir.walk import subgraph_reads
@@ -28,6 +28,19 @@ class Step:
         self.single_output = self.outputs[0] if len(self.outputs) == 1 else ""
 
 
+class ProgramStep(NamedTuple):
+    """One step as the run loop and the generated function take it: a tuple (unpacked
+    without attribute lookups) whose fields have names. `fn` is the kernel, or for a node
+    with subgraphs (ctx None) a function of (this run's env, *inputs)."""
+    fn: Callable
+    ctx: object              # KernelContext, or None for a node with subgraphs
+    inputs: tuple
+    attrs: dict
+    single: str              # Step.single_output
+    frees: tuple             # Step.free_after
+    step: Step
+
+
 @dataclass
 class GraphPlan:
     graph: Graph
@@ -40,8 +53,9 @@ class GraphPlan:
     input_keys: dict = None  # type: ignore[assignment]
     output_keys: tuple = ()  # graph output -> key read at the end (name@device when bound)
     copies: int = 0          # device <-> host copy steps among `steps`
-    program: tuple = ()      # the steps as tuples run() unpacks (GraphExecutor._place)
-    runner: Optional[Callable] = None   # the program as one function of env (straight_line)
+    program: tuple = ()      # the steps as ProgramSteps (GraphExecutor._place)
+    runner: Optional[Callable] = None   # the program as one function of env (straight_line);
+    #                                     its source: runner.source (once generated)
     copied_outputs: tuple = ()  # positions in output_keys handed out as copies (shape_memo)
 
 

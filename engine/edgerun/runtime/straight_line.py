@@ -9,6 +9,8 @@ halves what each read and store costs again. A step whose result is remembered b
 re-views a tensor by constant axes or bounds (Unsqueeze, Squeeze, Slice, Gather of one index,
 Reshape, Identity) is written as its numpy expression instead of a kernel call (inline_ops).
 The function is built once per plan; a failing step is found by the line its exception left.
+Its source is `fn.source` (`edgerun explain MODEL --plan` prints it) and linecache holds it
+under `<edgerun plan N>`, so tracebacks show the generated line.
 
 A CPU If whose branches store no name the parent graph uses is written out too (`InlineIf`):
 the condition picks one branch's steps in place, instead of a call that builds the branch's
@@ -16,6 +18,9 @@ own env (silero VAD runs seven Ifs per call, about 2 us each through a call).
 """
 from __future__ import annotations
 
+import itertools
+import linecache
+import weakref
 from dataclasses import dataclass
 from typing import Callable, Optional
 
@@ -24,6 +29,7 @@ from .inline_ops import inline_expression
 
 # Past this many steps the generated source takes longer to compile than it saves.
 MAX_STEPS = 4000
+_PLAN_NUMBERS = itertools.count(1)
 
 
 @dataclass(frozen=True)
@@ -56,9 +62,9 @@ def step_count(program: tuple) -> int:
     count = 0
     for entry in program:
         count += 1
-        if isinstance(entry[0], InlineIf):
-            count += step_count(entry[0].then_branch.program)
-            count += step_count(entry[0].else_branch.program)
+        if isinstance(entry.fn, InlineIf):
+            count += step_count(entry.fn.then_branch.program)
+            count += step_count(entry.fn.else_branch.program)
     return count
 
 
@@ -119,9 +125,15 @@ def _generate(program: tuple, array_type, store: Callable, failure: Callable,
                      "        raise failure(steps[STEP_AT[e.__traceback__.tb_lineno]], e) from e"]
     writer.names["steps"] = writer.steps
     writer.names["STEP_AT"] = writer.step_at
-    code = compile("\n".join(writer.lines), "<edgerun plan>", "exec")
-    exec(code, writer.names)
-    return writer.names["run_program"]
+    source = "\n".join(writer.lines) + "\n"
+    filename = f"<edgerun plan {next(_PLAN_NUMBERS)}>"
+    # tracebacks and debuggers show the generated lines: linecache serves this source
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    exec(compile(source, filename, "exec"), writer.names)
+    run_program = writer.names["run_program"]
+    run_program.source = source
+    weakref.finalize(run_program, linecache.cache.pop, filename, None)
+    return run_program
 
 
 def _locals(stored: set, resident: set) -> dict:
@@ -185,6 +197,9 @@ class _Writer:
             i = len(self.steps)
             self.steps.append(step)
             first_line = len(self.lines) + 1
+            node = step.node
+            self.lines.append(f"{pad}# {node.op_type} {node.name!r} on {step.provider}"
+                              .replace("\n", " "))
             if isinstance(fn, InlineIf):
                 self.write_if(i, fn, inputs, single, step, constants, pad)
             else:

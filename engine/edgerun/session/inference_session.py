@@ -166,6 +166,13 @@ class InferenceSession:
                 "copies_per_subgraph_run": self._executor.subgraph_copy_steps(),
                 "providers": self.get_providers()}
 
+    def plan_source(self) -> str:
+        """The Python source the main graph's plan runs as (edgerun's own: the CPU fast path
+        compiles the plan into one function, runtime/straight_line.py); tracebacks from a run
+        show its lines. Empty where the plan runs step by step (past MAX_STEPS)."""
+        runner = self._executor.plan.runner
+        return getattr(runner, "source", "") if runner is not None else ""
+
     def run(self, output_names, input_feed: dict, run_options=None) -> list:
         """Outputs for `input_feed`; with `run_options`, setting its `terminate` (from any
         thread) stops the run with RunTerminated before the next node or loop iteration."""
