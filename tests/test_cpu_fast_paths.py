@@ -6,7 +6,7 @@ shapes, edge cases included, with onnx's ReferenceEvaluator or a plain numpy for
 """
 import numpy as np
 import pytest
-from onnx import TensorProto, helper
+from onnx import TensorProto, helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
 
 from edgerun.ir import Node
@@ -1077,3 +1077,83 @@ def test_quantize_of_float32_per_tensor_matches_onnxruntime(dtype, zero_point, s
     ("windows", (1, 1, 100, 61), (32, 1, 3, 3), [2, 1, 2, 1], [1, 1])])
 def test_conv_cost_model_choices_match_reference(method, x_shape, w_shape, pads, strides):
     _check_conv_method(method, x_shape, w_shape, pads, strides, [1, 1], atol=1e-3)
+
+
+# ---- weights prepared once: float16 products, MatMul panels, Conv --------------------------
+
+
+def _session_pair(nodes, inputs, initializers, out_type, opset=17):
+    """(edgerun CPU session, onnxruntime session with one thread) over one graph."""
+    import onnxruntime as ort
+
+    import edgerun
+    graph = helper.make_graph(nodes, "g", inputs,
+                              [helper.make_tensor_value_info("y", out_type, None)], initializers)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 9
+    data = model.SerializeToString()
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1
+    return (edgerun.InferenceSession(data, providers=["cpu"]),
+            ort.InferenceSession(data, options, providers=["CPUExecutionProvider"]))
+
+
+@pytest.mark.parametrize("op", ["MatMul", "Gemm", "GemmTransB"])
+@pytest.mark.parametrize("rows", [1, 5, 40])
+def test_float16_products_with_constant_weights_match_onnxruntime(op, rows):
+    """float16 weights are converted to float32 once per session (the product runs in
+    float32, as onnxruntime's CPU provider runs it); runs after the first use the kept
+    conversion. A strided (non-contiguous) feed too."""
+    k, n = 96, 40
+    w = (rng.standard_normal((n, k) if op == "GemmTransB" else (k, n)) / 8).astype(np.float16)
+    bias = rng.standard_normal(n).astype(np.float16)
+    inits = [numpy_helper.from_array(w, "w"), numpy_helper.from_array(bias, "c")]
+    if op == "MatMul":
+        node = helper.make_node("MatMul", ["a", "w"], ["y"])
+    else:
+        node = helper.make_node("Gemm", ["a", "w", "c"], ["y"], alpha=0.5, beta=2.0,
+                                transB=int(op == "GemmTransB"))
+    a_info = helper.make_tensor_value_info("a", TensorProto.FLOAT16, [rows, k])
+    mine, theirs = _session_pair([node], [a_info], inits, TensorProto.FLOAT16)
+    for run in range(3):
+        wide = rng.standard_normal((rows, 2 * k)).astype(np.float16)
+        a = wide[:, ::2] if run == 2 else np.ascontiguousarray(wide[:, :k])
+        got = mine.run(None, {"a": a})[0]
+        want = theirs.run(None, {"a": np.ascontiguousarray(a)})[0]
+        assert got.dtype == np.float16 and got.shape == want.shape
+        np.testing.assert_allclose(got.astype(np.float32), want.astype(np.float32),
+                                   rtol=4e-3, atol=4e-3)
+
+
+@pytest.mark.parametrize("case", ["matmul_panels", "matmul_float16", "conv", "lstm"])
+def test_a_weight_fed_as_an_input_and_refilled_in_place_is_read_again(case):
+    """Kernels keep what they derive from a weight (float32 copies, panels, conv plans,
+    LSTM gates) while the same array comes back. A feed is not such a weight even when the
+    caller passes the same array object every time, rewriting its values in place."""
+    if case.startswith("matmul"):
+        dtype = np.float16 if case == "matmul_float16" else np.float32
+        kind = helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
+        nodes = [helper.make_node("MatMul", ["a", "w"], ["y"])]
+        feeds = {"a": rng.standard_normal((8, 384)).astype(dtype),
+                 "w": rng.standard_normal((384, 256)).astype(dtype)}
+    elif case == "conv":
+        kind = TensorProto.FLOAT
+        nodes = [helper.make_node("Conv", ["a", "w"], ["y"], pads=[1, 1, 1, 1])]
+        feeds = {"a": rng.standard_normal((1, 4, 9, 9)).astype(np.float32),
+                 "w": rng.standard_normal((6, 4, 3, 3)).astype(np.float32)}
+    else:
+        kind = TensorProto.FLOAT
+        nodes = [helper.make_node("LSTM", ["a", "w", "r"], ["", "y"], hidden_size=5)]
+        feeds = {"a": rng.standard_normal((3, 1, 4)).astype(np.float32),
+                 "w": rng.standard_normal((1, 20, 4)).astype(np.float32),
+                 "r": rng.standard_normal((1, 20, 5)).astype(np.float32)}
+    inputs = [helper.make_tensor_value_info(n, kind, v.shape) for n, v in feeds.items()]
+    mine, theirs = _session_pair(nodes, inputs, [], kind)
+    for _ in range(3):
+        mine.run(None, feeds)
+    feeds["w"] *= -0.5                              # the same array, other values
+    got = mine.run(None, feeds)[0]
+    want = theirs.run(None, feeds)[0]
+    tol = 4e-3 if feeds["w"].dtype == np.float16 else 1e-4
+    np.testing.assert_allclose(got.astype(np.float32), want.astype(np.float32), rtol=tol,
+                               atol=tol)

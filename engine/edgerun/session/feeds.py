@@ -27,6 +27,7 @@ class FeedChecker:
         self.by_name = {v.name: v for v in inputs}
         self.overridable = {v.name for v in overridable}
         self.exact = {}          # name -> (numpy dtype, rank, ((axis, dim), ...))
+        self.ndarray = None
         try:
             from numpy import ndarray
         except ImportError:      # Pyodide without numpy: HostTensors take the full check
@@ -38,17 +39,25 @@ class FeedChecker:
                 self.exact[v.name] = spec
 
     def __call__(self, feeds: dict) -> dict:
+        """The checked feeds. Each numpy array is handed on as a new view of its memory: a
+        kernel or a remembered result keyed by an input's identity (weights prepared once,
+        shape_memo) must not take a caller's array, refilled in place between runs, for the
+        same value."""
         if type(feeds) is dict and self.exact:
             out = {}
             for name, value in feeds.items():
                 spec = self.exact.get(name)
                 if spec is None or type(value) is not self.ndarray or not _matches(value, spec):
                     break
-                out[name] = value
+                out[name] = value.view()
             else:
                 if len(out) == len(self.exact) == len(self.inputs):
                     return out
-        return check_feeds(feeds, self.inputs, self.overridable, self.by_name)
+        checked = check_feeds(feeds, self.inputs, self.overridable, self.by_name)
+        for name, value in checked.items():
+            if self.ndarray is not None and type(value) is self.ndarray:
+                checked[name] = value.view()
+        return checked
 
 
 def _exact_spec(t):

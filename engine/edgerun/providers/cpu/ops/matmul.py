@@ -23,6 +23,15 @@ def _as_compute(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
     return x if x.dtype == dtype else x.astype(dtype)
 
 
+def _weight_as_compute(ctx, key: str, x: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """`x` in the compute dtype; a constant (the same array on every run: a float16 model's
+    weights) is converted once per session instead of on every call (numpy converts float16
+    at ~1 ns an element, as long as the float32 product of a few rows takes)."""
+    if x.dtype == dtype or ctx is None:
+        return _as_compute(x, dtype)
+    return ctx.prepared(("compute", key), (x,), lambda: x.astype(dtype))
+
+
 # Panels: a float32 (K, N) constant right operand multiplied by a few rows goes through
 # OpenBLAS faster as contiguous (384, 128) blocks (K cut in 384-row chunks, N in 128-column
 # panels), each product written into (or, past the first chunk, added to) its columns of the
@@ -76,7 +85,7 @@ def matmul(ctx, a, b):
         if calls[0] > 1:
             return _matmul_by_panels(a, ctx.prepared("panels", (b,), lambda: _panels(b)))
     work = _compute_dtype(a.dtype)
-    result = np.matmul(_as_compute(a, work), _as_compute(b, work))
+    result = np.matmul(_as_compute(a, work), _weight_as_compute(ctx, "b", b, work))
     return np.asarray(result).astype(a.dtype, copy=False)
 
 
@@ -87,14 +96,15 @@ def gemm(ctx, a, b, c=None, alpha=1.0, beta=1.0, transA=0, transB=0, broadcast=0
         raise ValueError(f"Gemm expects 2-D A and B, got shapes {a.shape} and {b.shape}")
     work = _compute_dtype(a.dtype)
     left = _as_compute(a.T if transA else a, work)
-    right = _as_compute(b.T if transB else b, work)
+    right = _weight_as_compute(ctx, "b", b, work)
+    right = right.T if transB else right
     if left.shape[1] != right.shape[0]:
         raise ValueError(f"Gemm inner dimensions differ: A' is {left.shape}, B' is {right.shape}")
     result = left @ right                       # fresh: scaled and biased in place
     if alpha != 1.0:
         result *= _scalar(alpha, work)
     if c is not None and beta != 0.0:
-        bias = _as_compute(c, work)
+        bias = _weight_as_compute(ctx, "c", c, work)
         if beta != 1.0:
             bias = bias * _scalar(beta, work)
         result += bias
