@@ -892,6 +892,60 @@ def test_cast_to_16_bit_floats_rounds_as_numpy(wasm, to):
         assert np.isnan(got.astype(np.float32)[np.isnan(want.astype(np.float32))]).all()
 
 
+def test_float16_float32_conversions_are_bit_exact_over_every_pattern(wasm):
+    """er_cast's float16 <-> float32 loops (every widened float16 operator runs them): all
+    65,536 float16 values widen exactly; float32 values of every exponent, the rounding
+    boundaries (2^-14, 65504..65520, ties) and random bit patterns narrow as numpy does."""
+    from onnx import TensorProto
+
+    import edgerun
+
+    halves = np.arange(65536, dtype=np.uint32).astype(np.uint16).view(np.float16)
+    widen = _single_node("Cast", ["float16"], {"to": TensorProto.FLOAT}, "float32")
+    got = edgerun.InferenceSession(widen, providers=[wasm]).run(None, {"x0": halves})[0]
+    want = halves.astype(np.float32)
+    numbers = ~np.isnan(want)
+    np.testing.assert_array_equal(got.view(np.uint32)[numbers], want.view(np.uint32)[numbers])
+    assert np.isnan(got[~numbers]).all()
+
+    rng = np.random.default_rng(5)
+    bits = rng.integers(0, 2 ** 32, 200_000, dtype=np.uint64).astype(np.uint32)
+    ties = (np.arange(1, 2048, dtype=np.uint32) << 13 | 0x1000) + (112 << 23)   # x.5 ulps
+    edges = np.float32([2 ** -14, np.nextafter(np.float32(2 ** -14), 0), 65504, 65519.996,
+                        65520, 65536, 1e-8, -0.0, 0.0, np.inf, -np.inf, np.nan])
+    x = np.concatenate([bits.view(np.float32), ties.view(np.float32), edges])
+    narrow = _single_node("Cast", ["float32"], {"to": TensorProto.FLOAT16}, "float16")
+    with np.errstate(over="ignore"):
+        want = x.astype(np.float16)
+    got = edgerun.InferenceSession(narrow, providers=[wasm]).run(None, {"x0": x})[0]
+    numbers = ~np.isnan(want)
+    np.testing.assert_array_equal(got.view(np.uint16)[numbers], want.view(np.uint16)[numbers])
+    assert np.isnan(got[~numbers]).all()
+
+
+@pytest.mark.parametrize("op", ["Add", "Mul", "Div", "Erf", "Tanh", "Sigmoid"])
+def test_float16_elementwise_runs_in_float32_and_matches_onnxruntime(wasm, op):
+    """float16 operands take the float32 SIMD loops on widened copies (one rounding back to
+    float16, as onnxruntime's CPU computes float16), broadcast included."""
+    import onnxruntime as ort
+
+    import edgerun
+
+    rng = np.random.default_rng(11)
+    binary = op in ("Add", "Mul", "Div")
+    feeds = {"x0": (rng.standard_normal((3, 5, 64)) * 2).astype(np.float16)}
+    if binary:
+        feeds["x1"] = (rng.standard_normal(64) + 3).astype(np.float16)
+    model = _single_node(op, ["float16"] * len(feeds), {}, "float16")
+    session = edgerun.InferenceSession(model, providers=[wasm])
+    assert {n["provider"] for n in session.explain()["nodes"]} == {"wasm"}
+    got = session.run(None, feeds)[0]
+    want = ort.InferenceSession(model, providers=["CPUExecutionProvider"]).run(None, feeds)[0]
+    assert got.dtype == np.float16 and got.shape == want.shape
+    np.testing.assert_allclose(got.astype(np.float32), want.astype(np.float32), rtol=1e-3,
+                               atol=1e-3)
+
+
 # ---- Attention ------------------------------------------------------------------------------
 
 def _attention_model(rank, heads, kv_heads, attrs, mask, past, nonpad, outputs):

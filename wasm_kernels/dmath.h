@@ -252,6 +252,40 @@ static inline uint16_t double_to_f16(double d) {
     return sign | (uint16_t)(exp << 10) | (uint16_t)(keep & 0x3ff);
 }
 
+/* float16 -> float32, exact, without going through double: the 15 exponent/mantissa bits
+ * move under float32's, the exponent is rebiased (127 - 15), infinities and NaNs get the
+ * full exponent, and subnormals are renormalized by subtracting the implicit bit's value. */
+static inline float f16_to_f32(uint16_t h) {
+    uint32_t u = (uint32_t)(h & 0x7fff) << 13, exp = u & 0x0f800000u;
+    float f;
+    u += (127 - 15) << 23;
+    if (exp == 0x0f800000u) {
+        u += (128 - 16) << 23;                          /* inf, NaN */
+    } else if (exp == 0) {                              /* zero, subnormal */
+        u += 1u << 23;
+        __builtin_memcpy(&f, &u, 4);
+        f -= 6.103515625e-05f;                          /* 2^-14 */
+        __builtin_memcpy(&u, &f, 4);
+    }
+    u |= (uint32_t)(h & 0x8000) << 16;
+    __builtin_memcpy(&f, &u, 4);
+    return f;
+}
+
+/* float32 -> float16, round to nearest even. Normal results (2^-14 <= |x| < 65520) drop 13
+ * mantissa bits after rebiasing the exponent, the carry of a round-up moving into the
+ * exponent as it should; zeros are kept; the rest (subnormals, overflow, inf, NaN) go the
+ * exact way through double. */
+static inline uint16_t f32_to_f16(float f) {
+    uint32_t u;
+    __builtin_memcpy(&u, &f, 4);
+    uint32_t a = u & 0x7fffffffu, sign = (u >> 16) & 0x8000u;
+    if (a >= 0x38800000u && a < 0x477ff000u)
+        return (uint16_t)(sign | ((a - (112u << 23) + 0xfffu + ((a >> 13) & 1)) >> 13));
+    if (a == 0) return (uint16_t)sign;
+    return double_to_f16((double)f);
+}
+
 static inline double bf16_to_double(uint16_t h) {
     uint32_t u = (uint32_t)h << 16;
     float f;

@@ -83,6 +83,18 @@ EXPORT i32 er_cast(const void *src, void *dst, i32 n, i32 from, i32 to, i32 flag
         }
     } else if (from == T_F32 && to == T_F32) {
         __builtin_memcpy(dst, src, (size_t)n * 4);
+    } else if (from == T_F16 && to == T_F32) {        /* float16 models: every widened op */
+        const uint16_t *s = src;
+        float *d = dst;
+        for (i32 i = 0; i < n; i++) d[i] = f16_to_f32(s[i]);
+    } else if (from == T_F32 && to == T_F16) {
+        const float *s = src;
+        uint16_t *d = dst;
+        for (i32 i = 0; i < n; i++) d[i] = f32_to_f16(s[i]);
+    } else if (from == T_BF16 && to == T_F32) {
+        const uint16_t *s = src;
+        uint32_t *d = dst;
+        for (i32 i = 0; i < n; i++) d[i] = (uint32_t)s[i] << 16;
     } else if (is_float_type(from)) {
         for (i32 i = 0; i < n; i++) store_float(dst, i, to, load_float(src, i, from));
     } else if (from == T_U64 && is_float_type(to)) {

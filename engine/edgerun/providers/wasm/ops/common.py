@@ -115,6 +115,10 @@ def _as_array(value):
 # float types the float32 kernels compute by converting in and out (as onnxruntime's CPU
 # kernels compute float16): float64 loses its extra precision there
 WIDENED_FLOATS = frozenset({dtypes.FLOAT16, dtypes.BFLOAT16, dtypes.DOUBLE})
+# 16-bit floats: float32 holds every value and computes every result within one rounding, so
+# even elementwise operators take the float32 SIMD loops on widened copies (the typed loops
+# compute in double, element by element, several times slower)
+HALF_FLOATS = frozenset({dtypes.FLOAT16, dtypes.BFLOAT16})
 EXACT_IN_FLOAT32 = frozenset({dtypes.INT8, dtypes.UINT8, dtypes.INT16, dtypes.UINT16})
 
 

@@ -10,8 +10,8 @@ from ....ir import dtypes
 from ....ir.unary_ops import (FLOAT32_MAX, UNARY_OPS, fused_clip_bounds, params_from_list,
                               params_of)
 from . import EDGERUN, operator
-from .common import (all_float, broadcast_shape, broadcast_strides, floats_as, host_fallback,
-                     host_floats, merge_dims)
+from .common import (HALF_FLOATS, all_float, broadcast_shape, broadcast_strides, converted,
+                     floats_as, host_fallback, host_floats, merge_dims)
 from .host_math import INT_BINARY, INTEGER_TYPES, elementwise, has_values, wrap
 from .tensor import CAST_TYPES
 from ..device import WasmTensor
@@ -111,12 +111,20 @@ def bind_unary(dev, node, opset):
         if clip_inputs:
             lo = _scalar(dev, bounds[0], -FLT_MAX) if len(bounds) > 0 else -FLT_MAX
             hi = _scalar(dev, bounds[1], FLT_MAX) if len(bounds) > 1 else FLT_MAX
+        if code is not None and x.elem_type in HALF_FLOATS:
+            y = simd_unary(dev, code, converted(dev, x, dtypes.FLOAT), lo, hi)
+            return converted(dev, y, x.elem_type)
         if code is not None and x.elem_type == dtypes.FLOAT:
-            y = dev.empty(x.shape)
-            dev.call("er_unary", code, x.ptr, y.ptr, x.size, float(lo), float(hi))
-            return y
+            return simd_unary(dev, code, x, lo, hi)
         return map_unary(dev, map_code, x, out_type or x.elem_type, lo, hi)
     return run
+
+
+def simd_unary(dev, code: int, x: WasmTensor, p0: float, p1: float) -> WasmTensor:
+    """er_unary: the float32 SIMD loop `code` (SIMD) over float32 `x`."""
+    y = dev.empty(x.shape)
+    dev.call("er_unary", code, x.ptr, y.ptr, x.size, float(p0), float(p1))
+    return y
 
 
 def map_unary(dev, code: int, x: WasmTensor, out_type: int, p0=0.0, p1=0.0) -> WasmTensor:
@@ -172,6 +180,10 @@ def bind_binary(dev, node, opset):
     def run(ctx, a, b, **attrs):
         if code is not None and all_float((a, b)):
             return binary(dev, "er_binary", code, a, b, dtypes.FLOAT)
+        if code is not None and a.elem_type == b.elem_type and a.elem_type in HALF_FLOATS:
+            y = binary(dev, "er_binary", code, converted(dev, a, dtypes.FLOAT),
+                       converted(dev, b, dtypes.FLOAT), dtypes.FLOAT)
+            return converted(dev, y, a.elem_type)
         if int_fn and a.elem_type == b.elem_type in INTEGER_TYPES and has_values(a, b):
             shape, values = elementwise(int_fn, (a, b))                 # shape math
             return dev.from_ints([wrap(v, a.elem_type) for v in values], shape, a.elem_type)
