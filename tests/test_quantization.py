@@ -202,6 +202,7 @@ def test_dynamic_digits_runs_in_onnxruntime_and_edgerun(tmp_path, holdout):
 
 # --- Gemm, Conv, Gather ------------------------------------------------------------------
 
+
 def _gemm_model(path):
     rng = np.random.default_rng(0)
 
@@ -223,6 +224,45 @@ def _gemm_model(path):
     model.ir_version = 8
     onnx.save(model, path)
     return path, "x", (8,)
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"per_channel": True}, {"reduce_range": True}],
+                         ids=["default", "per_channel", "reduce_range"])
+@pytest.mark.parametrize("rows", [1, 5])
+def test_dynamic_products_fuse_into_matmul_integer_to_float(tmp_path, kwargs, rows):
+    """onnxruntime's quantize_dynamic writes MatMulInteger -> Cast -> Mul(scale) [-> Add(bias)]
+    per product. The optimizer runs each as one com.microsoft MatMulIntegerToFloat on cpu and
+    wasm: values equal to the unfused chain's (basic level), and the optimized file loads in
+    onnxruntime, which agrees with its own run of the quantized model."""
+    src, name, shape = _gemm_model(str(tmp_path / "gemm.onnx"))
+    _, theirs = _dynamic_pair(tmp_path, src, kwargs, "gemm")
+    products = sum(n.op_type == "MatMulInteger" for n in onnx.load(theirs).graph.node)
+    feeds = {name: _feed("gemm", shape, rows, 3)}
+    expected = _ort_run(theirs, feeds)
+    saved = str(tmp_path / "optimized.onnx")
+    for provider in ("cpu", "wasm"):
+        target = _wasm_provider() if provider == "wasm" else provider
+        outputs = {}
+        for level in (edgerun.GraphOptimizationLevel.ORT_ENABLE_BASIC,
+                      edgerun.GraphOptimizationLevel.ORT_ENABLE_ALL):
+            options = edgerun.SessionOptions()
+            options.graph_optimization_level = level
+            if provider == "cpu" and level == edgerun.GraphOptimizationLevel.ORT_ENABLE_ALL:
+                options.optimized_model_filepath = saved
+            sess = edgerun.InferenceSession(theirs, options, providers=[target])
+            nodes = sess.explain()["nodes"]
+            assert {n["provider"] for n in nodes} == {provider}
+            fused = sum(n["op_type"] == "MatMulIntegerToFloat" for n in nodes)
+            full = level == edgerun.GraphOptimizationLevel.ORT_ENABLE_ALL
+            assert fused == (products if full else 0), (provider, level, fused, products)
+            outputs[int(level)] = sess.run(None, feeds)
+        for unfused, fused in zip(outputs[1], outputs[99]):
+            np.testing.assert_array_equal(fused, unfused)
+        for got, want in zip(outputs[99], expected):
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    assert "MatMulIntegerToFloat" in {n.op_type for n in onnx.load(saved).graph.node}
+    for got, want in zip(_ort_run(saved, feeds), expected):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
 
 def _conv_model(path):

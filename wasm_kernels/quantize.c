@@ -20,3 +20,26 @@ EXPORT void er_quantize_linear(const void *x, i32 tx, const void *scale, i32 ts,
         store_int(y, i, ty, q == q ? (i64)q : 0);
     }
 }
+
+/* y = float32(acc) * scale, then + bias: an int32 product made float (MatMulIntegerToFloat),
+ * as Cast -> Mul -> Add compute it, each step rounded to float32, in one pass. scale and bias
+ * hold one value, or one per column with *_per_col. */
+EXPORT void er_scale_int32(const i32 *acc, float *y, i32 rows, i32 cols, const float *scale,
+                           i32 scale_per_col, const float *bias, i32 bias_per_col) {
+    for (i32 r = 0; r < rows; r++) {
+        const i32 *a = acc + (size_t)r * cols;
+        float *o = y + (size_t)r * cols;
+        if (scale_per_col) {
+            for (i32 c = 0; c < cols; c++) o[c] = (float)a[c] * scale[c];
+        } else {
+            float s = scale[0];
+            for (i32 c = 0; c < cols; c++) o[c] = (float)a[c] * s;
+        }
+        if (bias && bias_per_col) {
+            for (i32 c = 0; c < cols; c++) o[c] += bias[c];
+        } else if (bias) {
+            float b = bias[0];
+            for (i32 c = 0; c < cols; c++) o[c] += b;
+        }
+    }
+}

@@ -28,7 +28,9 @@ main graph and on every subgraph (If/Loop/Scan bodies), in the order of PASSES:
 | 16    | fuse_hard_swish           | extended | x * HardSigmoid(x) or x * Clip(x+3,0,6)/6      | HardSigmoid, Clip        |
 |       |                           |          | -> HardSwish                                   |                          |
 | 17    | fuse_activation           | extended | Conv/Gemm/MatMul + activation -> Fused*        | Conv, Gemm, MatMul       |
-| 18    | eliminate_dead            | extended | what the fusions left unread                   | any node                 |
+| 18    | fuse_matmul_integer_to_float | extended | MatMulInteger + Cast + Mul [+ Add]          | MatMulInteger            |
+|       |                           |          | -> com.microsoft MatMulIntegerToFloat          |                          |
+| 19    | eliminate_dead            | extended | what the fusions left unread                   | any node                 |
 
 A pass is skipped on a graph that has none of the operators in its last column: building a
 pass's view of a graph costs more than most passes, and models with many small subgraphs
@@ -63,6 +65,7 @@ from .fuse_gelu import fuse_gelu
 from .fuse_hard_swish import fuse_hard_swish
 from .fuse_layer_norm import fuse_layer_norm
 from .fuse_matmul_add import fuse_matmul_add
+from .fuse_matmul_integer_to_float import fuse_matmul_integer_to_float
 from .graph_edit import GraphView, PassContext, subgraphs
 
 DISABLE_ALL, BASIC, EXTENDED, ALL = 0, 1, 2, 99
@@ -89,6 +92,7 @@ PASSES = [
     (fuse_attention, EXTENDED, {"Softmax"}),
     (fuse_hard_swish, EXTENDED, {"HardSigmoid", "Clip"}),
     (fuse_activation, EXTENDED, {"Conv", "Gemm", "MatMul"}),
+    (fuse_matmul_integer_to_float, EXTENDED, {"MatMulInteger"}),
     (eliminate_dead, EXTENDED, None),
 ]
 

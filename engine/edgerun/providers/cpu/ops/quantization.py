@@ -269,6 +269,21 @@ def matmul_integer(ctx, A, B, a_zero_point=None, b_zero_point=None):
     return _wrap_int32(_integer_product(ctx, A, a_zero_point, B, b_zero_point))
 
 
+@kernel("MatMulIntegerToFloat", domain="com.microsoft")
+def matmul_integer_to_float(ctx, A, B, a_scale, b_scale, a_zero_point=None, b_zero_point=None,
+                            bias=None):
+    """onnxruntime's contrib operator: (A - a_zero_point) @ (B - b_zero_point) as float32,
+    times a_scale * b_scale (each one value, or b_scale one per column), plus bias. What the
+    optimizer makes of MatMulInteger -> Cast -> Mul [-> Add]: float32 of the int32 product,
+    scaled in place (the chain's values, one pass instead of three)."""
+    exact = _integer_product(ctx, A, a_zero_point, B, b_zero_point)
+    y = exact if exact.dtype == np.float32 else _wrap_int32(exact).astype(np.float32)
+    y *= np.asarray(a_scale, np.float32) * np.asarray(b_scale, np.float32)
+    if bias is not None:
+        y += bias
+    return y
+
+
 @kernel("QLinearMatMul", since=10)
 def qlinear_matmul(ctx, a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale,
                    y_zero_point=None):

@@ -249,6 +249,32 @@ def bind_matmul_integer(dev, node, opset):
     return run
 
 
+@operator("MatMulIntegerToFloat", domains=("com.microsoft",))
+def bind_matmul_integer_to_float(dev, node, opset):
+    """onnxruntime's contrib operator, as the optimizer fuses MatMulInteger -> Cast -> Mul
+    [-> Add]: the int32 product, then er_scale_int32 (float32, scaled, biased) in one pass."""
+    fallback = host_fallback(dev, node, opset)
+
+    def run(ctx, a, b, a_scale, b_scale, a_zero_point=None, b_zero_point=None, bias=None,
+            **attrs):
+        inputs = (a, b, a_scale, b_scale, a_zero_point, b_zero_point, bias)
+        n = b.shape[-1] if len(b.shape) >= 2 else 1
+        floats = [t for t in (a_scale, b_scale, bias) if t is not None]
+        if a.elem_type not in EIGHT_BIT or b.elem_type not in EIGHT_BIT or \
+                any(t.elem_type != dtypes.FLOAT or t.size not in (1, n) for t in floats) or \
+                a_scale.size != 1:
+            return fallback(ctx, *inputs, **attrs)
+        acc = integer_matmul(dev, a, b, a_zero_point, b_zero_point)
+        scale = _binary(dev, "Mul", a_scale, b_scale, dtypes.FLOAT)
+        y = dev.empty(acc.shape, dtypes.FLOAT)
+        if y.size:
+            dev.call("er_scale_int32", acc.ptr, y.ptr, y.size // n, n, scale.ptr,
+                     int(scale.size > 1), bias.ptr if bias is not None else 0,
+                     int(bias is not None and bias.size > 1))
+        return y
+    return run
+
+
 @operator("QLinearMatMul")
 def bind_qlinear_matmul(dev, node, opset):
     fallback = host_fallback(dev, node, opset)

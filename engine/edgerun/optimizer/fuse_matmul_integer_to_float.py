@@ -1,0 +1,104 @@
+"""MatMulInteger -> Cast(float) -> Mul(scale) [-> Add(bias)] becomes com.microsoft
+MatMulIntegerToFloat: the form onnxruntime's quantize_dynamic writes for every MatMul (and
+onnxruntime's own graph optimizer fuses the same way). One kernel turns the int32 product into
+float32, scaled and biased, in one pass instead of three nodes of passes over the result.
+
+The scale is kept as one input: the fused node takes a_scale = 1 and b_scale = the Mul's other
+operand, which must hold one value or one per column (it is a_scale * w_scale there, a rank-0
+or 1-D product), so the result is the unfused chain's, float for float: float32(int32 product)
+* scale, then + bias. A bias is taken when it is a constant of one value or one per column.
+"""
+from __future__ import annotations
+
+from .. import ir
+from .graph_edit import GraphView, PassContext
+from .patterns import single_reader_of
+from .ranks import known_rank
+
+MICROSOFT = "com.microsoft"
+FLOAT = 1
+
+
+def fuse_matmul_integer_to_float(view: GraphView, ctx: PassContext) -> int:
+    count = 0
+    for product in view.live_nodes():
+        if view.is_dead(product) or product.op_type != "MatMulInteger" or \
+                product.domain not in ("", "ai.onnx"):
+            continue
+        cast = single_reader_of(view, product, "Cast")
+        if cast is None or cast.attr("to") != FLOAT:
+            continue
+        scaled = single_reader_of(view, cast, "Mul")
+        scale = scaled and _other(scaled, cast.outputs[0])
+        columns = _columns(view, product)
+        if scale is None or not _per_column(view, scale, columns):
+            continue
+        nodes, output, bias = [product, cast, scaled], scaled.outputs[0], ""
+        add = single_reader_of(view, scaled, "Add")
+        bias_name = add and _other(add, output)
+        if bias_name and _constant_per_column(view, bias_name, columns):
+            nodes, output, bias = nodes + [add], add.outputs[0], bias_name
+        inputs = list(product.inputs) + [""] * (4 - len(product.inputs))
+        one = view.add_constant(product.name + "/unit_scale", _unit_scale())
+        fused = ir.Node(op_type="MatMulIntegerToFloat", domain=MICROSOFT, name=product.name,
+                        inputs=[inputs[0], inputs[1], one, scale, inputs[2], inputs[3], bias],
+                        outputs=[output])
+        while fused.inputs[-1] == "":
+            fused.inputs.pop()
+        ctx.opsets.setdefault(MICROSOFT, 1)
+        view.replace(nodes, fused)
+        count += 1
+    return count
+
+
+def _unit_scale():
+    """float32 1 (numpy is there: the pass only matches where constants are arrays)."""
+    import numpy as np
+
+    return np.float32(1.0)
+
+
+def _other(node, name: str):
+    """The other input of a two-input node reading `name`, else None."""
+    if len(node.inputs) != 2 or name not in node.inputs:
+        return None
+    return node.inputs[1] if node.inputs[0] == name else node.inputs[0]
+
+
+def _columns(view: GraphView, product):
+    """N of a MatMulInteger whose B is a 2-D constant, else None."""
+    b = view.constant(product.inputs[1])
+    return b.shape[1] if b is not None and b.ndim == 2 else None
+
+
+def _per_column(view: GraphView, name: str, columns) -> bool:
+    """`name` is float32 of one value or one per column: a constant, or the Mul of a
+    dynamic per-tensor scale (DynamicQuantizeLinear's) by a constant one."""
+    if columns is None:
+        return False
+    if view.constant(name) is not None:
+        return _constant_per_column(view, name, columns)
+    mul = view.produced_by(name, "Mul")
+    if mul is None or len(mul.inputs) != 2:
+        return False
+    constants = [n for n in mul.inputs if view.constant(n) is not None]
+    dynamic = [n for n in mul.inputs if view.constant(n) is None]
+    return len(constants) == 1 and len(dynamic) == 1 and \
+        _constant_per_column(view, constants[0], columns) and \
+        _is_dynamic_scalar(view, dynamic[0])
+
+
+def _constant_per_column(view: GraphView, name: str, columns: int) -> bool:
+    value = view.constant(name)
+    return value is not None and value.dtype.kind == "f" and value.dtype.itemsize == 4 and \
+        value.ndim <= 1 and value.size in (1, columns)
+
+
+def _is_dynamic_scalar(view: GraphView, name: str) -> bool:
+    """A per-tensor scale computed at run time: DynamicQuantizeLinear's y_scale (rank 0 by
+    the spec), or a value of known rank 0."""
+    producer = view.producer.get(name)
+    if producer is not None and producer.op_type == "DynamicQuantizeLinear" and \
+            producer.domain in ("", "ai.onnx") and producer.outputs[1:2] == [name]:
+        return True
+    return known_rank(view, name) == 0
