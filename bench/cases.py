@@ -1,5 +1,6 @@
 """The benchmark's model set: tests/real_models.py's REAL_MODELS (the parity-tested models with
-their fixed feeds), MiniLM-L6 at sequence lengths 16 and 128, and bench/models/wheel_models.py's
+their fixed feeds), MiniLM-L6 at sequence lengths 16 and 128 (and at 16 as onnxruntime's tools
+make it float16 and int8: bench/models/minilm_variants.py), and bench/models/wheel_models.py's
 WHEEL_MODELS (more real models from public PyPI wheels and scikit-learn models, at batch 1 and
 at the batch their package runs).
 
@@ -48,6 +49,20 @@ def _minilm(seq: int):
     return load
 
 
+def _minilm_variant(kind: str, seq: int):
+    """MiniLM-L6 through onnxruntime's float16 converter or dynamic quantizer."""
+    def load():
+        import numpy as np
+
+        path, _ = _minilm(seq)()                   # exports the float32 model if needed
+        from bench.models.minilm_variants import variant_path
+        from bench.models import export_minilm as ex
+        with np.load(ex.feeds_path(seq)) as data:
+            feeds = {k: data[k] for k in data.files}
+        return variant_path(kind), feeds
+    return load
+
+
 def _wheel_models() -> dict:
     _real_models()                                 # tests/ on sys.path
     from bench.models.wheel_models import WHEEL_MODELS
@@ -56,7 +71,8 @@ def _wheel_models() -> dict:
 
 def all_cases() -> dict:
     return {**_real_models(), "minilm_l6_seq16": _minilm(16), "minilm_l6_seq128": _minilm(128),
-            **_wheel_models()}
+            "minilm_l6_fp16_seq16": _minilm_variant("fp16", 16),
+            "minilm_l6_int8_seq16": _minilm_variant("int8", 16), **_wheel_models()}
 
 
 def select(patterns: str | None) -> dict:

@@ -94,6 +94,18 @@ def markdown(rows: list, engines: list) -> str:
     return "\n".join(lines)
 
 
+def minilm_models() -> dict:
+    """MiniLM-L6 at 16 tokens, float32 and as onnxruntime's tools make it float16 and int8
+    (bench/cases.py's rows), where the export is cached or torch can make it."""
+    from bench import cases
+    from bench.models import export_minilm as ex
+
+    if not ex.is_cached() and ex.missing_tools():
+        return {}
+    return {name: load for name, load in cases.all_cases().items()
+            if name in ("minilm_l6_seq16", "minilm_l6_fp16_seq16", "minilm_l6_int8_seq16")}
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", default="*", help="comma-separated names or globs")
@@ -103,9 +115,10 @@ def main(argv=None) -> int:
     parser.add_argument("--out", default=os.path.join(ROOT, "reports", "bench_web"))
     args = parser.parse_args(argv)
     patterns = args.models.split(",")
-    names = [n for n in sorted(real_models()) if any(fnmatch.fnmatch(n, p) for p in patterns)]
+    models = {**real_models(), **minilm_models()}
+    names = [n for n in sorted(models) if any(fnmatch.fnmatch(n, p) for p in patterns)]
     engines = args.engines.split(",")
-    cases = write_cases(names, os.path.join(args.out, "cases"))
+    cases = write_cases(names, os.path.join(args.out, "cases"), models)
     results = {e: run_engine(e, cases, os.path.join(args.out, e), args.repeat, args.warmup_ms)
                for e in engines}
     rows = []
