@@ -366,6 +366,33 @@ def test_gelu_fusion(form, opset, tmp_path):
     _check_saved_in_onnxruntime(model, feeds, _run(data, feeds), tmp_path, f"gelu_{form}")
 
 
+@pytest.mark.parametrize("form", ["erf", "erf_half_first", "tanh"])
+def test_float16_gelu_fuses_and_matches_onnxruntime_on_cpu_and_wasm(form):
+    """A float16 model's GELU (constants rounded to float16: sqrt(2) is 1.4140625) fuses too,
+    computed in float32 and rounded once: within float16's precision of onnxruntime's run
+    of the unfused float16 graph, on cpu and wasm."""
+    nodes = _gelu_tanh_nodes() if form == "tanh" else _gelu_erf_nodes("half" in form)
+    half = TensorProto.FLOAT16
+    constants = {"sqrt2": np.sqrt(2), "one": 1, "half": 0.5, "three": 3, "k1": 0.044715,
+                 "k2": np.sqrt(2 / np.pi)}
+    data = _model(nodes, [_vi("x", [3, 7], half)], [_vi("y", [3, 7], half)],
+                  [(k, np.float16(v)) for k, v in constants.items()])
+    feeds = {"x": (_rand(3, 7) * 3).astype(np.float16)}
+    so = onnxruntime.SessionOptions()
+    so.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_DISABLE_ALL
+    want = onnxruntime.InferenceSession(data, so, providers=["CPUExecutionProvider"]).run(
+        None, feeds)[0]
+    assert _ops(optimize(load_model(data), EXTENDED)) == ["Gelu"]
+    for provider in ("cpu", "wasm"):
+        sess = edgerun.InferenceSession(data, providers=[provider])
+        assert [(n["op_type"], n["provider"]) for n in sess.explain()["nodes"]] == \
+            [("Gelu", provider)]
+        got = sess.run(None, feeds)[0]
+        assert got.dtype == np.float16
+        np.testing.assert_allclose(got.astype(np.float32), want.astype(np.float32),
+                                   rtol=4e-3, atol=4e-3, err_msg=provider)
+
+
 def _attention_model(style, opset=17, batch=2, seq=5, heads=2, size=4):
     """A BERT-style self-attention block from a [batch, seq, hidden] input: projections,
     Reshape/Transpose to heads, scaled scores, additive mask, Softmax, MatMul, back."""

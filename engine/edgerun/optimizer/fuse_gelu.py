@@ -5,8 +5,9 @@
 
 in the operand orders PyTorch exports (0.5 applied last or to x first, constants on either
 side of commutative operators). Gelu is standard from opset 20; older models get
-com.edgerun Gelu with the same meaning. Float32 only; the fused result differs from the
-primitive chain by float rounding (a few ulp).
+com.edgerun Gelu with the same meaning. Float32 and float16 (whose constants match within
+their own rounding); the fused result differs from the primitive chain by float rounding (a
+few ulp of float32; float16 models compute it in float32 and round once).
 """
 from __future__ import annotations
 
@@ -14,9 +15,10 @@ import math
 
 from .. import ir
 from .graph_edit import EDGERUN_DOMAIN, GraphView, PassContext, attr_string
-from .patterns import const_side, intermediate, other_input, single_reader_of
+from .patterns import (const_side, constant_close_to, intermediate, other_input,
+                       single_reader_of)
 
-FLOAT = 1
+FLOAT, FLOAT16 = 1, 10
 SQRT2 = math.sqrt(2.0)
 SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 
@@ -52,7 +54,7 @@ def _erf_form(view: GraphView, erf):
     if scale is None:
         return None
     if scale.op_type == "Div":
-        if view.scalar(scale.inputs[1]) is None or abs(view.scalar(scale.inputs[1]) - SQRT2) > 1e-4:
+        if not constant_close_to(view, scale.inputs[1], SQRT2):
             return None
         x = scale.inputs[0]
     else:
@@ -105,7 +107,7 @@ def _tail(view: GraphView, nodes: list, head, x: str):
     plus_one = single_reader_of(view, head, "Add")
     if plus_one is None or const_side(view, plus_one, 1.0)[0] is None:
         return None
-    if view.elem_type_of_constant(_constant_input(view, plus_one)) != FLOAT:
+    if view.elem_type_of_constant(_constant_input(view, plus_one)) not in (FLOAT, FLOAT16):
         return None
     times = single_reader_of(view, plus_one, "Mul")
     if times is None:

@@ -22,6 +22,16 @@ def close_to(value, target: float, rel: float = 1e-4) -> bool:
     return value is not None and abs(value - target) <= rel * abs(target)
 
 
+def constant_close_to(view: GraphView, name: str, target: float) -> bool:
+    """A scalar constant equal to `target` as its type holds it: within 1e-4 relative, or
+    1e-3 for a 16-bit float (whose rounding alone moves a value up to 4.9e-4)."""
+    value = view.scalar(name)
+    if value is None:
+        return False
+    rel = 1e-3 if view.constant(name).dtype.itemsize == 2 else 1e-4
+    return close_to(value, target, rel)
+
+
 def const_side(view: GraphView, node, target: Optional[float] = None):
     """(constant value, other input) of a two-input node with one scalar constant input;
     with `target`, only when the constant is close to it."""
@@ -29,7 +39,8 @@ def const_side(view: GraphView, node, target: Optional[float] = None):
         return None, None
     for i in (1, 0):
         value = view.scalar(node.inputs[i])
-        if value is not None and (target is None or close_to(value, target)):
+        if value is not None and (target is None or
+                                  constant_close_to(view, node.inputs[i], target)):
             return value, node.inputs[1 - i]
     return None, None
 

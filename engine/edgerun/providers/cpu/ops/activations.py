@@ -88,6 +88,8 @@ def gelu(ctx, x, approximate="none"):
             return gelu_erf(x)
         if x.ndim and x.dtype == np.float64:
             return _gelu_in_place(x)
+        if x.dtype == np.float16:                  # float16 models: computed in float32
+            return gelu_erf(x.astype(np.float32)).astype(np.float16)
         return apply("Gelu", x)
     if approximate == "tanh":
         return in_dtype(
