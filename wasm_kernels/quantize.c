@@ -12,6 +12,20 @@ EXPORT void er_quantize_linear(const void *x, i32 tx, const void *scale, i32 ts,
     double s = load_float(scale, 0, ts);
     float s32 = (float)s;
     i64 zp = zero_point ? load_int(zero_point, 0, tzp) : 0;
+    if (tx == T_F32 && ts == T_F32 && (ty == T_U8 || ty == T_I8)) {
+        /* the common case (activations of int8 models) without the per-element type
+         * switches: the same float32 division, rounding and saturation */
+        const float *xf = x;
+        float z = (float)zp, lo = (float)low, hi = (float)high;
+        for (i32 i = 0; i < n; i++) {
+            float q = __builtin_nearbyintf(xf[i] / s32) + z;
+            q = q < lo ? lo : q > hi ? hi : q;
+            i32 v = q == q ? (i32)q : 0;
+            if (ty == T_U8) ((uint8_t *)y)[i] = (uint8_t)v;
+            else ((int8_t *)y)[i] = (int8_t)v;
+        }
+        return;
+    }
     for (i32 i = 0; i < n; i++) {
         double v = load_float(x, i, tx);
         double q = ts == T_F32 ? (double)((float)v / s32) : v / s;
