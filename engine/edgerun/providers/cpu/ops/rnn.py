@@ -359,14 +359,16 @@ _PLAIN_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
 def _lstm_weights(w, r, b, hidden: int):
     """Wᵀ [D, I, 4H] and Rᵀ [D, H, 4H] contiguous (the right operands of every matmul) and
-    the two biases summed [D, 4H]: what an LSTM derives from its weights, once per session
-    for initializers."""
-    w_t = np.ascontiguousarray(np.swapaxes(w, 1, 2))
-    r_t = np.ascontiguousarray(np.swapaxes(r, 1, 2))
+    the two biases summed [D, 4H], the i, o and f gates' columns halved: what an LSTM derives
+    from its weights, once per session for initializers."""
+    w_t = np.array(np.swapaxes(w, 1, 2), order="C")
+    r_t = np.array(np.swapaxes(r, 1, 2), order="C")
     if b is None:
         bias = np.zeros((w.shape[0], 4 * hidden), w_t.dtype)
     else:
-        bias = (b[:, :4 * hidden] + b[:, 4 * hidden:]).astype(w_t.dtype, copy=False)
+        bias = (b[:, :4 * hidden] + b[:, 4 * hidden:]).astype(w_t.dtype)
+    for part in (w_t, r_t, bias):           # i, o, f halved (exact): the cell's sigmoids are
+        part[..., :3 * hidden] *= 0.5       # tanh of half their pre-activations
     return w_t, r_t, bias
 
 
@@ -376,8 +378,9 @@ def _plain_lstm(ctx, x, w, r, b, initial_h, initial_c, direction: str):
     step and direction is one product; both directions of a bidirectional LSTM step together
     (one batched product and one cell over [2, B, 4H]: half the numpy calls per step), the
     backward one over its projections stored in reverse. Prepared weights are kept per node
-    (ctx.prepared); the sigmoid gates clamp exp's argument instead of an errstate context,
-    which costs more than a whole small cell step."""
+    (ctx.prepared). A step is ten numpy calls into preallocated buffers: the sigmoid gates
+    are tanh of half their pre-activations (halved weights, exact), so one tanh covers all
+    four gates and nothing overflows."""
     hidden, dirs = r.shape[-1], w.shape[0]
     w_t, r_t, bias = ctx.prepared("lstm", (w, r, b), lambda: _lstm_weights(w, r, b, hidden))
     steps, batch = x.shape[0], x.shape[1]
@@ -401,11 +404,24 @@ def _plain_lstm(ctx, x, w, r, b, initial_h, initial_c, direction: str):
         if direction == "reverse":
             projected = projected[::-1]
     ys = np.empty((steps, dirs, batch, hidden), x.dtype)
-    for t in range(steps):
-        gates = np.matmul(h, r_t)
+    gates = np.empty(projected.shape[1:], x.dtype)           # [B, 4H] or [2, B, 4H]
+    ifo, cell = gates[..., :3 * hidden], gates[..., 3 * hidden:]
+    i_gate, o_gate = gates[..., :hidden], gates[..., hidden:2 * hidden]
+    f_gate = gates[..., 2 * hidden:3 * hidden]
+    c = c.copy()                                             # updated in place
+    for t in range(steps):                  # ten numpy calls, no allocation, per step
+        np.matmul(h, r_t, out=gates)
         gates += projected[t]
-        c, h = _lstm_cell(gates, c, hidden)
-        ys[t] = h
+        np.tanh(gates, out=gates)
+        ifo *= 0.5
+        ifo += 0.5                          # sigmoid(v) = (tanh(v / 2) + 1) / 2
+        c *= f_gate
+        i_gate *= cell
+        c += i_gate
+        h = ys[t] if dirs == 2 else ys[t, 0]
+        np.tanh(c, out=h)
+        h *= o_gate
+    h = h.copy()                            # ys is reordered below
     if dirs == 2:
         ys[:, 1] = ys[::-1, 1].copy()
     elif direction == "reverse":
@@ -416,11 +432,14 @@ def _plain_lstm(ctx, x, w, r, b, initial_h, initial_c, direction: str):
 
 
 def _lstm_cell(gates, c, hidden: int):
-    """(c, h) after one step from the gates' pre-activations (i, o, f, c order, last axis)."""
-    h3 = 3 * hidden
-    sig = sigmoid_fresh(gates[..., :h3])                                  # i, o, f
-    c = sig[..., 2 * hidden:] * c + sig[..., :hidden] * np.tanh(gates[..., h3:])
-    return c, sig[..., hidden:2 * hidden] * np.tanh(c)
+    """(c, h) after one step from the gates' pre-activations (i, o, f, c order, last axis;
+    i, o and f halved by _lstm_weights: sigmoid(v) = (tanh(v / 2) + 1) / 2)."""
+    t = np.tanh(gates)
+    ifo = t[..., :3 * hidden]
+    ifo *= 0.5
+    ifo += 0.5
+    c = t[..., 2 * hidden:3 * hidden] * c + t[..., :hidden] * t[..., 3 * hidden:]
+    return c, t[..., hidden:2 * hidden] * np.tanh(c)
 
 
 def _is_plain_rnn(x, w, r, b, sequence_lens, states, activations, clip, direction, layout,
