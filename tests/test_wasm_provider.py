@@ -654,6 +654,53 @@ def test_replayed_programs_match_node_by_node_runs(wasm):
     assert captured["held"] > 0 and captured["after"] <= 0     # programs give memory back
 
 
+def test_every_program_kernel_has_a_case_in_the_program_runner():
+    """A kernel listed in kernels.h's KERNELS but missing from er_run_program's switch makes
+    every program calling it fail at replay (runs then fall back to node by node, silently
+    slow): each one needs its case."""
+    import re
+
+    with open(os.path.join(ROOT, "wasm_kernels", "kernels.h")) as f:
+        header = f.read()
+    listed = re.findall(r"X\((er_\w+)\)", header[header.index("#define KERNELS"):
+                                               header.index("void er_memcpy")])
+    with open(os.path.join(ROOT, "wasm_kernels", "program.c")) as f:
+        runner = f.read()
+    missing = [name for name in listed if f"case OP_{name}" not in runner]
+    assert listed and not missing, f"no case in er_run_program for {missing}"
+
+
+def test_dynamic_quantized_products_replay_as_programs(wasm):
+    """quantize_dynamic's per-product form (DynamicQuantizeLinear, MatMulInteger, Cast, Mul,
+    Add; fused into MatMulIntegerToFloat) reads nothing back to the host, so its runs after
+    the first replay one program, equal to node-by-node runs and to onnxruntime."""
+    from onnx import TensorProto as T
+    from onnx import helper
+
+    rng = np.random.default_rng(8)
+    weights = rng.integers(-127, 128, (24, 10)).astype(np.int8)
+    nodes = [helper.make_node("DynamicQuantizeLinear", ["x"], ["xq", "xs", "xz"]),
+             helper.make_node("MatMulInteger", ["xq", "w", "xz", "wz"], ["acc"]),
+             helper.make_node("Cast", ["acc"], ["accf"], to=T.FLOAT),
+             helper.make_node("Mul", ["xs", "ws"], ["scale"]),
+             helper.make_node("Mul", ["accf", "scale"], ["scaled"]),
+             helper.make_node("Add", ["b", "scaled"], ["y"])]
+    init = [helper.make_tensor("w", T.INT8, [24, 10], weights.reshape(-1).tolist()),
+            helper.make_tensor("wz", T.INT8, [], [0]),
+            helper.make_tensor("ws", T.FLOAT, [], [0.02]),
+            helper.make_tensor("b", T.FLOAT, [10], rng.standard_normal(10).tolist())]
+    model = _model_bytes(nodes, [_vi("x", T.FLOAT, [1, "n", 24])], [_vi("y", T.FLOAT, None)],
+                         init, opset=13)
+    feed_sets = [{"x": rng.standard_normal((1, n, 24)).astype(np.float32)}
+                 for n in (5, 5, 5, 1, 1)]
+    captured = _numpy_free_runs(model, feed_sets)
+    plain = _numpy_free_runs(model, feed_sets, capture=False)
+    for i, (got, expected) in enumerate(zip(captured["runs"], plain["runs"])):
+        np.testing.assert_array_equal(got[0], expected[0], err_msg=f"run {i}")
+    _check_against_onnxruntime(model, feed_sets, captured["runs"])
+    assert captured["programs"] == {"recorded": 2, "replayed": 3, "refused": {}}
+
+
 def test_if_programs(wasm):
     """If branches hand their outputs back without a copy out and in, so an If on a
     shape-derived condition is replayed; an If on a condition computed from the data is

@@ -57,3 +57,24 @@ EXPORT void er_scale_int32(const i32 *acc, float *y, i32 rows, i32 cols, const f
         }
     }
 }
+
+/* DynamicQuantizeLinear of float32 x, all in linear memory (no value goes to the host, so a
+ * recorded program replays it): the range of x widened to include 0 (er_reduce's max and
+ * min), scale = (high - low) / 255 in float32 (1 for a range of 0, as onnxruntime),
+ * zero_point = round(0 - low / scale) half to even, saturated to [0, 255], then the uint8
+ * quantization of er_quantize_linear. */
+EXPORT void er_dynamic_quantize(const float *x, i32 n, uint8_t *y, float *scale,
+                                uint8_t *zero_point) {
+    float top = 0.0f, bottom = 0.0f;
+    if (n > 0) {
+        er_reduce(2, x, &top, 1, n, 1);                /* R_MAX */
+        er_reduce(3, x, &bottom, 1, n, 1);             /* R_MIN */
+    }
+    float high = top > 0.0f ? top : 0.0f, low = bottom < 0.0f ? bottom : 0.0f;
+    float s = high != low ? (high - low) / 255.0f : 1.0f;
+    float z = __builtin_nearbyintf(0.0f - low / s);
+    z = z < 0.0f ? 0.0f : z > 255.0f ? 255.0f : z;
+    scale[0] = s;
+    zero_point[0] = (uint8_t)z;
+    er_quantize_linear(x, T_F32, scale, T_F32, zero_point, T_U8, y, T_U8, n, 0, 255);
+}

@@ -61,10 +61,11 @@ def max_diff(result: dict, expected: list):
     return max(diffs, default=0.0)
 
 
-def cpu_outputs(name: str) -> list:
+def cpu_outputs(load) -> list:
+    """A case's outputs on edgerun's CPU provider (`load`: () -> (path, feeds))."""
     import edgerun
 
-    path, feeds = real_models()[name]()
+    path, feeds = load()
     return edgerun.InferenceSession(path, providers=["cpu"]).run(None, feeds)
 
 
@@ -123,7 +124,7 @@ def main(argv=None) -> int:
                for e in engines}
     rows = []
     for name in names:
-        expected = cpu_outputs(name)
+        expected = cpu_outputs(models[name])
         row = {"name": name, "diff": {}}
         for e in engines:
             row[e] = results[e].get(name)

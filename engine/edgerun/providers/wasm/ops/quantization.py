@@ -8,11 +8,10 @@ input's length along the axis first (er_gather), so every step is a plain broadc
 """
 from __future__ import annotations
 
-from array import array
 
 from ....ir import dtypes
 from . import operator
-from .common import converted, host_fallback, host_floats, normalize_axis, product
+from .common import converted, host_fallback, normalize_axis, product
 from .elementwise import MAP_BINARY, MAP_UNARY, map_binary, map_unary
 from .tensor import CAST_TYPES, cast_flags, take
 from ..device import WasmTensor
@@ -140,22 +139,15 @@ def bind_dequantize(dev, node, opset):
 @operator("DynamicQuantizeLinear")
 def bind_dynamic_quantize(dev, node, opset):
     """uint8 with a scale and zero point from x's range widened to include 0 (scale 1 for a
-    constant-zero input, as onnxruntime)."""
+    constant-zero input, as onnxruntime): er_dynamic_quantize computes all three in linear
+    memory, so nothing is read back and a recorded program replays it."""
     def run(ctx, x, **_):
         x = converted(dev, x, dtypes.FLOAT)
-        high = low = 0.0
-        if x.size:
-            extremes = dev.empty((2,))
-            dev.call("er_reduce", 2, x.ptr, extremes.ptr, 1, x.size, 1)            # max
-            dev.call("er_reduce", 3, x.ptr, extremes.ptr + 4, 1, x.size, 1)        # min
-            top, bottom = host_floats(dev, extremes)
-            high, low = max(0.0, top), min(0.0, bottom)
-        f32 = _float32
-        scale = f32(f32(high - low) / 255) if high != low else 1.0
-        zero = min(max(round(f32(0.0 - f32(low / scale))), 0), 255)
-        scale_t = dev.from_floats([scale], ())
-        zero_t = dev.from_ints([zero], (), dtypes.UINT8)
-        return quantize_per_tensor(dev, x, scale_t, zero_t, dtypes.UINT8), scale_t, zero_t
+        y = dev.empty(x.shape, dtypes.UINT8)
+        scale = dev.empty((), dtypes.FLOAT)
+        zero = dev.empty((), dtypes.UINT8)
+        dev.call("er_dynamic_quantize", x.ptr, x.size, y.ptr, scale.ptr, zero.ptr)
+        return y, scale, zero
     return run
 
 
@@ -179,10 +171,6 @@ def quantize_per_tensor(dev, x: WasmTensor, scale: WasmTensor, zero_point, code:
                  zero_point.elem_type if zero_point is not None else 0, y.ptr, code, y.size,
                  low, high)
     return y
-
-
-def _float32(value: float) -> float:
-    return array("f", [value])[0]
 
 
 # ---- integer products -----------------------------------------------------------------------
