@@ -10,7 +10,6 @@ import numpy as np
 
 from ....ir.unary_ops import rnn_activation
 from ..registry import kernel
-from .activations import sigmoid_fresh
 from .float_errors import ignored_float_errors
 from .unary import formula
 
@@ -205,23 +204,26 @@ def _gru_weights(w, r, b, hidden: int, linear_before_reset: int):
     under linear_before_reset, where the reset gate multiplies it) and that bias alone
     [D, 1, H]: once per session for initializers."""
     dirs, h2 = w.shape[0], 2 * hidden
-    w_t = np.ascontiguousarray(np.swapaxes(w, 1, 2))
+    w_t = np.array(np.swapaxes(w, 1, 2), order="C")
     r_t = np.swapaxes(r, 1, 2)
-    r_parts = (np.ascontiguousarray(r_t),) if linear_before_reset else \
-        (np.ascontiguousarray(r_t[..., :h2]), np.ascontiguousarray(r_t[..., h2:]))
+    r_parts = (np.array(r_t, order="C"),) if linear_before_reset else \
+        (np.array(r_t[..., :h2], order="C"), np.ascontiguousarray(r_t[..., h2:]))
     if b is None:
         b = np.zeros((dirs, 6 * hidden), w_t.dtype)
     w_bias, r_bias = b[:, :3 * hidden], b[:, 3 * hidden:]
-    bias = (w_bias + r_bias).astype(w_t.dtype, copy=False)
+    bias = (w_bias + r_bias).astype(w_t.dtype)
     if linear_before_reset:
         bias = np.concatenate([bias[:, :h2], w_bias[:, h2:]], axis=1)
+    for part in (w_t, r_parts[0], bias):    # z and r halved (exact): the step's sigmoids are
+        part[..., :h2] *= 0.5               # tanh of half their pre-activations
     return w_t, r_parts, bias, r_bias[:, None, h2:].astype(w_t.dtype, copy=False)
 
 
 def _plain_gru(ctx, x, w, r, b, initial_h, direction: str, linear_before_reset: int):
     """The common GRU (sigmoid/tanh, no clip or sequence_lens, float32/float64, any
     direction), as _plain_lstm: one input projection for every step and direction, both
-    directions of a bidirectional GRU in one batched step."""
+    directions of a bidirectional GRU in one batched step, preallocated buffers, the z and r
+    sigmoids as tanh of halved pre-activations (_gru_weights halves their weights)."""
     hidden, dirs = r.shape[-1], w.shape[0]
     w_t, r_parts, bias, r_bias_h = ctx.prepared(
         "gru", (w, r, b), lambda: _gru_weights(w, r, b, hidden, linear_before_reset))
@@ -236,21 +238,33 @@ def _plain_gru(ctx, x, w, r, b, initial_h, direction: str, linear_before_reset: 
     else:
         projected = projected[0, ::-1, None] if direction == "reverse" else projected[0, :, None]
     ys = np.empty((steps, dirs, batch, hidden), x.dtype)
-    for t in range(steps):
+    hr = np.empty(projected.shape[1:], x.dtype)       # [D, B, 3H]: h @ R (its zr part)
+    zr, diff = hr[..., :h2], np.empty(ys.shape[1:], x.dtype)
+    z, reset, hidden_part = hr[..., :hidden], hr[..., hidden:h2], hr[..., h2:]
+    rh = None if linear_before_reset else np.empty(ys.shape[1:], x.dtype)
+    for t in range(steps):                  # no allocation per step
         xw = projected[t]
         if linear_before_reset:
-            hr = np.matmul(h, r_parts[0])
-            zr = sigmoid_fresh(xw[..., :h2] + hr[..., :h2])
-            hr_h = hr[..., h2:]
-            hr_h += r_bias_h
-            hr_h *= zr[..., hidden:]
+            np.matmul(h, r_parts[0], out=hr)
+            hidden_part += r_bias_h
         else:
-            zr = sigmoid_fresh(xw[..., :h2] + np.matmul(h, r_parts[0]))
-            hr_h = np.matmul(zr[..., hidden:] * h, r_parts[1])
-        hr_h += xw[..., h2:]
-        candidate = np.tanh(hr_h, out=hr_h)
-        h = candidate + zr[..., :hidden] * (h - candidate)       # (1 - z) * cand + z * h
-        ys[t] = h
+            np.matmul(h, r_parts[0], out=zr)
+        zr += xw[..., :h2]
+        np.tanh(zr, out=zr)
+        zr *= 0.5
+        zr += 0.5                           # sigmoid(v) = (tanh(v / 2) + 1) / 2
+        if linear_before_reset:
+            hidden_part *= reset
+        else:
+            np.multiply(reset, h, out=rh)
+            np.matmul(rh, r_parts[1], out=hidden_part)
+        hidden_part += xw[..., h2:]
+        candidate = np.tanh(hidden_part, out=hidden_part)
+        np.subtract(h, candidate, out=diff)
+        diff *= z
+        h = ys[t]
+        np.add(candidate, diff, out=h)      # (1 - z) * candidate + z * h
+    h = h.copy()                            # ys is reordered below
     if dirs == 2:
         ys[:, 1] = ys[::-1, 1].copy()
     elif direction == "reverse":
