@@ -325,6 +325,91 @@ def test_webgpu_ahead_of_wasm_without_numpy_keeps_every_node_on_the_gpu(gpu):
     np.testing.assert_allclose(np.array(got["prob"]).reshape(2, 10), prob, rtol=RTOL, atol=ATOL)
 
 
+def _float16_and_int8_models() -> dict:
+    """name -> (model bytes, feeds): an embedding lookup and product on float16 weights, and
+    quantize_dynamic's integer product form; both have tensors the GPU does not hold."""
+    from onnx import numpy_helper
+
+    rng = np.random.default_rng(12)
+    half = TensorProto.FLOAT16
+    f16 = helper.make_graph(
+        [helper.make_node("Gather", ["E", "ids"], ["e"]),
+         helper.make_node("MatMul", ["e", "W"], ["m"]),
+         helper.make_node("Add", ["m", "b"], ["a"]),
+         helper.make_node("Relu", ["a"], ["r"]),
+         helper.make_node("Cast", ["r"], ["y"], to=TensorProto.FLOAT)], "f16",
+        [helper.make_tensor_value_info("ids", TensorProto.INT64, [1, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 3, 4])],
+        [numpy_helper.from_array(rng.standard_normal((10, 8)).astype(np.float16), "E"),
+         numpy_helper.from_array(rng.standard_normal((8, 4)).astype(np.float16), "W"),
+         numpy_helper.from_array(rng.standard_normal(4).astype(np.float16), "b")])
+    int8 = helper.make_graph(
+        [helper.make_node("DynamicQuantizeLinear", ["x"], ["q", "s", "z"]),
+         helper.make_node("MatMulInteger", ["q", "W", "z", "wz"], ["acc"]),
+         helper.make_node("Cast", ["acc"], ["accf"], to=TensorProto.FLOAT),
+         helper.make_node("Mul", ["s", "ws"], ["scale"]),
+         helper.make_node("Mul", ["accf", "scale"], ["scaled"]),
+         helper.make_node("Add", ["scaled", "b"], ["y"])], "int8",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3, 4])],
+        [numpy_helper.from_array(rng.integers(-127, 128, (8, 4)).astype(np.int8), "W"),
+         numpy_helper.from_array(np.array(0, np.int8), "wz"),
+         numpy_helper.from_array(np.array(0.05, np.float32), "ws"),
+         numpy_helper.from_array(rng.standard_normal(4).astype(np.float32), "b")])
+    models = {}
+    for graph, feeds in ((f16, {"ids": np.array([[1, 7, 3]], np.int64)}),
+                         (int8, {"x": rng.standard_normal((3, 8)).astype(np.float32)})):
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+        model.ir_version = 8
+        models[graph.name] = (model.SerializeToString(), feeds)
+    return models
+
+
+def test_float16_and_int8_nodes_go_to_wasm_when_webgpu_runs_without_numpy(gpu):
+    """In a page (no numpy) no CPU kernel can run inside a WebGPU node, so nodes on float16
+    or 8-bit tensors are refused up front and the next provider, wasm, runs them; before,
+    webgpu claimed them and the run failed. The results match onnxruntime."""
+    import base64
+
+    import onnxruntime
+
+    code = ("import sys, json, base64; sys.modules['numpy'] = None\n"
+            "import warnings; warnings.simplefilter('ignore')\n"
+            "import edgerun\n"
+            "from edgerun.runtime.host_tensor import HostTensor\n"
+            "out = {}\n"
+            "for name, (model, feeds) in json.load(sys.stdin).items():\n"
+            "    s = edgerun.InferenceSession(base64.b64decode(model),\n"
+            "                                 providers=['webgpu', 'wasm'])\n"
+            "    y = s.run(None, {k: HostTensor(t, shape, base64.b64decode(b))\n"
+            "                     for k, (t, shape, b) in feeds.items()})[0]\n"
+            "    out[name] = {'placed': sorted({(n['op_type'], n['provider'])\n"
+            "                                   for n in s.explain()['nodes']}),\n"
+            "                 'y': [list(y.shape), base64.b64encode(bytes(y.data)).decode()]}\n"
+            "print(json.dumps(out))\n")
+    models = _float16_and_int8_models()
+    job = {name: [base64.b64encode(model).decode(),
+                  {k: [helper.np_dtype_to_tensor_dtype(v.dtype), list(v.shape),
+                       base64.b64encode(v.tobytes()).decode()] for k, v in feeds.items()}]
+           for name, (model, feeds) in models.items()}
+    out = subprocess.run([sys.executable, "-c", code], input=json.dumps(job), text=True,
+                         capture_output=True, cwd=ROOT)
+    assert out.returncode == 0, out.stderr[-3000:]
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    for name, (model, feeds) in models.items():
+        placed = dict(got[name]["placed"])
+        assert "wasm" in placed.values(), placed
+        shape, data = got[name]["y"]
+        y = np.frombuffer(base64.b64decode(data), np.float32).reshape(shape)
+        want = onnxruntime.InferenceSession(model, providers=["CPUExecutionProvider"]).run(
+            None, feeds)[0]
+        np.testing.assert_allclose(y, want, rtol=4e-3, atol=4e-3, err_msg=name)
+    assert set(dict(got["f16"]["placed"]).values()) == {"wasm"}    # every node touches float16
+    int8 = dict(got["int8"]["placed"])
+    assert int8["DynamicQuantizeLinear"] == int8["MatMulInteger"] == "wasm"   # no numpy:
+    assert "webgpu" in int8.values(), int8               # no optimizer fusion; float32 on GPU
+
+
 # ---- differential checks of the kernels added for issue #20 (against the CPU provider) ----
 
 _TYPES = {np.float32: TensorProto.FLOAT, np.int32: TensorProto.INT32,

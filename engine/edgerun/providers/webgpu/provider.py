@@ -60,6 +60,10 @@ def shared_context() -> GpuContext:
         return _shared["context"]
 
 
+_DATA_TYPES_OFF_GPU = frozenset({dtypes.FLOAT16, dtypes.BFLOAT16, dtypes.INT8, dtypes.UINT8,
+                                 dtypes.INT16, dtypes.UINT16})
+
+
 def _cpu_kernel(node, opset):
     """The CPU provider's kernel for `node`, or None where numpy (which it needs) is absent."""
     if not have_numpy():
@@ -102,11 +106,12 @@ class WebGpuProvider(ExecutionProvider):
                                          # needs input types (CastLike's target)
 
     def prepare_model(self, model, ahead: tuple = ()) -> None:
-        """Learn value types, by shape inference, only where a claimed operator's check needs
-        them (most models pay nothing)."""
+        """Learn value types, by shape inference, where a claimed operator's check needs them,
+        and wherever numpy is absent (a page): there no CPU kernel can run inside a node, so
+        capability refuses up front the nodes on tensors the GPU does not hold."""
         self.value_types = {}
-        if not any(getattr(lookup(n.op_type, n.domain), "typed", False)
-                   for n in _all_nodes(model.graph)):
+        if have_numpy() and not any(getattr(lookup(n.op_type, n.domain), "typed", False)
+                                    for n in _all_nodes(model.graph)):
             return
         from ...shape_inference import infer_shapes
         try:
@@ -134,7 +139,25 @@ class WebGpuProvider(ExecutionProvider):
                    else op.check(node, opset))
             if why:
                 return False, f"{why} is not supported by the WGSL kernel"
+        if not have_numpy():
+            why = self._operand_type_problem(node)
+            if why:
+                return False, why
         return True, ""
+
+    def _operand_type_problem(self, node) -> str:
+        """Without numpy: why a node on a model-data type the GPU does not hold (float16
+        weights and activations, 8- and 16-bit integers of quantized models) is not this
+        provider's: it would fail at run time with no CPU kernel to take it, and the next
+        provider (wasm in a page) runs it instead. The host computes a few others (double,
+        strings) without numpy; they stay."""
+        for name in [*node.inputs, *node.outputs]:
+            t = self.value_types.get(name) if name else None
+            if t is not None and t.kind == "tensor" and t.elem_type in _DATA_TYPES_OFF_GPU:
+                return (f"'{name}' is {dtypes.type_string(t.elem_type)}: GPU tensors are "
+                        f"{', '.join(sorted(GPU_TYPES.values()))}, and without numpy no CPU "
+                        f"kernel runs inside the provider")
+        return ""
 
     def kernel(self, node, opset):
         op = lookup(node.op_type, node.domain)
