@@ -31,6 +31,13 @@ def matmul_integer(ctx):
     return [tensor(dtypes.INT32, matmul_shape(ctx, ctx.shape(0), ctx.shape(1)))]
 
 
+@infer("MatMulIntegerToFloat", domain="com.microsoft")
+def matmul_integer_to_float(ctx):
+    """onnxruntime's contrib operator (the optimizer's fusion of MatMulInteger -> Cast -> Mul
+    [-> Add]): the integer product's shape, in its scales' float type."""
+    return [tensor(ctx.elem(2) or dtypes.FLOAT, matmul_shape(ctx, ctx.shape(0), ctx.shape(1)))]
+
+
 @infer("QLinearMatMul")
 def qlinear_matmul(ctx):
     return [tensor(ctx.elem(7) or ctx.elem(0), matmul_shape(ctx, ctx.shape(0), ctx.shape(3)))]
