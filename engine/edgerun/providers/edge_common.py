@@ -226,16 +226,15 @@ def rule_table(lowerings: dict, families: dict) -> dict:
     every operator of `families` (EDGE_FAMILIES with the platform's own unary, binary and
     reduce operators) whose family the module lowers. Identity/Dropout and the fused
     operators are lowered here, the same for every platform."""
-    shared = {"_identity_check": identity_check, "_identity_lower": identity_lower,
-              "_fused_check": None, "_fused_lower": None}
+    shared = {"_identity_check": identity_check, "_identity_lower": identity_lower}
     rules: dict = {}
     for op, family in families.items():
-        lower = lowerings.get(f"_{family}_lower") or shared.get(f"_{family}_lower")
         if family == "fused":
             check, lower = _fused_check(rules), _fused_lower(rules)
-        elif lower is None:
-            continue
         else:
+            lower = lowerings.get(f"_{family}_lower") or shared.get(f"_{family}_lower")
+            if lower is None:
+                continue                    # the platform does not lower this family
             check = lowerings.get(f"_{family}_check") or \
                 shared.get(f"_{family}_check") or _takes_any
         rules[op] = Rule(check, lower, CONSTANT_INPUTS.get(op, ()))

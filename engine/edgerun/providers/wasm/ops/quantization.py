@@ -8,7 +8,6 @@ input's length along the axis first (er_gather), so every step is a plain broadc
 """
 from __future__ import annotations
 
-
 from ....ir import dtypes
 from . import operator
 from .common import converted, host_fallback, normalize_axis, product
