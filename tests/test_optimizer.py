@@ -6,6 +6,7 @@ Conv+BatchNormalization folding and the fusions reorder float math; observed dif
 are ~1e-6 relative). Files written by optimizer.save are checked in onnxruntime with the
 same tolerances.
 """
+import json
 import os
 
 import numpy as np
@@ -693,3 +694,45 @@ def test_the_first_session_of_a_process_folds_constants():
                          cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     assert out.returncode == 0, out.stderr.decode()
     assert out.stdout.decode().strip() == "['Add']"
+
+
+def test_without_numpy_the_structural_passes_still_run(tmp_path):
+    """In a page there is no numpy: passes that read constant values cannot run, but Constant
+    nodes still become initializers (numeric forms, by struct), Identity goes and unread
+    nodes go, and the model computes what it did (a numpy-blocked subprocess)."""
+    import subprocess
+    import sys
+
+    nodes = [helper.make_node("Constant", [], ["k"], value_floats=[1.5, -2.0, 0.25]),
+             helper.make_node("Constant", [], ["n"], value_float=2.0),
+             helper.make_node("Constant", [], ["s"], value_string="kept"),
+             helper.make_node("Constant", [], ["t"],
+                              value=numpy_helper.from_array(np.float32([4, 5, 6]), "t")),
+             helper.make_node("Add", ["x", "k"], ["a"]),
+             helper.make_node("Identity", ["a"], ["i"]),
+             helper.make_node("Mul", ["i", "t"], ["m"]),
+             helper.make_node("Mul", ["m", "n"], ["y"]),
+             helper.make_node("Identity", ["s"], ["unread"])]
+    path = str(tmp_path / "m.onnx")
+    with open(path, "wb") as f:
+        f.write(_model(nodes, [_vi("x", [3])], [_vi("y", [3])], opset=17))
+    code = ("import sys, json, struct; sys.modules['numpy'] = None\n"
+            "import edgerun\n"
+            "from edgerun.optimizer import optimize\n"
+            "from edgerun.runtime.host_tensor import HostTensor\n"
+            "from edgerun.session.inference_session import load_model\n"
+            "model = optimize(load_model(sys.argv[1]))\n"
+            "s = edgerun.InferenceSession(sys.argv[1], providers=['wasm'])\n"
+            "y = s.run(None, {'x': HostTensor(1, (3,), struct.pack('<3f', 1, 2, 3))})[0]\n"
+            "print(json.dumps({'ops': sorted(n.op_type for n in model.graph.nodes),\n"
+            "                  'initializers': sorted(model.graph.initializers),\n"
+            "                  'y': list(struct.unpack('<3f', bytes(y.data)))}))\n")
+    out = subprocess.run([sys.executable, "-c", code, path], capture_output=True, text=True,
+                         cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    assert out.returncode == 0, out.stderr[-3000:]
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got["ops"] == ["Add", "Mul", "Mul"]    # unread: the string Constant and its Identity
+    assert got["initializers"] == ["k", "n", "t"]
+    np.testing.assert_allclose(got["y"],
+                               (np.float32([1, 2, 3]) + [1.5, -2, 0.25]) * [4, 5, 6] * 2)
+

@@ -42,6 +42,10 @@ Loop body folds like one in the main graph (the result becomes an initializer of
 fold_shapes needs edgerun.shape_inference (it does nothing without it); the ranks it infers
 also let fuse_matmul_add and fuse_attention match where declared types say nothing.
 
+Passes read constant values as numpy arrays. Without numpy (a page) only the passes that read
+none run (WITHOUT_NUMPY: Constant nodes to initializers, Identity, dead nodes); the others
+would see no constants.
+
 `optimize` edits the model it is given and returns it.
 """
 from __future__ import annotations
@@ -96,6 +100,10 @@ PASSES = [
     (eliminate_dead, EXTENDED, None),
 ]
 
+# The passes that read no constant values run without numpy too (in a page): Constant nodes
+# become initializers, Identity goes, unread nodes go. The rest see no constants there.
+WITHOUT_NUMPY = (constants_to_initializers, eliminate_identity, eliminate_dead)
+
 
 def optimize(model: ir.Model, level=ALL, report: Optional[dict] = None,
              evaluate=None) -> ir.Model:
@@ -108,11 +116,9 @@ def optimize(model: ir.Model, level=ALL, report: Optional[dict] = None,
     level = int(level)
     if level <= DISABLE_ALL:
         return model
-    if not _numpy_available():
-        return model      # every pass reads constant values with numpy
     ctx = PassContext(model, evaluate)
     for fn, lowest, trigger in PASSES:
-        if level < lowest:
+        if level < lowest or (not ctx.has_numpy and fn not in WITHOUT_NUMPY):
             continue
         count = _run_everywhere(fn, trigger, model.graph, ctx, {})
         if report is not None:
@@ -168,14 +174,6 @@ def _drop_stale_value_info(graph: ir.Graph) -> None:
     for node in graph.nodes:
         for sub in subgraphs(node):
             _drop_stale_value_info(sub)
-
-
-def _numpy_available() -> bool:
-    try:
-        import numpy  # noqa: F401
-    except ImportError:
-        return False
-    return True
 
 
 __all__ = ["optimize", "PASSES", "DISABLE_ALL", "BASIC", "EXTENDED", "ALL"]

@@ -6,13 +6,16 @@ and graph outputs are unchanged.
 """
 from __future__ import annotations
 
+import struct
+
+from .. import ir
 from .graph_edit import GraphView, PassContext, is_onnx
 
-_SCALAR_FORMS = {
-    "value_float": ("float32", False), "value_floats": ("float32", True),
-    "value_int": ("int64", False), "value_ints": ("int64", True),
-    "value_string": ("object", False), "value_strings": ("object", True),
-}
+# value_* attribute -> (element type, struct code, a list?): numeric forms become tensors by
+# struct (no numpy: the pass runs in a page too); strings keep numpy's object arrays
+_NUMERIC_FORMS = {"value_float": (1, "f", False), "value_floats": (1, "f", True),
+                  "value_int": (7, "q", False), "value_ints": (7, "q", True)}
+_STRING_FORMS = {"value_string": False, "value_strings": True}
 
 
 def constants_to_initializers(view: GraphView, ctx: PassContext) -> int:
@@ -21,11 +24,15 @@ def constants_to_initializers(view: GraphView, ctx: PassContext) -> int:
         if not is_onnx(node, "Constant") or len(node.outputs) != 1:
             continue
         if "value" in node.attributes:     # the tensor as stored, not converted to numpy
+            tensor = node.attributes["value"].value
+        else:
+            tensor = _numeric_form_tensor(node)
+        if tensor is not None:
             view.remove(node)
-            view.set_constant_tensor(node.outputs[0], node.attributes["value"].value)
+            view.set_constant_tensor(node.outputs[0], tensor)
             count += 1
             continue
-        value = _scalar_form_value(node)
+        value = _string_form_value(node) if ctx.has_numpy else None
         if value is None:
             continue
         view.remove(node)
@@ -34,17 +41,24 @@ def constants_to_initializers(view: GraphView, ctx: PassContext) -> int:
     return count
 
 
-def _scalar_form_value(node):
+def _numeric_form_tensor(node):
+    for name, (elem_type, code, is_list) in _NUMERIC_FORMS.items():
+        if name in node.attributes:
+            values = list(node.attr(name)) if is_list else [node.attr(name)]
+            raw = struct.pack(f"<{len(values)}{code}", *values)
+            return ir.Tensor(node.outputs[0], elem_type, (len(values),) if is_list else (), raw)
+    return None
+
+
+def _string_form_value(node):
     import numpy as np
 
-    for name, (dtype, is_list) in _SCALAR_FORMS.items():
+    for name, is_list in _STRING_FORMS.items():
         if name in node.attributes:
             raw = node.attr(name)
-            if dtype == "object":
-                raw = [s.decode("utf-8", errors="surrogateescape") if isinstance(s, bytes)
-                       else s for s in (raw if is_list else [raw])]
-                arr = np.empty(len(raw), dtype=object)
-                arr[:] = raw
-                return arr if is_list else arr.reshape(())
-            return np.array(raw, dtype=dtype)
+            raw = [s.decode("utf-8", errors="surrogateescape") if isinstance(s, bytes)
+                   else s for s in (raw if is_list else [raw])]
+            arr = np.empty(len(raw), dtype=object)
+            arr[:] = raw
+            return arr if is_list else arr.reshape(())
     return None

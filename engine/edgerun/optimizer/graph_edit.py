@@ -34,6 +34,7 @@ class PassContext:
         self._arrays: dict = {}           # id(ir.Tensor) -> (tensor, its numpy value)
         self._names: set = set()
         _collect_names(model.graph, self._names)
+        self.has_numpy = numpy_available()
 
     def opset(self, domain: str = "") -> int:
         return self.opsets.get("" if domain in ONNX_DOMAINS else domain, 0)
@@ -48,7 +49,10 @@ class PassContext:
         return name
 
     def array_of(self, tensor):
-        """The numpy value of an initializer tensor, converted once per optimize()."""
+        """The numpy value of an initializer tensor, converted once per optimize(); None
+        without numpy (a page), where passes see no constant values."""
+        if not self.has_numpy:
+            return None
         entry = self._arrays.get(id(tensor))
         if entry is None or entry[0] is not tensor:
             entry = self._arrays[id(tensor)] = (tensor, tensor.numpy())
@@ -56,6 +60,14 @@ class PassContext:
 
     def use_edgerun_domain(self) -> None:
         self.opsets.setdefault(EDGERUN_DOMAIN, 1)
+
+
+def numpy_available() -> bool:
+    try:
+        import numpy  # noqa: F401
+    except ImportError:
+        return False
+    return True
 
 
 def _collect_names(graph: ir.Graph, names: set) -> None:
