@@ -331,7 +331,6 @@ def _float16_and_int8_models() -> dict:
     from onnx import numpy_helper
 
     rng = np.random.default_rng(12)
-    half = TensorProto.FLOAT16
     f16 = helper.make_graph(
         [helper.make_node("Gather", ["E", "ids"], ["e"]),
          helper.make_node("MatMul", ["e", "W"], ["m"]),
