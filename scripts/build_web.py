@@ -3,7 +3,9 @@ the start-up snapshot beside it (scripts/make_snapshot.mjs, with node_modules/py
 `npm ci` first), and report what a browser downloads from edgerun itself (JS + wheel +
 snapshot; Pyodide excluded).
 
-The build fails if the wheel lacks what Pyodide needs at run time: the wasm provider's JS
+`python scripts/build_web.py --check` exits 1 when web/dist was built from other engine
+sources than the checkout's (`python -m bench.web` rebuilds then: a stale wheel measures old
+kernels). The build fails if the wheel lacks what Pyodide needs at run time: the wasm provider's JS
 host, the kernels' .wasm with its stamp, and the WGSL kernels (package data in
 pyproject.toml). It builds from a copy of the sources in a temporary folder, so setuptools'
 build/ folder in the checkout (where modules deleted from the sources would linger) is
@@ -26,6 +28,34 @@ sys.path.insert(0, os.path.join(ROOT, "engine"))
 from edgerun.pack.web import WHEEL_REQUIRED as REQUIRED  # noqa: E402
 
 KERNELS = "edgerun/providers/wasm/edgerun_kernels.wasm"
+SOURCES_STAMP = "edgerun-sources.sha256"      # in web/dist: the engine sources it was built from
+
+
+def engine_sources_hash(engine: str = os.path.join(ROOT, "engine", "edgerun")) -> str:
+    """sha256 over every file of the engine package (relative path and bytes), caches and
+    build leftovers aside: what the wheel is built from."""
+    digest = hashlib.sha256()
+    for folder, dirs, files in sorted(os.walk(engine)):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__" and not d.endswith(".egg-info"))
+        for name in sorted(files):
+            if name.endswith((".pyc", ".pyo")):
+                continue
+            path = os.path.join(folder, name)
+            digest.update(os.path.relpath(path, engine).replace(os.sep, "/").encode() + b"\0")
+            with open(path, "rb") as f:
+                digest.update(f.read())
+    return digest.hexdigest()
+
+
+def is_current(dist: str = os.path.join(ROOT, "web", "dist")) -> bool:
+    """Whether web/dist holds a wheel built from the checkout's engine sources."""
+    try:
+        with open(os.path.join(dist, SOURCES_STAMP)) as f:
+            built_from = f.read().strip()
+    except OSError:
+        return False
+    return os.path.exists(os.path.join(dist, "edgerun.whl")) and \
+        built_from == engine_sources_hash()
 
 
 def check_wheel(path: str) -> int:
@@ -119,7 +149,13 @@ def make_jspi_snapshot(wheel: str, dist: str, pyodide_version: str):
 
 def main():
     dist = os.path.join(ROOT, "web", "dist")
+    if sys.argv[1:] == ["--check"]:
+        current = is_current(dist)
+        print("web/dist is current" if current else
+              "web/dist was built from other engine sources: python scripts/build_web.py")
+        raise SystemExit(0 if current else 1)
     os.makedirs(dist, exist_ok=True)
+    sources = engine_sources_hash()
     with tempfile.TemporaryDirectory() as tmp:
         src = os.path.join(tmp, "src")
         shutil.copytree(os.path.join(ROOT, "engine"), os.path.join(src, "engine"),
@@ -142,6 +178,8 @@ def main():
         print(f"  {os.path.relpath(p, ROOT):32s} {os.path.getsize(p) / 1024:8.1f} KiB")
     print(f"  (in the wheel: the wasm kernels, {kernels / 1024:.1f} KiB)")
     print(f"edgerun web payload (excluding Pyodide): {total / 1024:.1f} KiB")
+    with open(os.path.join(dist, SOURCES_STAMP), "w") as f:
+        f.write(sources + "\n")
 
 
 if __name__ == "__main__":

@@ -127,3 +127,32 @@ def test_cold_start_bench_times_edgerun_visits_in_chromium(tmp_path):
     assert first["bytes"] > 10e6, first            # Pyodide, the snapshot, the wheel, the model
     assert second["bytes"] < first["bytes"] / 100, (first, second)
     assert (tmp_path / "cold_start.md").read_text().count("| digits_mlp |") == 2
+
+
+def test_web_package_staleness_follows_the_engine_sources(tmp_path):
+    """python -m bench.web measures web/dist's wheel: build_web.py stamps the engine sources
+    it was built from, and --check (which bench.web runs first) tells a stale build."""
+    import os
+    import shutil
+
+    spec = importlib.util.spec_from_file_location(
+        "build_web", os.path.join(ROOT, "scripts", "build_web.py"))
+    build_web = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(build_web)
+    engine = tmp_path / "edgerun"
+    (engine / "ops").mkdir(parents=True)
+    (engine / "ops" / "kernel.py").write_text("x = 1\n")
+    before = build_web.engine_sources_hash(str(engine))
+    (engine / "__pycache__").mkdir()
+    (engine / "__pycache__" / "kernel.cpython-311.pyc").write_bytes(b"\0")
+    assert build_web.engine_sources_hash(str(engine)) == before      # caches do not count
+    (engine / "ops" / "kernel.py").write_text("x = 2\n")
+    assert build_web.engine_sources_hash(str(engine)) != before
+    dist = tmp_path / "dist"
+    dist.mkdir()
+    assert not build_web.is_current(str(dist))                        # never built
+    shutil.copy(os.path.join(ROOT, "pyproject.toml"), dist / "edgerun.whl")
+    (dist / build_web.SOURCES_STAMP).write_text(build_web.engine_sources_hash() + "\n")
+    assert build_web.is_current(str(dist))
+    (dist / build_web.SOURCES_STAMP).write_text("0" * 64 + "\n")
+    assert not build_web.is_current(str(dist))

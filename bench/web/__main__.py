@@ -95,6 +95,15 @@ def markdown(rows: list, engines: list) -> str:
     return "\n".join(lines)
 
 
+def ensure_current_web_package() -> None:
+    """The Pyodide engine runs web/dist's wheel: rebuilt first when it was built from other
+    engine sources (else the table would measure old kernels)."""
+    build = os.path.join(ROOT, "scripts", "build_web.py")
+    if subprocess.run([sys.executable, build, "--check"], capture_output=True).returncode:
+        print("web/dist is stale: rebuilding it (python scripts/build_web.py)", file=sys.stderr)
+        subprocess.run([sys.executable, build], check=True)
+
+
 def minilm_models() -> dict:
     """MiniLM-L6 at 16 tokens, float32 and as onnxruntime's tools make it float16 and int8
     (bench/cases.py's rows), where the export is cached or torch can make it."""
@@ -116,6 +125,8 @@ def main(argv=None) -> int:
     parser.add_argument("--out", default=os.path.join(ROOT, "reports", "bench_web"))
     args = parser.parse_args(argv)
     patterns = args.models.split(",")
+    if "pyodide" in args.engines.split(","):
+        ensure_current_web_package()
     models = {**real_models(), **minilm_models()}
     names = [n for n in sorted(models) if any(fnmatch.fnmatch(n, p) for p in patterns)]
     engines = args.engines.split(",")
