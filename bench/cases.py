@@ -52,13 +52,9 @@ def _minilm(seq: int):
 def _minilm_variant(kind: str, seq: int):
     """MiniLM-L6 through onnxruntime's float16 converter or dynamic quantizer."""
     def load():
-        import numpy as np
-
-        path, _ = _minilm(seq)()                   # exports the float32 model if needed
         from bench.models.minilm_variants import variant_path
-        from bench.models import export_minilm as ex
-        with np.load(ex.feeds_path(seq)) as data:
-            feeds = {k: data[k] for k in data.files}
+
+        _, feeds = _minilm(seq)()                  # exports the float32 model if needed
         return variant_path(kind), feeds
     return load
 

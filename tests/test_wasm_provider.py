@@ -621,6 +621,17 @@ def _check_against_onnxruntime(model: bytes, feed_sets: list, runs: list) -> Non
             np.testing.assert_allclose(g, e, rtol=1e-5, atol=1e-6, err_msg=f"run {i}")
 
 
+def _captured_and_plain_runs(model: bytes, feed_sets: list) -> tuple:
+    """(captured, plain) numpy-free runs of `model`, with and without graph capture: the
+    captured runs equal the node-by-node ones exactly, and onnxruntime."""
+    captured = _numpy_free_runs(model, feed_sets)
+    plain = _numpy_free_runs(model, feed_sets, capture=False)
+    for i, (got, expected) in enumerate(zip(captured["runs"], plain["runs"])):
+        np.testing.assert_array_equal(got[0], expected[0], err_msg=f"run {i}")
+    _check_against_onnxruntime(model, feed_sets, captured["runs"])
+    return captured, plain
+
+
 def test_replayed_programs_match_node_by_node_runs(wasm):
     """Conv, shape arithmetic into a Reshape, Gather, Softmax: later runs of a signature
     replay its program, and equal node-by-node runs (and onnxruntime) for new data, a new
@@ -644,11 +655,7 @@ def test_replayed_programs_match_node_by_node_runs(wasm):
                          [_vi("y", T.FLOAT, None)], init)
     shapes = [(1, 3, 6, 5), (1, 3, 6, 5), (1, 3, 6, 5), (1, 3, 3, 4), (1, 3, 3, 4), (1, 3, 6, 5)]
     feed_sets = [{"x": rng.standard_normal(s).astype(np.float32)} for s in shapes]
-    captured = _numpy_free_runs(model, feed_sets)
-    plain = _numpy_free_runs(model, feed_sets, capture=False)
-    for i, (got, expected) in enumerate(zip(captured["runs"], plain["runs"])):
-        np.testing.assert_array_equal(got[0], expected[0], err_msg=f"run {i}")
-    _check_against_onnxruntime(model, feed_sets, captured["runs"])
+    captured, plain = _captured_and_plain_runs(model, feed_sets)
     assert captured["programs"] == {"recorded": 2, "replayed": 4, "refused": {}}
     assert plain["programs"] == {"recorded": 0, "replayed": 0, "refused": {}}
     assert captured["held"] > 0 and captured["after"] <= 0     # programs give memory back
@@ -693,11 +700,7 @@ def test_dynamic_quantized_products_replay_as_programs(wasm):
                          init, opset=13)
     feed_sets = [{"x": rng.standard_normal((1, n, 24)).astype(np.float32)}
                  for n in (5, 5, 5, 1, 1)]
-    captured = _numpy_free_runs(model, feed_sets)
-    plain = _numpy_free_runs(model, feed_sets, capture=False)
-    for i, (got, expected) in enumerate(zip(captured["runs"], plain["runs"])):
-        np.testing.assert_array_equal(got[0], expected[0], err_msg=f"run {i}")
-    _check_against_onnxruntime(model, feed_sets, captured["runs"])
+    captured, _ = _captured_and_plain_runs(model, feed_sets)
     assert captured["programs"] == {"recorded": 2, "replayed": 3, "refused": {}}
 
 

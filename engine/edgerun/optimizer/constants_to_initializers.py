@@ -9,12 +9,14 @@ from __future__ import annotations
 import struct
 
 from .. import ir
+from ..ir import dtypes
 from .graph_edit import GraphView, PassContext, is_onnx
 
 # value_* attribute -> (element type, struct code, a list?): numeric forms become tensors by
 # struct (no numpy: the pass runs in a page too); strings keep numpy's object arrays
-_NUMERIC_FORMS = {"value_float": (1, "f", False), "value_floats": (1, "f", True),
-                  "value_int": (7, "q", False), "value_ints": (7, "q", True)}
+_NUMERIC_FORMS = {"value_float": (dtypes.FLOAT, "f", False),
+                  "value_floats": (dtypes.FLOAT, "f", True),
+                  "value_int": (dtypes.INT64, "q", False), "value_ints": (dtypes.INT64, "q", True)}
 _STRING_FORMS = {"value_string": False, "value_strings": True}
 
 

@@ -11,8 +11,8 @@ or 1-D product), so the result is the unfused chain's, float for float: float32(
 from __future__ import annotations
 
 from .. import ir
-from .graph_edit import GraphView, PassContext
-from .patterns import single_reader_of
+from .graph_edit import GraphView, PassContext, is_onnx
+from .patterns import other_input, single_reader_of
 from .ranks import known_rank
 
 MICROSOFT = "com.microsoft"
@@ -22,20 +22,19 @@ FLOAT = 1
 def fuse_matmul_integer_to_float(view: GraphView, ctx: PassContext) -> int:
     count = 0
     for product in view.live_nodes():
-        if view.is_dead(product) or product.op_type != "MatMulInteger" or \
-                product.domain not in ("", "ai.onnx"):
+        if view.is_dead(product) or not is_onnx(product, "MatMulInteger"):
             continue
         cast = single_reader_of(view, product, "Cast")
         if cast is None or cast.attr("to") != FLOAT:
             continue
         scaled = single_reader_of(view, cast, "Mul")
-        scale = scaled and _other(scaled, cast.outputs[0])
+        scale = scaled and other_input(scaled, cast.outputs[0])
         columns = _columns(view, product)
         if scale is None or not _per_column(view, scale, columns):
             continue
         nodes, output, bias = [product, cast, scaled], scaled.outputs[0], ""
         add = single_reader_of(view, scaled, "Add")
-        bias_name = add and _other(add, output)
+        bias_name = add and other_input(add, output)
         if bias_name and _constant_per_column(view, bias_name, columns):
             nodes, output, bias = nodes + [add], add.outputs[0], bias_name
         inputs = list(product.inputs) + [""] * (4 - len(product.inputs))
@@ -56,13 +55,6 @@ def _unit_scale():
     import numpy as np
 
     return np.float32(1.0)
-
-
-def _other(node, name: str):
-    """The other input of a two-input node reading `name`, else None."""
-    if len(node.inputs) != 2 or name not in node.inputs:
-        return None
-    return node.inputs[1] if node.inputs[0] == name else node.inputs[0]
 
 
 def _columns(view: GraphView, product):
@@ -97,8 +89,7 @@ def _constant_per_column(view: GraphView, name: str, columns: int) -> bool:
 def _is_dynamic_scalar(view: GraphView, name: str) -> bool:
     """A per-tensor scale computed at run time: DynamicQuantizeLinear's y_scale (rank 0 by
     the spec), or a value of known rank 0."""
-    producer = view.producer.get(name)
-    if producer is not None and producer.op_type == "DynamicQuantizeLinear" and \
-            producer.domain in ("", "ai.onnx") and producer.outputs[1:2] == [name]:
+    producer = view.produced_by(name, "DynamicQuantizeLinear")
+    if producer is not None and producer.outputs[1:2] == [name]:
         return True
     return known_rank(view, name) == 0

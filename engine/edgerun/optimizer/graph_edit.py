@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Optional
 
 from .. import ir
+from ..ir.optional_numpy import have_numpy
 from ..ir.walk import node_reads, subgraphs  # noqa: F401 - passes import subgraphs from here
 
 ONNX_DOMAINS = ("", "ai.onnx")
@@ -34,7 +35,7 @@ class PassContext:
         self._arrays: dict = {}           # id(ir.Tensor) -> (tensor, its numpy value)
         self._names: set = set()
         _collect_names(model.graph, self._names)
-        self.has_numpy = numpy_available()
+        self.has_numpy = have_numpy()
 
     def opset(self, domain: str = "") -> int:
         return self.opsets.get("" if domain in ONNX_DOMAINS else domain, 0)
@@ -60,14 +61,6 @@ class PassContext:
 
     def use_edgerun_domain(self) -> None:
         self.opsets.setdefault(EDGERUN_DOMAIN, 1)
-
-
-def numpy_available() -> bool:
-    try:
-        import numpy  # noqa: F401
-    except ImportError:
-        return False
-    return True
 
 
 def _collect_names(graph: ir.Graph, names: set) -> None:

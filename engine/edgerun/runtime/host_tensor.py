@@ -8,20 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import functools
 import struct
 
 from ..ir import dtypes
 from ..ir.graph import element_count
-
-
-@functools.cache   # asked per input and per kernel; a failed import is slow in Pyodide (~0.1 ms)
-def have_numpy() -> bool:
-    try:
-        import numpy  # noqa: F401
-    except ImportError:
-        return False
-    return True
+from ..ir.optional_numpy import have_numpy  # noqa: F401 - the runtime's callers import it here
 
 
 # element type -> struct format of one element (the types Python reads as numbers)

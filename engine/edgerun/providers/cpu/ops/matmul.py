@@ -26,7 +26,7 @@ def _as_compute(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
 def _weight_as_compute(ctx, key: str, x: np.ndarray, dtype: np.dtype) -> np.ndarray:
     """`x` in the compute dtype; a constant (the same array on every run: a float16 model's
     weights) is converted once per session instead of on every call (numpy converts float16
-    at ~1 ns an element, as long as the float32 product of a few rows takes)."""
+    at ~1 ns an element: for a few rows, longer than the float32 product itself)."""
     if x.dtype == dtype or ctx is None:
         return _as_compute(x, dtype)
     return ctx.prepared(("compute", key), (x,), lambda: x.astype(dtype))
