@@ -19,7 +19,7 @@ from edgerun.ir import dtypes
 RUNNER = r'''
 import base64, json, warnings
 import edgerun
-from edgerun.runtime.host_tensor import HostTensor
+from edgerun.ir.host_tensor import HostTensor
 
 
 def _value_in(v):

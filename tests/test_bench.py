@@ -156,3 +156,15 @@ def test_web_package_staleness_follows_the_engine_sources(tmp_path):
     assert build_web.is_current(str(dist))
     (dist / build_web.SOURCES_STAMP).write_text("0" * 64 + "\n")
     assert not build_web.is_current(str(dist))
+
+
+def test_bench_web_keeps_each_models_fastest_round_and_ignores_failed_ones():
+    """bench.web alternates the engines for --rounds rounds: per engine and model the fastest
+    run that worked is reported, whatever round it came from."""
+    from bench.web.__main__ import keep_fastest
+
+    best: dict = {}
+    keep_fastest(best, {"a": {"run_ms": 5.0}, "b": {"error": "x"}, "c": {"run_ms": 1.0}})
+    keep_fastest(best, {"a": {"run_ms": 3.0}, "b": {"run_ms": 9.0}, "c": {"error": "y"}})
+    keep_fastest(best, {"a": {"run_ms": 4.0}, "b": {"run_ms": 10.0}})
+    assert best == {"a": {"run_ms": 3.0}, "b": {"run_ms": 9.0}, "c": {"run_ms": 1.0}}

@@ -127,7 +127,7 @@ RUN_MODEL = """
 import base64, json, time
 import edgerun
 from edgerun.providers.webgpu.provider import shared_context
-from edgerun.runtime.host_tensor import HostTensor
+from edgerun.ir.host_tensor import HostTensor
 
 sess = edgerun.InferenceSession({model!r}, providers=["webgpu"])
 feeds = {{name: HostTensor(1, shape, open(path, "rb").read())
@@ -210,7 +210,7 @@ edgerun.InferenceSession("/mlp.onnx", providers=["webgpu"])
 import json
 from edgerun.providers.webgpu.provider import shared_context
 gpu = shared_context()
-t = gpu.upload(__import__("edgerun.runtime.host_tensor", fromlist=["HostTensor"]).HostTensor(
+t = gpu.upload(__import__("edgerun.ir.host_tensor", fromlist=["HostTensor"]).HostTensor(
     1, (2,), bytes(8)))
 gpu.download(t)
 """
@@ -278,7 +278,7 @@ import json, math, pickle, warnings
 from array import array
 import edgerun
 from edgerun.providers.webgpu.host_values import FORMATS
-from edgerun.runtime.host_tensor import HostTensor
+from edgerun.ir.host_tensor import HostTensor
 
 def mismatch(expected, got):
     for (code, shape, data), g in zip(expected, got):

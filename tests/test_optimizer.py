@@ -696,43 +696,108 @@ def test_the_first_session_of_a_process_folds_constants():
     assert out.stdout.decode().strip() == "['Add']"
 
 
-def test_without_numpy_the_structural_passes_still_run(tmp_path):
-    """In a page there is no numpy: passes that read constant values cannot run, but Constant
-    nodes still become initializers (numeric forms, by struct), Identity goes and unread
-    nodes go, and the model computes what it did (a numpy-blocked subprocess)."""
+def _page_model() -> bytes:
+    """A model with something for every pass a page runs: constants to fold (a Reshape's
+    shape made of Mul, Cast and Concat), Conv + BatchNormalization + Relu, Conv + per-channel
+    Mul + Add, BatchNormalization + Mul + Add after a Concat, a GELU formula, a
+    LayerNormalization formula, 2-D MatMul + Add, a string Constant nobody reads."""
+    rng = np.random.default_rng(3)
+    f = lambda *shape: rng.standard_normal(shape).astype(np.float32)   # noqa: E731
+    nodes = [
+        helper.make_node("Constant", [], ["half"], value_float=0.5),
+        helper.make_node("Constant", [], ["s"], value_string="unread"),
+        helper.make_node("Identity", ["s"], ["s2"]),
+        helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]),
+        helper.make_node("BatchNormalization", ["c1", "g", "beta", "mean", "var"], ["n1"],
+                         epsilon=1e-3),
+        helper.make_node("Relu", ["n1"], ["r1"]),
+        helper.make_node("Conv", ["r1", "w2"], ["c2"]),
+        helper.make_node("Mul", ["c2", "m2"], ["s2m"]),
+        helper.make_node("Add", ["s2m", "a2"], ["t2"]),
+        helper.make_node("Concat", ["t2", "r1"], ["cat"], axis=1),
+        helper.make_node("BatchNormalization", ["cat", "g2", "beta2", "mean2", "var2"], ["n2"]),
+        helper.make_node("Mul", ["n2", "m3"], ["n2m"]),
+        helper.make_node("Add", ["n2m", "a3"], ["n2a"]),
+        helper.make_node("Mul", ["rows", "half"], ["rows_half"]),
+        helper.make_node("Cast", ["rows_half"], ["rows64"], to=TensorProto.INT64),
+        helper.make_node("Concat", ["rows64", "minus1"], ["shape"], axis=0),
+        helper.make_node("Reshape", ["n2a", "shape"], ["flat"]),
+        # GELU: 0.5 * x * (1 + erf(x / sqrt 2))
+        helper.make_node("Div", ["flat", "sqrt2"], ["g_div"]),
+        helper.make_node("Erf", ["g_div"], ["g_erf"]),
+        helper.make_node("Add", ["g_erf", "one"], ["g_add"]),
+        helper.make_node("Mul", ["flat", "g_add"], ["g_mul"]),
+        helper.make_node("Mul", ["g_mul", "half"], ["gelu"]),
+        # LayerNorm over the last axis
+        helper.make_node("ReduceMean", ["gelu"], ["mu"], axes=[-1]),
+        helper.make_node("Sub", ["gelu", "mu"], ["d"]),
+        helper.make_node("Pow", ["d", "two"], ["d2"]),
+        helper.make_node("ReduceMean", ["d2"], ["v"], axes=[-1]),
+        helper.make_node("Add", ["v", "eps"], ["ve"]),
+        helper.make_node("Sqrt", ["ve"], ["sd"]),
+        helper.make_node("Div", ["d", "sd"], ["nrm"]),
+        helper.make_node("Mul", ["nrm", "ln_g"], ["lng"]),
+        helper.make_node("Add", ["lng", "ln_b"], ["ln"]),
+        helper.make_node("MatMul", ["ln", "wm"], ["mm"]),
+        helper.make_node("Add", ["mm", "bm"], ["y"]),
+    ]
+    inits = [("w1", f(4, 3, 3, 3)), ("b1", f(4)), ("g", f(4)), ("beta", f(4)), ("mean", f(4)),
+             ("var", np.abs(f(4)) + 0.5), ("w2", f(4, 4, 1, 1)), ("m2", f(1, 4, 1, 1)),
+             ("a2", f(4, 1, 1)), ("g2", f(8)), ("beta2", f(8)), ("mean2", f(8)),
+             ("var2", np.abs(f(8)) + 0.5), ("m3", f(1, 8, 1, 1)), ("a3", f(8, 1, 1)),
+             ("rows", np.float32([4])), ("minus1", np.int64([-1])),
+             ("sqrt2", np.float32(np.sqrt(2))), ("one", np.float32(1)), ("two", np.float32(2)),
+             ("eps", np.float32(1e-5)), ("ln_g", f(160)), ("ln_b", f(160)), ("wm", f(160, 6)),
+             ("bm", f(6))]
+    return _model(nodes, [_vi("x", [2, 3, 5, 4])], [_vi("y", [2, 6])], inits, opset=13)
+
+
+def test_without_numpy_the_page_folds_and_fuses_as_natively(tmp_path):
+    """In a page there is no numpy: constants are HostTensors, and constant folding and the
+    new weights of Conv + BatchNorm/Mul/Add run on the wasm provider's kernels. A
+    numpy-blocked subprocess must make the graph the numpy path makes, with bit-identical
+    initializers, and compute onnxruntime's answer (1e-4)."""
+    import base64
     import subprocess
     import sys
 
-    nodes = [helper.make_node("Constant", [], ["k"], value_floats=[1.5, -2.0, 0.25]),
-             helper.make_node("Constant", [], ["n"], value_float=2.0),
-             helper.make_node("Constant", [], ["s"], value_string="kept"),
-             helper.make_node("Constant", [], ["t"],
-                              value=numpy_helper.from_array(np.float32([4, 5, 6]), "t")),
-             helper.make_node("Add", ["x", "k"], ["a"]),
-             helper.make_node("Identity", ["a"], ["i"]),
-             helper.make_node("Mul", ["i", "t"], ["m"]),
-             helper.make_node("Mul", ["m", "n"], ["y"]),
-             helper.make_node("Identity", ["s"], ["unread"])]
     path = str(tmp_path / "m.onnx")
     with open(path, "wb") as f:
-        f.write(_model(nodes, [_vi("x", [3])], [_vi("y", [3])], opset=17))
-    code = ("import sys, json, struct; sys.modules['numpy'] = None\n"
+        f.write(_page_model())
+    x = np.random.default_rng(4).standard_normal((2, 3, 5, 4)).astype(np.float32)
+    code = ("import sys, json, base64; sys.modules['numpy'] = None\n"
             "import edgerun\n"
             "from edgerun.optimizer import optimize\n"
-            "from edgerun.runtime.host_tensor import HostTensor\n"
+            "from edgerun.ir.host_tensor import HostTensor\n"
+            "from edgerun.providers.registry import constant_evaluator\n"
             "from edgerun.session.inference_session import load_model\n"
-            "model = optimize(load_model(sys.argv[1]))\n"
+            "report = {}\n"
+            "model = optimize(load_model(sys.argv[1]), report=report,\n"
+            "                 evaluate=constant_evaluator())\n"
             "s = edgerun.InferenceSession(sys.argv[1], providers=['wasm'])\n"
-            "y = s.run(None, {'x': HostTensor(1, (3,), struct.pack('<3f', 1, 2, 3))})[0]\n"
-            "print(json.dumps({'ops': sorted(n.op_type for n in model.graph.nodes),\n"
-            "                  'initializers': sorted(model.graph.initializers),\n"
-            "                  'y': list(struct.unpack('<3f', bytes(y.data)))}))\n")
-    out = subprocess.run([sys.executable, "-c", code, path], capture_output=True, text=True,
+            "x = HostTensor(1, (2, 3, 5, 4), base64.b64decode(sys.argv[2]))\n"
+            "y = s.run(None, {'x': x})[0]\n"
+            "print(json.dumps({'ops': [n.op_type for n in model.graph.nodes],\n"
+            "                  'report': report,\n"
+            "                  'initializers': {k: base64.b64encode(t.raw).decode()\n"
+            "                                   for k, t in model.graph.initializers.items()},\n"
+            "                  'y': base64.b64encode(bytes(y.data)).decode()}))\n")
+    out = subprocess.run([sys.executable, "-c", code, path, base64.b64encode(x.tobytes())],
+                         capture_output=True, text=True,
                          cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     assert out.returncode == 0, out.stderr[-3000:]
-    got = json.loads(out.stdout.strip().splitlines()[-1])
-    assert got["ops"] == ["Add", "Mul", "Mul"]    # unread: the string Constant and its Identity
-    assert got["initializers"] == ["k", "n", "t"]
-    np.testing.assert_allclose(got["y"],
-                               (np.float32([1, 2, 3]) + [1.5, -2, 0.25]) * [4, 5, 6] * 2)
-
+    page = json.loads(out.stdout.strip().splitlines()[-1])
+    native = _optimize(load_model(path), evaluate=constant_evaluator())
+    assert page["ops"] == [n.op_type for n in native.graph.nodes]
+    for name in ("constant_folding", "fuse_conv_bn", "fuse_conv_mul", "fuse_conv_add",
+                 "fuse_bn_mul_add", "fuse_gelu", "fuse_layer_norm", "fuse_matmul_add",
+                 "fuse_activation", "eliminate_identity"):
+        assert page["report"].get(name), (name, page["report"])
+    assert "Identity" not in page["ops"] and "Constant" not in page["ops"]
+    assert sorted(page["initializers"]) == sorted(native.graph.initializers)
+    for name, tensor in native.graph.initializers.items():
+        assert base64.b64decode(page["initializers"][name]) == tensor.raw, name
+    y = np.frombuffer(base64.b64decode(page["y"]), np.float32).reshape(2, 6)
+    want = onnxruntime.InferenceSession(path, providers=["CPUExecutionProvider"]).run(
+        None, {"x": x})[0]
+    np.testing.assert_allclose(y, want, rtol=1e-4, atol=1e-4)

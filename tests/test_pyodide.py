@@ -158,7 +158,7 @@ import importlib.metadata, json, struct, sys
 import micropip
 await micropip.install("emfs:/data/" + config["wheel_name"], deps=True)
 import edgerun
-from edgerun.runtime.host_tensor import HostTensor, have_numpy
+from edgerun.ir.host_tensor import HostTensor, have_numpy
 
 rows = config["rows"]
 session = edgerun.InferenceSession(open("/data/digits_mlp.onnx", "rb").read(), providers=["wasm"])

@@ -345,7 +345,7 @@ NUMPY_FREE = r'''
 import hashlib, json, sys
 sys.modules["numpy"] = None
 from edgerun.quantization import quantize_dynamic, quantize_static, QuantType
-from edgerun.runtime.host_tensor import HostTensor
+from edgerun.ir.host_tensor import HostTensor
 job = json.loads(sys.stdin.read())
 out = {}
 for tag, src, kwargs in job["dynamic"]:

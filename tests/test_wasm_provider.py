@@ -293,7 +293,7 @@ def test_runs_without_numpy(wasm):
     code = ("import sys; sys.modules['numpy'] = None\n"
             "import struct, warnings; warnings.simplefilter('ignore')\n"
             "import edgerun\n"
-            "from edgerun.runtime.host_tensor import HostTensor\n"
+            "from edgerun.ir.host_tensor import HostTensor\n"
             "s = edgerun.InferenceSession(sys.stdin.buffer.read(), providers=['wasm'])\n"
             "x = HostTensor(1, (2, 3), struct.pack('6f', 1, 2, 3, -4, -5, -6))\n"
             "(y,) = s.run(None, {'x': x})\n"
@@ -311,7 +311,7 @@ import sys; sys.modules['numpy'] = None
 import struct, warnings; warnings.simplefilter('ignore')
 import edgerun
 from edgerun.custom_ops import PyCustomOpDef, get_library_path, onnx_op
-from edgerun.runtime.host_tensor import HostTensor
+from edgerun.ir.host_tensor import HostTensor
 
 @onnx_op(op_type="AffineNoNumpy", inputs=[PyCustomOpDef.dt_float],
          outputs=[PyCustomOpDef.dt_float, PyCustomOpDef.dt_string], attrs={"alpha": PyCustomOpDef.dt_float})
@@ -565,7 +565,7 @@ import base64, gc, json, sys
 sys.modules["numpy"] = None
 import warnings; warnings.simplefilter("ignore")
 import edgerun
-from edgerun.runtime.host_tensor import HostTensor
+from edgerun.ir.host_tensor import HostTensor
 job = json.loads(sys.stdin.read())
 sess = edgerun.InferenceSession(base64.b64decode(job["model"]),
                                 providers=[("wasm", job["options"])])

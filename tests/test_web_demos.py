@@ -161,10 +161,12 @@ def test_playground_loads_a_model_file_and_shows_placement_and_outputs(playgroun
     assert [r[0] for r in rows] == [n["node"] for n in placed]
     assert {r[2] for r in rows} == {"wasm"}, rows
     from edgerun.onnx import load_model
-    # each shown, by its name: the file's nodes but its Identity, which the page's optimizer
-    # removes (optimizer.WITHOUT_NUMPY)
-    names = {n.name for n in load_model(DIGITS).graph.nodes if n.op_type != "Identity"}
-    assert names <= {r[0] for r in rows}, (names, rows)
+    # each shown by its name: the nodes the page's optimizer leaves keep the file's names
+    # (its fusions name a fused node after the first node it replaces), and the MLP's
+    # MatMul + Add + Relu became fused Gemms there as natively
+    names = {n.name for n in load_model(DIGITS).graph.nodes}
+    assert {r[0] for r in rows} - {"wasm_program"} <= names, (names, rows)
+    assert "com.edgerun::FusedGemm" in {r[1] for r in rows}, rows
     assert page.text_content("#placement-summary").startswith(f"wasm: {len(rows)} nodes")
     assert "[?, 64]" in page.text_content("#inputs")
 

@@ -306,7 +306,7 @@ def test_webgpu_ahead_of_wasm_without_numpy_keeps_every_node_on_the_gpu(gpu):
     code = ("import sys, json; sys.modules['numpy'] = None\n"
             "import struct, warnings; warnings.simplefilter('ignore')\n"
             "import edgerun\n"
-            "from edgerun.runtime.host_tensor import HostTensor\n"
+            "from edgerun.ir.host_tensor import HostTensor\n"
             "s = edgerun.InferenceSession(sys.argv[1], providers=['webgpu', 'wasm'])\n"
             "x = HostTensor(1, (2, 64), sys.stdin.buffer.read())\n"
             "label, prob = s.run(None, {'input': x})\n"
@@ -375,7 +375,7 @@ def test_float16_and_int8_nodes_go_to_wasm_when_webgpu_runs_without_numpy(gpu):
     code = ("import sys, json, base64; sys.modules['numpy'] = None\n"
             "import warnings; warnings.simplefilter('ignore')\n"
             "import edgerun\n"
-            "from edgerun.runtime.host_tensor import HostTensor\n"
+            "from edgerun.ir.host_tensor import HostTensor\n"
             "out = {}\n"
             "for name, (model, feeds) in json.load(sys.stdin).items():\n"
             "    s = edgerun.InferenceSession(base64.b64decode(model),\n"
@@ -801,7 +801,7 @@ def test_window_functions_without_numpy_match_the_cpu_provider(gpu, monkeypatch)
     provider computes them in plain Python."""
     from edgerun.providers.webgpu import host_values
     from edgerun.providers.webgpu.kernels import lookup
-    from edgerun.runtime.host_tensor import HostTensor
+    from edgerun.ir.host_tensor import HostTensor
 
     for op in ("HannWindow", "HammingWindow", "BlackmanWindow"):
         for periodic in (0, 1):

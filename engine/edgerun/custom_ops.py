@@ -16,7 +16,7 @@ provider, or on the wasm provider where it is first in the session's list (a pag
 CPU provider): the function gets the node's inputs as numpy arrays, and its declared
 attributes (`attrs={"alpha": PyCustomOpDef.dt_float}`) as keyword arguments; it returns one
 array or a tuple of them. Where numpy is absent (Pyodide without numpy loaded) the function
-gets and returns `edgerun.runtime.host_tensor.HostTensor`s instead (`.shape`, `.values()`,
+gets and returns `edgerun.ir.host_tensor.HostTensor`s instead (`.shape`, `.values()`,
 `HostTensor.from_values(elem_type, shape, values)`). Sessions that do not register the
 library do not see the operators, as in onnxruntime. Code written for onnxruntime-extensions
 switches by changing its import.
@@ -51,7 +51,7 @@ class CustomOp:
         """The kernel for a provider whose tensors live in its own memory (wasm): inputs are
         read to the host (numpy arrays where numpy is installed, else HostTensors), the
         function runs there, and its results are copied back with `to_device`."""
-        from .runtime.host_tensor import HostTensor, have_numpy
+        from .ir.host_tensor import HostTensor, have_numpy
 
         def run(ctx, *inputs, **attributes):
             values = [to_host(v) for v in inputs]
@@ -67,7 +67,7 @@ class CustomOp:
 def _as_tensor(op, value):
     """A result as a tensor the provider can take: numpy scalars and Python numbers become
     0-d arrays where numpy exists; without numpy only HostTensors are tensors."""
-    from .runtime.host_tensor import HostTensor, have_numpy
+    from .ir.host_tensor import HostTensor, have_numpy
 
     if value is None or isinstance(value, HostTensor):
         return value
@@ -76,7 +76,7 @@ def _as_tensor(op, value):
         return value if isinstance(value, np.ndarray) else np.asarray(value)
     raise TypeError(f"custom operator {op.domain}::{op.op_type} returned "
                     f"{type(value).__name__}; without numpy it must return HostTensors "
-                    f"(edgerun.runtime.host_tensor.HostTensor.from_values)")
+                    f"(edgerun.ir.host_tensor.HostTensor.from_values)")
 
 
 def onnx_op(op_type: str, inputs=None, outputs=None, attrs=None, domain: str = DEFAULT_DOMAIN):

@@ -123,7 +123,7 @@ test("create(buffer, byteOffset, byteLength, options) reads a model inside a lar
 // run by the wasm provider between its own kernels; a string output included.
 export const AFFINE_LABEL = `
 from edgerun.custom_ops import PyCustomOpDef, onnx_op
-from edgerun.runtime.host_tensor import HostTensor
+from edgerun.ir.host_tensor import HostTensor
 
 @onnx_op(op_type="AffineLabel", inputs=[PyCustomOpDef.dt_float],
          outputs=[PyCustomOpDef.dt_float, PyCustomOpDef.dt_string], attrs={"alpha": PyCustomOpDef.dt_float})

@@ -42,9 +42,10 @@ Loop body folds like one in the main graph (the result becomes an initializer of
 fold_shapes needs edgerun.shape_inference (it does nothing without it); the ranks it infers
 also let fuse_matmul_add and fuse_attention match where declared types say nothing.
 
-Passes read constant values as numpy arrays. Without numpy (a page) only the passes that read
-none run (WITHOUT_NUMPY: Constant nodes to initializers, Identity, dead nodes); the others
-would see no constants.
+Passes read constant values as numpy arrays, or without numpy (a page) as HostTensors: there
+constant folding and the fusions that compute new weights (constant_math.py) run the wasm
+provider's kernels, the other fusions judge constants by shape, type and scalar value as they
+do with numpy, and only fold_scaler (NEED_NUMPY, an ai.onnx.ml pattern) is skipped.
 
 `optimize` edits the model it is given and returns it.
 """
@@ -100,9 +101,10 @@ PASSES = [
     (eliminate_dead, EXTENDED, None),
 ]
 
-# The passes that read no constant values run without numpy too (in a page): Constant nodes
-# become initializers, Identity goes, unread nodes go. The rest see no constants there.
-WITHOUT_NUMPY = (constants_to_initializers, eliminate_identity, eliminate_dead)
+# The passes that need numpy for arithmetic on constant values: without numpy (a page) they
+# are skipped. Every other pass reads constants as HostTensors there, and computes with the
+# evaluator it is given (the wasm provider's kernels in a page; constant_math.py).
+NEED_NUMPY = (fold_scaler,)
 
 
 def optimize(model: ir.Model, level=ALL, report: Optional[dict] = None,
@@ -118,7 +120,7 @@ def optimize(model: ir.Model, level=ALL, report: Optional[dict] = None,
         return model
     ctx = PassContext(model, evaluate)
     for fn, lowest, trigger in PASSES:
-        if level < lowest or (not ctx.has_numpy and fn not in WITHOUT_NUMPY):
+        if level < lowest or (not ctx.has_numpy and fn in NEED_NUMPY):
             continue
         count = _run_everywhere(fn, trigger, model.graph, ctx, {})
         if report is not None:

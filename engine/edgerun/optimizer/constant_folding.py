@@ -1,9 +1,10 @@
-"""Nodes whose inputs are all constants are run once, now, with the CPU kernels; their
-outputs become initializers.
+"""Nodes whose inputs are all constants are run once, now; their outputs become initializers.
 
 The optimizer sits below the providers and does not import them: whoever calls optimize()
-passes the function that runs one node (`evaluate`; the session passes the CPU provider's,
-providers.registry.constant_evaluator()). Without one (no numpy), nothing is folded.
+passes the function that runs one node (`evaluate`; the session passes
+providers.registry.constant_evaluator(): the CPU provider's kernels on numpy arrays, or in a
+page, where there is no numpy, the wasm provider's on HostTensors). Without one, nothing is
+folded.
 
 Skipped: random operators (each run must draw anew), nodes with subgraphs, operators of
 domains other than ONNX's, outputs that are not plain tensors, and results so large that
@@ -14,6 +15,7 @@ onnxruntime folds them too.
 """
 from __future__ import annotations
 
+from ..ir.host_tensor import HostTensor
 from .graph_edit import GraphView, PassContext, subgraphs
 
 MAX_GROWTH_BYTES = 64 << 20
@@ -50,8 +52,6 @@ def _foldable(view: GraphView, node) -> bool:
 
 
 def _evaluate(view: GraphView, ctx: PassContext, node):
-    import numpy as np
-
     if ctx.evaluate is None:
         return None
     args = [view.constant(n) if n else None for n in node.inputs]
@@ -60,17 +60,31 @@ def _evaluate(view: GraphView, ctx: PassContext, node):
     except Exception:   # noqa: BLE001 - no kernel, or a node that fails now (it fails the
         return None     # same way at run time)
     if isinstance(result, tuple) or (isinstance(result, list) and len(node.outputs) > 1):
-        values = list(result)
+        values = [_tensor_value(v) for v in result]
     else:
-        values = [result]
+        values = [_tensor_value(result)]
     if len(values) < len([o for o in node.outputs if o]):
         return None
-    values = [v if isinstance(v, np.ndarray) else (None if isinstance(v, (list, dict)) or v is None
-                                                   else np.asarray(v)) for v in values]
     if any(v is None for v, name in zip(values, node.outputs) if name):
         return None
-    in_bytes = sum(a.nbytes for a in args if a is not None)
-    out_bytes = sum(v.nbytes for v, name in zip(values, node.outputs) if name)
+    in_bytes = sum(_nbytes(a) for a in args if a is not None)
+    out_bytes = sum(_nbytes(v) for v, name in zip(values, node.outputs) if name)
     if out_bytes > in_bytes + MAX_GROWTH_BYTES:
         return None
     return values
+
+
+def _tensor_value(value):
+    """A kernel's result as a constant value (numpy array or HostTensor); None for what no
+    initializer can hold (sequences, maps, empty optionals)."""
+    if value is None or isinstance(value, (list, dict)):
+        return None
+    if isinstance(value, HostTensor) or hasattr(value, "nbytes"):
+        return value
+    import numpy as np
+
+    return np.asarray(value)     # a numpy scalar or Python number from a CPU kernel
+
+
+def _nbytes(value) -> int:
+    return len(value.data) if isinstance(value, HostTensor) else value.nbytes

@@ -8,6 +8,7 @@ constant false.
 """
 from __future__ import annotations
 
+from ..ir.host_tensor import flat_values
 from .graph_edit import GraphView, PassContext, is_onnx, subgraphs
 
 
@@ -42,7 +43,7 @@ def _passes_through(view: GraphView, node) -> bool:
             return False
         if len(node.inputs) > 2 and node.inputs[2]:
             training = view.constant(node.inputs[2])
-            return training is not None and not bool(training.reshape(-1)[0])
+            return training is not None and not bool(flat_values(training)[0])
         return True
     return False
 

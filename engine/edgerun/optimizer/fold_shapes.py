@@ -8,6 +8,7 @@ edgerun.shape_inference package; without it the pass does nothing.
 """
 from __future__ import annotations
 
+from ..ir.host_tensor import HostTensor
 from .graph_edit import GraphView, PassContext
 
 MAX_FOLDED_ELEMENTS = 4096
@@ -27,7 +28,7 @@ def fold_shapes(view: GraphView, ctx: PassContext) -> int:
     ctx.inferred_types = dict(result)
     count = 0
     for node in view.live_nodes():
-        values = [_static_value(result, name) for name in node.outputs if name]
+        values = [_static_value(result, name, ctx.has_numpy) for name in node.outputs if name]
         if not values or any(v is None for v in values) or not node.inputs:
             continue
         if all(view.constant(n) is not None for n in node.inputs if n):
@@ -39,11 +40,7 @@ def fold_shapes(view: GraphView, ctx: PassContext) -> int:
     return count
 
 
-def _static_value(result, name: str):
-    import numpy as np
-
-    from ..ir.dtypes import numpy_dtype
-
+def _static_value(result, name: str, has_numpy: bool):
     items, info = result.values.get(name), result.get(name)
     if items is None or info is None or info.kind != "tensor" or info.shape is None:
         return None
@@ -56,4 +53,13 @@ def _static_value(result, name: str):
         size *= d
     if size != len(items):
         return None
+    if not has_numpy:
+        try:
+            return HostTensor.from_values(info.elem_type, info.shape, items)
+        except TypeError:      # an element type struct cannot write: left computed
+            return None
+    import numpy as np
+
+    from ..ir.dtypes import numpy_dtype
+
     return np.array(items, dtype=numpy_dtype(info.elem_type)).reshape(info.shape)

@@ -13,7 +13,8 @@ constants that broadcast along the channel axis alone (the input's rank must be 
 from __future__ import annotations
 
 from .. import ir
-from .graph_edit import GraphView, PassContext, is_onnx
+from .constant_math import ConstantMath, Unfoldable
+from .graph_edit import FLOAT_TYPES, GraphView, PassContext, element_type, is_onnx
 from .patterns import is_inference_batch_norm, other_input, per_channel_constant
 from .ranks import known_rank
 
@@ -24,10 +25,14 @@ def fuse_bn_mul_add(view: GraphView, ctx: PassContext) -> int:
         if view.is_dead(bn) or not is_inference_batch_norm(bn):
             continue
         scale, bias = view.constant(bn.inputs[1]), view.constant(bn.inputs[2])
-        if scale is None or bias is None or scale.dtype.kind != "f" or scale.ndim != 1:
+        if scale is None or bias is None or element_type(scale) not in FLOAT_TYPES or \
+                scale.ndim != 1:
             continue
         rank = known_rank(view, bn.inputs[0])
-        chain, scale, bias = _absorbed_chain(view, bn, scale, bias, rank)
+        try:
+            chain, scale, bias = _absorbed_chain(view, bn, scale, bias, rank)
+        except Unfoldable:
+            continue
         if not chain:
             continue
         stem = bn.name or "bn"
@@ -45,21 +50,22 @@ def fuse_bn_mul_add(view: GraphView, ctx: PassContext) -> int:
 def _absorbed_chain(view: GraphView, bn, scale, bias, rank):
     """(the Mul/Add nodes after `bn` it absorbs, in order; the scale and bias with them
     folded in)."""
+    m = ConstantMath(view.ctx)
+    kind = element_type(scale)
     chain = []
     value = bn.outputs[0]
     while True:
         node = view.only_reader(value)
         if node is None or not is_onnx(node, "Mul", "Add") or len(node.outputs) != 1:
             break
-        constant = per_channel_constant(view, other_input(node, value), scale.size, rank,
-                                        scale.dtype)
+        constant = per_channel_constant(view, other_input(node, value), scale.size, rank, kind)
         if constant is None:
             break
         if node.op_type == "Mul":
-            scale, bias = (scale * constant).astype(scale.dtype), (bias * constant).astype(
-                scale.dtype)
+            scale = m.cast(m.mul(scale, constant), kind)
+            bias = m.cast(m.mul(bias, constant), kind)
         else:
-            bias = (bias + constant).astype(scale.dtype)
+            bias = m.cast(m.add(bias, constant), kind)
         chain.append(node)
         value = node.outputs[0]
     return chain, scale, bias

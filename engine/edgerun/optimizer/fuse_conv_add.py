@@ -5,7 +5,8 @@ The constant must broadcast along the channel axis only (shape [M,1,...,1] or
 """
 from __future__ import annotations
 
-from .graph_edit import GraphView, PassContext
+from .constant_math import ConstantMath
+from .graph_edit import GraphView, PassContext, element_type
 from .patterns import fold_into_conv
 
 
@@ -14,6 +15,7 @@ def fuse_conv_add(view: GraphView, ctx: PassContext) -> int:
 
 
 def _with_bias_added(view: GraphView, conv, shift, bias) -> list:
-    total = (shift + bias).astype(shift.dtype)
+    m = ConstantMath(view.ctx)
+    total = m.cast(m.add(shift, bias), element_type(shift))
     return [conv.inputs[0], conv.inputs[1],
             view.add_constant(f"{conv.name or 'conv'}_bias_added", total)]

@@ -8,7 +8,9 @@ spatial=1). The fused Conv writes the BatchNormalization's output name.
 """
 from __future__ import annotations
 
-from .graph_edit import GraphView, PassContext, is_onnx
+from ..ir.dtypes import DOUBLE
+from .constant_math import ConstantMath, Unfoldable
+from .graph_edit import FLOAT_TYPES, GraphView, PassContext, element_type, is_onnx
 from .patterns import conv_bias, is_inference_batch_norm
 
 
@@ -31,24 +33,29 @@ def fuse_conv_bn(view: GraphView, ctx: PassContext) -> int:
 
 
 def _folded_weights(view: GraphView, conv, bn):
-    import numpy as np
-
+    """(W', B') computed in float64, or None when the pattern does not fold."""
     if not is_inference_batch_norm(bn):
         return None
     w = view.constant(conv.inputs[1])
     params = [view.constant(n) for n in bn.inputs[1:5]]
     b = conv_bias(view, conv)
-    if w is None or any(p is None for p in params) or w.dtype.kind != "f" or b is None:
+    if w is None or any(p is None for p in params) or element_type(w) not in FLOAT_TYPES \
+            or b is None:
         return None
-    gamma, beta, mean, var = (p.astype(np.float64).reshape(-1) for p in params)
     channels = w.shape[0]
-    if any(p.size != channels for p in (gamma, beta, mean, var)):
+    if any(p.size != channels for p in params):
         return None
-    scale = gamma / np.sqrt(var + bn.attr("epsilon", 1e-5))
-    bias = np.broadcast_to(np.asarray(b, np.float64).reshape(-1), (channels,))
-    new_w = (w.astype(np.float64) * scale.reshape((-1,) + (1,) * (w.ndim - 1))).astype(w.dtype)
-    new_b = ((bias - mean) * scale + beta).astype(w.dtype)
-    return new_w, new_b
+    m = ConstantMath(view.ctx)
+    try:
+        gamma, beta, mean, var = (m.reshape(m.cast(p, DOUBLE), [-1]) for p in params)
+        scale = m.div(gamma, m.sqrt(m.add(var, bn.attr("epsilon", 1e-5))))
+        bias = m.per_channel(m.cast(b, DOUBLE) if hasattr(b, "shape") else m.like(b, scale),
+                             channels)
+        new_w = m.mul(m.cast(w, DOUBLE), m.reshape(scale, [-1] + [1] * (w.ndim - 1)))
+        new_b = m.add(m.mul(m.sub(bias, mean), scale), beta)
+        return m.cast(new_w, element_type(w)), m.cast(new_b, element_type(w))
+    except Unfoldable:
+        return None
 
 
 def _conv_with(view: GraphView, conv, weight, bias, output: str):

@@ -8,7 +8,8 @@ the Relu that follows fuses with it. The constant must broadcast along the chann
 """
 from __future__ import annotations
 
-from .graph_edit import GraphView, PassContext
+from .constant_math import ConstantMath
+from .graph_edit import GraphView, PassContext, element_type
 from .patterns import fold_into_conv
 
 
@@ -17,10 +18,14 @@ def fuse_conv_mul(view: GraphView, ctx: PassContext) -> int:
 
 
 def _scaled(view: GraphView, conv, scale, bias) -> list:
+    m = ConstantMath(view.ctx)
     w = view.constant(conv.inputs[1])
     stem = conv.name or "conv"
-    weights = (w * scale.reshape((-1,) + (1,) * (w.ndim - 1))).astype(w.dtype)
+    kind = element_type(w)
+    weights = m.cast(m.mul(w, m.reshape(scale, [-1] + [1] * (w.ndim - 1))), kind)
+    new_bias = m.cast(m.mul(bias, scale), kind) if len(conv.inputs) > 2 and conv.inputs[2] \
+        else None
     inputs = [conv.inputs[0], view.add_constant(f"{stem}_weight_scaled", weights)]
-    if len(conv.inputs) > 2 and conv.inputs[2]:
-        inputs.append(view.add_constant(f"{stem}_bias_scaled", (bias * scale).astype(w.dtype)))
+    if new_bias is not None:
+        inputs.append(view.add_constant(f"{stem}_bias_scaled", new_bias))
     return inputs

@@ -12,6 +12,7 @@ formula in a different order (results differ by float rounding, ~1e-6 relative).
 from __future__ import annotations
 
 from .. import ir
+from ..ir.host_tensor import flat_values
 from .graph_edit import EDGERUN_DOMAIN, GraphView, PassContext, attr_float, attr_int
 from .patterns import const_side, intermediate, single_reader_of
 
@@ -89,7 +90,7 @@ def _axes(view: GraphView, ctx: PassContext, reduce):
         return None
     if len(reduce.inputs) > 1 and reduce.inputs[1]:
         value = view.constant(reduce.inputs[1])
-        axes = None if value is None else [int(a) for a in value.reshape(-1)]
+        axes = None if value is None else [int(a) for a in flat_values(value)]
     else:
         axes = reduce.attr("axes")
     if not axes or any(a >= 0 for a in axes):

@@ -4,7 +4,7 @@ to be 2-D, and C a constant that broadcasts to the [M, N] result without growing
 from __future__ import annotations
 
 from .. import ir
-from .graph_edit import GraphView, PassContext, attr_int, is_onnx
+from .graph_edit import FLOAT_TYPES, GraphView, PassContext, attr_int, element_type, is_onnx
 from .patterns import fed_by
 from .ranks import known_rank
 
@@ -31,7 +31,7 @@ def _gemm_compatible(view: GraphView, mm, bias_name: str) -> bool:
     if known_rank(view, mm.inputs[0]) != 2 or known_rank(view, mm.inputs[1]) != 2:
         return False
     bias = view.constant(bias_name)
-    if bias is None or bias.ndim > 2 or bias.dtype.kind != "f":
+    if bias is None or bias.ndim > 2 or element_type(bias) not in FLOAT_TYPES:
         return False
     b = view.constant(mm.inputs[1])
     n = b.shape[1] if b is not None else None

@@ -11,7 +11,8 @@ or 1-D product), so the result is the unfused chain's, float for float: float32(
 from __future__ import annotations
 
 from .. import ir
-from .graph_edit import GraphView, PassContext, is_onnx
+from ..ir.host_tensor import HostTensor
+from .graph_edit import GraphView, PassContext, element_type, is_onnx
 from .patterns import other_input, single_reader_of
 from .ranks import known_rank
 
@@ -51,10 +52,7 @@ def fuse_matmul_integer_to_float(view: GraphView, ctx: PassContext) -> int:
 
 
 def _unit_scale():
-    """float32 1 (numpy is there: the pass only matches where constants are arrays)."""
-    import numpy as np
-
-    return np.float32(1.0)
+    return HostTensor.from_values(FLOAT, (), [1.0])
 
 
 def _columns(view: GraphView, product):
@@ -82,7 +80,7 @@ def _per_column(view: GraphView, name: str, columns) -> bool:
 
 def _constant_per_column(view: GraphView, name: str, columns: int) -> bool:
     value = view.constant(name)
-    return value is not None and value.dtype.kind == "f" and value.dtype.itemsize == 4 and \
+    return value is not None and element_type(value) == FLOAT and \
         value.ndim <= 1 and value.size in (1, columns)
 
 

@@ -11,10 +11,14 @@ from __future__ import annotations
 from typing import Optional
 
 from .. import ir
+from ..ir.host_tensor import STRUCT_FORMATS, HostTensor, flat_values
 from ..ir.optional_numpy import have_numpy
 from ..ir.walk import node_reads, subgraphs  # noqa: F401 - passes import subgraphs from here
 
 ONNX_DOMAINS = ("", "ai.onnx")
+# element types whose values scalar() reads as a number (with or without numpy)
+NUMBER_TYPES = frozenset(STRUCT_FORMATS) - {ir.dtypes.BOOL}
+FLOAT_TYPES = frozenset({ir.dtypes.FLOAT, ir.dtypes.FLOAT16, ir.dtypes.DOUBLE})
 EDGERUN_DOMAIN = "com.edgerun"
 
 
@@ -50,17 +54,32 @@ class PassContext:
         return name
 
     def array_of(self, tensor):
-        """The numpy value of an initializer tensor, converted once per optimize(); None
-        without numpy (a page), where passes see no constant values."""
-        if not self.has_numpy:
-            return None
+        """The value of an initializer tensor, converted once per optimize(): a numpy array,
+        or without numpy (a page) a HostTensor sharing the tensor's bytes."""
         entry = self._arrays.get(id(tensor))
         if entry is None or entry[0] is not tensor:
-            entry = self._arrays[id(tensor)] = (tensor, tensor.numpy())
+            value = tensor.numpy() if self.has_numpy else HostTensor.from_ir(tensor)
+            entry = self._arrays[id(tensor)] = (tensor, value)
         return entry[1]
 
     def use_edgerun_domain(self) -> None:
         self.opsets.setdefault(EDGERUN_DOMAIN, 1)
+
+
+def element_type(value) -> int:
+    """The ONNX element type of a constant value (numpy array or HostTensor)."""
+    if isinstance(value, HostTensor):
+        return value.elem_type
+    return ir.dtypes.code_of_numpy(value.dtype)
+
+
+def tensor_of(value, name: str) -> ir.Tensor:
+    """A constant value (numpy array or HostTensor) as an initializer named `name`."""
+    if isinstance(value, HostTensor):
+        return value.to_ir(name)
+    from ..ir.tensor_numpy import numpy_to_tensor
+
+    return numpy_to_tensor(value, name)
 
 
 def _collect_names(graph: ir.Graph, names: set) -> None:
@@ -158,7 +177,9 @@ class GraphView:
         return None
 
     def constant(self, name: str):
-        """The value of `name` as a numpy array if it is a constant initializer, else None."""
+        """The value of `name` if it is a constant initializer, else None: a numpy array, or
+        a HostTensor without numpy (passes that run there read it through .shape, .ndim,
+        .size, scalar() and flat_values())."""
         if not name:
             return None
         value = self._constants.get(name)
@@ -178,9 +199,14 @@ class GraphView:
     def scalar(self, name: str):
         """A constant holding exactly one number, as a Python float; else None."""
         value = self.constant(name)
-        if value is None or value.size != 1 or value.dtype.kind not in "fiu":
+        if value is None or value.size != 1 or element_type(value) not in NUMBER_TYPES:
             return None
-        return float(value.reshape(-1)[0])
+        return float(flat_values(value)[0])
+
+    def element_bits(self, name: str) -> int:
+        """The width of one element of constant `name`, in bits (0 if it is no constant)."""
+        value = self.constant(name)
+        return 0 if value is None else ir.dtypes.elem_type(element_type(value)).bits
 
     def elem_type_of_constant(self, name: str) -> int:
         t = self.graph.initializers.get(name)
@@ -191,19 +217,18 @@ class GraphView:
     # ---- editing ---------------------------------------------------------------------------
 
     def add_constant(self, base: str, array) -> str:
-        from ..ir.tensor_numpy import numpy_to_tensor
-
+        """A new constant initializer holding `array` (numpy or HostTensor); its name."""
         name = self.ctx.fresh_name(base)
-        self.graph.initializers[name] = numpy_to_tensor(array, name)
-        self._constants[name] = array
+        self.set_constant(name, array)
         return name
 
     def set_constant(self, name: str, array) -> None:
         """Make `name` (a value no live node produces any more) a constant initializer."""
-        from ..ir.tensor_numpy import numpy_to_tensor
-
-        self.graph.initializers[name] = numpy_to_tensor(array, name)
-        self._constants[name] = array
+        self.graph.initializers[name] = tensor_of(array, name)
+        if isinstance(array, HostTensor) and self.ctx.has_numpy:
+            self._constants.pop(name, None)       # read back as numpy, like every constant
+        else:
+            self._constants[name] = array
 
     def set_constant_tensor(self, name: str, tensor: ir.Tensor) -> None:
         """set_constant from a tensor as stored (its bytes shared, not converted): its numpy

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from typing import Optional
 
-from .graph_edit import GraphView, is_onnx
+from .constant_math import ConstantMath, Unfoldable
+from .graph_edit import FLOAT_TYPES, GraphView, element_type, is_onnx
 
 
 def other_input(node, name: str):
@@ -28,7 +29,7 @@ def constant_close_to(view: GraphView, name: str, target: float) -> bool:
     value = view.scalar(name)
     if value is None:
         return False
-    rel = 1e-3 if view.constant(name).dtype.itemsize == 2 else 1e-4
+    rel = 1e-3 if view.element_bits(name) == 16 else 1e-4
     return close_to(value, target, rel)
 
 
@@ -74,13 +75,14 @@ def fed_by(view: GraphView, node, op_type: str):
             yield producer, node.inputs[1 - side]
 
 
-def per_channel_constant(view: GraphView, name: str, channels: int, rank: int, dtype):
+def per_channel_constant(view: GraphView, name: str, channels: int, rank: int,
+                         elem_type: int):
     """The constant `name` as one value per channel of a rank-`rank` (N, C, ...) tensor (an
-    (channels,) array), when it has `dtype` and broadcasts along the channel axis only
+    (channels,) vector), when it has `elem_type` and broadcasts along the channel axis only
     ([C,1,...,1], [1,C,1,...,1] or one value), so an Add or Mul of it cannot change the
     tensor's shape; else None."""
     c = view.constant(name)
-    if c is None or c.dtype != dtype or rank is None or rank < 2:
+    if c is None or element_type(c) != elem_type or rank is None or rank < 2:
         return None
     shape = list(c.shape)
     if len(shape) > rank or (len(shape) == rank and shape[0] != 1):
@@ -88,18 +90,16 @@ def per_channel_constant(view: GraphView, name: str, channels: int, rank: int, d
     padded = [1] * (rank - len(shape)) + shape
     if any(d != 1 for i, d in enumerate(padded) if i != 1) or padded[1] not in (1, channels):
         return None
-    import numpy as np
-
-    return np.broadcast_to(c.reshape(-1), (channels,))
+    return ConstantMath(view.ctx).per_channel(c, channels)
 
 
 def conv_channel_constant(view: GraphView, conv, name: str):
     """per_channel_constant for the output of `conv` (whose float weights give the channel
     count, rank and dtype), or None."""
     w = view.constant(conv.inputs[1])
-    if w is None or w.dtype.kind != "f":
+    if w is None or element_type(w) not in FLOAT_TYPES:
         return None
-    return per_channel_constant(view, name, w.shape[0], w.ndim, w.dtype)
+    return per_channel_constant(view, name, w.shape[0], w.ndim, element_type(w))
 
 
 def fold_into_conv(view: GraphView, op_type: str, fold) -> int:
@@ -117,8 +117,12 @@ def fold_into_conv(view: GraphView, op_type: str, fold) -> int:
             bias = None if constant is None else conv_bias(view, conv)
             if bias is None:
                 continue
+            try:
+                inputs = fold(view, conv, constant, bias)
+            except Unfoldable:
+                continue
             fused = ir.Node(op_type="Conv", domain=conv.domain,
-                            inputs=fold(view, conv, constant, bias), outputs=[node.outputs[0]],
+                            inputs=inputs, outputs=[node.outputs[0]],
                             attributes=dict(conv.attributes), name=conv.name)
             view.replace([conv, node], fused)
             count += 1

@@ -47,12 +47,13 @@ def provider_class(short: str):
 
 
 def constant_evaluator():
-    """The function the optimizer folds constants with: the CPU provider's kernels, or None
-    where they cannot run (no numpy)."""
-    cls = provider_class("cpu")
-    if cls is None or not cls.available()[0]:
-        return None
-    return importlib.import_module(cls.__module__).evaluate_node
+    """The function the optimizer folds constants with: the CPU provider's kernels where numpy
+    is, the wasm provider's where it is not (a page), or None where neither runs."""
+    for short in ("cpu", "wasm"):
+        cls = provider_class(short)
+        if cls is not None and cls.available()[0]:
+            return importlib.import_module(cls.__module__).evaluate_node
+    return None
 
 
 def availability(short: str, options: dict = None) -> tuple:

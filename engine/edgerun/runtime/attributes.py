@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ..ir import Attribute, AttrType, SparseTensor
-from .host_tensor import HostTensor, have_numpy
+from ..ir.host_tensor import HostTensor, have_numpy
 
 
 def kernel_attributes(attributes: dict) -> dict:

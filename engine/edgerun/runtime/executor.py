@@ -16,7 +16,7 @@ import threading
 import time
 from dataclasses import dataclass
 
-from .host_tensor import HostTensor
+from ..ir.host_tensor import HostTensor
 
 try:
     import numpy as np

@@ -5,7 +5,7 @@ from __future__ import annotations
 from .. import ir
 from ..errors import InvalidArgument
 from ..ir import dtypes
-from ..runtime.host_tensor import HostTensor
+from ..ir.host_tensor import HostTensor
 from .ort_value import OrtValue
 
 

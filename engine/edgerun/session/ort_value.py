@@ -14,7 +14,7 @@ import threading
 
 from ..errors import InvalidArgument
 from ..ir import dtypes
-from ..runtime.host_tensor import HostTensor
+from ..ir.host_tensor import HostTensor
 
 DEVICES = ("cpu", "webgpu")
 _providers: dict = {}

@@ -22,7 +22,7 @@ import pkgutil
 
 from ..custom_ops import get_library_path
 from ..ir import dtypes
-from ..runtime.host_tensor import HostTensor, have_numpy
+from ..ir.host_tensor import HostTensor, have_numpy
 from ..session import InferenceSession, RunOptions, SessionOptions
 from ..session.ort_value import OrtValue
 

@@ -21,7 +21,7 @@ from array import array
 
 from ...ir import dtypes
 from ...ir.graph import element_count
-from ...runtime.host_tensor import HostTensor, have_numpy
+from ...ir.host_tensor import HostTensor, have_numpy
 from .build_info import load_module_bytes
 
 SMALL_INTS = 64          # integer tensors up to this many elements keep a host copy

@@ -24,7 +24,9 @@ from .host import WasmtimeHost, wasmtime_available
 from .host_js import JsHost, js_available
 from .ops.common import HOST_VALUES, host_fallback
 from ...ir.walk import subgraphs
-from ...runtime.host_tensor import HostTensor
+from ...ir.host_tensor import HostTensor
+from ...runtime.attributes import kernel_attributes
+from ...runtime.kernel_context import KernelContext
 
 
 class WasmProvider(ExecutionProvider):
@@ -133,6 +135,41 @@ class WasmProvider(ExecutionProvider):
         if self.dev.recorder is not None:
             return self.dev.recorder.download(value)      # read only if the host needs it
         return self.dev.download(value)
+
+
+class NodeEvaluator:
+    """Runs one node on host values (HostTensors) with the wasm kernels: constant folding's
+    evaluator where numpy is absent (a page; providers.registry.constant_evaluator). Its
+    module is instantiated on the first node it runs, so a model with nothing to fold pays
+    nothing."""
+
+    def __init__(self):
+        self._provider = None
+
+    def _ready(self) -> WasmProvider:
+        if self._provider is None:
+            self._provider = WasmProvider({"graph_capture": False})
+        return self._provider
+
+    def __call__(self, node, opset: int, args: list):
+        provider = self._ready()
+        ok, why = provider.capability(node, opset)
+        if not ok:
+            raise LookupError(why)
+        kernel = provider.kernel(node, opset)
+        inputs = [provider.to_device(a) if isinstance(a, HostTensor) else a for a in args]
+        result = kernel(KernelContext(node, opset), *inputs,
+                        **kernel_attributes(node.attributes))
+        if isinstance(result, tuple):
+            return tuple(provider.to_host(v) for v in result)
+        return provider.to_host(result)
+
+    def runs(self, node, opset: int) -> bool:
+        """Whether a wasm kernel takes `node` at `opset`."""
+        return self._ready().capability(node, opset)[0]
+
+
+evaluate_node = NodeEvaluator()
 
 
 def _initializers(graph):

@@ -12,7 +12,7 @@ from __future__ import annotations
 from array import array
 
 from ...ir import dtypes
-from ...runtime.host_tensor import HostTensor
+from ...ir.host_tensor import HostTensor
 
 try:
     import numpy as np

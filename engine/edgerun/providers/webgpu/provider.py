@@ -23,7 +23,7 @@ import threading
 from ...errors import NotImplementedOp
 from ...ir import dtypes
 from ...ir.walk import subgraphs
-from ...runtime.host_tensor import have_numpy
+from ...ir.host_tensor import have_numpy
 from ..base import ExecutionProvider
 from ..cpu import registry as cpu_registry
 from . import host_values

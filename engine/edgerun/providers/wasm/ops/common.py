@@ -4,7 +4,7 @@ from __future__ import annotations
 from array import array
 
 from ....ir import dtypes
-from ....runtime.host_tensor import have_numpy
+from ....ir.host_tensor import have_numpy
 from ..device import WasmTensor
 
 MAX_RANK = 8

@@ -15,7 +15,7 @@ from array import array
 
 from ....ir import Tensor, dtypes
 from ....ir.dtypes import as_float32
-from ....runtime.host_tensor import HostTensor
+from ....ir.host_tensor import HostTensor
 from . import operator
 from .common import floats_as, host_floats, product
 from .text import string_tensor

@@ -6,7 +6,7 @@ import struct
 from array import array
 
 from ....ir import dtypes, text_rules
-from ....runtime.host_tensor import HostTensor, flat_values
+from ....ir.host_tensor import HostTensor, flat_values
 from . import operator
 from .common import floats_as, host_floats, host_values, product
 from .elementwise import BINARY, binary

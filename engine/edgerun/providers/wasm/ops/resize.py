@@ -11,7 +11,7 @@ from __future__ import annotations
 from array import array
 
 from ....ir import dtypes, resize_rules as rules
-from ....runtime.host_tensor import HostTensor
+from ....ir.host_tensor import HostTensor
 from . import operator
 from .common import converted, float_or_fallback, host_floats, product
 from .elementwise import MAP_UNARY, map_unary

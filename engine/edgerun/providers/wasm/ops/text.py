@@ -5,7 +5,7 @@ The semantics are `ir/text_rules.py`, shared with the CPU provider."""
 from __future__ import annotations
 
 from ....ir import dtypes, text_rules
-from ....runtime.host_tensor import HostTensor
+from ....ir.host_tensor import HostTensor
 from . import operator
 from .common import host_values
 from ..device import WasmTensor

@@ -10,9 +10,9 @@ from typing import Any
 
 import struct
 
-from ..ir import dtypes
-from ..ir.graph import element_count
-from ..ir.optional_numpy import have_numpy  # noqa: F401 - the runtime's callers import it here
+from . import dtypes
+from .graph import Tensor, element_count
+from .optional_numpy import have_numpy  # noqa: F401 - callers of HostTensor import it here
 
 
 # element type -> struct format of one element (the types Python reads as numbers)
@@ -55,9 +55,14 @@ class HostTensor:
             return cls(t.elem_type, t.dims, t.strings or ())
         return cls(t.elem_type, t.dims, t.raw)
 
-    def numpy(self):
-        from ..ir import Tensor
+    def to_ir(self, name: str):
+        """This tensor as an ir.Tensor (an initializer) named `name`; the bytes are shared."""
+        if self.elem_type == dtypes.STRING:
+            return Tensor(name, self.elem_type, self.shape,
+                          strings=[s.encode("utf-8", errors="surrogateescape") for s in self.data])
+        return Tensor(name, self.elem_type, self.shape, raw=bytes(self.data))
 
+    def numpy(self):
         if self.elem_type == dtypes.STRING:
             return Tensor("", self.elem_type, self.shape, strings=list(self.data)).numpy()
         return Tensor("", self.elem_type, self.shape, raw=bytes(self.data)).numpy()
