@@ -2,6 +2,8 @@
 say which input, what was expected and what was got."""
 from __future__ import annotations
 
+from typing import Optional
+
 from .. import ir
 from ..errors import InvalidArgument
 from ..ir import dtypes
@@ -80,7 +82,8 @@ def _matches(value, spec) -> bool:
     return all(shape[axis] == d for axis, d in fixed)
 
 
-def check_feeds(feeds: dict, inputs: list, overridable: set, by_name: dict = None) -> dict:
+def check_feeds(feeds: dict, inputs: list, overridable: set,
+                by_name: Optional[dict] = None) -> dict:
     """Validated feeds as numpy values; `inputs` are the model's ValueInfo inputs."""
     if not isinstance(feeds, dict):
         raise InvalidArgument(f"input_feed must be a dict of name -> array, got "
@@ -110,7 +113,7 @@ def check_feed(name: str, value, by_name: dict, overridable: set, inputs: list):
     return _check_value(name, value, by_name[name].type)
 
 
-def _check_value(name: str, value, t: ir.TypeInfo):
+def _check_value(name: str, value, t: Optional[ir.TypeInfo]):
     if t is None or t.kind in ("undefined", "opaque", "map"):
         return value
     if t.kind == "optional":

@@ -8,6 +8,7 @@ from __future__ import annotations
 import copy
 import os
 import time
+from typing import Optional
 
 from .. import ir
 from ..ir.validate import validate_model
@@ -32,7 +33,7 @@ MAX_OPSET = {"": 28, "ai.onnx.ml": 5, "ai.onnx.preview.training": 1, "ai.onnx.pr
 
 
 class InferenceSession:
-    def __init__(self, path_or_bytes, sess_options: SessionOptions = None, providers=None,
+    def __init__(self, path_or_bytes, sess_options: Optional[SessionOptions] = None, providers=None,
                  provider_options=None, **kwargs):
         self._source = path_or_bytes          # set_providers builds the session again from it
         self._fallback = True
@@ -206,7 +207,7 @@ class InferenceSession:
         begin_run / end_run, profiled when asked)."""
         for provider in self._providers:
             provider.begin_run()
-        profile = [] if self._profiler else None
+        profile: Optional[list] = [] if self._profiler else None
         started = time.perf_counter()
         try:
             if run_options is None and \
@@ -219,7 +220,7 @@ class InferenceSession:
         finally:
             for provider in self._providers:
                 provider.end_run()
-        if self._profiler:
+        if self._profiler and profile is not None:
             self._profiler.record_run(profile, started, time.perf_counter() - started)
         return outputs
 

@@ -53,7 +53,7 @@ class Profiler:
 
 
 def _summary_html(events: list, trace_name: str) -> str:
-    per_op = collections.defaultdict(lambda: [0.0, 0])
+    per_op: dict = collections.defaultdict(lambda: [0.0, 0])
     runs = [e["dur"] for e in events if e["name"] == "model_run"]
     for e in events:
         if e["cat"] == "Node":
