@@ -741,13 +741,16 @@ def _page_model() -> bytes:
         helper.make_node("MatMul", ["ln", "wm"], ["mm"]),
         helper.make_node("Add", ["mm", "bm"], ["y"]),
     ]
-    inits = [("w1", f(4, 3, 3, 3)), ("b1", f(4)), ("g", f(4)), ("beta", f(4)), ("mean", f(4)),
-             ("var", np.abs(f(4)) + 0.5), ("w2", f(4, 4, 1, 1)), ("m2", f(1, 4, 1, 1)),
-             ("a2", f(4, 1, 1)), ("g2", f(8)), ("beta2", f(8)), ("mean2", f(8)),
-             ("var2", np.abs(f(8)) + 0.5), ("m3", f(1, 8, 1, 1)), ("a3", f(8, 1, 1)),
+    # w1 is above constant_math.SMALL (its new weights come from the kernels), the
+    # per-channel vectors below it (computed in Python)
+    inits = [("w1", f(48, 3, 3, 3)), ("b1", f(48)), ("g", f(48)), ("beta", f(48)),
+             ("mean", f(48)), ("var", np.abs(f(48)) + 0.5), ("w2", f(4, 48, 1, 1)),
+             ("m2", f(1, 4, 1, 1)), ("a2", f(4, 1, 1)), ("g2", f(52)), ("beta2", f(52)),
+             ("mean2", f(52)), ("var2", np.abs(f(52)) + 0.5), ("m3", f(1, 52, 1, 1)),
+             ("a3", f(52, 1, 1)),
              ("rows", np.float32([4])), ("minus1", np.int64([-1])),
              ("sqrt2", np.float32(np.sqrt(2))), ("one", np.float32(1)), ("two", np.float32(2)),
-             ("eps", np.float32(1e-5)), ("ln_g", f(160)), ("ln_b", f(160)), ("wm", f(160, 6)),
+             ("eps", np.float32(1e-5)), ("ln_g", f(1040)), ("ln_b", f(1040)), ("wm", f(1040, 6)),
              ("bm", f(6))]
     return _model(nodes, [_vi("x", [2, 3, 5, 4])], [_vi("y", [2, 6])], inits, opset=13)
 
@@ -801,3 +804,55 @@ def test_without_numpy_the_page_folds_and_fuses_as_natively(tmp_path):
     want = onnxruntime.InferenceSession(path, providers=["CPUExecutionProvider"]).run(
         None, {"x": x})[0]
     np.testing.assert_allclose(y, want, rtol=1e-4, atol=1e-4)
+
+
+CONSTANT_MATH_WITHOUT_NUMPY = r"""
+import sys, json, struct
+sys.modules["numpy"] = None
+from edgerun import ir
+from edgerun.ir.host_tensor import HostTensor
+from edgerun.optimizer.constant_math import ConstantMath
+from edgerun.optimizer.graph_edit import PassContext
+from edgerun.providers.registry import constant_evaluator
+
+model = ir.Model(graph=ir.Graph(name="g", nodes=[], inputs=[], outputs=[], initializers={}))
+m = ConstantMath(PassContext(model, constant_evaluator()))
+t = lambda kind, values: HostTensor.from_values(kind, (len(values),), values)
+F, D, H = 1, 11, 10
+out = {
+    "div": m.div(t(F, [1.0, -1.0, 0.0, 3.0]), t(F, [0.0, 0.0, 0.0, 7.0])),
+    "sqrt": m.sqrt(t(D, [4.0, -1.0, 2.0])),
+    "narrow": m.cast(t(D, [1e39, -1e39, 0.1, 65519.0]), F),
+    "half": m.cast(t(D, [65519.0, 65520.0, 1e-8, 0.1]), H),
+    "sum16": m.add(t(H, [0.1, 1000.0, 60000.0]), t(H, [0.2, 0.3, 60000.0])),
+    "big": m.mul(t(F, [0.1 * i for i in range(3000)]), t(F, [3.0])),
+}
+print(json.dumps({k: [v.elem_type, list(v.values())] for k, v in out.items()}))
+"""
+
+
+def test_constant_math_without_numpy_matches_numpy_at_the_edges():
+    """The page's constant arithmetic (optimizer/constant_math.py: Python floats for small
+    tensors, the wasm kernels for large ones and for what Python raises on) gives numpy's
+    values bit for bit (NaN as NaN): x/0, sqrt(-1), float32 and float16 overflow, float16
+    rounding."""
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", CONSTANT_MATH_WITHOUT_NUMPY], capture_output=True,
+                         text=True, cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    assert out.returncode == 0, out.stderr[-3000:]
+    got = {k: np.array(v, dtype={1: np.float32, 11: np.float64, 10: np.float16}[t])
+           for k, (t, v) in json.loads(out.stdout.strip().splitlines()[-1]).items()}
+    with np.errstate(all="ignore"):
+        want = {"div": np.float32([1, -1, 0, 3]) / np.float32([0, 0, 0, 7]),
+                "sqrt": np.sqrt(np.float64([4, -1, 2])),
+                "narrow": np.float64([1e39, -1e39, 0.1, 65519]).astype(np.float32),
+                "half": np.float64([65519, 65520, 1e-8, 0.1]).astype(np.float16),
+                "sum16": np.float16([0.1, 1000, 60000]) + np.float16([0.2, 0.3, 60000]),
+                "big": np.float32([0.1 * i for i in range(3000)]) * np.float32(3)}
+    for name, value in want.items():
+        assert got[name].dtype == value.dtype, name
+        nan = np.isnan(value)      # a NaN's sign bit is the machine's (x86 gives -nan)
+        assert (np.isnan(got[name]) == nan).all(), (name, got[name], value)
+        assert got[name][~nan].tobytes() == value[~nan].tobytes(), (name, got[name], value)

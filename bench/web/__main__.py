@@ -133,7 +133,9 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", default="*", help="comma-separated names or globs")
     parser.add_argument("--engines", default=",".join(ENGINES))
-    parser.add_argument("--repeat", type=int, default=10)
+    # timed runs per model, within each runner's 3 s budget: fast models get many (a median
+    # of 9 sub-millisecond runs on a shared machine moved by 2x between runs)
+    parser.add_argument("--repeat", type=int, default=200)
     parser.add_argument("--warmup-ms", type=float, default=500)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--out", default=os.path.join(ROOT, "reports", "bench_web"))

@@ -7,11 +7,21 @@ through the evaluator optimize() was given (the wasm provider's kernels). Both c
 same IEEE operations in the same element types, so a fused weight is the same in a page as
 natively.
 
+Small float tensors (per-channel vectors) are computed in Python without a kernel call: a
+Python float is an IEEE double, and one +, -, *, / or sqrt of float32 or float16 operands done
+in double and rounded once to that type is the correctly rounded result (double carries more
+than twice their precision), so the values are the ones the kernels give. What Python raises
+on (x / 0, sqrt of a negative, a finite value too large for the type) goes to the kernels.
+
 A pass writes its formula once with these functions; where they cannot compute (no numpy
 and no evaluator, or a kernel that refuses) they raise Unfoldable and the pass leaves the
 pattern as it is.
 """
 from __future__ import annotations
+
+import itertools
+import math
+import operator
 
 from .. import ir
 from ..ir import dtypes
@@ -19,6 +29,10 @@ from ..ir.host_tensor import HostTensor
 from .graph_edit import PassContext, element_type
 
 OPSET = 13     # of the nodes built here (their kernels, not the model's operators)
+HOST_FLOATS = frozenset({dtypes.FLOAT, dtypes.DOUBLE, dtypes.FLOAT16})
+SMALL = 1024   # elements computed in Python; above that, by the kernels
+_BINARY = {"Add": operator.add, "Sub": operator.sub, "Mul": operator.mul,
+           "Div": operator.truediv}
 
 
 class Unfoldable(Exception):
@@ -34,6 +48,10 @@ class ConstantMath:
             return x
         if self.ctx.has_numpy:
             return x.astype(dtypes.numpy_dtype(elem_type))
+        if elem_type in HOST_FLOATS:
+            done = _on_host(None, [x], elem_type)
+            if done is not None:
+                return done
         return self._run("Cast", [x], to=elem_type)
 
     def add(self, a, b):
@@ -53,7 +71,7 @@ class ConstantMath:
             import numpy as np
 
             return np.sqrt(x)
-        return self._run("Sqrt", [x])
+        return _on_host(math.sqrt, [x], x.elem_type) or self._run("Sqrt", [x])
 
     def reshape(self, x, shape):
         """`x` with `shape` (one -1 allowed), its elements in the same order."""
@@ -102,6 +120,10 @@ class ConstantMath:
 
             return {"Add": np.add, "Sub": np.subtract, "Mul": np.multiply,
                     "Div": np.divide}[op](a, b)
+        if a.elem_type == b.elem_type:
+            done = _on_host(_BINARY[op], [a, b], a.elem_type)
+            if done is not None:
+                return done
         return self._run(op, [a, b])
 
     def _run(self, op: str, inputs: list, **attributes):
@@ -120,3 +142,24 @@ class ConstantMath:
         if not isinstance(result, HostTensor):
             raise Unfoldable(f"{op} gave {type(result).__name__}")
         return result
+
+
+def _on_host(fn, inputs: list, out_type: int):
+    """fn over the elements of small float HostTensors (same shapes, or one value beside a
+    tensor of at least its rank), as `out_type` (fn None: the values as they are, a cast);
+    None where the kernels must compute it."""
+    if any(t.size > SMALL or t.elem_type not in HOST_FLOATS for t in inputs):
+        return None
+    shape = max((t.shape for t in inputs), key=len)
+    if any(t.shape != shape and (t.size != 1 or len(t.shape) > len(shape)) for t in inputs):
+        return None
+    if any(t.size == 1 for t in inputs) and any(d == 0 for d in shape):
+        return None
+    columns = [t.values() for t in inputs]
+    count = max(len(c) for c in columns)
+    columns = [c if len(c) == count else itertools.repeat(c[0], count) for c in columns]
+    try:
+        values = columns[0] if fn is None else list(map(fn, *columns))
+        return HostTensor.from_values(out_type, shape, values)
+    except (ArithmeticError, ValueError):     # OverflowError is an ArithmeticError
+        return None
