@@ -405,8 +405,10 @@ def test_float16_and_int8_nodes_go_to_wasm_when_webgpu_runs_without_numpy(gpu):
         np.testing.assert_allclose(y, want, rtol=4e-3, atol=4e-3, err_msg=name)
     assert set(dict(got["f16"]["placed"]).values()) == {"wasm"}    # every node touches float16
     int8 = dict(got["int8"]["placed"])
-    assert int8["DynamicQuantizeLinear"] == int8["MatMulInteger"] == "wasm"   # no numpy:
-    assert "webgpu" in int8.values(), int8               # no optimizer fusion; float32 on GPU
+    # the page's optimizer fuses MatMulInteger + Cast + Mul into MatMulIntegerToFloat (8-bit
+    # operands: wasm); the float32 nodes around it stay on the GPU
+    assert int8["DynamicQuantizeLinear"] == int8["MatMulIntegerToFloat"] == "wasm", int8
+    assert "webgpu" in int8.values(), int8
 
 
 # ---- differential checks of the kernels added for issue #20 (against the CPU provider) ----
