@@ -85,26 +85,69 @@ EXPORT void er_maxpool2d(const float *x, float *y) {
     }
 }
 
+/* out[ox] += row[ox * sw + x0] for ox in [lo, hi) */
+static void add_into(float *out, const float *row, i32 x0, i32 sw, i32 w, i32 lo, i32 hi) {
+    i32 ox = lo;
+    if (sw <= 2)
+        for (; ox + 4 <= hi && (ox + 3) * sw + x0 + sw - 1 < w; ox += 4)
+            wasm_v128_store(out + ox, wasm_f32x4_add(wasm_v128_load(out + ox),
+                                                     load_every(row + ox * sw + x0, sw)));
+    for (; ox < hi; ox++) out[ox] += row[ox * sw + x0];
+}
+
+/* How many of the k taps start, start + step, ... fall in [lo, hi) */
+static i32 taps(i32 start, i32 step, i32 k, i32 lo, i32 hi) {
+    i32 n = 0;
+    for (i32 t = 0; t < k; t++) {
+        i32 v = start + t * step;
+        n += v >= lo && v < hi;
+    }
+    return n;
+}
+
+/* Row by row like er_maxpool2d: each (window row, window column) pair inside the input adds
+ * a whole output row with vectors, so every output sums its taps in the order the window
+ * lists them. The divisor is separable: taps in the window's rows times taps in its columns,
+ * counted against the input (or, with count_include_pad, the padded input); columns whose
+ * every tap counts share one divisor. */
 EXPORT void er_avgpool2d(const float *x, float *y) {
     PoolShape s = pool_shape();
+    i32 row_lo = s.include_pad ? -s.pt : 0, row_hi = s.include_pad ? s.h + s.pb : s.h;
+    i32 col_lo = s.include_pad ? -s.pl : 0, col_hi = s.include_pad ? s.w + s.pr : s.w;
+    i32 all_lo = 0, all_hi = s.ow;       /* the columns whose every window column counts */
+    for (i32 j = 0; j < s.kw; j++) {
+        i32 lo, hi;
+        inside_outputs(j * s.dw - s.pl - col_lo, s.sw, col_hi - col_lo, s.ow, &lo, &hi);
+        all_lo = max_i32(all_lo, lo);
+        all_hi = min_i32(all_hi, hi);
+    }
     for (i32 p = 0; p < s.planes; p++) {
-        const float *xp = x + p * s.h * s.w;
+        const float *xp = x + (size_t)p * s.h * s.w;
         for (i32 oy = 0; oy < s.oh; oy++) {
-            i32 y0 = oy * s.sh - s.pt, y1 = y0 + (s.kh - 1) * s.dh + 1;
-            for (i32 ox = 0; ox < s.ow; ox++) {
-                i32 x0 = ox * s.sw - s.pl, x1 = x0 + (s.kw - 1) * s.dw + 1;
-                float sum = 0.0f;
-                i32 count = 0;
-                for (i32 yy = y0; yy < y1; yy += s.dh) {
-                    for (i32 xx = x0; xx < x1; xx += s.dw) {
-                        int inside = yy >= 0 && yy < s.h && xx >= 0 && xx < s.w;
-                        int padded = yy >= -s.pt && yy < s.h + s.pb && xx >= -s.pl &&
-                                     xx < s.w + s.pr;
-                        if (inside) sum += xp[yy * s.w + xx];
-                        count += s.include_pad ? padded : inside;
-                    }
+            float *out = y + ((size_t)p * s.oh + oy) * s.ow;
+            for (i32 ox = 0; ox < s.ow; ox++) out[ox] = 0.0f;
+            i32 y0 = oy * s.sh - s.pt;
+            for (i32 i = 0; i < s.kh; i++) {
+                i32 yy = y0 + i * s.dh;
+                if (yy < 0 || yy >= s.h) continue;
+                for (i32 j = 0; j < s.kw; j++) {
+                    i32 x0 = j * s.dw - s.pl, lo, hi;
+                    inside_outputs(x0, s.sw, s.w, s.ow, &lo, &hi);
+                    add_into(out, xp + (size_t)yy * s.w, x0, s.sw, s.w, lo, hi);
                 }
-                *y++ = count ? sum / (float)count : 0.0f;
+            }
+            i32 rows = taps(y0, s.dh, s.kh, row_lo, row_hi);
+            i32 ox = 0;
+            for (; ox < s.ow; ox++) {
+                if (ox == all_lo && all_lo < all_hi && rows) {
+                    v128_t d = wasm_f32x4_splat((float)(rows * s.kw));
+                    for (; ox + 4 <= all_hi; ox += 4)
+                        wasm_v128_store(out + ox, wasm_f32x4_div(wasm_v128_load(out + ox), d));
+                    for (; ox < all_hi; ox++) out[ox] = out[ox] / (float)(rows * s.kw);
+                    if (ox >= s.ow) break;
+                }
+                i32 count = rows * taps(ox * s.sw - s.pl, s.dw, s.kw, col_lo, col_hi);
+                out[ox] = count ? out[ox] / (float)count : 0.0f;
             }
         }
     }
