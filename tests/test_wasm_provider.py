@@ -2193,3 +2193,35 @@ def test_average_and_max_pools_match_onnxruntime_on_random_geometry(wasm, seed):
             continue
         got, _ = _wasm_and_cpu(wasm, model, {"x": x})
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5, err_msg=f"{op} {attrs}")
+
+
+@pytest.mark.parametrize("op", ["MatMul", "MatMulInteger"])
+def test_both_gemm_broadcasts_give_the_same_products(op):
+    """The GEMM micro-kernels broadcast A by splat loads (what pages get: V8 compiles them
+    better) or by shuffles (wasmtime); er_set_splat_loads picks one per module instance. Both
+    must give the same bits, and the CPU provider's values, over shapes crossing the 4x8 tile's
+    edges, the small-M and small-N paths and a K beyond one 256-deep block."""
+    from onnx import TensorProto as T
+
+    from edgerun.providers.wasm.provider import WasmProvider
+
+    need(wasmtime_ok, "wasmtime", "pip install wasmtime==50.0.1")
+    rng = np.random.default_rng(7)
+    kind = T.FLOAT if op == "MatMul" else T.UINT8
+    model = _one_node_model(op, [("a", kind), ("b", kind)], None, 13,
+                            out_type=T.FLOAT if op == "MatMul" else T.INT32)
+    for m, n, k in [(1, 5, 3), (3, 17, 9), (4, 8, 300), (9, 7, 33), (13, 23, 260), (6, 3, 5)]:
+        if op == "MatMul":
+            feeds = {"a": rng.standard_normal((m, k)).astype(np.float32),
+                     "b": rng.standard_normal((k, n)).astype(np.float32)}
+        else:
+            feeds = {"a": rng.integers(0, 256, (m, k)).astype(np.uint8),
+                     "b": rng.integers(0, 256, (k, n)).astype(np.uint8)}
+        results = []
+        for splat in (0, 1):
+            provider = WasmProvider()
+            provider.dev.call("er_set_splat_loads", splat)
+            got, want = _wasm_and_cpu(provider, model, feeds)
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-4, err_msg=f"{m}x{n}x{k}")
+            results.append(got)
+        assert results[0].tobytes() == results[1].tobytes(), (m, n, k)

@@ -6,8 +6,10 @@
  *
  * Blocking: B panels of KC x NC are packed NR columns at a time, A blocks of MC x KC MR rows
  * at a time (zero padded), and a 4x8 micro-kernel keeps 8 accumulators of 4 lanes.
- * A's four values per k are one vector, broadcast lane by lane with shuffles (faster than
- * splat loads under wasmtime's Cranelift).
+ * A's four values per k are broadcast one of two ways, whichever the engine compiles better
+ * (er_set_splat_loads, set by the host): splat loads, 4-12% faster per model under V8
+ * (inception_v1, squeezenet, MiniLM, ppocr det in Pyodide), or one vector load shuffled lane
+ * by lane, ~30% faster under wasmtime's Cranelift (inception_v1's convolutions).
  */
 #include "common.h"
 
@@ -62,17 +64,37 @@ static void pack_b(const float *B, i32 rsb, i32 csb, i32 kc, i32 nc, float *out)
     }
 }
 
+static i32 splat_loads = 0;    /* how the micro-kernels broadcast A: see the top */
+
+EXPORT void er_set_splat_loads(i32 on) { splat_loads = on; }
+
 #define LANE(v, l) wasm_i32x4_shuffle(v, v, l, l, l, l)
 
+/* Lanes 0..3 of `p` (32-bit units `unit` apart) broadcast to four vectors; `splat` is a
+ * constant in each caller, so each micro-kernel is compiled twice, once per way. */
+#define BROADCAST4(p, unit, splat, a0, a1, a2, a3)                                          \
+    do {                                                                                    \
+        if (splat) {                                                                        \
+            a0 = wasm_v128_load32_splat(p);                                                 \
+            a1 = wasm_v128_load32_splat((p) + (unit));                                      \
+            a2 = wasm_v128_load32_splat((p) + 2 * (unit));                                  \
+            a3 = wasm_v128_load32_splat((p) + 3 * (unit));                                  \
+        } else {                                                                            \
+            v128_t va = wasm_v128_load(p);                                                  \
+            a0 = LANE(va, 0); a1 = LANE(va, 1); a2 = LANE(va, 2); a3 = LANE(va, 3);         \
+        }                                                                                   \
+    } while (0)
+
 /* acc[4][8] = sum over k of a[k][0..3] x b[k][0..7]; written to C (mr x nr valid). */
-static void micro_4x8(i32 kc, const float *a, const float *b, float *C, i32 ldc, i32 mr, i32 nr,
-                      i32 accumulate) {
+static inline __attribute__((always_inline)) void micro_4x8_with(
+        i32 kc, const float *a, const float *b, float *C, i32 ldc, i32 mr, i32 nr,
+        i32 accumulate, const i32 splat) {
     v128_t c00 = wasm_f32x4_splat(0), c01 = c00, c10 = c00, c11 = c00;
     v128_t c20 = c00, c21 = c00, c30 = c00, c31 = c00;
     for (i32 k = 0; k < kc; k++) {
-        v128_t va = wasm_v128_load(a);
         v128_t b0 = wasm_v128_load(b), b1 = wasm_v128_load(b + 4);
-        v128_t a0 = LANE(va, 0), a1 = LANE(va, 1), a2 = LANE(va, 2), a3 = LANE(va, 3);
+        v128_t a0, a1, a2, a3;
+        BROADCAST4(a, 1, splat, a0, a1, a2, a3);
         c00 = wasm_f32x4_add(c00, wasm_f32x4_mul(a0, b0));
         c01 = wasm_f32x4_add(c01, wasm_f32x4_mul(a0, b1));
         c10 = wasm_f32x4_add(c10, wasm_f32x4_mul(a1, b0));
@@ -104,6 +126,24 @@ static void micro_4x8(i32 kc, const float *a, const float *b, float *C, i32 ldc,
     for (i32 i = 0; i < mr; i++)
         for (i32 j = 0; j < nr; j++)
             C[i * ldc + j] = (accumulate ? C[i * ldc + j] : 0.0f) + tile[i * NR + j];
+}
+
+static void micro_4x8_splat(i32 kc, const float *a, const float *b, float *C, i32 ldc, i32 mr,
+                            i32 nr, i32 accumulate) {
+    micro_4x8_with(kc, a, b, C, ldc, mr, nr, accumulate, 1);
+}
+
+static void micro_4x8_shuffle(i32 kc, const float *a, const float *b, float *C, i32 ldc,
+                              i32 mr, i32 nr, i32 accumulate) {
+    micro_4x8_with(kc, a, b, C, ldc, mr, nr, accumulate, 0);
+}
+
+static void micro_4x8(i32 kc, const float *a, const float *b, float *C, i32 ldc, i32 mr, i32 nr,
+                      i32 accumulate) {
+    if (splat_loads)
+        micro_4x8_splat(kc, a, b, C, ldc, mr, nr, accumulate);
+    else
+        micro_4x8_shuffle(kc, a, b, C, ldc, mr, nr, accumulate);
 }
 
 /* Fewer rows than one micro-tile (batch-1 fully connected layers): stream B once, unpacked.
@@ -324,14 +364,15 @@ static void ipack_b(const Quantized *b, i32 row0, i32 col0, i32 kc, i32 nc, i32 
 
 #define DOT_ADD(acc, a, b) acc = wasm_i32x4_add(acc, wasm_i32x4_dot_i16x8(a, b))
 
-static void imicro_4x8(i32 pairs, const int16_t *a, const int16_t *b, i32 *C, i32 ldc, i32 mr,
-                       i32 nr, i32 accumulate) {
+static inline __attribute__((always_inline)) void imicro_4x8_with(
+        i32 pairs, const int16_t *a, const int16_t *b, i32 *C, i32 ldc, i32 mr, i32 nr,
+        i32 accumulate, const i32 splat) {
     v128_t c00 = wasm_i32x4_splat(0), c01 = c00, c10 = c00, c11 = c00;
     v128_t c20 = c00, c21 = c00, c30 = c00, c31 = c00;
     for (i32 p = 0; p < pairs; p++, a += 2 * MR, b += 2 * NR) {
-        v128_t va = wasm_v128_load(a);
         v128_t b0 = wasm_v128_load(b), b1 = wasm_v128_load(b + 8);
-        v128_t a0 = LANE(va, 0), a1 = LANE(va, 1), a2 = LANE(va, 2), a3 = LANE(va, 3);
+        v128_t a0, a1, a2, a3;
+        BROADCAST4(a, 2, splat, a0, a1, a2, a3);
         DOT_ADD(c00, a0, b0);
         DOT_ADD(c01, a0, b1);
         DOT_ADD(c10, a1, b0);
@@ -348,6 +389,24 @@ static void imicro_4x8(i32 pairs, const int16_t *a, const int16_t *b, i32 *C, i3
         for (i32 j = 0; j < nr; j++)
             C[(i64)i * ldc + j] = (i32)((uint32_t)(accumulate ? C[(i64)i * ldc + j] : 0) +
                                         (uint32_t)tile[i * NR + j]);
+}
+
+static void imicro_4x8_splat(i32 pairs, const int16_t *a, const int16_t *b, i32 *C, i32 ldc,
+                             i32 mr, i32 nr, i32 accumulate) {
+    imicro_4x8_with(pairs, a, b, C, ldc, mr, nr, accumulate, 1);
+}
+
+static void imicro_4x8_shuffle(i32 pairs, const int16_t *a, const int16_t *b, i32 *C, i32 ldc,
+                               i32 mr, i32 nr, i32 accumulate) {
+    imicro_4x8_with(pairs, a, b, C, ldc, mr, nr, accumulate, 0);
+}
+
+static void imicro_4x8(i32 pairs, const int16_t *a, const int16_t *b, i32 *C, i32 ldc, i32 mr,
+                       i32 nr, i32 accumulate) {
+    if (splat_loads)
+        imicro_4x8_splat(pairs, a, b, C, ldc, mr, nr, accumulate);
+    else
+        imicro_4x8_shuffle(pairs, a, b, C, ldc, mr, nr, accumulate);
 }
 
 EXPORT void er_igemm(i32 M, i32 N, i32 K, const void *A, i32 ta, i32 rsa, i32 csa,

@@ -123,6 +123,7 @@ class WasmDevice:
         self.host = host_factory(self.module_bytes)
         self.call = self.host.call    # replaced by the recorder's while recording
         self.args_ptr = self.call("er_args_ptr")
+        self.call("er_set_splat_loads", int(self.host.splat_loads))
         self.numpy = have_numpy()
         self.fallbacks: dict = {}     # op_type -> nodes run through the CPU kernel
         self.recorder = None          # the program.Recorder while a program is recorded

@@ -26,6 +26,10 @@ atexit.register(_EXITING.append, True)
 class WasmHost:
     """The interface (see the module docstring)."""
 
+    # how the GEMM micro-kernels broadcast (gemm.c, er_set_splat_loads): splat loads compile
+    # better under V8, shuffles under wasmtime's Cranelift
+    splat_loads = False
+
     def call(self, name: str, *args):
         raise NotImplementedError
 

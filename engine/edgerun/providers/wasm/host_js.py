@@ -38,6 +38,8 @@ def js_available() -> tuple:
 class JsHost(WasmHost):
     """The host over the JS engine's `WebAssembly` (see the module docstring)."""
 
+    splat_loads = True
+
     def __init__(self, wasm_bytes: bytes):
         import js
 
