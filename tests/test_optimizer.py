@@ -301,6 +301,30 @@ def test_hard_swish_fuses_into_conv_and_gemm_on_every_provider(provider, tmp_pat
         _check_saved_in_onnxruntime(model, feeds, want, tmp_path, "hard_swish_fused")
 
 
+@pytest.mark.parametrize("provider", ["cpu", "wasm", "webgpu"])
+def test_hard_swish_below_opset_14_fuses_into_conv_on_every_provider(provider, tmp_path,
+                                                                      gpu_if_webgpu):
+    """Below opset 14 fuse_hard_swish writes com.edgerun HardSwish (PaddleOCR's
+    x * relu6(x + 3) / 6 at opset 11); fuse_activation takes that one too, so Conv +
+    HardSwish is one FusedConv (ppocr cls: 18 pairs, det 24, rec 28), matching onnxruntime
+    on the unfused graph; the saved file loads in onnxruntime."""
+    nodes = [helper.make_node("Conv", ["img", "w", "b"], ["x"], pads=[1, 1, 1, 1])]
+    nodes += _hard_swish_nodes("mul_then_div")
+    data = _model(nodes, [_vi("img", [1, 3, 6, 5])], [_vi("y", [1, 4, 6, 5])],
+                  [("w", _rand(4, 3, 3, 3)), ("b", _rand(4)), ("three", np.float32(3)),
+                   ("zero", np.float32(0)), ("six", np.float32(6))], opset=11)
+    feeds = {"img": _rand(1, 3, 6, 5) * 3}
+    sess = edgerun.InferenceSession(data, providers=[provider])
+    placed = {(n["op_type"], n["provider"]) for n in sess.explain()["nodes"]}
+    assert placed == {("FusedConv", provider)}, placed
+    want = onnxruntime.InferenceSession(data, providers=["CPUExecutionProvider"]).run(None, feeds)
+    np.testing.assert_allclose(sess.run(None, feeds)[0], want[0], rtol=1e-4, atol=1e-4)
+    if provider == "cpu":
+        model = _check(data, feeds, EXTENDED)
+        assert model.graph.nodes[0].attr("activation") in (b"HardSwish", "HardSwish")
+        _check_saved_in_onnxruntime(model, feeds, want, tmp_path, "hard_swish_opset11")
+
+
 def _layer_norm_nodes(x="x", y="y", pow_form=True):
     square = (helper.make_node("Pow", ["d", "two"], ["sq"]) if pow_form
               else helper.make_node("Mul", ["d", "d"], ["sq"]))

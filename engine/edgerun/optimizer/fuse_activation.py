@@ -18,7 +18,7 @@ FLOAT = 1
 def fuse_activation(view: GraphView, ctx: PassContext) -> int:
     count = 0
     for act in view.live_nodes():
-        if view.is_dead(act) or act.domain not in ("", "ai.onnx") or not act.inputs:
+        if view.is_dead(act) or not _activation_domain(act) or not act.inputs:
             continue
         params = activation_params(view, act)
         if params is None:
@@ -38,6 +38,13 @@ def fuse_activation(view: GraphView, ctx: PassContext) -> int:
         ctx.use_edgerun_domain()
         count += 1
     return count
+
+
+def _activation_domain(act) -> bool:
+    """ONNX's activations, and com.edgerun's HardSwish: fuse_hard_swish's form below opset 14
+    (ppocr cls: 18 Conv + HardSwish pairs)."""
+    return act.domain in ("", "ai.onnx") or \
+        (act.domain == EDGERUN_DOMAIN and act.op_type == "HardSwish")
 
 
 def activation_params(view: GraphView, act):
