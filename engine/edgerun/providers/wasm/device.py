@@ -25,6 +25,8 @@ from ...ir.host_tensor import HostTensor, have_numpy
 from .build_info import load_module_bytes
 
 SMALL_INTS = 64          # integer tensors up to this many elements keep a host copy
+SPARE_MAX_BYTES = 1 << 16   # freed blocks up to this size are kept for reuse (WasmDevice.spare)
+SPARE_PER_SIZE = 8          # ... at most this many of one size
 # element types with a host copy, and their array module format
 INT_FORMATS = {dtypes.INT64: "q", dtypes.INT32: "i", dtypes.BOOL: "B", dtypes.UINT8: "B",
                dtypes.INT8: "b", dtypes.INT16: "h", dtypes.UINT16: "H", dtypes.UINT32: "I",
@@ -71,7 +73,7 @@ class Block:
 
     def __del__(self):
         if self.pool is None or not self.pool.keep(self.ptr, self.nbytes):
-            self.device.garbage.append(self.ptr)
+            self.device.release(self.ptr, self.nbytes)
 
 
 class WasmTensor:
@@ -132,12 +134,31 @@ class WasmDevice:
         # Blocks freed by finalizers wait here for the next allocation: a finalizer must not
         # call into the module, as the garbage collector may have finalized its store already.
         self.garbage: list = []
+        # Small freed blocks kept for the next allocation of their size (nbytes -> ptrs): a
+        # run's feeds and outputs come back in the same sizes every run, and each er_alloc /
+        # er_free is a call across the host boundary (in a page, Python -> JS -> wasm).
+        self.spare: dict = {}
 
     # ---- allocation ---------------------------------------------------------------------
 
     def alloc(self, nbytes: int) -> int:
+        spare = self.spare.get(nbytes)
+        if spare:
+            try:
+                return spare.pop()
+            except IndexError:        # another thread took the last one
+                pass
         self.free_garbage()
         return self.host.alloc(nbytes)
+
+    def release(self, ptr: int, nbytes: int) -> None:
+        """A block no value holds any more (called from finalizers: no module call here)."""
+        if nbytes <= SPARE_MAX_BYTES:
+            spare = self.spare.setdefault(nbytes, [])
+            if len(spare) < SPARE_PER_SIZE:
+                spare.append(ptr)
+                return
+        self.garbage.append(ptr)
 
     def free_garbage(self) -> None:
         while self.garbage:
@@ -246,6 +267,10 @@ class WasmDevice:
         return self.fill(t, bytes(t.itemsize))
 
     def bytes_in_use(self) -> int:
+        """Bytes held by live values (spare blocks are handed back first)."""
+        for spare in list(self.spare.values()):
+            while spare:
+                self.garbage.append(spare.pop())
         self.free_garbage()
         return self.call("er_bytes_in_use")
 
