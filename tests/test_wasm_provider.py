@@ -945,7 +945,8 @@ def test_cast_to_16_bit_floats_rounds_as_numpy(wasm, to):
 def test_float16_float32_conversions_are_bit_exact_over_every_pattern(wasm):
     """er_cast's float16 <-> float32 loops (every widened float16 operator runs them): all
     65,536 float16 values widen exactly; float32 values of every exponent, the rounding
-    boundaries (2^-14, 65504..65520, ties) and random bit patterns narrow as numpy does."""
+    boundaries (2^-14, 65504..65520, ties), random bit patterns and runs inside float16's
+    range (the SIMD path, eight at a time) narrow as numpy does."""
     from onnx import TensorProto
 
     import edgerun
@@ -963,7 +964,12 @@ def test_float16_float32_conversions_are_bit_exact_over_every_pattern(wasm):
     ties = (np.arange(1, 2048, dtype=np.uint32) << 13 | 0x1000) + (112 << 23)   # x.5 ulps
     edges = np.float32([2 ** -14, np.nextafter(np.float32(2 ** -14), 0), 65504, 65519.996,
                         65520, 65536, 1e-8, -0.0, 0.0, np.inf, -np.inf, np.nan])
-    x = np.concatenate([bits.view(np.float32), ties.view(np.float32), edges])
+    # runs of 8 inside float16's normal range take the SIMD path: every float16 value widened
+    # (it must come back as itself), and magnitudes spread over that range
+    inside = np.float32(np.exp(rng.uniform(np.log(6.2e-5), np.log(65000), 100_000)) *
+                        rng.choice([-1, 1], 100_000))
+    x = np.concatenate([bits.view(np.float32), ties.view(np.float32), edges,
+                        halves.astype(np.float32), inside])
     narrow = _single_node("Cast", ["float32"], {"to": TensorProto.FLOAT16}, "float16")
     with np.errstate(over="ignore"):
         want = x.astype(np.float16)

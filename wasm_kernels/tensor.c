@@ -72,6 +72,35 @@ static void cast_narrow(void *dst, i32 i, i32 to, double v, i32 flags) {
 
 /* n elements from type `from` to type `to`, float8 targets as `flags` say; returns -1 for a
  * type it does not know. */
+/* f16_to_f32 on four halves (in the low 16 bits of each lane), bit for bit */
+static inline v128_t f16x4_to_f32x4(v128_t h) {
+    v128_t u = wasm_i32x4_shl(wasm_v128_and(h, wasm_i32x4_splat(0x7fff)), 13);
+    v128_t exp = wasm_v128_and(u, wasm_i32x4_splat(0x0f800000));
+    v128_t base = wasm_i32x4_add(u, wasm_i32x4_splat(112 << 23));
+    v128_t inf_nan = wasm_i32x4_add(base, wasm_i32x4_splat(112 << 23));
+    v128_t tiny = wasm_f32x4_sub(wasm_i32x4_add(base, wasm_i32x4_splat(1 << 23)),
+                                 wasm_f32x4_splat(6.103515625e-05f));     /* 2^-14 */
+    v128_t r = wasm_v128_bitselect(inf_nan, base, wasm_i32x4_eq(exp, wasm_i32x4_splat(0x0f800000)));
+    r = wasm_v128_bitselect(tiny, r, wasm_i32x4_eq(exp, wasm_i32x4_splat(0)));
+    return wasm_v128_or(r, wasm_i32x4_shl(wasm_v128_and(h, wasm_i32x4_splat(0x8000)), 16));
+}
+
+/* f32_to_f16's fast path on four floats (as u32 lanes holding the halves); *ok is cleared
+ * when a lane needs its slow path (subnormal, overflow, inf, NaN) */
+static inline v128_t f32x4_to_f16x4(v128_t f, int *ok) {
+    v128_t a = wasm_v128_and(f, wasm_i32x4_splat(0x7fffffff));
+    v128_t sign = wasm_v128_and(wasm_u32x4_shr(f, 16), wasm_i32x4_splat(0x8000));
+    v128_t zero = wasm_i32x4_eq(a, wasm_i32x4_splat(0));
+    v128_t normal = wasm_v128_and(wasm_u32x4_ge(a, wasm_i32x4_splat(0x38800000)),
+                                  wasm_u32x4_lt(a, wasm_i32x4_splat(0x477ff000)));
+    *ok &= wasm_i32x4_all_true(wasm_v128_or(normal, zero));
+    v128_t odd = wasm_v128_and(wasm_u32x4_shr(a, 13), wasm_i32x4_splat(1));
+    v128_t v = wasm_i32x4_add(wasm_i32x4_sub(a, wasm_i32x4_splat(112 << 23)),
+                              wasm_i32x4_add(wasm_i32x4_splat(0xfff), odd));
+    v = wasm_v128_andnot(wasm_u32x4_shr(v, 13), zero);
+    return wasm_v128_or(v, sign);
+}
+
 EXPORT i32 er_cast(const void *src, void *dst, i32 n, i32 from, i32 to, i32 flags) {
     if (!known_type(from) || !known_type(to)) return -1;
     if (flags && (small_float(to) || to == T_F8E8M0)) {
@@ -86,11 +115,27 @@ EXPORT i32 er_cast(const void *src, void *dst, i32 n, i32 from, i32 to, i32 flag
     } else if (from == T_F16 && to == T_F32) {        /* float16 models: every widened op */
         const uint16_t *s = src;
         float *d = dst;
-        for (i32 i = 0; i < n; i++) d[i] = f16_to_f32(s[i]);
+        i32 i = 0;
+        for (; i + 8 <= n; i += 8) {
+            v128_t h = wasm_v128_load(s + i);
+            wasm_v128_store(d + i, f16x4_to_f32x4(wasm_u32x4_extend_low_u16x8(h)));
+            wasm_v128_store(d + i + 4, f16x4_to_f32x4(wasm_u32x4_extend_high_u16x8(h)));
+        }
+        for (; i < n; i++) d[i] = f16_to_f32(s[i]);
     } else if (from == T_F32 && to == T_F16) {
         const float *s = src;
         uint16_t *d = dst;
-        for (i32 i = 0; i < n; i++) d[i] = f32_to_f16(s[i]);
+        i32 i = 0;
+        for (; i + 8 <= n; i += 8) {
+            int ok = 1;
+            v128_t lo = f32x4_to_f16x4(wasm_v128_load(s + i), &ok);
+            v128_t hi = f32x4_to_f16x4(wasm_v128_load(s + i + 4), &ok);
+            if (ok)
+                wasm_v128_store(d + i, wasm_u16x8_narrow_i32x4(lo, hi));
+            else
+                for (i32 j = i; j < i + 8; j++) d[j] = f32_to_f16(s[j]);
+        }
+        for (; i < n; i++) d[i] = f32_to_f16(s[i]);
     } else if (from == T_BF16 && to == T_F32) {
         const uint16_t *s = src;
         uint32_t *d = dst;
