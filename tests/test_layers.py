@@ -3,7 +3,7 @@
 session, and the tools, packaging and web bridge on top), and no provider imports another
 provider beyond the debt listed there. And ruff's lint ([tool.ruff]) finds nothing, and mypy
 finds no type error in the core packages ([tool.mypy]: the decoder, the IR, shape inference,
-the optimizer, the runtime, the session)."""
+the optimizer, the runtime, the providers, the session)."""
 import os
 import subprocess
 import sys

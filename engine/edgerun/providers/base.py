@@ -17,6 +17,8 @@ encoder); `to_host` is where a device provider flushes pending work before readi
 """
 from __future__ import annotations
 
+from typing import Optional
+
 from ..ir import Graph, Node
 
 
@@ -37,7 +39,7 @@ class ExecutionProvider:
         reference interpreter runs anywhere)."""
         return cls.available()
 
-    def __init__(self, options: dict = None):
+    def __init__(self, options: Optional[dict] = None):
         self.options = dict(options or {})
 
     def configure(self, sess_options) -> None:

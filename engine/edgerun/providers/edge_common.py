@@ -19,6 +19,8 @@
 """
 from __future__ import annotations
 
+from typing import Optional
+
 import functools
 import warnings
 from collections import Counter
@@ -303,7 +305,7 @@ class EdgeProvider(ExecutionProvider):
     element_types: frozenset = frozenset()   # element type codes its tensors may have
     max_rank = 4
 
-    def __init__(self, options: dict = None):
+    def __init__(self, options: Optional[dict] = None):
         super().__init__(options)
         execute = self.options.get("execute", "device")
         if execute not in ("device", "reference"):
@@ -316,7 +318,7 @@ class EdgeProvider(ExecutionProvider):
                 raise RuntimeError(f"{self.name}: {why}; pass provider option "
                                    f"{{'execute': 'reference'}} to run the lowered model with "
                                    f"the reference interpreter")
-        self.facts = None
+        self.facts: Optional[GraphFacts] = None
         self.partitions: list = []       # every LoweredPartition compiled, in order
 
     @classmethod
@@ -422,7 +424,8 @@ class EdgeProvider(ExecutionProvider):
     def constant_or_none(self, name: str):
         """The value of `name` where the model makes it a constant, else None (a lowering's
         `constants`)."""
-        return self.facts.constant(name) if self.facts.is_constant(name) else None
+        facts = self.facts
+        return facts.constant(name) if facts is not None and facts.is_constant(name) else None
 
     def run_program(self, program, inputs: list) -> list:
         if self.execute == "reference":
@@ -574,6 +577,7 @@ class EdgeBuilder:
     def __init__(self, types: dict, constants):
         self.types = types                       # value name -> TypeInfo (concrete)
         self.constants = constants               # callable name -> array or None
+        self.opset = 1                           # the main domain's, set by the provider
         self.layouts = Layouts(self._transpose)
         self.readers: dict = {}                  # value name -> how many nodes/outputs read it
         self.inputs: list = []        # (ONNX name, platform tensor, position in the partition)

@@ -5,6 +5,8 @@ dependency (wgpu, wasmtime, a phone SDK) only matters to whoever asks for that p
 """
 from __future__ import annotations
 
+from typing import Optional
+
 import importlib
 import warnings
 
@@ -56,7 +58,7 @@ def constant_evaluator():
     return None
 
 
-def availability(short: str, options: dict = None) -> tuple:
+def availability(short: str, options: Optional[dict] = None) -> tuple:
     cls = provider_class(short)
     if cls is None:
         return False, f"the {short} provider cannot be loaded ({_LOAD_ERRORS[short]})"

@@ -18,6 +18,8 @@ coremltools is imported only when a program is built: capability checks work wit
 """
 from __future__ import annotations
 
+from typing import Optional
+
 import re
 from dataclasses import dataclass, field
 
@@ -106,7 +108,7 @@ class LoweringContext:
         self.vars: dict = {}            # ONNX name -> MIL Var
         self.consts: dict = {}          # ONNX name -> numpy value (initializers, folded)
         self.onnx_dtypes: dict = {}     # ONNX name -> numpy dtype the ONNX value has
-        self.node: Node = None
+        self.node: Optional[Node] = None
         self.opset = 0                  # opset of the node being lowered, in its domain
 
     # ---- reading inputs ----------------------------------------------------------------
@@ -171,7 +173,7 @@ class LoweringContext:
     def fresh(self, base: str) -> str:
         """A MIL-safe name, unique in the program."""
         name = mil_name(base)
-        self._used = getattr(self, "_used", set())
+        self._used: set = getattr(self, "_used", set())
         candidate, k = name, 1
         while candidate in self._used:
             candidate, k = f"{name}_{k}", k + 1
@@ -180,7 +182,9 @@ class LoweringContext:
 
     def out_name(self, index: int = 0) -> str:
         """The MIL name for output `index` of the node being lowered."""
-        return self.fresh(self.node.outputs[index] or f"{self.node.op_type}_unused")
+        node = self.node
+        assert node is not None, "out_name outside a node's lowering"
+        return self.fresh(node.outputs[index] or f"{node.op_type}_unused")
 
     def where(self) -> str:
         n = self.node
@@ -250,7 +254,9 @@ def lower_partition(graph: Graph, opsets: dict, input_specs: dict, target: str =
             ctx.onnx_dtypes[name] = ctx.consts[name].dtype
         for node in graph.nodes:
             _lower_node(ctx, node)
-        outputs, output_names, output_dtypes = [], {}, {}
+        outputs: list = []
+        output_names: dict = {}
+        output_dtypes: dict = {}
         for v in graph.outputs:
             var = _output_var(ctx, v.name, outputs)
             outputs.append(var)

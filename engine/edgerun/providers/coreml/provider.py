@@ -20,6 +20,8 @@ Options (provider_options):
 """
 from __future__ import annotations
 
+from typing import Optional
+
 import os
 import platform
 import sys
@@ -65,7 +67,7 @@ class CoreMLProvider(ExecutionProvider):
             return True, ""
         return cls.available()
 
-    def __init__(self, options: dict = None):
+    def __init__(self, options: Optional[dict] = None):
         super().__init__(options)
         self.target = self.options.get("minimum_deployment_target", "iOS15")
         self.precision = self.options.get("precision", "fp32")

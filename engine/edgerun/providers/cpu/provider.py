@@ -8,6 +8,8 @@ many sessions set it.
 """
 from __future__ import annotations
 
+from typing import Optional
+
 import threading
 import warnings
 
@@ -30,7 +32,7 @@ class CPUProvider(ExecutionProvider):
             return False, "numpy is not installed"
         return True, ""
 
-    def __init__(self, options: dict = None):
+    def __init__(self, options: Optional[dict] = None):
         super().__init__(options)
         self._blas = None
         self._threads = 0

@@ -12,6 +12,8 @@ Conventions (NeuralNetworks.h, feature level 8 documentation):
 """
 from __future__ import annotations
 
+from typing import Optional
+
 import numpy as np
 
 from ..edge_common import (EDGE_FAMILIES, NCHW_TO_NHWC, EdgeBuilder, attr_str, clip_bounds,
@@ -39,7 +41,7 @@ class Builder(EdgeBuilder):
         self.fusable: dict = {}                  # value name -> fuse operand index
 
     def fully_connected(self, x: str, weights, bias, y: str) -> None:
-        fuse = _fuse(self)
+        fuse: Optional[int] = _fuse(self)
         out_shape = self.shape(y)
         batch = int(np.prod(out_shape[:-1])) if len(out_shape) > 1 else 1
         inputs = [self.get(x), self.const_tensor(weights),

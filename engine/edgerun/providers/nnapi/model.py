@@ -8,6 +8,8 @@ CONSTANT_COPY.
 """
 from __future__ import annotations
 
+from typing import Any
+
 import base64
 from dataclasses import dataclass, field
 
@@ -20,7 +22,7 @@ class Operand:
     type: str                   # an OPERAND_TYPES name, e.g. "TENSOR_FLOAT32", "INT32"
     dims: tuple = ()            # empty for scalars
     lifetime: str = "TEMPORARY_VARIABLE"
-    value: object = None        # numpy array or Python scalar when CONSTANT_COPY
+    value: Any = None           # numpy array or Python scalar when CONSTANT_COPY
     name: str = ""              # the ONNX value it carries, for reading dumps
 
     def to_json(self) -> dict:

@@ -10,6 +10,8 @@ Provider options:
 """
 from __future__ import annotations
 
+from typing import Optional
+
 from ...ir import dtypes
 from ..edge_common import EdgeProvider
 from . import binding, interpreter, spec
@@ -33,7 +35,7 @@ class NnapiProvider(EdgeProvider):
             return True, ""
         return False, f"{binding.LIBRARY} not found: NNAPI runs only on Android"
 
-    def __init__(self, options: dict = None):
+    def __init__(self, options: Optional[dict] = None):
         super().__init__(options)
         level = int(self.options.get("feature_level", spec.DEFAULT_FEATURE_LEVEL))
         if level not in spec.FEATURE_LEVELS:

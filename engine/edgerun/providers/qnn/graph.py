@@ -5,6 +5,8 @@ package/type/input_names/output_names/tensor_params/scalar_params).
 """
 from __future__ import annotations
 
+from typing import Any
+
 import base64
 from dataclasses import dataclass, field
 
@@ -19,7 +21,7 @@ class QnnTensor:
     type: str                   # Qnn_TensorType_t name: APP_WRITE, APP_READ, NATIVE, STATIC
     data_type: str              # Qnn_DataType_t name
     dims: tuple
-    data: object = None         # numpy array when STATIC
+    data: Any = None            # numpy array when STATIC
 
     def to_json(self) -> dict:
         out = {"id": self.id, "type": spec.TENSOR_TYPES[f"QNN_TENSOR_TYPE_{self.type}"],
@@ -34,7 +36,7 @@ class QnnTensor:
 class QnnParam:
     """A scalar param (value, data type) or a tensor param (a static numpy array)."""
     name: str
-    value: object
+    value: Any
     data_type: str
 
     def to_json(self) -> dict:

@@ -11,6 +11,8 @@ Provider options:
 """
 from __future__ import annotations
 
+from typing import Optional
+
 from ...ir import dtypes
 from ..edge_common import EdgeProvider
 from . import binding, interpreter, spec
@@ -31,7 +33,7 @@ class QNNProvider(EdgeProvider):
                        f"Qualcomm AI Engine Direct SDK libraries are installed (Snapdragon "
                        f"devices, Windows on Snapdragon)")
 
-    def __init__(self, options: dict = None):
+    def __init__(self, options: Optional[dict] = None):
         options = dict(options or {})
         backend = options.get("backend_type", "htp")
         if backend not in spec.BACKENDS:

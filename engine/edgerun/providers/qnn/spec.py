@@ -46,7 +46,7 @@ LRN_ACROSS_CHANNEL = 0
 # HTP computes float graphs in FP16 ("htp_fp16_precision", onnxruntime's
 # enable_htp_fp16_precision); without it HTP takes quantized graphs only, which edgerun does
 # not produce. Rank limits are edgerun's conservative reading of the backend tables.
-BACKENDS = {
+BACKENDS: dict = {
     "cpu": {"library": "libQnnCpu.so", "dtypes": {1: "QNN_DATATYPE_FLOAT_32",
                                                   6: "QNN_DATATYPE_INT_32",
                                                   9: "QNN_DATATYPE_BOOL_8"}, "max_rank": 5},

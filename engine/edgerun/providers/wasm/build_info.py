@@ -9,6 +9,8 @@ files are read as package data, so the engine also runs from its wheel as a zip 
 """
 from __future__ import annotations
 
+from typing import Optional
+
 import functools
 import glob
 import hashlib
@@ -37,7 +39,7 @@ def sources_hash(folder: str = SOURCES_DIR) -> str:
     return h.hexdigest()
 
 
-def load_module_bytes(wasm_path: str = None, stamp_path: str = None,
+def load_module_bytes(wasm_path: Optional[str] = None, stamp_path: Optional[str] = None,
                       sources_dir: str = SOURCES_DIR) -> bytes:
     """The kernels' .wasm bytes, after checking they are the build of the current sources.
     Without paths, the package's own files (from a folder or a zipped wheel)."""

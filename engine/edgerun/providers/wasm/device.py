@@ -16,6 +16,8 @@ recording's pool, and every call, write and read goes through it.
 """
 from __future__ import annotations
 
+from typing import Optional
+
 import threading
 from array import array
 
@@ -226,7 +228,7 @@ class WasmDevice:
         import numpy as np
         return np.frombuffer(data, dtypes.numpy_dtype(t.elem_type)).reshape(t.shape)
 
-    def ints(self, t) -> tuple:
+    def ints(self, t) -> Optional[tuple]:
         """The values of a small integer tensor (shape, axes, indices) as Python ints."""
         if t is None:
             return None
@@ -287,7 +289,7 @@ class DeviceValue(HostTensor):
         self.elem_type = source.elem_type
         self.shape = source.shape
         self.source = source
-        self._data = None
+        self._data: Optional[bytearray] = None
 
     @property
     def data(self) -> bytearray:

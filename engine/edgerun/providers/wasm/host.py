@@ -16,10 +16,12 @@ inside Pyodide over the JS engine's own `WebAssembly`: synchronous `new WebAssem
 """
 from __future__ import annotations
 
+from typing import Any
+
 import atexit
 import ctypes
 
-_EXITING = []          # set at interpreter exit: the runtime may be gone, frees are skipped
+_EXITING: list = []    # set at interpreter exit: the runtime may be gone, frees are skipped
 atexit.register(_EXITING.append, True)
 
 
@@ -70,7 +72,7 @@ class WasmtimeHost(WasmHost):
         self._store = wasmtime.Store(self._engine)
         instance = wasmtime.Instance(self._store, module, [])
         exports = instance.exports(self._store)
-        self._memory = exports["memory"]
+        self._memory: Any = exports["memory"]
         store = self._store
         self._calls = {e.name: _bind(exports[e.name], store) for e in module.exports
                        if isinstance(exports[e.name], wasmtime.Func)}

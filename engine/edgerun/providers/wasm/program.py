@@ -143,7 +143,7 @@ class Recorder:
     def own_inputs(self, inputs) -> list:
         """The program's own copy of each input tensor (not logged: replays copy the new
         inputs in themselves)."""
-        owned = []
+        owned: list = []
         for t in inputs:
             if t is None:
                 owned.append(None)

@@ -13,6 +13,8 @@ choice anyway, and host copies are numpy arrays that a recording cannot follow.
 """
 from __future__ import annotations
 
+from typing import Optional
+
 import sys
 
 from ... import custom_ops
@@ -51,7 +53,7 @@ class WasmProvider(ExecutionProvider):
             return False, str(e)
         return True, ""
 
-    def __init__(self, options: dict = None, host_factory=None):
+    def __init__(self, options: Optional[dict] = None, host_factory=None):
         super().__init__(options)
         self.dev = WasmDevice(host_factory or self.default_host())
         self._constants: dict = {}     # id(initializer bytes) -> [those bytes, device copy]

@@ -11,13 +11,15 @@ https://webassembly.github.io/spec/core/binary/modules.html).
 """
 from __future__ import annotations
 
+from typing import Optional
+
 VALUE_TYPES = {0x7F: "i32", 0x7E: "i64", 0x7D: "f32", 0x7C: "f64", 0x7B: "v128",
                0x70: "funcref", 0x6F: "externref"}
 TYPE, IMPORT, FUNCTION, EXPORT = 1, 2, 3, 7
 
 
 class _Reader:
-    def __init__(self, data: bytes, pos: int = 0, end: int = None):
+    def __init__(self, data: bytes, pos: int = 0, end: Optional[int] = None):
         self.data, self.pos = data, pos
         self.end = len(data) if end is None else end
 

@@ -80,6 +80,7 @@ class GpuDevice:
     """Interface; see the module docstring. Sizes are in bytes."""
 
     description = ""              # adapter, for messages and explain()
+    adapter_type = ""             # the adapter's type ("CPU" for lavapipe, SwiftShader)
     backend = ""                  # "Vulkan", "Metal", "D3D12", "GL", "browser"
     params_alignment = 256        # alignment of each dispatch's params slice
 

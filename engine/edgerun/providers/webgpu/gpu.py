@@ -7,6 +7,8 @@ are cached by (family, kernel, substitutions); buffers come from the size-class 
 """
 from __future__ import annotations
 
+from typing import Optional
+
 import struct
 import threading
 from collections import OrderedDict
@@ -32,7 +34,7 @@ ADOPTABLE = {dtypes.FLOAT: "float32", dtypes.INT32: "int32", dtypes.UINT32: "uin
 
 
 class GpuContext:
-    def __init__(self, device: GpuDevice, shaders: ShaderLibrary = None):
+    def __init__(self, device: GpuDevice, shaders: Optional[ShaderLibrary] = None):
         self.device = device
         self.shaders = shaders or ShaderLibrary()
         self.pool = BufferPool(device)
@@ -40,9 +42,10 @@ class GpuContext:
         self._pipelines: dict = {}
         self._pending: list = []
         self._params = bytearray()
-        self._zeros = None
+        self._zeros: Optional[GpuTensor] = None
         self._constants: dict = {}     # key -> GpuTensor uploaded once (attribute vectors)
-        self._small = OrderedDict()    # id -> (host value, its bytes, GpuTensor): upload_small
+        # id -> (host value, its bytes, GpuTensor): upload_small
+        self._small: OrderedDict = OrderedDict()
         self.label = ""            # the node being run, for error messages
         self.fallback_log: list = []   # the last nodes that ran on the CPU instead, and why
         self.stats = {"dispatches": 0, "flushes": 0, "uploads": 0, "downloads": 0,
@@ -186,7 +189,7 @@ class GpuContext:
         return found
 
     def dispatch(self, family: str, kernel: str, out: GpuTensor, inputs: list, params: list,
-                 threads: int, subs: dict = None) -> GpuTensor:
+                 threads: int, subs: Optional[dict] = None) -> GpuTensor:
         """Record kernel `family/kernel` writing `out` from `inputs`, `threads` work items.
 
         `params` follows the kernel's documented layout: Python floats are stored as f32,

@@ -9,11 +9,14 @@ both kinds, so the kernels never import numpy.
 """
 from __future__ import annotations
 
+from typing import Any
+
 from array import array
 
 from ...ir import dtypes
 from ...ir.host_tensor import HostTensor
 
+np: Any
 try:
     import numpy as np
 except ImportError:          # Pyodide without numpy

@@ -105,7 +105,8 @@ class GpuTensor:
     (stored as u32 0/1) or "uint32"; `wgsl` is the type kernels read it as."""
     __slots__ = ("alloc", "shape", "dtype", "host")
 
-    def __init__(self, alloc: Allocation, shape: tuple, dtype="float32", host=None):
+    def __init__(self, alloc: "Allocation | ForeignAllocation", shape: tuple,
+                 dtype="float32", host=None):
         self.alloc = alloc
         self.shape = tuple(int(d) for d in shape)
         if not isinstance(dtype, str):      # a numpy dtype or scalar type

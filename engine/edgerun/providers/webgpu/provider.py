@@ -17,6 +17,8 @@ pure-Python versions, and a node the GPU kernel refuses is an error that names i
 """
 from __future__ import annotations
 
+from typing import Optional
+
 import sys
 import threading
 
@@ -33,7 +35,7 @@ from .kernels import lookup
 from .kernels.registry import Unsupported
 from .memory import SMALL_MIRROR, GpuTensor, GpuTensorParts
 
-_shared = {"context": None, "problem": None}
+_shared: dict = {"context": None, "problem": None}
 _shared_lock = threading.Lock()
 IN_BROWSER = sys.platform == "emscripten"
 
@@ -53,10 +55,11 @@ def shared_context() -> GpuContext:
     with _shared_lock:
         if _shared["context"] is None:
             if IN_BROWSER:
-                from .browser_device import BrowserDevice as Device
+                from .browser_device import BrowserDevice
+                _shared["context"] = GpuContext(BrowserDevice())
             else:
-                from .wgpu_device import WgpuDevice as Device
-            _shared["context"] = GpuContext(Device())
+                from .wgpu_device import WgpuDevice
+                _shared["context"] = GpuContext(WgpuDevice())
         return _shared["context"]
 
 
@@ -99,7 +102,7 @@ class WebGpuProvider(ExecutionProvider):
             return False
         return shared_context().device.adapter_type.upper() not in ("CPU", "ADAPTERTYPE.CPU")
 
-    def __init__(self, options: dict = None, context: GpuContext = None):
+    def __init__(self, options: Optional[dict] = None, context: Optional[GpuContext] = None):
         super().__init__(options)
         self.gpu = context or shared_context()
         self.value_types: dict = {}      # name -> ir.TypeInfo, for operators whose check

@@ -7,6 +7,8 @@ by the Python side (an activation expression, a block size). See wgsl_kernels/RE
 """
 from __future__ import annotations
 
+from typing import Optional
+
 import importlib.resources
 import os
 import pathlib
@@ -41,7 +43,7 @@ def _kernel_folder():
 
 
 class ShaderLibrary:
-    def __init__(self, directory: str = None):
+    def __init__(self, directory: Optional[str] = None):
         self.directory = pathlib.Path(directory) if directory else _kernel_folder()
         self._families: dict = {}
 

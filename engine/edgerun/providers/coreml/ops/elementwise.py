@@ -157,7 +157,8 @@ def apply_bounds(ctx, var, low, high, name):
 
 # ---- the activation step of com.edgerun FusedConv / FusedGemm / FusedMatMul ---------------
 
-FUSED_ACTIVATIONS = ("Relu", "LeakyRelu", "Sigmoid", "Tanh", "HardSigmoid", "Clip")
+FUSED_ACTIVATIONS = ("Relu", "LeakyRelu", "Sigmoid", "Tanh", "HardSigmoid", "HardSwish",
+                     "Clip")
 
 
 def check_fused_activation(node, opset):
@@ -183,6 +184,8 @@ def activate(ctx, node, var, name):
     if activation == "HardSigmoid":
         alpha, beta = (params + [0.2, 0.5][len(params):])[:2]
         return mb.sigmoid_hard(x=var, alpha=alpha, beta=beta, name=name)
+    if activation == "HardSwish":     # x * hard_sigmoid(x), as the HardSwish op lowers
+        return mb.mul(x=var, y=mb.sigmoid_hard(x=var, alpha=1.0 / 6, beta=0.5), name=name)
     if activation == "Clip":
         dtype = np.float16 if ctx.types.builtin_to_string(var.dtype) == "fp16" else np.float32
         low = np.asarray(params[0], dtype) if len(params) > 0 else None

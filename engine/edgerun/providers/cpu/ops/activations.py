@@ -17,7 +17,7 @@ from .unary import apply, in_dtype
 
 # exp(-x) of arguments up to these stays finite (exp(88) < 3.4e38): clamping there costs
 # one cheap operation where a numpy errstate context costs several
-_EXP_LIMIT = {np.dtype(np.float32): np.float32(88.0), np.dtype(np.float64): np.float64(709.0)}
+_EXP_LIMIT: dict = {np.dtype(np.float32): np.float32(88.0), np.dtype(np.float64): np.float64(709.0)}
 _SMALL = 512
 
 

@@ -13,9 +13,9 @@ from __future__ import annotations
 import numpy as np
 
 try:
-    from numpy._core.umath import clip as _clip          # numpy 2
+    from numpy._core.umath import clip as _clip  # type: ignore[attr-defined]  # numpy 2
 except ImportError:                                     # pragma: no cover - numpy 1.x
-    from numpy.core.umath import clip as _clip
+    from numpy.core.umath import clip as _clip  # type: ignore[no-redef]
 
 
 _EXTREMES: dict = {}

@@ -99,7 +99,7 @@ def _scan_steps(ctx, body, states: list, inputs: list, input_reversed: list,
     length = lengths.pop() if lengths else 0
     num_states = len(states)
     num_scans = len(body.outputs) - num_states
-    collected = [[] for _ in range(num_scans)]
+    collected: list = [[] for _ in range(num_scans)]
     for t in range(length):
         step_inputs = [x[length - 1 - t] if rev else x[t]
                        for x, rev in zip(inputs, input_reversed)]

@@ -23,6 +23,8 @@ import functools
 import math
 from dataclasses import dataclass
 
+from typing import Optional
+
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
@@ -170,7 +172,7 @@ class TapLayout:
     cropped: bool        # whether the grid is wider than the output
     in_place: bool       # the input itself, flattened, is the only buffer: nothing to copy
     kernel: tuple        # kernel shape
-    tap_steps: tuple     # offset step per kernel axis when the taps form a full grid over
+    tap_steps: Optional[tuple]   # offset step per kernel axis when the taps form a full grid over
                          # one buffer (stride 1, none dropped), else None
 
 
@@ -194,7 +196,8 @@ def tap_layout(in_shape: tuple, kernel: tuple, strides: tuple, dilations: tuple,
         high = min(extent[axis], _ceil_div(in_shape[axis] + begin - phase, s))
         return low, high
 
-    phases, taps = {}, []
+    phases: dict = {}
+    taps: list = []
     for number, position in enumerate(np.ndindex(*kernel)):
         phase = tuple(reach[i][k] % strides[i] for i, k in enumerate(position))
         shift = [reach[i][k] // strides[i] for i, k in enumerate(position)]
@@ -205,7 +208,7 @@ def tap_layout(in_shape: tuple, kernel: tuple, strides: tuple, dilations: tuple,
         index = phases.setdefault(phase, len(phases))
         taps.append((number, index, sum(q * st for q, st in zip(shift, axis_step))))
 
-    copies = []
+    copies: list = []
     for phase in phases:
         destination, source = [], []
         for axis, p in enumerate(phase):
@@ -459,9 +462,9 @@ class ConvPlan:
     geometry: WindowGeometry
     method: str   # "pointwise", "gather", "winograd", "row_mix", "depthwise", "chunked",
     #               "taps", "flat" or "windows"
-    layout: TapLayout = None
-    gather: GatherIndex = None  # channel_gather_index(...) for the "gather" method
-    row_mix: RowMixLayout = None    # for the "row_mix" method
+    layout: Optional[TapLayout] = None
+    gather: Optional[GatherIndex] = None  # channel_gather_index(...) for the "gather" method
+    row_mix: Optional[RowMixLayout] = None    # for the "row_mix" method
 
 
 def _tap_gemms_pay(x_shape, w_shape, group: int, layout: TapLayout) -> bool:

@@ -12,7 +12,8 @@ from __future__ import annotations
 import numpy as np
 
 try:                        # numpy 2: the error state lives in a context variable
-    from numpy._core._ufunc_config import _extobj_contextvar, _make_extobj
+    from numpy._core._ufunc_config import (  # type: ignore[attr-defined]  # private
+        _extobj_contextvar, _make_extobj)
     _IGNORE_ALL = _make_extobj(all="ignore")
 except (ImportError, TypeError):    # pragma: no cover - other numpy versions
     _extobj_contextvar = None

@@ -13,6 +13,8 @@ step.
 """
 from __future__ import annotations
 
+from typing import Any
+
 import functools
 import weakref
 
@@ -59,7 +61,7 @@ class _Cache:
     """
 
     def __init__(self, limit: int = 64):
-        self._entries = {}
+        self._entries: dict = {}
         self._limit = limit
 
     def get(self, ctx, variant, build):
@@ -228,7 +230,7 @@ def scaler(ctx, x, offset=None, scale=None):
     return y
 
 
-def _per_feature(values, features: int, name: str, default: float) -> np.ndarray:
+def _per_feature(values, features: int, name: str, default: float):
     if not values:
         return np.float32(default)
     arr = np.asarray(values, dtype=np.float32)
@@ -987,8 +989,11 @@ class _PathMatrices:
     def _paths_of(forest: "_Forest", root: int):
         """(interior node ids, leaf ids, per leaf its [(node, went true)] path) of one tree,
         or None when the tree revisits a node (shared subtrees, cycles: walked instead)."""
-        inner, leaves, turns, seen = [], [], [], set()
-        stack = [(root, [])]
+        inner: list = []
+        leaves: list = []
+        turns: list = []
+        seen: set = set()
+        stack: list = [(root, [])]
         while stack:
             node, path = stack.pop()
             if node in seen or len(seen) > _PathMatrices.MAX_NODES:
@@ -1052,7 +1057,7 @@ def _forest_from_ids(nodes_treeids, nodes_nodeids, nodes_featureids, nodes_modes
         bad = np.flatnonzero((true_next < 0) | (false_next < 0))[0]
         raise ValueError(f"node {int(node[bad])} of tree {int(tree[bad])} points to a node that "
                          f"does not exist")
-    roots = np.flatnonzero(np.concatenate([[True], tree[1:] != tree[:-1]])) if n else []
+    roots: Any = np.flatnonzero(np.concatenate([[True], tree[1:] != tree[:-1]])) if n else []
     missing = np.zeros(n, dtype=bool)
     if nodes_missing_value_tracks_true:
         m = np.asarray(nodes_missing_value_tracks_true, dtype=np.int64)[:n]
@@ -1177,7 +1182,8 @@ def _split_members(membership_values, count: int) -> list:
         return []
     if membership_values is None:
         raise ValueError("BRANCH_MEMBER nodes need the membership_values attribute")
-    groups, current = [], []
+    groups: list = []
+    current: list = []
     for v in np.asarray(membership_values, dtype=np.float64).reshape(-1).tolist():
         if v != v:
             groups.append(current)

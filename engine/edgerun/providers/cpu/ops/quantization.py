@@ -15,6 +15,8 @@ Conventions shared by every kernel here:
 """
 from __future__ import annotations
 
+from typing import Optional
+
 import math
 
 import numpy as np
@@ -238,7 +240,7 @@ class _Centered:
             values -= np.asarray(zero_point).astype(np.float32)
         self.values = values
         self.peak = float(np.abs(values).max()) if values.size else 0.0
-        self._wide = None
+        self._wide: Optional[np.ndarray] = None
 
     def wide(self) -> np.ndarray:
         if self._wide is None:

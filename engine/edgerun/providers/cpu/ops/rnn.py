@@ -6,6 +6,8 @@ is honoured the way onnxruntime does: a reverse pass reads each batch row backwa
 own last valid step, steps past a row's length leave its state unchanged and write zeros to Y.
 float16/bfloat16 inputs are computed in float32 and cast back.
 """
+from typing import Any
+
 import numpy as np
 
 from ....ir.unary_ops import rnn_activation
@@ -241,7 +243,7 @@ def _plain_gru(ctx, x, w, r, b, initial_h, direction: str, linear_before_reset: 
     hr = np.empty(projected.shape[1:], x.dtype)       # [D, B, 3H]: h @ R (its zr part)
     zr, diff = hr[..., :h2], np.empty(ys.shape[1:], x.dtype)
     z, reset, hidden_part = hr[..., :hidden], hr[..., hidden:h2], hr[..., h2:]
-    rh = None if linear_before_reset else np.empty(ys.shape[1:], x.dtype)
+    rh: Any = None if linear_before_reset else np.empty(ys.shape[1:], x.dtype)
     for t in range(steps):                  # no allocation per step
         xw = projected[t]
         if linear_before_reset:

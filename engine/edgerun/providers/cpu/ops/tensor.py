@@ -316,7 +316,8 @@ def _pad(data, begins: list, ends: list, mode: str, value):
         if before or after:
             padded = _pad_axis_by_slices(data, axis, before, after, mode)
             if padded is None:                  # repeated reflection or wrap: np.pad's job
-                return np.pad(data, [(0, 0)] * axis + widths[axis:], mode=mode)
+                pad_widths = [(0, 0)] * axis + widths[axis:]
+                return np.pad(data, pad_widths, mode=mode)  # type: ignore[call-overload]
             data = padded
     return data
 

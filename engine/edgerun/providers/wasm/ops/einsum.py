@@ -36,7 +36,7 @@ def parse(equation: str, ranks) -> tuple:
     if arrow:
         out = rhs.replace("...", fill)
     else:
-        counts = {}
+        counts: dict = {}
         for letters in operands:
             for c in letters:
                 counts[c] = counts.get(c, 0) + 1
@@ -49,7 +49,7 @@ def diagonal(dev, x, letters: str) -> tuple:
     if len(set(letters)) == len(letters):
         return x, letters
     strides = contiguous_strides(x.shape)
-    keep, shape, steps = "", [], []
+    keep, shape, steps = "", [], []   # type: tuple[str, list, list]
     for i, c in enumerate(letters):
         if c in keep:
             steps[keep.index(c)] += strides[i]
@@ -81,7 +81,7 @@ def contract(dev, a, la: str, b, lb: str, needed: set) -> tuple:
     summed = [c for c in shared if c not in needed]
     own_a = [c for c in la if c not in lb]
     own_b = [c for c in lb if c not in la]
-    size = {}
+    size: dict = {}
     for letters, t in ((la, a), (lb, b)):
         for c, d in zip(letters, t.shape):
             size[c] = max(size.get(c, 1), d)

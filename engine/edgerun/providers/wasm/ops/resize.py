@@ -8,6 +8,8 @@ CPU kernel does, and integer results are rounded and saturated back to their typ
 """
 from __future__ import annotations
 
+from typing import Optional
+
 from array import array
 
 from ....ir import dtypes, resize_rules as rules
@@ -42,7 +44,7 @@ def check_resize(node, opset) -> str:
     return ""
 
 
-def _floats(dev, t) -> list:
+def _floats(dev, t) -> Optional[list]:
     """A small float tensor's values (scales, roi); None when absent or empty."""
     return host_floats(dev, t) if t is not None and t.size else None
 

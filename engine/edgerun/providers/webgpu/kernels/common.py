@@ -1,6 +1,8 @@
 """Helpers shared by the kernel modules: operand conversion and shape/stride arithmetic."""
 from __future__ import annotations
 
+from typing import Optional
+
 from ....ir import dtypes
 from .. import host_values
 from ..gpu import GPU_TYPES
@@ -88,7 +90,7 @@ def gpu_indices(gpu, indices, bounds: list, op: str) -> tuple:
     return gpu.upload_small(indices), shape
 
 
-def host_ints(gpu, value) -> list:
+def host_ints(gpu, value) -> Optional[list]:
     """An integer parameter tensor (shape, axes, pads...) as a list of Python ints."""
     if value is None:
         return None

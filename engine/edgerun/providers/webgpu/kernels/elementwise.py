@@ -5,6 +5,8 @@ attributes become alpha/beta. elementwise.wgsl does the rest.
 """
 from __future__ import annotations
 
+from typing import Optional
+
 from ....ir import dtypes, text_rules
 from ....ir.unary_ops import FLOAT32_MAX, UNARY_OPS, params_of
 from .. import host_values
@@ -43,7 +45,7 @@ COMPARE = {"Equal": "x == y", "Less": "x < y", "LessOrEqual": "x <= y", "Greater
 LOGIC = {"And": "x & y", "Or": "x | y", "Xor": "x ^ y"}     # bool is u32 0 or 1
 
 
-def unary(gpu, x, expr: str, alpha: float = 0.0, beta: float = 0.0, out_dtype: str = None,
+def unary(gpu, x, expr: str, alpha: float = 0.0, beta: float = 0.0, out_dtype: Optional[str] = None,
           dtypes_in=("float32",)):
     """out = EXPR(x). x must be one of `dtypes_in`; out has x's type unless `out_dtype`."""
     x = as_gpu(gpu, x) if dtypes_in == ("float32",) else as_gpu_any(gpu, x)
@@ -55,7 +57,7 @@ def unary(gpu, x, expr: str, alpha: float = 0.0, beta: float = 0.0, out_dtype: s
 
 
 def binary(gpu, a, b, expr: str, cast_b: bool = False, dtypes_in=("float32",),
-           out_dtype: str = None, alpha: float = 0.0, beta: float = 0.0):
+           out_dtype: Optional[str] = None, alpha: float = 0.0, beta: float = 0.0):
     """out = EXPR(x, y) with numpy broadcasting; both inputs of one type among `dtypes_in`
     (int32 and int64 mix: both are int32 words)."""
     if dtypes_in == ("float32",):

@@ -242,7 +242,8 @@ NEAREST_MODES = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
 ASPECT_POLICIES = ("stretch", "not_larger", "not_smaller")
 STATIC_TAPS = 4        # tap counts up to this compile into the kernel (antialias: params)
 TAPS_CACHE = 64        # per GPU context: Resize geometries whose taps stay uploaded
-_taps_caches = weakref.WeakKeyDictionary()      # GpuContext -> OrderedDict (LRU)
+# GpuContext -> OrderedDict (LRU)
+_taps_caches: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def _text(node, name, default):

@@ -22,7 +22,8 @@ class GpuOp:
 OPS: dict = {}   # (domain, op_type) -> GpuOp
 
 
-def gpu_op(*op_types: str, domain: str = "", check: Callable = None, host_only: bool = False,
+def gpu_op(*op_types: str, domain: str = "", check: Optional[Callable] = None,
+           host_only: bool = False,
            typed: bool = False):
     def register(fn):
         for op in op_types:
