@@ -18,6 +18,8 @@ fixes them: phone runtimes want static shapes.
 """
 from __future__ import annotations
 
+from typing import Optional
+
 import html
 import json
 import os
@@ -54,7 +56,7 @@ def templates_dir() -> str:
 
 
 def pack(model_path: str, target: str, out: str, force: bool = False,
-         input_shapes: dict = None, log=None) -> dict:
+         input_shapes: Optional[dict] = None, log=None) -> dict:
     """Write the app folder `out` for `target`; returns the manifest written.
 
     Everything is written into a fresh folder beside `out` and moved there at the end, so a

@@ -4,6 +4,8 @@ MinMaxCalibrater computes them with ReduceMin/ReduceMax nodes in onnxruntime.
 """
 from __future__ import annotations
 
+from typing import Any, Optional
+
 import abc
 import copy
 import math
@@ -94,7 +96,8 @@ def value_types(model: ir.Model) -> dict:
     from ..shape_inference import infer_shapes
 
     g = model.graph
-    types = {}
+    types: dict = {}
+    inferred: Any
     try:
         inferred = infer_shapes(model)
     except Exception:     # noqa: BLE001 - inference failed: the declared types only
@@ -128,13 +131,13 @@ class MinMaxCalibrater:
         self.providers = providers
         self.types = types if types is not None else value_types(model)
         self.tensors = self.select_tensors_to_calibrate()
-        self.batches = []                 # per batch: {name: (min, max)}
-        self.calibrate_tensors_range = None
-        self._session = None
+        self.batches: list = []           # per batch: {name: (min, max)}
+        self.calibrate_tensors_range: Optional[TensorsData] = None
+        self._session: Any = None
 
     def select_tensors_to_calibrate(self) -> list:
         g = self.model.graph
-        out = {}
+        out: dict = {}
         for n in g.nodes:
             if self.op_types and n.op_type not in self.op_types:
                 continue
@@ -186,7 +189,7 @@ class MinMaxCalibrater:
         self.compute_data()
         self.batches = []
 
-    def compute_data(self) -> TensorsData:
+    def compute_data(self) -> Optional[TensorsData]:
         if not self.batches:
             return self.calibrate_tensors_range
         pairs = {}

@@ -84,10 +84,10 @@ class DynamicQuantizer:
         self.matmul_const_b_only = extra.get("MatMulConstBOnly", True)
         # value -> (quantized name, zero point name, scale name, axis): quantized weights, and
         # values Gather and Transpose produce in 8 bits (onnxruntime's quantized_value_map)
-        self.quantized = {}
-        self.new_nodes = []
-        self.by_name = {}        # names of the nodes written so far (onnxruntime looks them up)
-        self._types = {}         # value -> element type (for MatMul with a computed B)
+        self.quantized: dict = {}
+        self.new_nodes: list = []
+        self.by_name: dict = {}  # names of the nodes written so far (onnxruntime looks them up)
+        self._types: dict = {}   # value -> element type (for MatMul with a computed B)
         initializers = set(self.g.initializers)
         # values some node writes (or graph inputs): a quantized one needs no DequantizeLinear
         self.generated = {v.name for v in self.g.inputs if v.name not in initializers}
@@ -190,7 +190,7 @@ class DynamicQuantizer:
             return False
         if b not in self.g.initializers and not (self._is_float(a) or self._is_float(b)):
             return False
-        nodes = []
+        nodes: list = []
         qa = self._quantize_input(a, nodes, as_weight=False)
         qb = self._quantize_input(b, nodes, as_weight=True, per_channel_axis=-1,
                                   reduce_range=True)
@@ -217,7 +217,7 @@ class DynamicQuantizer:
         elif has_bias:
             # onnxruntime refuses this (the bias reshape needs the weight's rank): kept float
             return False
-        nodes = []
+        nodes: list = []
         qx = self._quantize_input(x, nodes, as_weight=False)
         qw = self._quantize_input(w, nodes, as_weight=True, reduce_range=self.reduce_range)
         out = n.outputs[0]
@@ -250,7 +250,7 @@ class DynamicQuantizer:
         data = n.inputs[0]
         if not self._is_float_initializer(data):
             return False
-        nodes = []
+        nodes: list = []
         q_data, zp_name, scale_name = self._quantize_input(data, nodes, as_weight=False)
         out = n.outputs[0]
         self.quantized[out] = (out + "_quantized", zp_name, scale_name, None)

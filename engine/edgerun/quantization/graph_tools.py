@@ -93,7 +93,7 @@ def node(op_type: str, inputs, outputs, name: str = "", domain: str = "", **attr
 def outer_names(g: ir.Graph) -> set:
     """Names a subgraph reads from enclosing graphs."""
     local = {v.name for v in g.inputs} | set(g.initializers)
-    used = set()
+    used: set = set()
     for n in g.nodes:
         local.update(o for o in n.outputs if o)
     for n in g.nodes:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import logging
 import warnings
-from typing import ClassVar
+from typing import ClassVar, Optional
 
 from .. import ir
 from ..ir import dtypes
@@ -157,7 +157,7 @@ class QDQQuantizer:
 
         self.marked: dict = {}              # tensor -> _Marked, in marking order
         self.biases: dict = {}              # bias -> (node name, input, weight, beta)
-        self.nodes_to_remove = []
+        self.nodes_to_remove: list = []
         self.quantized: dict = {}           # tensor -> _QValue
         self.producing_dq: dict = {}        # tensor -> DequantizeLinear already in the model
         self.params = self._graph_quant_params()
@@ -646,7 +646,7 @@ class QDQQuantizer:
                                      name + "_DequantizeLinear"))
         self.quantized[name] = _QValue(dq_output, scale_name, zp_name)
 
-    def _scale_of(self, name: str) -> list:
+    def _scale_of(self, name: str) -> Optional[list]:
         qv = self.quantized.get(name)
         scale_name = qv.scale_name if qv is not None else None
         if scale_name is None and name in self.producing_dq:

@@ -17,6 +17,8 @@ opt-in that SessionOptions.register_custom_ops_library is in Python.
 """
 from __future__ import annotations
 
+from typing import Optional
+
 import importlib
 import pkgutil
 
@@ -119,7 +121,7 @@ class WebSession:
                 "outputMetadata": meta(self.session.get_outputs()),
                 "explain": self.session.explain(), "webgpu": self.webgpu is not None}
 
-    def run(self, feeds: list, output_names: list = None, signal=None) -> list:
+    def run(self, feeds: list, output_names: Optional[list] = None, signal=None) -> list:
         """feeds: [(name, type, dims, bytes or strs)] -> the same for the outputs; `signal`: a
         JavaScript AbortSignal whose abort stops the run before its next node."""
         names = list(output_names) if output_names else self.output_names
@@ -148,6 +150,7 @@ class WebSession:
         for name, value in zip(names, binding.get_outputs()):
             if name in self.gpu_outputs:
                 code = value.element_type()
+                assert self.webgpu is not None     # gpu_outputs are only set with it
                 buffer = self.webgpu.gpu.export(value._value, code)
                 results.append((name, _web_name(name, code), value.shape(), buffer, GPU_BUFFER))
             else:
