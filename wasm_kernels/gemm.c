@@ -128,22 +128,12 @@ static inline __attribute__((always_inline)) void micro_4x8_with(
             C[i * ldc + j] = (accumulate ? C[i * ldc + j] : 0.0f) + tile[i * NR + j];
 }
 
-static void micro_4x8_splat(i32 kc, const float *a, const float *b, float *C, i32 ldc, i32 mr,
-                            i32 nr, i32 accumulate) {
-    micro_4x8_with(kc, a, b, C, ldc, mr, nr, accumulate, 1);
-}
-
-static void micro_4x8_shuffle(i32 kc, const float *a, const float *b, float *C, i32 ldc,
-                              i32 mr, i32 nr, i32 accumulate) {
-    micro_4x8_with(kc, a, b, C, ldc, mr, nr, accumulate, 0);
-}
-
 static void micro_4x8(i32 kc, const float *a, const float *b, float *C, i32 ldc, i32 mr, i32 nr,
                       i32 accumulate) {
     if (splat_loads)
-        micro_4x8_splat(kc, a, b, C, ldc, mr, nr, accumulate);
+        micro_4x8_with(kc, a, b, C, ldc, mr, nr, accumulate, 1);
     else
-        micro_4x8_shuffle(kc, a, b, C, ldc, mr, nr, accumulate);
+        micro_4x8_with(kc, a, b, C, ldc, mr, nr, accumulate, 0);
 }
 
 /* Fewer rows than one micro-tile (batch-1 fully connected layers): stream B once, unpacked.
@@ -391,22 +381,12 @@ static inline __attribute__((always_inline)) void imicro_4x8_with(
                                         (uint32_t)tile[i * NR + j]);
 }
 
-static void imicro_4x8_splat(i32 pairs, const int16_t *a, const int16_t *b, i32 *C, i32 ldc,
-                             i32 mr, i32 nr, i32 accumulate) {
-    imicro_4x8_with(pairs, a, b, C, ldc, mr, nr, accumulate, 1);
-}
-
-static void imicro_4x8_shuffle(i32 pairs, const int16_t *a, const int16_t *b, i32 *C, i32 ldc,
-                               i32 mr, i32 nr, i32 accumulate) {
-    imicro_4x8_with(pairs, a, b, C, ldc, mr, nr, accumulate, 0);
-}
-
 static void imicro_4x8(i32 pairs, const int16_t *a, const int16_t *b, i32 *C, i32 ldc, i32 mr,
                        i32 nr, i32 accumulate) {
     if (splat_loads)
-        imicro_4x8_splat(pairs, a, b, C, ldc, mr, nr, accumulate);
+        imicro_4x8_with(pairs, a, b, C, ldc, mr, nr, accumulate, 1);
     else
-        imicro_4x8_shuffle(pairs, a, b, C, ldc, mr, nr, accumulate);
+        imicro_4x8_with(pairs, a, b, C, ldc, mr, nr, accumulate, 0);
 }
 
 EXPORT void er_igemm(i32 M, i32 N, i32 K, const void *A, i32 ta, i32 rsa, i32 csa,

@@ -26,17 +26,33 @@ static inline v128_t load_every(const float *p, i32 sw) {
     return wasm_i32x4_shuffle(wasm_v128_load(p), wasm_v128_load(p + 4), 0, 2, 4, 6);
 }
 
-/* out[ox] = max(out[ox], row[ox * sw + x0]) for ox in [lo, hi); NaN wins, as in the scalar
- * rule below and f32x4.max */
-static void max_into(float *out, const float *row, i32 x0, i32 sw, i32 w, i32 lo, i32 hi) {
+/* out[ox] = max(out[ox], row[ox * sw + x0]) (`max`; NaN wins, as in f32x4.max) or
+ * out[ox] += row[ox * sw + x0], for ox in [lo, hi): vectors for strides 1 and 2, elements
+ * otherwise and at the end. `max` is a constant in each caller. */
+static inline __attribute__((always_inline)) void row_into(float *out, const float *row,
+                                                           i32 x0, i32 sw, i32 w, i32 lo,
+                                                           i32 hi, const int max) {
     i32 ox = lo;
     if (sw <= 2)
-        for (; ox + 4 <= hi && (ox + 3) * sw + x0 + sw - 1 < w; ox += 4)
-            wasm_v128_store(out + ox, wasm_f32x4_max(wasm_v128_load(out + ox),
-                                                     load_every(row + ox * sw + x0, sw)));
+        for (; ox + 4 <= hi && (ox + 3) * sw + x0 + sw - 1 < w; ox += 4) {
+            v128_t o = wasm_v128_load(out + ox), v = load_every(row + ox * sw + x0, sw);
+            wasm_v128_store(out + ox, max ? wasm_f32x4_max(o, v) : wasm_f32x4_add(o, v));
+        }
     for (; ox < hi; ox++) {
-        float v = row[ox * sw + x0], best = out[ox];
-        out[ox] = v > best || v != v ? v : best;
+        float v = row[ox * sw + x0], o = out[ox];
+        out[ox] = max ? (v > o || v != v ? v : o) : o + v;
+    }
+}
+
+/* The output columns [all_lo, all_hi) whose every window column falls in [lo, hi) */
+static void every_tap_inside(const PoolShape *s, i32 lo, i32 hi, i32 *all_lo, i32 *all_hi) {
+    *all_lo = 0;
+    *all_hi = s->ow;
+    for (i32 j = 0; j < s->kw; j++) {
+        i32 first, last;
+        inside_outputs(j * s->dw - s->pl - lo, s->sw, hi - lo, s->ow, &first, &last);
+        *all_lo = max_i32(*all_lo, first);
+        *all_hi = min_i32(*all_hi, last);
     }
 }
 
@@ -46,13 +62,8 @@ static void max_into(float *out, const float *row, i32 x0, i32 sw, i32 w, i32 lo
  * columns outside every window column's inside range). */
 EXPORT void er_maxpool2d(const float *x, float *y) {
     PoolShape s = pool_shape();
-    i32 all_lo = 0, all_hi = s.ow;        /* the columns every window column reaches */
-    for (i32 j = 0; j < s.kw; j++) {
-        i32 lo, hi;
-        inside_outputs(j * s.dw - s.pl, s.sw, s.w, s.ow, &lo, &hi);
-        all_lo = max_i32(all_lo, lo);
-        all_hi = min_i32(all_hi, hi);
-    }
+    i32 all_lo, all_hi;                   /* the columns every window column reaches */
+    every_tap_inside(&s, 0, s.w, &all_lo, &all_hi);
     for (i32 p = 0; p < s.planes; p++) {
         const float *xp = x + (size_t)p * s.h * s.w;
         for (i32 oy = 0; oy < s.oh; oy++) {
@@ -66,7 +77,7 @@ EXPORT void er_maxpool2d(const float *x, float *y) {
                 for (i32 j = 0; j < s.kw; j++) {
                     i32 x0 = j * s.dw - s.pl, lo, hi;
                     inside_outputs(x0, s.sw, s.w, s.ow, &lo, &hi);
-                    max_into(out, xp + (size_t)yy * s.w, x0, s.sw, s.w, lo, hi);
+                    row_into(out, xp + (size_t)yy * s.w, x0, s.sw, s.w, lo, hi, 1);
                 }
             }
             for (i32 ox = 0; ox < s.ow; ox++) {
@@ -83,16 +94,6 @@ EXPORT void er_maxpool2d(const float *x, float *y) {
             }
         }
     }
-}
-
-/* out[ox] += row[ox * sw + x0] for ox in [lo, hi) */
-static void add_into(float *out, const float *row, i32 x0, i32 sw, i32 w, i32 lo, i32 hi) {
-    i32 ox = lo;
-    if (sw <= 2)
-        for (; ox + 4 <= hi && (ox + 3) * sw + x0 + sw - 1 < w; ox += 4)
-            wasm_v128_store(out + ox, wasm_f32x4_add(wasm_v128_load(out + ox),
-                                                     load_every(row + ox * sw + x0, sw)));
-    for (; ox < hi; ox++) out[ox] += row[ox * sw + x0];
 }
 
 /* How many of the k taps start, start + step, ... fall in [lo, hi) */
@@ -114,13 +115,8 @@ EXPORT void er_avgpool2d(const float *x, float *y) {
     PoolShape s = pool_shape();
     i32 row_lo = s.include_pad ? -s.pt : 0, row_hi = s.include_pad ? s.h + s.pb : s.h;
     i32 col_lo = s.include_pad ? -s.pl : 0, col_hi = s.include_pad ? s.w + s.pr : s.w;
-    i32 all_lo = 0, all_hi = s.ow;       /* the columns whose every window column counts */
-    for (i32 j = 0; j < s.kw; j++) {
-        i32 lo, hi;
-        inside_outputs(j * s.dw - s.pl - col_lo, s.sw, col_hi - col_lo, s.ow, &lo, &hi);
-        all_lo = max_i32(all_lo, lo);
-        all_hi = min_i32(all_hi, hi);
-    }
+    i32 all_lo, all_hi;                  /* the columns whose every window column counts */
+    every_tap_inside(&s, col_lo, col_hi, &all_lo, &all_hi);
     for (i32 p = 0; p < s.planes; p++) {
         const float *xp = x + (size_t)p * s.h * s.w;
         for (i32 oy = 0; oy < s.oh; oy++) {
@@ -133,7 +129,7 @@ EXPORT void er_avgpool2d(const float *x, float *y) {
                 for (i32 j = 0; j < s.kw; j++) {
                     i32 x0 = j * s.dw - s.pl, lo, hi;
                     inside_outputs(x0, s.sw, s.w, s.ow, &lo, &hi);
-                    add_into(out, xp + (size_t)yy * s.w, x0, s.sw, s.w, lo, hi);
+                    row_into(out, xp + (size_t)yy * s.w, x0, s.sw, s.w, lo, hi, 0);
                 }
             }
             i32 rows = taps(y0, s.dh, s.kh, row_lo, row_hi);

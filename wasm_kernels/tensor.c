@@ -70,8 +70,6 @@ static void cast_narrow(void *dst, i32 i, i32 to, double v, i32 flags) {
                                                       saturate);
 }
 
-/* n elements from type `from` to type `to`, float8 targets as `flags` say; returns -1 for a
- * type it does not know. */
 /* f16_to_f32 on four halves (in the low 16 bits of each lane), bit for bit */
 static inline v128_t f16x4_to_f32x4(v128_t h) {
     v128_t u = wasm_i32x4_shl(wasm_v128_and(h, wasm_i32x4_splat(0x7fff)), 13);
@@ -101,6 +99,8 @@ static inline v128_t f32x4_to_f16x4(v128_t f, int *ok) {
     return wasm_v128_or(v, sign);
 }
 
+/* n elements from type `from` to type `to`, float8 targets as `flags` say; returns -1 for a
+ * type it does not know. */
 EXPORT i32 er_cast(const void *src, void *dst, i32 n, i32 from, i32 to, i32 flags) {
     if (!known_type(from) || !known_type(to)) return -1;
     if (flags && (small_float(to) || to == T_F8E8M0)) {

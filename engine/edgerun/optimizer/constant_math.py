@@ -26,10 +26,9 @@ import operator
 from .. import ir
 from ..ir import dtypes
 from ..ir.host_tensor import HostTensor
-from .graph_edit import PassContext, element_type
+from .graph_edit import FLOAT_TYPES, PassContext, element_type
 
 OPSET = 13     # of the nodes built here (their kernels, not the model's operators)
-HOST_FLOATS = frozenset({dtypes.FLOAT, dtypes.DOUBLE, dtypes.FLOAT16})
 SMALL = 1024   # elements computed in Python; above that, by the kernels
 _BINARY = {"Add": operator.add, "Sub": operator.sub, "Mul": operator.mul,
            "Div": operator.truediv}
@@ -48,7 +47,7 @@ class ConstantMath:
             return x
         if self.ctx.has_numpy:
             return x.astype(dtypes.numpy_dtype(elem_type))
-        if elem_type in HOST_FLOATS:
+        if elem_type in FLOAT_TYPES:
             done = _on_host(None, [x], elem_type)
             if done is not None:
                 return done
@@ -148,7 +147,7 @@ def _on_host(fn, inputs: list, out_type: int):
     """fn over the elements of small float HostTensors (same shapes, or one value beside a
     tensor of at least its rank), as `out_type` (fn None: the values as they are, a cast);
     None where the kernels must compute it."""
-    if any(t.size > SMALL or t.elem_type not in HOST_FLOATS for t in inputs):
+    if any(t.size > SMALL or t.elem_type not in FLOAT_TYPES for t in inputs):
         return None
     shape = max((t.shape for t in inputs), key=len)
     if any(t.shape != shape and (t.size != 1 or len(t.shape) > len(shape)) for t in inputs):

@@ -203,11 +203,6 @@ class GraphView:
             return None
         return float(flat_values(value)[0])
 
-    def element_bits(self, name: str) -> int:
-        """The width of one element of constant `name`, in bits (0 if it is no constant)."""
-        value = self.constant(name)
-        return 0 if value is None else ir.dtypes.elem_type(element_type(value)).bits
-
     def elem_type_of_constant(self, name: str) -> int:
         t = self.graph.initializers.get(name)
         if t is None and self.constant(name) is not None:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import Optional
 
+from ..ir import dtypes
 from .constant_math import ConstantMath, Unfoldable
 from .graph_edit import FLOAT_TYPES, GraphView, element_type, is_onnx
 
@@ -29,7 +30,8 @@ def constant_close_to(view: GraphView, name: str, target: float) -> bool:
     value = view.scalar(name)
     if value is None:
         return False
-    rel = 1e-3 if view.element_bits(name) == 16 else 1e-4
+    bits = dtypes.elem_type(view.elem_type_of_constant(name)).bits
+    rel = 1e-3 if bits == 16 else 1e-4
     return close_to(value, target, rel)
 
 
