@@ -90,6 +90,115 @@ def test_real_model_in_pyodide_matches_cpu_provider(pyodide_results, name):
     assert_matches_cpu(name, pyodide_results[name])
 
 
+# Runs under Node through the JavaScript API: one session on ["wasm"], the job's runs in turn
+# (feeds as [name, type, dims, base64]); prints each run's outputs (base64) or error, and how
+# many runs entered Python (bridge.WebSession.run, counted inside Pyodide).
+PAGE_REPLAY_JS = r"""
+import { readFileSync } from "node:fs";
+import { InferenceSession, Tensor } from "ROOT/web/index.js";
+import { getRuntime } from "ROOT/web/runtime.js";
+const job = JSON.parse(readFileSync(process.argv[2], "utf8"));
+const TYPED = { float32: Float32Array, int64: BigInt64Array };
+const tensor = ([name, type, dims, b64]) => {
+  const bytes = new Uint8Array(Buffer.from(b64, "base64"));
+  return [name, new Tensor(type, new TYPED[type](bytes.buffer), dims)];
+};
+const session = await InferenceSession.create(new Uint8Array(readFileSync(job.model)),
+                                              { executionProviders: ["wasm"] });
+const { pyodide } = await getRuntime();
+pyodide.runPython(`
+from edgerun.web import bridge
+python_runs = [0]
+_run = bridge.WebSession.run
+def counted(self, *args):
+    python_runs[0] += 1
+    return _run(self, *args)
+bridge.WebSession.run = counted`);
+const runs = [];
+for (const { feeds, fetches } of job.runs) {
+  try {
+    const out = await session.run(Object.fromEntries(feeds.map(tensor)), fetches ?? undefined);
+    runs.push(Object.fromEntries(Object.entries(out).map(([name, t]) => [name,
+      [[...t.dims], Buffer.from(t.data.buffer, t.data.byteOffset, t.data.byteLength).toString("base64")]])));
+  } catch (e) {
+    runs.push(String(e.message));
+  }
+}
+console.log(JSON.stringify({ runs, python_runs: pyodide.runPython("python_runs[0]") }));
+"""
+
+
+def test_page_replays_recorded_programs_without_entering_python(wheel, tmp_path):
+    """After a run records its program, the page replays it itself (web/replay.js): runs
+    with the same feed signature do not enter Python and give the same outputs; a new
+    signature (other dims, other values of a small integer feed the recording read) goes
+    through Python and is replayed in the page from its second run; a program that fails
+    (a Gather index out of range) goes to Python, which names the node; output subsets and
+    every output match numpy."""
+    need(shutil.which("node") is not None, "node", "apt-get install nodejs (Node 20)")
+    need(os.path.exists(PYODIDE), "the pyodide npm package", "npm ci (package.json pins 314.0.7)")
+    import base64
+
+    from onnx import TensorProto as T
+    from onnx import helper
+
+    nodes = [helper.make_node("Gather", ["x", "i"], ["y"], name="pick"),
+             helper.make_node("Reshape", ["y", "s"], ["z"], name="fold")]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", T.FLOAT, [None]),
+                                           helper.make_tensor_value_info("i", T.INT64, [80]),
+                                           helper.make_tensor_value_info("s", T.INT64, [2])],
+                              [helper.make_tensor_value_info("y", T.FLOAT, None),
+                               helper.make_tensor_value_info("z", T.FLOAT, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    (tmp_path / "m.onnx").write_bytes(model.SerializeToString())
+
+    rng = np.random.default_rng(0)
+    good = rng.integers(0, 5, 80).astype(np.int64)
+    bad = good.copy()
+    bad[70] = 9
+
+    def feeds(x, i, s):
+        def item(name, a):
+            kind = "float32" if a.dtype == np.float32 else "int64"
+            return [name, kind, list(a.shape), base64.b64encode(a.tobytes()).decode()]
+        return [item("x", x), item("i", i), item("s", np.array(s, np.int64))]
+
+    x5, x7 = rng.random(5, np.float32), rng.random(7, np.float32)
+    runs = [
+        (feeds(x5, good, [8, 10]), None),        # records (Python)
+        (feeds(x5 * 2, good, [8, 10]), None),    # page replay
+        (feeds(x5 * 3, good, [10, 8]), None),    # new values of s: Python records
+        (feeds(x5 * 4, good, [10, 8]), ["z"]),   # page replay, one output
+        (feeds(x5 * 5, bad, [8, 10]), None),     # page replay fails: Python names the node
+        (feeds(x5 * 6, good, [8, 10]), None),    # page replay again
+        (feeds(x7, good, [8, 10]), None),        # other dims of x: Python records
+        (feeds(x7 * 2, good, [8, 10]), None),    # page replay
+    ]
+    job = tmp_path / "job.json"
+    job.write_text(json.dumps({"model": str(tmp_path / "m.onnx"),
+                               "runs": [{"feeds": f, "fetches": n} for f, n in runs]}))
+    script = tmp_path / "replay.mjs"
+    script.write_text(PAGE_REPLAY_JS.replace("ROOT", ROOT))
+    done = subprocess.run(["node", str(script), str(job)], cwd=ROOT, capture_output=True,
+                          text=True, timeout=NODE_TIMEOUT_S)
+    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    for k, ((fed, names), got) in enumerate(zip(runs, result["runs"])):
+        x, i, s = (np.frombuffer(base64.b64decode(f[3]), np.float32 if f[1] == "float32"
+                                 else np.int64) for f in fed)
+        if k == 4:
+            assert isinstance(got, str) and "pick" in got and "(position 70) is out of range" \
+                in got, got
+            continue
+        expected = {"y": x[i], "z": x[i].reshape(s)}
+        assert sorted(got) == sorted(names or expected), (k, sorted(got))
+        for name, (dims, data) in got.items():
+            value = np.frombuffer(base64.b64decode(data), np.float32).reshape(dims)
+            np.testing.assert_array_equal(value, expected[name], err_msg=f"run {k}: {name}")
+    assert result["python_runs"] == 4, result["python_runs"]   # runs 0, 2, 4 and 6
+
+
 def test_wheel_carries_the_kernels(wheel):
     with zipfile.ZipFile(wheel) as z:
         names = set(z.namelist())

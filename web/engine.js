@@ -1,6 +1,7 @@
 // A session in this thread's Pyodide (engine/edgerun/web/bridge.py). index.js uses it
 // directly, or through worker.js inside a Web Worker; either way values cross as
 // [name, type, dims, bytes or strings] and errors carry Python's message.
+import { ProgramReplays } from "./replay.js";
 import { applyCustomOps, env, getRuntime, mark, readBytes } from "./runtime.js";
 
 // With JSPI (Chromium), Python may wait on JavaScript promises (WebGPU buffer maps) while it
@@ -14,6 +15,8 @@ async function callPython(fn, ...args) {
 export class PythonSession {
   #session;
   #pyodide;
+  #replays = new ProgramReplays();   // runs replayed without entering Python (replay.js)
+  #inPython = false;
 
   constructor(pyodide, session, info) {
     this.#pyodide = pyodide;
@@ -56,7 +59,13 @@ export class PythonSession {
   // outputs; a GPU buffer crosses as [name, type, dims, GPUBuffer, "gpu-buffer"]
   async run(items, fetches, signal) {
     if (!this.#session) throw new Error("InferenceSession.run: this session was released");
+    const direct = !signal && !this.#inPython;     // a run with a signal: Python watches it
+    if (direct) {
+      const replayed = this.#replays.run(items, fetches);
+      if (replayed) return replayed;
+    }
     let outputs;
+    this.#inPython = true;
     try {
       const pyFeeds = this.#pyodide.toPy(items);
       const pyFetches = fetches ? this.#pyodide.toPy(fetches) : null;
@@ -68,8 +77,11 @@ export class PythonSession {
         pyFeeds.destroy();
         pyFetches?.destroy();
       }
+      if (direct) this.#replays.learn(this.#pyodide, this.#session, items);
     } catch (e) {
       throw pythonError(e);
+    } finally {
+      this.#inPython = false;
     }
     const result = outputs.toJs();
     outputs.destroy();

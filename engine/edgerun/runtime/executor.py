@@ -146,7 +146,9 @@ class GraphExecutor:
                           output_keys, fixed)
         return GraphPlan(graph=self.graph, steps=steps, constants=self.constants,
                          input_names=self.input_names, output_names=self.output_names,
-                         input_keys=input_keys, output_keys=output_keys, copies=placer.copies,
+                         input_keys=input_keys, output_keys=output_keys,
+                         copies=placer.copies + len(placer.inner_copies),
+                         inner_copies=tuple(placer.inner_copies),
                          program=program, runner=runner,
                          copied_outputs=outputs_sharing_memory(steps, remembered, output_keys))
 
@@ -158,13 +160,15 @@ class GraphExecutor:
             return _BoundUnit(node, provider, "cpu", _call_compiled(compiled), None, {}, ())
         opset = self._opset_of(node)
         fn = provider.kernel(node, opset)
+        # a kernel marked host_io takes and returns host values: it moves them itself
+        device = "cpu" if getattr(fn, "host_io", False) else provider.device
         host_reads = []
         for sub in subgraphs(node):
             self.subgraphs[id(sub)] = GraphExecutor(sub, self.opsets, self.partitioner,
                                                     frozenset(visible), subgraph=True)
             host_reads += [n for n in sorted(outer_scope_reads(sub)) if n in visible]
         static_ctx = None if _has_subgraphs(node) else KernelContext(node, opset)
-        return _BoundUnit(node, provider, provider.device, fn, static_ctx,
+        return _BoundUnit(node, provider, device, fn, static_ctx,
                           kernel_attributes(node.attributes), tuple(host_reads))
 
     def _subgraph_step(self, step: Step):
@@ -363,6 +367,7 @@ class _ValuePlacer:
         self.providers = {p.device: p for p in executor.partitioner.providers}
         self.steps: list = []
         self.copies = 0
+        self.inner_copies: list = []                # transfers host_io kernels make themselves
         self.device_constants = executor.device_constants   # shared by every plan
 
     def input_key(self, name: str) -> str:
@@ -394,6 +399,10 @@ class _ValuePlacer:
 
     def add_step(self, node, provider, device, fn, ctx, attrs) -> None:
         inputs = tuple(self.key_on(n, device) for n in node.inputs)
+        if device != provider.device:         # host_io: its transfers are copies all the same
+            moved = [f"copy {n} cpu->{provider.device}" for n in node.inputs if n] + \
+                [f"copy {n} {provider.device}->cpu" for n in node.outputs if n]
+            self.inner_copies += [f"{m} (in {node.name or node.op_type})" for m in moved]
         outputs = tuple(o if (not o or device == "cpu") else f"{o}@{device}" for o in node.outputs)
         for o in node.outputs:
             if o:

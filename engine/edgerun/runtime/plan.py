@@ -52,7 +52,9 @@ class GraphPlan:
     # graph input -> key of its value in the run's env (name@device); set by every planner
     input_keys: dict = None  # type: ignore[assignment]
     output_keys: tuple = ()  # graph output -> key read at the end (name@device when bound)
-    copies: int = 0          # device <-> host copy steps among `steps`
+    copies: int = 0          # device <-> host copies: steps among `steps`, and inner_copies
+    inner_copies: tuple = ()  # the copies host_io kernels make themselves ("copy x cpu->wasm
+    #                           (in wasm_program)")
     program: tuple = ()      # the steps as ProgramSteps (GraphExecutor._place)
     runner: Optional[Callable] = None   # the program as one function of env (straight_line);
     #                                     its source: runner.source (once generated)

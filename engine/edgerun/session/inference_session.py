@@ -163,7 +163,8 @@ class InferenceSession:
         plan = (self._executor.plan if io_binding is None
                 else self._executor.plan_for(*io_binding._devices()))
         return {"nodes": nodes, "copies_per_run": plan.copies,
-                "copies": [s.node.name for s in plan.steps if s.provider == "copy"],
+                "copies": [s.node.name for s in plan.steps if s.provider == "copy"] +
+                list(plan.inner_copies),
                 "copies_per_subgraph_run": self._executor.subgraph_copy_steps(),
                 "providers": self.get_providers()}
 

@@ -38,6 +38,7 @@ WEB_TYPES = {"float32": dtypes.FLOAT, "float64": dtypes.DOUBLE, "float16": dtype
              "string": dtypes.STRING, "int4": dtypes.INT4, "uint4": dtypes.UINT4}
 _WEB_NAME = {code: name for name, code in WEB_TYPES.items()}
 _BY_TYPE_STR = {t.type_str: t.code for t in dtypes.BY_CODE.values()}
+MAX_TICKETS = 8    # recorded programs a page replays itself, per session (replay_ticket)
 _LEVELS = {"disabled": 0, "basic": 1, "extended": 2, "all": 99}
 # Never imported by a page's session: command-line tools, packaging, the numpy CPU provider
 # and the phone adapters.
@@ -88,6 +89,7 @@ class WebSession:
         if unknown:
             raise ValueError(f"preferredOutputLocation names {unknown}, which are not outputs "
                              f"of the model ({self.output_names})")
+        self._tickets: list = []     # the programs replay_ticket handed to the page
         if self.gpu_outputs and self.webgpu is None:
             raise ValueError(f"preferredOutputLocation '{GPU_BUFFER}' needs the webgpu "
                              f"execution provider; this session runs on "
@@ -133,6 +135,41 @@ class WebSession:
                   for name, type_name, dims, data in feeds}
         outputs = self.session.run(names, values, options)
         return [(name, *_from_host(name, value)) for name, value in zip(names, outputs)]
+
+    def replay_ticket(self, feeds: list) -> Optional[dict]:
+        """What web/engine.js needs to replay this run's recorded wasm program itself, with
+        no call into Python: the module's exports, the program's word list, and where each
+        input is written and each output read in linear memory. None unless the session's
+        plan is one captured program (providers/wasm/capture.py) that these feeds (a run
+        with them just finished) recorded.
+
+        The program is kept alive here, so the blocks it owns stay valid while the page
+        holds the ticket (at most MAX_TICKETS per session). A run the page replays is the
+        same computation as one Python replays: the same words on the same blocks."""
+        steps = self.session._executor.plan.steps
+        if len(steps) != 1 or self.session._profiler or len(self._tickets) >= MAX_TICKETS:
+            return None
+        step = steps[0]
+        program_for = getattr(step.fn, "program_for", None)
+        if program_for is None:
+            return None
+        values = {item[0]: _to_host(*item[:4]) for item in feeds}
+        inputs = [values.get(name) if name else None for name in step.node.inputs]
+        program = program_for(inputs)
+        if program is None or program in self._tickets or \
+                any(dtypes.elem_type(t.elem_type).bits < 8 for t in program.outputs):
+            return None
+        self._tickets.append(program)
+        return {"exports": program.dev.host.exports, "words": program.words_ptr,
+                "nwords": program.nwords,
+                "inputs": [None if t is None else
+                           {"name": name, "type": _web_name(name, t.elem_type),
+                            "dims": list(t.shape), "ptr": t.ptr, "nbytes": t.nbytes,
+                            "ints": None if t.ints is None else bytes(values[name].data)}
+                           for name, t in zip(step.node.inputs, program.inputs)],
+                "outputs": [{"name": name, "type": _web_name(name, t.elem_type),
+                             "dims": list(t.shape), "ptr": t.ptr, "nbytes": t.nbytes}
+                            for name, t in zip(step.node.outputs, program.outputs)]}
 
     def _run_bound(self, feeds: list, names: list, options) -> list:
         """A run with GPU-buffer feeds or outputs, through an IOBinding."""

@@ -10,6 +10,11 @@ kernel runs the subgraph through `ctx.run_graph` while recording the first run o
 signature, and replays the program afterwards; runs that cannot be replayed (the host read
 data computed in the run, another provider took part) stay node by node.
 
+The node takes and returns host values (its kernel's `host_io`: the executor plans no copy
+steps around it, and explain() counts its transfers as copies): a replay writes the feeds
+straight into the program's input blocks and reads its outputs, with no intermediate
+device tensors.
+
 The signature is what the host's decisions may depend on: each input's element type and
 shape, and the values of small integer inputs (the device keeps those on the host).
 """
@@ -17,8 +22,11 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
-from ...ir import Attribute, AttrType, Graph, Node
-from .device import DeviceValue, WasmTensor
+from array import array
+
+from ...ir import Attribute, AttrType, Graph, Node, dtypes
+from ...ir.host_tensor import HostTensor
+from .device import INT_FORMATS, SMALL_INTS, UNHELD_TYPES, DeviceValue, WasmTensor
 from .ops import EDGERUN, operator
 from .program import MAX_PROGRAMS, Recorder
 
@@ -58,16 +66,21 @@ def capture_graph(model, provider, ahead: tuple = ()) -> bool:
     return True
 
 
-def signature(inputs):
-    """The replay key of these inputs, or None when one is not a device tensor."""
+def signature(values):
+    """The replay key of these host values (each input's element type, shape and, for a
+    small integer input, its values), or None when one is not a tensor linear memory holds
+    as is (a sequence, strings, a packed sub-byte type, a device value)."""
     key = []
-    for t in inputs:
-        if t is None:
+    for v in values:
+        if v is None:
             key.append(None)
-        elif type(t) is WasmTensor:
-            key.append((t.elem_type, t.shape, t.ints))
-        else:
+            continue
+        if type(v) is not HostTensor or v.elem_type in UNHELD_TYPES or \
+                dtypes.elem_type(v.elem_type).bits < 8:
             return None
+        fmt = INT_FORMATS.get(v.elem_type)
+        ints = tuple(array(fmt, v.data)) if fmt and v.size <= SMALL_INTS else None
+        key.append((v.elem_type, v.shape, ints))
     return tuple(key)
 
 
@@ -76,30 +89,40 @@ def bind_program(dev, node, opset):
     body = node.attr("body")
     programs: OrderedDict = OrderedDict()     # signature -> Program, or None: not replayable
 
-    def run(ctx, *inputs, **_):
-        key = signature(inputs)
-        if key is None:
-            return tuple(ctx.run_graph(body, list(inputs)))
-        with dev.lock:
-            if key in programs:
+    def run(ctx, *values, **_):
+        key = signature(values)
+        if key is not None:
+            with dev.lock:
+                if key not in programs:
+                    return record(ctx, key, values)
                 program = programs[key]
                 programs.move_to_end(key)
-                outputs = program.run(inputs) if program is not None else None
-                if outputs is not None:
-                    return tuple(outputs)
-                return tuple(ctx.run_graph(body, list(inputs)))
-            recorder = Recorder(dev)
-            try:
-                owned = recorder.own_inputs(inputs)
-                outputs = [v.source if type(v) is DeviceValue else v
-                           for v in ctx.run_graph(body, owned)]
-            except BaseException:
-                recorder.stop()
-                recorder.pool.close()
-                raise
+                outputs = program.replay(values) if program is not None else None
+            if outputs is not None:
+                return outputs
+        return tuple(ctx.run_graph(body, list(values)))
+
+    def record(ctx, key, values):
+        recorder = Recorder(dev)
+        try:
+            owned = recorder.own_inputs(values)
+            outputs = [v.source if type(v) is DeviceValue else v
+                       for v in ctx.run_graph(body, owned)]
+        except BaseException:
             recorder.stop()
-            programs[key] = recorder.finish(owned, outputs)
-            if len(programs) > MAX_PROGRAMS:
-                programs.popitem(last=False)
-            return tuple(outputs)
+            recorder.pool.close()
+            raise
+        recorder.stop()
+        programs[key] = recorder.finish(owned, outputs)
+        if len(programs) > MAX_PROGRAMS:
+            programs.popitem(last=False)
+        return tuple(dev.download(v) if type(v) is WasmTensor else v for v in outputs)
+
+    def program_for(values):
+        """The recorded program a run with these host values replays, or None."""
+        key = signature(values)
+        return programs.get(key) if key is not None else None
+
+    run.host_io = True   # type: ignore[attr-defined]
+    run.program_for = program_for   # type: ignore[attr-defined]
     return run

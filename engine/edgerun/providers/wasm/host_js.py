@@ -54,6 +54,11 @@ class JsHost(WasmHost):
         self._calls: dict = {}
         self._refresh()
 
+    @property
+    def exports(self):
+        """The module instance's exports (a JavaScript object: memory, er_run_program...)."""
+        return self._exports
+
     def _refresh(self) -> None:
         self._bytes = self._js.Uint8Array.new(self._memory.buffer)
         self._size = self._bytes.length

@@ -6,12 +6,13 @@ fixed, the calls a run makes are fixed too: the same kernels, on the same addres
 the same shapes. So the first run of a signature is recorded:
 
     recorder = Recorder(dev)            # dev.call, writes, reads and allocations now go through it
-    inputs = recorder.own_inputs(xs)    # the program's own copies of the inputs
+    inputs = recorder.own_inputs(xs)    # the program's own blocks, holding the host inputs
     outputs = run the graph node by node on `inputs`
     program = recorder.finish(inputs, outputs)     # None when it cannot be replayed
 
-and later runs with the same signature only copy the inputs in and call er_run_program
-(wasm_kernels/program.c) on the recorded word list.
+and later runs with the same signature (program.replay) only write the host inputs into
+those blocks, call er_run_program (wasm_kernels/program.c) on the recorded word list and
+read the outputs: in a page, one JavaScript call per input and output and one for the run.
 
 Why the replay is the same computation:
 - every block allocated while recording comes from the recording's `Pool` and goes back to
@@ -31,7 +32,7 @@ import weakref
 from array import array
 
 from ...ir import dtypes
-from .device import DeviceValue, WasmTensor
+from .device import INT_FORMATS, SMALL_INTS, DeviceValue, WasmTensor
 from .signatures import export_signatures
 
 MAX_PROGRAMS = 8            # signatures kept per captured graph (least recently used dropped)
@@ -140,18 +141,20 @@ class Recorder:
         self.downloads.append(weakref.ref(value))
         return value
 
-    def own_inputs(self, inputs) -> list:
-        """The program's own copy of each input tensor (not logged: replays copy the new
-        inputs in themselves)."""
+    def own_inputs(self, values) -> list:
+        """The program's own copy of each input (host values, written unlogged: replays
+        write the new inputs themselves)."""
         owned: list = []
-        for t in inputs:
-            if t is None:
+        for v in values:
+            if v is None:
                 owned.append(None)
                 continue
-            mine = self.dev.empty(t.shape, t.elem_type)
-            if t.nbytes:
-                self._call("er_memcpy", mine.ptr, t.ptr, t.nbytes)
-            mine.ints = t.ints
+            mine = self.dev.empty(v.shape, v.elem_type)
+            if mine.nbytes:
+                self.dev.host.write(mine.ptr, v.data)
+            fmt = INT_FORMATS.get(v.elem_type)
+            if fmt is not None and mine.size <= SMALL_INTS:
+                mine.ints = tuple(array(fmt, v.data))
             owned.append(mine)
         return owned
 
@@ -225,17 +228,19 @@ class Program:
         self.words_ptr = base + len(payload)
         dev.write(self.words_ptr, words)
 
-    def run(self, inputs):
-        """The outputs for these inputs, or None when a kernel failed (an index out of
-        range: the caller runs node by node to raise the precise error)."""
-        call = self.dev.call
-        for mine, t in zip(self.inputs, inputs):
+    def replay(self, values):
+        """The outputs (host values) for these inputs (host values of the recorded
+        signature), or None when a kernel failed (an index out of range: the caller runs
+        node by node to raise the precise error)."""
+        host = self.dev.host
+        for mine, v in zip(self.inputs, values):
             if mine is not None and mine.nbytes:
-                call("er_memcpy", mine.ptr, t.ptr, mine.nbytes)
-        if self.nwords and call("er_run_program", self.words_ptr, self.nwords):
+                host.write(mine.ptr, v.data)
+        if self.nwords and host.call("er_run_program", self.words_ptr, self.nwords):
             return None
         self.dev.programs["replayed"] += 1
-        return self.outputs
+        download = self.dev.download
+        return tuple(download(t) for t in self.outputs)
 
     def __del__(self):
         pool = getattr(self, "pool", None)     # absent when __init__ failed
