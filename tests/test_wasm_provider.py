@@ -2231,3 +2231,29 @@ def test_both_gemm_broadcasts_give_the_same_products(op):
             np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-4, err_msg=f"{m}x{n}x{k}")
             results.append(got)
         assert results[0].tobytes() == results[1].tobytes(), (m, n, k)
+
+
+def test_a_weight_converted_while_recording_stays_out_of_the_program(wasm):
+    """A float16 weight widened for a float32 kernel is converted once per session: the
+    conversion made during a recording must not become part of the program (which would
+    redo it on every replay) but be held by it."""
+    from edgerun.ir.host_tensor import HostTensor
+    from edgerun.providers.wasm.ops.common import converted
+    from edgerun.providers.wasm.program import Recorder
+
+    w = np.arange(12, dtype=np.float16).reshape(3, 4)
+    weight = wasm.constant_to_device(HostTensor(10, w.shape, w.tobytes()))
+    recorder = Recorder(wasm.dev)
+    try:
+        wide = converted(wasm.dev, weight, 1)
+        x = wasm.dev.empty((3, 4), 10)
+        converted(wasm.dev, x, 1)                   # an activation: converted in the program
+    finally:
+        recorder.stop()
+        recorder.pool.close()
+    casts = [args for name, args in recorder.log if name == "er_cast"]
+    assert [a[0] for a in casts] == [x.ptr], casts
+    assert wide in recorder.held
+    got = wasm.dev.download(wide)
+    np.testing.assert_array_equal(np.asarray(got), w.astype(np.float32))
+    assert converted(wasm.dev, weight, 1) is wide                # made once

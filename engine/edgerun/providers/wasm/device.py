@@ -20,6 +20,7 @@ from typing import Optional
 
 import threading
 from array import array
+from contextlib import contextmanager
 
 from ...ir import dtypes
 from ...ir.graph import element_count
@@ -187,6 +188,17 @@ class WasmDevice:
         if self.recorder is not None:
             self.recorder.reading(ptr, nbytes)
         return self.host.read(ptr, nbytes)
+
+    @contextmanager
+    def outside_recording(self):
+        """Work that belongs to the session, not to the run being recorded (a weight's
+        conversion, made once): its calls, writes and blocks stay out of the program."""
+        recorder, call = self.recorder, self.call
+        self.recorder, self.call = None, self.host.call
+        try:
+            yield
+        finally:
+            self.recorder, self.call = recorder, call
 
     # ---- host <-> device ----------------------------------------------------------------
 

@@ -134,11 +134,8 @@ def converted(dev, x: WasmTensor, elem_type: int, flags: int = 0) -> WasmTensor:
     key = (x.offset, x.shape, elem_type, flags)
     y = casts.get(key)
     if y is None:
-        recorder, dev.recorder = dev.recorder, None
-        try:
+        with dev.outside_recording():
             y = casts[key] = _cast(dev, x, elem_type, flags)
-        finally:
-            dev.recorder = recorder
         y.block.casts = {}                      # a constant too
     if dev.recorder is not None:
         dev.recorder.hold(y)
