@@ -1896,38 +1896,48 @@ def test_det_matches_the_cpu_provider(wasm):
     assert not wasm.stats["host_fallbacks"].get("Det"), wasm.stats
 
 
+@pytest.mark.parametrize("b_constant", [False, True], ids=["b_fed", "b_weight"])
 @pytest.mark.parametrize("a_shape,b_shape", [((1, 517), (517, 9)), ((130, 33), (33, 1030)),
                                              ((2, 5, 257), (257, 6)), ((3, 2, 4), (1, 4, 3)),
-                                             ((7, 20), (20, 11))])
-def test_integer_gemm_blocks_match_onnxruntime(wasm, a_shape, b_shape):
+                                             ((7, 20), (20, 11)), ((4, 3), (3, 1))])
+def test_integer_gemm_blocks_match_onnxruntime(wasm, a_shape, b_shape, b_constant):
     """er_igemm's int16-pair panels: K past one panel (256) and odd, M past MC (128) and not a
-    multiple of 4, N past NC (1024), batch 1 and broadcast batches; values spanning both
-    ends of the centered 8-bit range; 2-D cases with a zero point per column of B."""
+    multiple of 4, N past NC (1024) and below one tile, batch 1 and broadcast batches; values
+    spanning both ends of the centered 8-bit range; 2-D cases with a zero point per column
+    of B; int8 and uint8 B. With B an initializer (a weight) the panels are packed once per
+    session (er_ipack_b, er_igemm_packed): the same products."""
     import onnxruntime
     from onnx import TensorProto, helper
 
     import edgerun
 
     rng = np.random.default_rng(sum(a_shape) + sum(b_shape))
+    b_type, b_proto = (np.uint8, TensorProto.UINT8) if b_shape[-1] % 2 else \
+        (np.int8, TensorProto.INT8)
+    low, high = int(np.iinfo(b_type).min), int(np.iinfo(b_type).max) + 1
     a = rng.integers(0, 256, a_shape, dtype=np.uint8)
-    b = rng.integers(-128, 128, b_shape, dtype=np.int8)
+    b = rng.integers(low, high, b_shape).astype(b_type)
     a[..., 0] = 255
-    b[0, ...] = -128
+    b[0, ...] = low
+    zero_points = [helper.make_tensor("az", TensorProto.UINT8, [], [3]),
+                   helper.make_tensor("bz", b_proto, [], [low])] if len(a_shape) != 2 else \
+        [helper.make_tensor("az", TensorProto.UINT8, [], [200]),    # per row: not in onnxruntime
+         helper.make_tensor("bz", b_proto, [b_shape[1]], rng.integers(low, high,
+                                                                      b_shape[1]).tolist())]
+    weights = [helper.make_tensor("b", b_proto, b_shape, b.tobytes(), raw=True)] \
+        if b_constant else []
     graph = helper.make_graph(
         [helper.make_node("MatMulInteger", ["a", "b", "az", "bz"], ["y"])], "g",
-        [helper.make_tensor_value_info("a", TensorProto.UINT8, None),
-         helper.make_tensor_value_info("b", TensorProto.INT8, None)],
-        [helper.make_tensor_value_info("y", TensorProto.INT32, None)],
-        [helper.make_tensor("az", TensorProto.UINT8, [], [3]),
-         helper.make_tensor("bz", TensorProto.INT8, [], [-128])] if len(a_shape) != 2 else
-        [helper.make_tensor("az", TensorProto.UINT8, [], [200]),    # per row: not in onnxruntime
-         helper.make_tensor("bz", TensorProto.INT8, [b_shape[1]],
-                            rng.integers(-128, 128, b_shape[1]).tolist())])
+        [helper.make_tensor_value_info("a", TensorProto.UINT8, None)] +
+        ([] if b_constant else [helper.make_tensor_value_info("b", b_proto, None)]),
+        [helper.make_tensor_value_info("y", TensorProto.INT32, None)], zero_points + weights)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]).SerializeToString()
-    got = edgerun.InferenceSession(model, providers=[wasm]).run(None, {"a": a, "b": b})[0]
+    feeds = {"a": a} if b_constant else {"a": a, "b": b}
+    session = edgerun.InferenceSession(model, providers=[wasm])
     want = onnxruntime.InferenceSession(model, providers=["CPUExecutionProvider"]).run(
-        None, {"a": a, "b": b})[0]
-    np.testing.assert_array_equal(got, want)
+        None, feeds)[0]
+    for _ in range(2):                   # the second run reuses the packed weight
+        np.testing.assert_array_equal(session.run(None, feeds)[0], want)
 
 
 def test_integer_gemm_with_a_zero_point_per_row(wasm):

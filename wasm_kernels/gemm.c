@@ -389,11 +389,31 @@ static void imicro_4x8(i32 pairs, const int16_t *a, const int16_t *b, i32 *C, i3
         imicro_4x8_with(pairs, a, b, C, ldc, mr, nr, accumulate, 0);
 }
 
-EXPORT void er_igemm(i32 M, i32 N, i32 K, const void *A, i32 ta, i32 rsa, i32 csa,
-                     const void *a_zp, i32 a_zp_per_row, const void *B, i32 tb, i32 rsb,
-                     i32 csb, const void *b_zp, i32 b_zp_per_col, i32 *C, i32 ldc) {
-    Quantized a = {A, a_zp, ta, rsa, csa, a_zp_per_row};
+/* B packed whole for er_igemm_packed: every panel ipack_b makes, in the order the product
+ * reads them (column blocks of NC, then k blocks of IKC), so a constant B (a weight) is
+ * packed once per session instead of on every call. Panel (jc, pc) starts at
+ * jc * round_up(K, 2) + round_up(nc, NR) * pc; the whole is round_up(N, NR) x round_up(K, 2)
+ * int16 values. */
+static inline i32 round_up(i32 x, i32 to) { return (x + to - 1) / to * to; }
+
+static const int16_t *packed_panel(const int16_t *packed, i32 N, i32 K, i32 jc, i32 pc) {
+    return packed + (i64)jc * round_up(K, 2) + (i64)round_up(min_i32(NC, N - jc), NR) * pc;
+}
+
+EXPORT i32 er_ipacked_b_count(i32 N, i32 K) { return round_up(N, NR) * round_up(K, 2); }
+
+EXPORT void er_ipack_b(i32 N, i32 K, const void *B, i32 tb, i32 rsb, i32 csb,
+                       const void *b_zp, i32 b_zp_per_col, int16_t *out) {
     Quantized b = {B, b_zp, tb, rsb, csb, b_zp_per_col};
+    for (i32 jc = 0; jc < N; jc += NC)
+        for (i32 pc = 0; pc < K; pc += IKC)
+            ipack_b(&b, pc, jc, min_i32(IKC, K - pc), min_i32(NC, N - jc), N,
+                    (int16_t *)packed_panel(out, N, K, jc, pc));
+}
+
+/* C = (A - a_zp)(B - b_zp) with B packed by ipack_b, or by er_ipack_b into `packed` */
+static void igemm(const Quantized *a, const Quantized *b, const int16_t *packed, i32 M, i32 N,
+                  i32 K, i32 *C, i32 ldc) {
     if (K == 0) {
         for (i32 i = 0; i < M; i++)
             for (i32 j = 0; j < N; j++) C[(i64)i * ldc + j] = 0;
@@ -403,17 +423,35 @@ EXPORT void er_igemm(i32 M, i32 N, i32 K, const void *A, i32 ta, i32 rsa, i32 cs
         i32 nc = min_i32(NC, N - jc);
         for (i32 pc = 0; pc < K; pc += IKC) {
             i32 kc = min_i32(IKC, K - pc), pairs = (kc + 1) / 2;
-            ipack_b(&b, pc, jc, kc, nc, N, ipack_b_buf);
+            const int16_t *bp = ipack_b_buf;
+            if (packed)
+                bp = packed_panel(packed, N, K, jc, pc);
+            else
+                ipack_b(b, pc, jc, kc, nc, N, ipack_b_buf);
             for (i32 ic = 0; ic < M; ic += MC) {
                 i32 mc = min_i32(MC, M - ic);
-                ipack_a(&a, ic, pc, mc, kc, M, ipack_a_buf);
+                ipack_a(a, ic, pc, mc, kc, M, ipack_a_buf);
                 for (i32 jr = 0; jr < nc; jr += NR)
                     for (i32 ir = 0; ir < mc; ir += MR)
-                        imicro_4x8(pairs, ipack_a_buf + ir * 2 * pairs,
-                                   ipack_b_buf + jr * 2 * pairs,
+                        imicro_4x8(pairs, ipack_a_buf + ir * 2 * pairs, bp + jr * 2 * pairs,
                                    C + (i64)(ic + ir) * ldc + jc + jr, ldc,
                                    min_i32(MR, mc - ir), min_i32(NR, nc - jr), pc > 0);
             }
         }
     }
+}
+
+EXPORT void er_igemm(i32 M, i32 N, i32 K, const void *A, i32 ta, i32 rsa, i32 csa,
+                     const void *a_zp, i32 a_zp_per_row, const void *B, i32 tb, i32 rsb,
+                     i32 csb, const void *b_zp, i32 b_zp_per_col, i32 *C, i32 ldc) {
+    Quantized a = {A, a_zp, ta, rsa, csa, a_zp_per_row};
+    Quantized b = {B, b_zp, tb, rsb, csb, b_zp_per_col};
+    igemm(&a, &b, 0, M, N, K, C, ldc);
+}
+
+EXPORT void er_igemm_packed(i32 M, i32 N, i32 K, const void *A, i32 ta, i32 rsa, i32 csa,
+                            const void *a_zp, i32 a_zp_per_row, const int16_t *packed, i32 *C,
+                            i32 ldc) {
+    Quantized a = {A, a_zp, ta, rsa, csa, a_zp_per_row};
+    igemm(&a, 0, packed, M, N, K, C, ldc);
 }

@@ -19,7 +19,7 @@
     X(er_fold) X(er_igemm) X(er_pool_nd) X(er_rnn_step) \
     X(er_grid_sample) X(er_rotary) X(er_reduce_int) X(er_argmax_int) X(er_quantize_linear) \
     X(er_dft) X(er_stft) X(er_roi_align) X(er_det) X(er_conv2d_int8) X(er_scale_int32) \
-    X(er_dynamic_quantize)
+    X(er_dynamic_quantize) X(er_igemm_packed)
 
 void er_memcpy(unsigned char *dst, const unsigned char *src, i32 nbytes);
 void er_fill(unsigned char *dst, const unsigned char *pattern, i32 elsize, i32 n);
@@ -61,6 +61,9 @@ void er_quantize_linear(const void *x, i32 tx, const void *scale, i32 ts,
 void er_igemm(i32 M, i32 N, i32 K, const void *A, i32 ta, i32 rsa, i32 csa, const void *a_zp,
               i32 a_zp_per_row, const void *B, i32 tb, i32 rsb, i32 csb, const void *b_zp,
               i32 b_zp_per_col, i32 *C, i32 ldc);
+void er_igemm_packed(i32 M, i32 N, i32 K, const void *A, i32 ta, i32 rsa, i32 csa,
+                     const void *a_zp, i32 a_zp_per_row, const int16_t *packed, i32 *C,
+                     i32 ldc);
 void er_dynamic_quantize(const float *x, i32 n, uint8_t *y, float *scale,
                          uint8_t *zero_point);
 void er_scale_int32(const i32 *acc, float *y, i32 rows, i32 cols, const float *scale,

@@ -125,6 +125,10 @@ EXPORT i32 er_run_program(const uint32_t *words, i32 nwords) {
             er_igemm(I(0), I(1), I(2), P(3), I(4), I(5), I(6), P(7), I(8), P(9), I(10), I(11),
                      I(12), P(13), I(14), P(15), I(16));
             break;
+        case OP_er_igemm_packed:
+            er_igemm_packed(I(0), I(1), I(2), P(3), I(4), I(5), I(6), P(7), I(8), P(9), P(10),
+                            I(11));
+            break;
         case OP_er_pool_nd: er_pool_nd(I(0), P(1), P(2), P(3), F(4)); break;
         case OP_er_rnn_step:
             er_rnn_step(I(0), P(1), P(2), P(3), P(4), P(5), I(6), I(7), I(8), I(9), I(10), P(11),

@@ -125,17 +125,23 @@ EXACT_IN_FLOAT32 = frozenset({dtypes.INT8, dtypes.UINT8, dtypes.INT16, dtypes.UI
 def converted(dev, x: WasmTensor, elem_type: int, flags: int = 0) -> WasmTensor:
     """`x` as another numeric element type (er_cast; `flags`: how float8 targets saturate
     and round, tensor.cast_flags). A weight's conversion is made once per session (float16
-    weights of a float32 kernel, say): outside any program being recorded, which holds it."""
+    weights of a float32 kernel, say): see `derived`."""
     if x.elem_type == elem_type:
         return x
-    casts = x.block.casts
-    if casts is None:
+    if x.block.casts is None:
         return _cast(dev, x, elem_type, flags)
-    key = (x.offset, x.shape, elem_type, flags)
-    y = casts.get(key)
+    return derived(dev, x, (elem_type, flags), lambda: _cast(dev, x, elem_type, flags))
+
+
+def derived(dev, x: WasmTensor, key: tuple, make) -> WasmTensor:
+    """What `make()` derives from the constant `x` (a weight: its block has `casts`), made
+    once per session and kept with x's block under `key`: outside any program being
+    recorded, which holds it instead of redoing it on every replay."""
+    key = (x.offset, x.shape) + key
+    y = x.block.casts.get(key)
     if y is None:
         with dev.outside_recording():
-            y = casts[key] = _cast(dev, x, elem_type, flags)
+            y = x.block.casts[key] = make()
         y.block.casts = {}                      # a constant too
     if dev.recorder is not None:
         dev.recorder.hold(y)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ....ir import dtypes
 from . import operator
-from .common import converted, host_fallback, normalize_axis, product
+from .common import converted, derived, host_fallback, normalize_axis, product
 from .elementwise import MAP_BINARY, MAP_UNARY, map_binary, map_unary
 from .tensor import CAST_TYPES, cast_flags, take
 from ..device import WasmTensor
@@ -210,6 +210,7 @@ def integer_matmul(dev, a: WasmTensor, b: WasmTensor, a_zero_point=None,
     y = dev.empty(batch + [m, n], dtypes.INT32)
     a_strides = broadcast_strides(ashape[:-2], batch) if batch else []
     b_strides = broadcast_strides(bshape[:-2], batch) if batch else []
+    packed = _packed_weight(dev, b, b_zero_point, k, n, b_zp, b_per_col)
     for i in range(product(batch)):
         index, rest = [], i
         for d in reversed(batch):
@@ -218,10 +219,30 @@ def integer_matmul(dev, a: WasmTensor, b: WasmTensor, a_zero_point=None,
         index.reverse()
         ao = sum(x * s for x, s in zip(index, a_strides)) * m * k
         bo = sum(x * s for x, s in zip(index, b_strides)) * k * n
+        if packed is not None:
+            dev.call("er_igemm_packed", m, n, k, a.ptr + ao, a.elem_type, k, 1, a_zp,
+                     a_per_row, packed.ptr, y.ptr + i * m * n * 4, n)
+            continue
         dev.call("er_igemm", m, n, k, a.ptr + ao, a.elem_type, k, 1, a_zp, a_per_row,
                  b.ptr + bo, b.elem_type, n, 1, b_zp, b_per_col, y.ptr + i * m * n * 4, n)
     final = batch + ([] if len(a.shape) == 1 else [m]) + ([] if len(b.shape) == 1 else [n])
     return y.view(final)
+
+
+def _packed_weight(dev, b: WasmTensor, zero_point, k: int, n: int, b_zp: int, b_per_col: int):
+    """A constant 2-D B (a weight) and zero point packed once per session for
+    er_igemm_packed (the panels er_igemm packs on every call), or None for other B."""
+    constant = b.block.casts is not None and (zero_point is None or
+                                              zero_point.block.casts is not None)
+    if not constant or len(b.shape) != 2 or not k or not n:
+        return None
+
+    def pack():
+        packed = dev.empty((dev.call("er_ipacked_b_count", n, k),), dtypes.INT16)
+        dev.call("er_ipack_b", n, k, b.ptr, b.elem_type, n, 1, b_zp, b_per_col, packed.ptr)
+        return packed
+    zp_key = None if zero_point is None else (zero_point.block.ptr, zero_point.offset)
+    return derived(dev, b, ("packed for er_igemm", zp_key), pack)
 
 
 @operator("MatMulInteger")
