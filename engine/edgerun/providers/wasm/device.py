@@ -69,7 +69,7 @@ class Block:
     def __init__(self, device: "WasmDevice", nbytes: int):
         self.device = device
         self.nbytes = nbytes
-        self.casts = None           # a dict once the block holds a constant
+        self.casts: Optional[dict] = None   # a dict once the block holds a constant
         recorder = device.recorder
         self.pool = None if recorder is None else recorder.pool
         self.ptr = device.alloc(nbytes) if self.pool is None else self.pool.take(nbytes)

@@ -137,11 +137,13 @@ def derived(dev, x: WasmTensor, key: tuple, make) -> WasmTensor:
     """What `make()` derives from the constant `x` (a weight: its block has `casts`), made
     once per session and kept with x's block under `key`: outside any program being
     recorded, which holds it instead of redoing it on every replay."""
+    casts = x.block.casts
+    assert casts is not None, "derived() takes a constant"
     key = (x.offset, x.shape) + key
-    y = x.block.casts.get(key)
+    y = casts.get(key)
     if y is None:
         with dev.outside_recording():
-            y = x.block.casts[key] = make()
+            y = casts[key] = make()
         y.block.casts = {}                      # a constant too
     if dev.recorder is not None:
         dev.recorder.hold(y)
