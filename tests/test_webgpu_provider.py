@@ -367,7 +367,9 @@ def _float16_and_int8_models() -> dict:
 def test_float16_and_int8_nodes_go_to_wasm_when_webgpu_runs_without_numpy(gpu):
     """In a page (no numpy) no CPU kernel can run inside a WebGPU node, so nodes on float16
     or 8-bit tensors are refused up front and the next provider, wasm, runs them; before,
-    webgpu claimed them and the run failed. The results match onnxruntime."""
+    webgpu claimed them and the run failed. The results match onnxruntime. From the extended
+    optimization level on, a float16 model computes in float32 (float16_as_float32): its
+    nodes then run on the GPU."""
     import base64
 
     import onnxruntime
@@ -377,8 +379,10 @@ def test_float16_and_int8_nodes_go_to_wasm_when_webgpu_runs_without_numpy(gpu):
             "import edgerun\n"
             "from edgerun.ir.host_tensor import HostTensor\n"
             "out = {}\n"
-            "for name, (model, feeds) in json.load(sys.stdin).items():\n"
-            "    s = edgerun.InferenceSession(base64.b64decode(model),\n"
+            "for name, (model, feeds, level) in json.load(sys.stdin).items():\n"
+            "    opts = edgerun.SessionOptions()\n"
+            "    opts.graph_optimization_level = level\n"
+            "    s = edgerun.InferenceSession(base64.b64decode(model), sess_options=opts,\n"
             "                                 providers=['webgpu', 'wasm'])\n"
             "    y = s.run(None, {k: HostTensor(t, shape, base64.b64decode(b))\n"
             "                     for k, (t, shape, b) in feeds.items()})[0]\n"
@@ -387,9 +391,12 @@ def test_float16_and_int8_nodes_go_to_wasm_when_webgpu_runs_without_numpy(gpu):
             "                 'y': [list(y.shape), base64.b64encode(bytes(y.data)).decode()]}\n"
             "print(json.dumps(out))\n")
     models = _float16_and_int8_models()
+    models["f16 as f32"] = models["f16"]
+    levels = {"f16": 1, "int8": 99, "f16 as f32": 99}     # basic keeps float16 compute
     job = {name: [base64.b64encode(model).decode(),
                   {k: [helper.np_dtype_to_tensor_dtype(v.dtype), list(v.shape),
-                       base64.b64encode(v.tobytes()).decode()] for k, v in feeds.items()}]
+                       base64.b64encode(v.tobytes()).decode()] for k, v in feeds.items()},
+                  levels[name]]
            for name, (model, feeds) in models.items()}
     out = subprocess.run([sys.executable, "-c", code], input=json.dumps(job), text=True,
                          capture_output=True, cwd=ROOT)
@@ -397,7 +404,7 @@ def test_float16_and_int8_nodes_go_to_wasm_when_webgpu_runs_without_numpy(gpu):
     got = json.loads(out.stdout.strip().splitlines()[-1])
     for name, (model, feeds) in models.items():
         placed = dict(got[name]["placed"])
-        assert "wasm" in placed.values(), placed
+        assert ("wasm" in placed.values()) == (name != "f16 as f32"), (name, placed)
         shape, data = got[name]["y"]
         y = np.frombuffer(base64.b64decode(data), np.float32).reshape(shape)
         want = onnxruntime.InferenceSession(model, providers=["CPUExecutionProvider"]).run(

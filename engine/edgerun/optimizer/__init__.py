@@ -30,7 +30,9 @@ main graph and on every subgraph (If/Loop/Scan bodies), in the order of PASSES:
 | 17    | fuse_activation           | extended | Conv/Gemm/MatMul + activation -> Fused*        | Conv, Gemm, MatMul       |
 | 18    | fuse_matmul_integer_to_float | extended | MatMulInteger + Cast + Mul [+ Add]          | MatMulInteger            |
 |       |                           |          | -> com.microsoft MatMulIntegerToFloat          |                          |
-| 19    | eliminate_dead            | extended | what the fusions left unread                   | any node                 |
+| 19    | float16_as_float32        | extended | a float16 model computes in float32 between    | (main graph) float16     |
+|       |                           |          | its inputs and outputs, as onnxruntime's CPU   |                          |
+| 20    | eliminate_dead            | extended | what the fusions left unread                   | any node                 |
 
 A pass is skipped on a graph that has none of the operators in its last column: building a
 pass's view of a graph costs more than most passes, and models with many small subgraphs
@@ -58,6 +60,7 @@ from .constant_folding import constant_folding
 from .constants_to_initializers import constants_to_initializers
 from .eliminate_dead import eliminate_dead
 from .eliminate_identity import eliminate_identity
+from .float16_as_float32 import float16_as_float32, main_graph_with_float16
 from .fold_scaler import fold_scaler
 from .fold_shapes import fold_shapes
 from .fuse_activation import fuse_activation
@@ -78,7 +81,7 @@ DISABLE_ALL, BASIC, EXTENDED, ALL = 0, 1, 2, 99
 MAIN_GRAPH = "main graph"   # trigger of passes that only look at the main graph
 
 # (pass, lowest level that runs it, operator types without which it has nothing to do:
-# None = any graph); the order is the order they run in
+# None = any graph, or a test of (graph, ctx)); the order is the order they run in
 PASSES = [
     (constants_to_initializers, BASIC, {"Constant"}),
     (eliminate_identity, BASIC, {"Identity", "Dropout"}),
@@ -98,6 +101,7 @@ PASSES = [
     (fuse_hard_swish, EXTENDED, {"HardSigmoid", "Clip"}),
     (fuse_activation, EXTENDED, {"Conv", "Gemm", "MatMul"}),
     (fuse_matmul_integer_to_float, EXTENDED, {"MatMulInteger"}),
+    (float16_as_float32, EXTENDED, main_graph_with_float16),
     (eliminate_dead, EXTENDED, None),
 ]
 
@@ -149,6 +153,8 @@ def _run_everywhere(fn, trigger, graph: ir.Graph, ctx: PassContext, outer: dict)
 def _has_work(trigger, graph: ir.Graph, ctx: PassContext) -> bool:
     if trigger is None:
         return bool(graph.nodes) or bool(graph.initializers)
+    if callable(trigger):
+        return trigger(graph, ctx)
     if trigger == MAIN_GRAPH:
         return graph is ctx.model.graph
     return any(node.op_type in trigger for node in graph.nodes)
