@@ -38,6 +38,45 @@ def test_adapter_is_vulkan_not_the_gl_fallback(gpu):
 
 # Conformance cases the provider claims whose kernels hand the work to the CPU kernel inside
 # the provider (natively; in a page without numpy they are refused, see test_browser.py):
+# Runs with WGPU_BACKEND_TYPE=OpenGL (wgpu's fallback where a machine has no Vulkan driver):
+# Mod on int32 with negative operands (both fmod), on the webgpu provider alone, against
+# numpy; prints the backend and the problems found.
+GL_REMAINDERS = r"""
+import json, numpy as np, edgerun
+from onnx import TensorProto as T, helper
+from edgerun.providers.webgpu.provider import shared_context
+problems = []
+a = np.arange(-50, 50, dtype=np.int32).reshape(1, 100)
+b = np.array([7, -7, 3, -3, 9] * 20, np.int32).reshape(1, 100)
+for fmod in (0, 1):
+    g = helper.make_graph([helper.make_node("Mod", ["a", "b"], ["y"], fmod=fmod)], "g",
+        [helper.make_tensor_value_info(n, T.INT32, [1, 100]) for n in "ab"],
+        [helper.make_tensor_value_info("y", T.INT32, [1, 100])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    s = edgerun.InferenceSession(m.SerializeToString(), providers=["webgpu"])
+    got = s.run(None, {"a": a, "b": b})[0]
+    want = np.fmod(a, b) if fmod else np.mod(a, b)
+    if not np.array_equal(got, want):
+        problems.append(f"Mod fmod={fmod}: {int((got != want).sum())} wrong")
+print(json.dumps({"backend": shared_context().device.backend, "problems": problems}))
+"""
+
+
+def test_integer_remainders_are_right_on_the_opengl_backend_too(gpu):
+    """WGSL's % on i32 reaches GLSL as %, which GLSL leaves undefined for negative operands
+    (Mesa's OpenGL gave wrong Mod results): the kernels use rem_i32 (an unsigned remainder)
+    instead. Checked on wgpu's OpenGL backend, where a machine without a Vulkan driver ends."""
+    env = {**os.environ, "WGPU_BACKEND_TYPE": "OpenGL"}
+    out = subprocess.run([sys.executable, "-c", GL_REMAINDERS], capture_output=True, text=True,
+                         env=env, cwd=ROOT, timeout=300)
+    need(out.returncode == 0 or "adapter" not in out.stderr.lower(),
+         "an OpenGL adapter for wgpu", "apt-get install -y libgl1-mesa-dri libegl1")
+    assert out.returncode == 0, out.stderr[-2000:]
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    assert result["backend"] == "OpenGL", result
+    assert result["problems"] == [], result
+
+
 # what the WGSL kernels do not cover yet, by reason. Parity of every case on webgpu alone is
 # tests/test_conformance.py::test_node_case_on_webgpu (one id per case).
 FALLBACK_REASONS = {

@@ -378,7 +378,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
   let b = i / pu(4u);
   let p = i32((i / stride) % u32(S));
   var j = p - starts[b];
-  if (pu(5u) == 1u) { j = ((j % S) + S) % S; }
+  if (pu(5u) == 1u) { j = (rem_i32(j, S) + S) % S; }
   if (j < 0 || j >= s_new) {
     out[i] = cache[i];
     return;

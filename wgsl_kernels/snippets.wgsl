@@ -37,6 +37,14 @@ fn pow_any(x: f32, y: f32) -> f32 {
   return r;
 }
 
+// C's x % y on i32 (the dividend's sign), through an unsigned remainder: GLSL leaves % of a
+// negative operand undefined and wgpu's OpenGL backend passes WGSL's % through (Mesa's gives
+// wrong values). u32(abs(x)) is |x| even for the lowest i32 (abs wraps, the bits are 2^31).
+fn rem_i32(x: i32, y: i32) -> i32 {
+  let r = i32(u32(abs(x)) % u32(abs(y)));
+  return select(r, -r, x < 0);
+}
+
 // C fmod (the dividend's sign), with x for a finite x over an infinite y (x - y * trunc(x / y)
 // alone gives NaN there). Infinities by their bits: WGSL lets compilers assume floats finite.
 fn fmod_f32(x: f32, y: f32) -> f32 {

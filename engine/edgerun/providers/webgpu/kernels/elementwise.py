@@ -34,10 +34,10 @@ BINARY = {
 INTEGER_OK = {"Add", "Sub", "Mul", "Div", "Max", "Min"}   # the same WGSL serves int32 words
 BITWISE = {"BitwiseAnd": "x & y", "BitwiseOr": "x | y", "BitwiseXor": "x ^ y"}   # int32 only
 # Mod by fmod and element type: C fmod (the dividend's sign) or Python's % (the divisor's);
-# WGSL's % on i32 is the former
+# rem_i32 is the former on every backend (WGSL's % on i32 is too, but not through OpenGL)
 _PY_MOD = "select({r}, {r} + y, {r} != {z} && (({r} < {z}) != (y < {z})))"
-MOD = {(1, "f32"): "fmod_f32(x, y)", (1, "i32"): "x % y",
-       (0, "i32"): _PY_MOD.format(r="x % y", z="0"),
+MOD = {(1, "f32"): "fmod_f32(x, y)", (1, "i32"): "rem_i32(x, y)",
+       (0, "i32"): _PY_MOD.format(r="rem_i32(x, y)", z="0"),
        (0, "f32"): _PY_MOD.format(r="fmod_f32(x, y)", z="0.0")}
 NUMERIC = ("float32", "int32", "int64")
 COMPARE = {"Equal": "x == y", "Less": "x < y", "LessOrEqual": "x <= y", "Greater": "x > y",
