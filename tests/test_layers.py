@@ -2,7 +2,7 @@
 (onnx/ir at the bottom, then shape inference, the optimizer, the runtime, the providers, the
 session, and the tools, packaging and web bridge on top), and no provider imports another
 provider beyond the debt listed there. And ruff's lint ([tool.ruff]) finds nothing, and mypy
-finds no type error in any package but tools/ ([tool.mypy])."""
+finds no type error in the engine package ([tool.mypy])."""
 import os
 import subprocess
 import sys

@@ -12,6 +12,8 @@ compared on dtype and shape: their expected values come from numpy's generator.
 """
 from __future__ import annotations
 
+from typing import Optional
+
 import argparse
 import json
 import os
@@ -80,6 +82,7 @@ def _generate_cases() -> list:
         raw = collect_testcases(None)
     cases = []
     for tc in raw:
+        assert tc.model is not None and tc.data_sets is not None, tc.name   # node cases have both
         cases.append({
             "name": tc.name,
             "model": tc.model.SerializeToString(),
@@ -107,7 +110,7 @@ def _to_numpy(value):
     return value
 
 
-def select(cases: list, substring: str = None, op: str = None) -> list:
+def select(cases: list, substring: Optional[str] = None, op: Optional[str] = None) -> list:
     out = cases
     if substring:
         out = [c for c in out if substring.lower() in c["name"].lower()]

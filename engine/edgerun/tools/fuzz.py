@@ -97,9 +97,9 @@ EXTREMES = [0, 1, 0x7F, 0x80, 2 ** 31 - 1, 2 ** 31, 2 ** 32, 2 ** 62, 2 ** 63 - 
             10 ** 12]
 
 
-def mutate_bytes(rng, data: bytes) -> tuple:
+def mutate_bytes(rng, original: bytes) -> tuple:
     """(mutated bytes, what was done)."""
-    data = bytearray(data) or bytearray(b"\x08")      # an earlier step may have emptied it
+    data = bytearray(original) or bytearray(b"\x08")   # an earlier step may have emptied it
     kind = ["flip", "overwrite", "insert", "delete", "truncate", "varint", "wiretype",
             "splice"][int(rng.integers(8))]
     at = int(rng.integers(max(len(data), 1)))
@@ -292,7 +292,8 @@ def main(argv=None) -> int:
         return 1 if outcome in (ESCAPED, HANG) else 0
     limit_memory(args.max_memory_gb)        # a blowup is a MemoryError (an escape), not OOM
     seeds = seed_models()
-    counts, findings = collections.Counter(), []
+    counts: collections.Counter = collections.Counter()
+    findings: list = []
     started = time.perf_counter()
     for index in range(args.first, args.first + args.cases):
         name, data, how, rng = make_case(seeds, args.seed, index)

@@ -9,7 +9,7 @@ read-only arrays. The value the node reads is the same whatever the layout.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Any, Optional
 
 import numpy as np
 
@@ -51,9 +51,13 @@ class GraphBuilder:
         self.rng = rng
         self.opset = opset
         self.wrap_inputs = wrap_inputs
-        self.nodes, self.inputs, self.initializers, self.outputs = [], [], [], []
-        self.feeds, self.layouts = {}, {}
-        self.extra_opsets = {}
+        self.nodes: list = []
+        self.inputs: list = []
+        self.initializers: list = []
+        self.outputs: list = []
+        self.feeds: dict = {}
+        self.layouts: dict = {}
+        self.extra_opsets: dict = {}
         self._count = 0
 
     def name(self, prefix: str) -> str:
@@ -95,7 +99,7 @@ class GraphBuilder:
     def _pick_layout(self, value) -> str:
         if value.ndim == 0 or value.size == 0 or value.dtype.kind in "OSU":
             return "plain"
-        names, weights = zip(*LAYOUTS)
+        names, weights = [n for n, _ in LAYOUTS], [w for _, w in LAYOUTS]
         layout = str(self.rng.choice(names, p=weights))
         if layout == "transposed" and value.ndim < 2:
             layout = "sliced"
@@ -170,7 +174,8 @@ class GraphBuilder:
 
     # ---------------------------------------------------------------- nodes
 
-    def node(self, op_type: str, inputs: list, outputs=1, domain: str = "", **attrs) -> list:
+    def node(self, op_type: str, inputs: list, outputs: Any = 1, domain: Any = "",
+             **attrs: Any) -> list:
         """Adds a node; `outputs` is a count (fresh names) or a list of names. Returns the
         output names."""
         from onnx import helper

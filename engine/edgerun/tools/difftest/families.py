@@ -10,6 +10,7 @@ reversed and broadcast views. Adding a family is one decorated function here.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
@@ -31,7 +32,7 @@ def family(name: str, weight: float = 1.0):
 # ---------------------------------------------------------------- small helpers
 
 
-def pick(rng, options, p=None):
+def pick(rng, options, p=None) -> Any:
     """One of `options` (any objects), optionally with probabilities."""
     return options[int(rng.choice(len(options), p=p))]
 
@@ -161,7 +162,10 @@ def conv(rng) -> Case:
     group, cin, cout = 1, log_int(rng, 1, 16), log_int(rng, 1, 16)
     kernel = [pick(rng, [1, 2, 3, 3, 5]) for _ in range(rank)]
     low, high = 1, (24 if rank < 3 else 8)
-    strides = dilations = pads = auto_pad = None
+    strides: Any = None
+    dilations: Any = None
+    pads: Any = None
+    auto_pad: Any = None
     if regime == "winograd":
         rank, batch, group = 2, pick(rng, [1, 1, 2]), 1
         cin, cout, kernel = ints(rng, 96, 112), ints(rng, 128, 136), [3, 3]
@@ -447,7 +451,7 @@ ARITHMETIC_TYPES = [np.float32] * 6 + [np.float64, np.float16, np.int32, np.int6
                                        np.uint8]
 
 # op -> (input count or "variadic", dtypes, first opset)
-BINARY_OPS = {
+BINARY_OPS: dict[str, Any] = {
     "Add": (2, ARITHMETIC_TYPES, 7), "Sub": (2, ARITHMETIC_TYPES, 7),
     "Mul": (2, ARITHMETIC_TYPES, 7), "Div": (2, ARITHMETIC_TYPES, 7),
     "Pow": (2, [np.float32, np.float32, np.float64, np.int32, np.int64], 12),
@@ -514,7 +518,7 @@ def _interval(low, high):
 
 
 # op -> (first opset, value range or None for normal values, attributes maker, dtypes)
-UNARY_OPS = {
+UNARY_OPS: dict[str, Any] = {
     "Relu": (14, None, None, "fis"), "Sigmoid": (13, None, None, "f"),
     "Tanh": (13, None, None, "f"), "Exp": (13, None, None, "f"),
     "Log": (13, _interval(0.05, 5), None, "f"), "Sqrt": (13, _interval(0, 5), None, "f"),
@@ -546,7 +550,7 @@ UNARY_OPS = {
     "Clip": (13, None, None, "fi"),
 }
 
-KIND_TYPES = {"f": [np.float32] * 5 + [np.float64, np.float16], "F": [np.float32],
+KIND_TYPES: dict[str, list] = {"f": [np.float32] * 5 + [np.float64, np.float16], "F": [np.float32],
               "i": [np.int32, np.int64, np.int8], "s": [np.int32, np.int64],
               "b": [np.bool_]}
 
@@ -884,7 +888,8 @@ def movement(rng) -> Case:
                        np.uint8])
     x = values(rng, shape, dtype)
     b = GraphBuilder(rng, pick(rng, [13, 18]))
-    attrs, inputs = {}, [b.operand(x)]
+    attrs: dict = {}
+    inputs = [b.operand(x)]
     outputs = 1
     if op == "Slice":
         axes = [int(a) for a in rng.permutation(rank)[:ints(rng, 1, rank)]]

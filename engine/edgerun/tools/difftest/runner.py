@@ -6,6 +6,8 @@ Case `index` of seed `seed` is always the same graph (its generator draws from
 """
 from __future__ import annotations
 
+from typing import Optional
+
 import json
 import os
 import signal
@@ -172,8 +174,8 @@ def save_case(case: Case, outcome: Outcome, folder: str) -> str:
     os.makedirs(path, exist_ok=True)
     with open(os.path.join(path, "model.onnx"), "wb") as f:
         f.write(case.model)
-    np.savez(os.path.join(path, "inputs.npz"), **{k: np.asarray(v)
-                                                   for k, v in case.feeds.items()})
+    arrays: dict = {k: np.asarray(v) for k, v in case.feeds.items()}
+    np.savez(os.path.join(path, "inputs.npz"), **arrays)
     with open(os.path.join(path, "case.json"), "w") as f:
         json.dump({"family": case.family, "summary": case.summary, "seed": seed,
                    "index": index, "provider": outcome.provider, "status": outcome.status,
@@ -252,7 +254,7 @@ class Report:
 
 
 def run_range(seed: int, start: int, stop: int, providers: list, families=None,
-              out_dir: str = None, progress=None) -> Report:
+              out_dir: Optional[str] = None, progress=None) -> Report:
     """Cases start..stop-1 of `seed` on `providers`; failures saved under out_dir."""
     report = Report(seed)
     began = time.perf_counter()
@@ -308,7 +310,7 @@ def run_parallel(seed: int, count: int, providers: list, families=None, out_dir=
     report = Report(seed)
     began = time.perf_counter()
     context = multiprocessing.get_context("spawn")
-    retried = set()
+    retried: set = set()
     while tasks:
         broken = []
         with ProcessPoolExecutor(jobs, mp_context=context) as pool:
