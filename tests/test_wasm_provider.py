@@ -2274,3 +2274,24 @@ def test_a_weight_converted_while_recording_stays_out_of_the_program(wasm):
     got = wasm.dev.download(wide)
     np.testing.assert_array_equal(np.asarray(got), w.astype(np.float32))
     assert converted(wasm.dev, weight, 1) is wide                # made once
+
+
+def test_small_integer_feeds_key_programs_by_their_values_from_any_bytes(wasm):
+    """A captured graph keys its programs on the values of small integer feeds (a Reshape
+    target): read from a HostTensor's bytes whatever buffer holds them (bytes, bytearray,
+    a memoryview), the same values the device keeps on its uploads."""
+    from edgerun.ir.host_tensor import HostTensor
+    from edgerun.providers.wasm.capture import signature
+    from edgerun.providers.wasm.program import Recorder
+
+    raw = np.array([3, -1], np.int64).tobytes()
+    for data in (raw, bytearray(raw), memoryview(raw)):
+        t = HostTensor(7, [2], data)
+        assert signature([t]) == ((7, (2,), (3, -1)),), type(data)
+        assert wasm.dev.upload(t).ints == (3, -1)
+        recorder = Recorder(wasm.dev)
+        try:
+            assert recorder.own_inputs([t])[0].ints == (3, -1)
+        finally:
+            recorder.stop()
+            recorder.pool.close()

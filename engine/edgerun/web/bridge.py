@@ -131,9 +131,7 @@ class WebSession:
         feeds = [tuple(item) for item in feeds]
         if self.gpu_outputs.intersection(names) or any(len(item) > 4 for item in feeds):
             return self._run_bound(feeds, names, options)
-        values = {name: _to_host(name, type_name, dims, data)
-                  for name, type_name, dims, data in feeds}
-        outputs = self.session.run(names, values, options)
+        outputs = self.session.run(names, _host_values(feeds), options)
         return [(name, *_from_host(name, value)) for name, value in zip(names, outputs)]
 
     def replay_ticket(self, feeds: list) -> Optional[dict]:
@@ -153,7 +151,7 @@ class WebSession:
         program_for = getattr(step.fn, "program_for", None)
         if program_for is None:
             return None
-        values = {item[0]: _to_host(*item[:4]) for item in feeds}
+        values = _host_values(feeds)
         inputs = [values.get(name) if name else None for name in step.node.inputs]
         program = program_for(inputs)
         if program is None or program in self._tickets or \
@@ -226,6 +224,12 @@ def _web_type(onnx_type: str) -> str:
         if code in _WEB_NAME:
             return _WEB_NAME[code]
     return onnx_type
+
+
+def _host_values(feeds: list) -> dict:
+    """name -> host value of feeds [(name, type, dims, bytes or strs)]."""
+    return {name: _to_host(name, type_name, dims, data)
+            for name, type_name, dims, data in feeds}
 
 
 def _to_host(name, type_name, dims, data):

@@ -22,11 +22,9 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
-from array import array
-
 from ...ir import Attribute, AttrType, Graph, Node, dtypes
 from ...ir.host_tensor import HostTensor
-from .device import INT_FORMATS, SMALL_INTS, UNHELD_TYPES, DeviceValue, WasmTensor
+from .device import UNHELD_TYPES, DeviceValue, WasmTensor, small_ints
 from .ops import EDGERUN, operator
 from .program import MAX_PROGRAMS, Recorder
 
@@ -78,9 +76,7 @@ def signature(values):
         if type(v) is not HostTensor or v.elem_type in UNHELD_TYPES or \
                 dtypes.elem_type(v.elem_type).bits < 8:
             return None
-        fmt = INT_FORMATS.get(v.elem_type)
-        ints = tuple(array(fmt, v.data)) if fmt and v.size <= SMALL_INTS else None
-        key.append((v.elem_type, v.shape, ints))
+        key.append((v.elem_type, v.shape, small_ints(v.elem_type, v.size, v.data)))
     return tuple(key)
 
 

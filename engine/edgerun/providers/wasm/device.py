@@ -45,6 +45,17 @@ def stored_itemsize(elem_type: int) -> int:
     return max(dtypes.elem_type(elem_type).bits // 8, 1)
 
 
+def small_ints(elem_type: int, count: int, data) -> Optional[tuple]:
+    """The values of an integer or bool tensor of at most SMALL_INTS elements, read from its
+    little-endian bytes (bytes-like or numpy), which the device keeps on the host (`ints`);
+    None for other tensors."""
+    fmt = INT_FORMATS.get(elem_type)
+    if fmt is None or count > SMALL_INTS:
+        return None
+    raw = data.tobytes() if hasattr(data, "tobytes") else bytes(data)   # array() would
+    return tuple(array(fmt, raw))                                         # iterate a view
+
+
 def unpack_narrow(data, bits: int, count: int) -> bytes:
     """ONNX's packed sub-byte values (lowest bits first) as one value per byte."""
     per_byte, mask = 8 // bits, (1 << bits) - 1
@@ -225,9 +236,7 @@ class WasmDevice:
         if isinstance(value, HostTensor) and dtypes.elem_type(elem_type).bits < 8:
             data = unpack_narrow(data, dtypes.elem_type(elem_type).bits, t.size)
         self.write(t.ptr, data)
-        if elem_type in INT_FORMATS and t.size <= SMALL_INTS:
-            raw = data.tobytes() if hasattr(data, "tobytes") else bytes(data)
-            t.ints = tuple(array(INT_FORMATS[elem_type], raw))
+        t.ints = small_ints(elem_type, t.size, data)
         return t
 
     def download(self, t: WasmTensor):

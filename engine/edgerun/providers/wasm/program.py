@@ -32,7 +32,7 @@ import weakref
 from array import array
 
 from ...ir import dtypes
-from .device import INT_FORMATS, SMALL_INTS, DeviceValue, WasmTensor
+from .device import DeviceValue, WasmTensor, small_ints
 from .signatures import export_signatures
 
 MAX_PROGRAMS = 8            # signatures kept per captured graph (least recently used dropped)
@@ -152,9 +152,7 @@ class Recorder:
             mine = self.dev.empty(v.shape, v.elem_type)
             if mine.nbytes:
                 self.dev.host.write(mine.ptr, v.data)
-            fmt = INT_FORMATS.get(v.elem_type)
-            if fmt is not None and mine.size <= SMALL_INTS:
-                mine.ints = tuple(array(fmt, v.data))
+            mine.ints = small_ints(v.elem_type, mine.size, v.data)
             owned.append(mine)
         return owned
 
