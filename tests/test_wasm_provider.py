@@ -813,7 +813,8 @@ TYPED_UNARY = {      # op -> element types it is checked on (float32 too where n
     "Sqrt": "float64", "Sigmoid": "float64 float16", "Tanh": "float64", "Erf": "float64",
     "Relu": "float64 int32 int8", "Mish": "float32 float64", "Selu": "float32 float64",
     "Celu": "float32", "ThresholdedRelu": "float32 float64", "Softplus": "float64",
-    "Shrink": "float32 float64 int32", "IsInf": "float32 float64", "IsNaN": "float16 float64",
+    "Shrink": "float32 float64 int32", "IsInf": "float32 float64",
+    "IsNaN": "float16 float64 float32",
     "BitwiseNot": "int32 uint8 int64 uint16", "Floor": "float64", "Ceil": "float16",
     "HardSwish": "float64", "LeakyRelu": "float64", "Softsign": "float64",
 }
@@ -898,9 +899,13 @@ def test_typed_elementwise_matches_the_cpu_provider(wasm, case):
         attrs["fmod"] = 1
     if op == "BitShift":
         attrs["direction"] = "RIGHT" if dtype == "uint32" else "LEFT"
+    if op == "IsInf" and dtype == "float32":
+        attrs["detect_negative"] = 0
     out = "bool" if op in ("IsInf", "IsNaN") else dtype
     model = _single_node(op, [dtype] * (2 if binary else 1), attrs, out)
-    for shapes in ([(1, 7)] * (2 if binary else 1), [(3, 1, 5), (4, 5)][:2 if binary else 1]):
+    # (2, 19): past the 16-lane predicate loops of IsNaN / IsInf, with a tail
+    for shapes in ([(1, 7)] * (2 if binary else 1), [(3, 1, 5), (4, 5)][:2 if binary else 1],
+                   [(2, 19)] * (2 if binary else 1)):
         feeds = {"x0": _typed_values(rng, dtype, shapes[0], op)}
         if binary:
             feeds["x1"] = _typed_values(rng, dtype, shapes[1], op, second=True)
@@ -1210,7 +1215,7 @@ def test_resize_of_other_types_matches_the_cpu_provider(wasm, dtype, mode):
 @pytest.mark.parametrize("qtype,scale_type,layout", [
     ("uint8", "float32", "tensor"), ("int8", "float32", "axis"), ("int4", "float32", "block"),
     ("uint16", "float16", "axis"), ("float8e4m3fn", "float32", "tensor"),
-    ("int8", "float32", "block")])
+    ("int8", "float32", "block"), ("int8", "float32", "tensor"), ("int16", "float32", "tensor")])
 def test_quantize_and_dequantize_match_the_cpu_provider(wasm, qtype, scale_type, layout):
     """QuantizeLinear then DequantizeLinear with per-tensor, per-axis and blocked scales and
     zero points (random shapes, batch 1 and 3, a partial last block): integers exactly,
@@ -1899,12 +1904,13 @@ def test_det_matches_the_cpu_provider(wasm):
 @pytest.mark.parametrize("b_constant", [False, True], ids=["b_fed", "b_weight"])
 @pytest.mark.parametrize("a_shape,b_shape", [((1, 517), (517, 9)), ((130, 33), (33, 1030)),
                                              ((2, 5, 257), (257, 6)), ((3, 2, 4), (1, 4, 3)),
-                                             ((7, 20), (20, 11)), ((4, 3), (3, 1))])
+                                             ((7, 20), (20, 11)), ((4, 3), (3, 1)),
+                                             ((5, 40), (40, 12))])
 def test_integer_gemm_blocks_match_onnxruntime(wasm, a_shape, b_shape, b_constant):
     """er_igemm's int16-pair panels: K past one panel (256) and odd, M past MC (128) and not a
     multiple of 4, N past NC (1024) and below one tile, batch 1 and broadcast batches; values
     spanning both ends of the centered 8-bit range; 2-D cases with a zero point per column
-    of B; int8 and uint8 B. With B an initializer (a weight) the panels are packed once per
+    of B; int8 and uint8 A and B. With B an initializer (a weight) the panels are packed once per
     session (er_ipack_b, er_igemm_packed): the same products."""
     import onnxruntime
     from onnx import TensorProto, helper
@@ -1914,21 +1920,24 @@ def test_integer_gemm_blocks_match_onnxruntime(wasm, a_shape, b_shape, b_constan
     rng = np.random.default_rng(sum(a_shape) + sum(b_shape))
     b_type, b_proto = (np.uint8, TensorProto.UINT8) if b_shape[-1] % 2 else \
         (np.int8, TensorProto.INT8)
+    a_type, a_proto = (np.int8, TensorProto.INT8) if b_type == np.int8 and a_shape[0] % 2 else \
+        (np.uint8, TensorProto.UINT8)
     low, high = int(np.iinfo(b_type).min), int(np.iinfo(b_type).max) + 1
-    a = rng.integers(0, 256, a_shape, dtype=np.uint8)
+    a_low, a_high = int(np.iinfo(a_type).min), int(np.iinfo(a_type).max)
+    a = rng.integers(a_low, a_high + 1, a_shape).astype(a_type)
     b = rng.integers(low, high, b_shape).astype(b_type)
-    a[..., 0] = 255
+    a[..., 0] = a_high
     b[0, ...] = low
-    zero_points = [helper.make_tensor("az", TensorProto.UINT8, [], [3]),
+    zero_points = [helper.make_tensor("az", a_proto, [], [3]),
                    helper.make_tensor("bz", b_proto, [], [low])] if len(a_shape) != 2 else \
-        [helper.make_tensor("az", TensorProto.UINT8, [], [200]),    # per row: not in onnxruntime
+        [helper.make_tensor("az", a_proto, [], [a_low + 200]),
          helper.make_tensor("bz", b_proto, [b_shape[1]], rng.integers(low, high,
                                                                       b_shape[1]).tolist())]
     weights = [helper.make_tensor("b", b_proto, b_shape, b.tobytes(), raw=True)] \
         if b_constant else []
     graph = helper.make_graph(
         [helper.make_node("MatMulInteger", ["a", "b", "az", "bz"], ["y"])], "g",
-        [helper.make_tensor_value_info("a", TensorProto.UINT8, None)] +
+        [helper.make_tensor_value_info("a", a_proto, None)] +
         ([] if b_constant else [helper.make_tensor_value_info("b", b_proto, None)]),
         [helper.make_tensor_value_info("y", TensorProto.INT32, None)], zero_points + weights)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]).SerializeToString()

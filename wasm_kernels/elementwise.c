@@ -12,18 +12,18 @@
 
 static inline __attribute__((always_inline)) v128_t apply_unary(i32 op, v128_t x, float p0, float p1) {
     switch (op) {
-    case U_RELU: return wasm_f32x4_max(x, SPLAT(0.0f));
+    case U_RELU: return v_at_least(x, SPLAT(0.0f));
     case U_SIGMOID: return v_sigmoid(x);
     case U_TANH: return v_tanh(x);
-    case U_CLIP: return wasm_f32x4_min(wasm_f32x4_max(x, SPLAT(p0)), SPLAT(p1));
+    case U_CLIP: return v_clamp(x, SPLAT(p0), SPLAT(p1));
     case U_LEAKY_RELU:
         return wasm_v128_bitselect(x, wasm_f32x4_mul(x, SPLAT(p0)), wasm_f32x4_ge(x, SPLAT(0.0f)));
     case U_HARD_SIGMOID:
-        return wasm_f32x4_min(wasm_f32x4_max(wasm_f32x4_add(wasm_f32x4_mul(x, SPLAT(p0)),
-                                                            SPLAT(p1)), SPLAT(0.0f)), SPLAT(1.0f));
+        return v_clamp(wasm_f32x4_add(wasm_f32x4_mul(x, SPLAT(p0)), SPLAT(p1)), SPLAT(0.0f),
+                       SPLAT(1.0f));
     case U_HARD_SWISH: {
         v128_t h = wasm_f32x4_add(wasm_f32x4_mul(x, SPLAT(1.0f / 6)), SPLAT(0.5f));
-        return wasm_f32x4_mul(x, wasm_f32x4_min(wasm_f32x4_max(h, SPLAT(0.0f)), SPLAT(1.0f)));
+        return wasm_f32x4_mul(x, v_clamp(h, SPLAT(0.0f), SPLAT(1.0f)));
     }
     case U_ERF: return v_erf(x);
     case U_GELU: {
@@ -45,7 +45,7 @@ static inline __attribute__((always_inline)) v128_t apply_unary(i32 op, v128_t x
         v128_t l = v_log(u);
         v128_t lp = wasm_v128_bitselect(t, wasm_f32x4_div(wasm_f32x4_mul(l, t), d),
                                         wasm_f32x4_eq(d, SPLAT(0.0f)));
-        return wasm_f32x4_add(wasm_f32x4_max(x, SPLAT(0.0f)), lp);
+        return wasm_f32x4_add(v_at_least(x, SPLAT(0.0f)), lp);
     }
     case U_EXP: return v_exp(x);
     case U_NEG: return wasm_f32x4_neg(x);

@@ -305,21 +305,51 @@ static inline int16_t centered(const Quantized *q, i32 r, i32 c, i32 rows, i32 c
     return (int16_t)v;
 }
 
+/* 8 consecutive 8-bit values as int16 lanes */
+static inline v128_t widen8(const void *p, i32 type) {
+    v128_t v = wasm_v128_load64_zero(p);
+    return type == T_UINT8 ? wasm_u16x8_extend_low_u8x16(v) : wasm_i16x8_extend_low_i8x16(v);
+}
+
+static inline v128_t zero_point_splat(const Quantized *q, i32 line) {
+    return wasm_i16x8_splat(q->zp ? (int16_t)load8(q->zp, q->zp_per ? line : 0, q->type) : 0);
+}
+
+/* Four k pairs (8 k from col) of MR = 4 whole rows of a row-major A from row r, minus their
+ * zero points, as ipack_a lays them out: per pair, each row's two values. Each row's 8
+ * values are four 32-bit pairs, so the layout is a 4 x 4 transpose of 32-bit lanes. */
+static inline void ipack_a_rows(const Quantized *a, i32 r, i32 col, const v128_t zp[MR],
+                                int16_t *out) {
+    const uint8_t *base = (const uint8_t *)a->x + (i64)r * a->rs + col;
+    v128_t r0 = wasm_i16x8_sub(widen8(base, a->type), zp[0]);
+    v128_t r1 = wasm_i16x8_sub(widen8(base + a->rs, a->type), zp[1]);
+    v128_t r2 = wasm_i16x8_sub(widen8(base + 2 * (i64)a->rs, a->type), zp[2]);
+    v128_t r3 = wasm_i16x8_sub(widen8(base + 3 * (i64)a->rs, a->type), zp[3]);
+    v128_t t0 = wasm_i32x4_shuffle(r0, r1, 0, 4, 1, 5), t1 = wasm_i32x4_shuffle(r2, r3, 0, 4, 1, 5);
+    v128_t t2 = wasm_i32x4_shuffle(r0, r1, 2, 6, 3, 7), t3 = wasm_i32x4_shuffle(r2, r3, 2, 6, 3, 7);
+    wasm_v128_store(out, wasm_i64x2_shuffle(t0, t1, 0, 2));
+    wasm_v128_store(out + 8, wasm_i64x2_shuffle(t0, t1, 1, 3));
+    wasm_v128_store(out + 16, wasm_i64x2_shuffle(t2, t3, 0, 2));
+    wasm_v128_store(out + 24, wasm_i64x2_shuffle(t2, t3, 1, 3));
+}
+
 static void ipack_a(const Quantized *a, i32 row0, i32 col0, i32 mc, i32 kc, i32 rows,
                     int16_t *out) {
-    for (i32 i0 = 0; i0 < mc; i0 += MR)
-        for (i32 k = 0; k < kc; k += 2)
+    for (i32 i0 = 0; i0 < mc; i0 += MR) {
+        i32 k = 0;
+        if (a->cs == 1 && i0 + MR <= mc) {          /* whole rows of MR: vectors */
+            v128_t zp[MR];
+            for (i32 i = 0; i < MR; i++) zp[i] = zero_point_splat(a, row0 + i0 + i);
+            for (; k + 8 <= kc; k += 8, out += 8 * MR)
+                ipack_a_rows(a, row0 + i0, col0 + k, zp, out);
+        }
+        for (; k < kc; k += 2)
             for (i32 i = 0; i < MR; i++, out += 2) {
                 i32 r = row0 + i0 + i, live = i0 + i < mc;
                 out[0] = live ? centered(a, r, col0 + k, rows, col0 + kc, r) : 0;
                 out[1] = live ? centered(a, r, col0 + k + 1, rows, col0 + kc, r) : 0;
             }
-}
-
-/* 8 consecutive 8-bit values as int16 lanes */
-static inline v128_t widen8(const void *p, i32 type) {
-    v128_t v = wasm_v128_load64_zero(p);
-    return type == T_UINT8 ? wasm_u16x8_extend_low_u8x16(v) : wasm_i16x8_extend_low_i8x16(v);
+    }
 }
 
 /* NR columns from column c of rows k and k + 1 of a row-major B, minus their zero points,
@@ -372,8 +402,21 @@ static inline __attribute__((always_inline)) void imicro_4x8_with(
         DOT_ADD(c30, a3, b0);
         DOT_ADD(c31, a3, b1);
     }
-    i32 tile[MR * NR] __attribute__((aligned(16)));
     v128_t rows[8] = {c00, c01, c10, c11, c20, c21, c30, c31};
+    if (mr == MR && nr == NR) {            /* a whole tile: vector stores (sums wrap) */
+        for (i32 i = 0; i < MR; i++) {
+            i32 *c = C + (i64)i * ldc;
+            v128_t lo = rows[2 * i], hi = rows[2 * i + 1];
+            if (accumulate) {
+                lo = wasm_i32x4_add(lo, wasm_v128_load(c));
+                hi = wasm_i32x4_add(hi, wasm_v128_load(c + 4));
+            }
+            wasm_v128_store(c, lo);
+            wasm_v128_store(c + 4, hi);
+        }
+        return;
+    }
+    i32 tile[MR * NR] __attribute__((aligned(16)));
     for (i32 i = 0; i < 8; i++) wasm_v128_store(tile + 4 * i, rows[i]);
     for (i32 i = 0; i < mr; i++)
         for (i32 j = 0; j < nr; j++)
@@ -411,7 +454,18 @@ EXPORT void er_ipack_b(i32 N, i32 K, const void *B, i32 tb, i32 rsb, i32 csb,
                     (int16_t *)packed_panel(out, N, K, jc, pc));
 }
 
-/* C = (A - a_zp)(B - b_zp) with B packed by ipack_b, or by er_ipack_b into `packed` */
+/* One MC x IKC block of A (packed) times the packed panel of B for columns jc.. jc + nc */
+static void iblock(const int16_t *ap, const int16_t *bp, i32 mc, i32 nc, i32 pairs, i32 *C,
+                   i32 ldc, i32 accumulate) {
+    for (i32 jr = 0; jr < nc; jr += NR)
+        for (i32 ir = 0; ir < mc; ir += MR)
+            imicro_4x8(pairs, ap + ir * 2 * pairs, bp + jr * 2 * pairs, C + (i64)ir * ldc + jr,
+                       ldc, min_i32(MR, mc - ir), min_i32(NR, nc - jr), accumulate);
+}
+
+/* C = (A - a_zp)(B - b_zp) with B packed by ipack_b, or by er_ipack_b into `packed`. With B
+ * packed whole, each block of A is packed once for every column block; otherwise each panel
+ * of B once for every row block. */
 static void igemm(const Quantized *a, const Quantized *b, const int16_t *packed, i32 M, i32 N,
                   i32 K, i32 *C, i32 ldc) {
     if (K == 0) {
@@ -419,23 +473,29 @@ static void igemm(const Quantized *a, const Quantized *b, const int16_t *packed,
             for (i32 j = 0; j < N; j++) C[(i64)i * ldc + j] = 0;
         return;
     }
+    if (packed) {
+        for (i32 ic = 0; ic < M; ic += MC) {
+            i32 mc = min_i32(MC, M - ic);
+            for (i32 pc = 0; pc < K; pc += IKC) {
+                i32 kc = min_i32(IKC, K - pc), pairs = (kc + 1) / 2;
+                ipack_a(a, ic, pc, mc, kc, M, ipack_a_buf);
+                for (i32 jc = 0; jc < N; jc += NC)
+                    iblock(ipack_a_buf, packed_panel(packed, N, K, jc, pc), mc,
+                           min_i32(NC, N - jc), pairs, C + (i64)ic * ldc + jc, ldc, pc > 0);
+            }
+        }
+        return;
+    }
     for (i32 jc = 0; jc < N; jc += NC) {
         i32 nc = min_i32(NC, N - jc);
         for (i32 pc = 0; pc < K; pc += IKC) {
             i32 kc = min_i32(IKC, K - pc), pairs = (kc + 1) / 2;
-            const int16_t *bp = ipack_b_buf;
-            if (packed)
-                bp = packed_panel(packed, N, K, jc, pc);
-            else
-                ipack_b(b, pc, jc, kc, nc, N, ipack_b_buf);
+            ipack_b(b, pc, jc, kc, nc, N, ipack_b_buf);
             for (i32 ic = 0; ic < M; ic += MC) {
                 i32 mc = min_i32(MC, M - ic);
                 ipack_a(a, ic, pc, mc, kc, M, ipack_a_buf);
-                for (i32 jr = 0; jr < nc; jr += NR)
-                    for (i32 ir = 0; ir < mc; ir += MR)
-                        imicro_4x8(pairs, ipack_a_buf + ir * 2 * pairs, bp + jr * 2 * pairs,
-                                   C + (i64)(ic + ir) * ldc + jc + jr, ldc,
-                                   min_i32(MR, mc - ir), min_i32(NR, nc - jr), pc > 0);
+                iblock(ipack_a_buf, ipack_b_buf, mc, nc, pairs, C + (i64)ic * ldc + jc, ldc,
+                       pc > 0);
             }
         }
     }

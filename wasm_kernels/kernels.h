@@ -19,7 +19,7 @@
     X(er_fold) X(er_igemm) X(er_pool_nd) X(er_rnn_step) \
     X(er_grid_sample) X(er_rotary) X(er_reduce_int) X(er_argmax_int) X(er_quantize_linear) \
     X(er_dft) X(er_stft) X(er_roi_align) X(er_det) X(er_conv2d_int8) X(er_scale_int32) \
-    X(er_dynamic_quantize) X(er_igemm_packed)
+    X(er_dynamic_quantize) X(er_igemm_packed) X(er_dequantize_linear)
 
 void er_memcpy(unsigned char *dst, const unsigned char *src, i32 nbytes);
 void er_fill(unsigned char *dst, const unsigned char *pattern, i32 elsize, i32 n);
@@ -66,8 +66,11 @@ void er_igemm_packed(i32 M, i32 N, i32 K, const void *A, i32 ta, i32 rsa, i32 cs
                      i32 ldc);
 void er_dynamic_quantize(const float *x, i32 n, uint8_t *y, float *scale,
                          uint8_t *zero_point);
-void er_scale_int32(const i32 *acc, float *y, i32 rows, i32 cols, const float *scale,
-                    i32 scale_per_col, const float *bias, i32 bias_per_col);
+void er_dequantize_linear(const void *x, i32 tx, const float *scale, const void *zero_point,
+                          i32 tzp, float *y, i32 n);
+void er_scale_int32(const i32 *acc, float *y, i32 rows, i32 cols, const float *a_scale,
+                    const float *b_scale, i32 scale_per_col, const float *bias,
+                    i32 bias_per_col);
 void er_conv2d_int8(const uint8_t *x, i32 tx, const void *x_zp, const uint8_t *w, i32 tw,
                     const void *w_zp, i32 w_zp_per_channel, i32 *y, uint8_t *col);
 void er_pool_nd(i32 mode, const float *x, float *y, i64 *indices, float p);

@@ -57,10 +57,34 @@ static i64 unary_int(i32 op, i64 x, int is_unsigned) {
 }
 
 /* y[i] = op(x[i]) for n elements; x of type tx, y of type ty. */
+/* IsNaN / IsInf of float32 into bool bytes, 16 at a time: the tests masks and guards in
+ * exported attention graphs make on every run */
+static i32 float32_predicate(i32 op, const float *x, uint8_t *y, i32 n, float p0, float p1) {
+    v128_t pos = wasm_f32x4_splat(p0 != 0 ? __builtin_inff() : __builtin_nanf(""));
+    v128_t neg = wasm_f32x4_splat(p1 != 0 ? -__builtin_inff() : __builtin_nanf(""));
+    i32 i = 0;
+    for (; i + 16 <= n; i += 16) {
+        v128_t m[4];
+        for (i32 j = 0; j < 4; j++) {
+            v128_t v = wasm_v128_load(x + i + 4 * j);
+            m[j] = op == M_IS_NAN ? wasm_f32x4_ne(v, v)
+                                  : wasm_v128_or(wasm_f32x4_eq(v, pos), wasm_f32x4_eq(v, neg));
+        }
+        v128_t bytes = wasm_i8x16_narrow_i16x8(wasm_i16x8_narrow_i32x4(m[0], m[1]),
+                                               wasm_i16x8_narrow_i32x4(m[2], m[3]));
+        wasm_v128_store(y + i, wasm_v128_and(bytes, wasm_i8x16_splat(1)));
+    }
+    return i;
+}
+
 EXPORT void er_map_unary(i32 op, i32 tx, const void *x, i32 ty, void *y, i32 n, float p0,
                          float p1) {
+    i32 start = 0;
+    if (tx == T_F32 && ty == T_BOOL && (op == M_IS_NAN || op == M_IS_INF))
+        start = float32_predicate(op, x, y, n, p0, p1);
     if (is_float_type(tx)) {
-        for (i32 i = 0; i < n; i++) store_float(y, i, ty, unary_float(op, load_float(x, i, tx), p0, p1));
+        for (i32 i = start; i < n; i++)
+            store_float(y, i, ty, unary_float(op, load_float(x, i, tx), p0, p1));
     } else {
         int u = tx == T_U8 || tx == T_U16 || tx == T_U32 || tx == T_U64 || tx == T_BOOL;
         for (i32 i = 0; i < n; i++) store_int(y, i, ty, unary_int(op, load_int(x, i, tx), u));

@@ -147,7 +147,12 @@ EXPORT i32 er_run_program(const uint32_t *words, i32 nwords) {
             bad = er_roi_align(P(0), P(1), P(2), P(3), P(4), I(5), I(6), I(7), F(8), I(9));
             break;
         case OP_er_det: er_det(P(0), P(1), P(2), I(3), I(4), I(5)); break;
-        case OP_er_scale_int32: er_scale_int32(P(0), P(1), I(2), I(3), P(4), I(5), P(6), I(7)); break;
+        case OP_er_scale_int32:
+            er_scale_int32(P(0), P(1), I(2), I(3), P(4), P(5), I(6), P(7), I(8));
+            break;
+        case OP_er_dequantize_linear:
+            er_dequantize_linear(P(0), I(1), P(2), P(3), I(4), P(5), I(6));
+            break;
         case OP_er_dynamic_quantize: er_dynamic_quantize(P(0), I(1), P(2), P(3), P(4)); break;
         default: bad = 1;
         }

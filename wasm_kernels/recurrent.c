@@ -12,7 +12,7 @@
 
 static inline v128_t clipped(v128_t v, float clip) {
     if (clip <= 0.0f) return v;
-    return wasm_f32x4_min(wasm_f32x4_max(v, SPLAT(-clip)), SPLAT(clip));
+    return v_clamp(v, SPLAT(-clip), SPLAT(clip));
 }
 
 static inline v128_t load_or(const float *p, i32 i, v128_t fallback) {
