@@ -33,6 +33,7 @@ static double unary_float(i32 op, double x, double p0, double p1) {
     case M_IS_NAN: return x != x;
     case M_NOT: return x == 0;
     case M_CLIP: return x != x ? x : x < p0 ? p0 : x > p1 ? p1 : x;    /* min, max */
+    case M_SATURATE: return x != x ? p0 : x < p0 ? p0 : x > p1 ? p1 : x;
     case M_GELU_TANH:
         return 0.5 * x * (1 + d_tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
     default: return row_unary(op, x, p0, p1);         /* ir/unary_ops.py's formulas */

@@ -1,7 +1,8 @@
 /* QuantizeLinear to 8- and 16-bit integers with one scale and zero point (per tensor: what
  * DynamicQuantizeLinear and most static graphs use), in one pass: y = saturate(round(x / scale)
  * + zero_point), rounding half to even. The division happens in float32 when the scale is
- * float32 (x converted first), else in double, as the CPU provider computes it. The scale
+ * float32 (x converted first), else in double, as the CPU provider computes it; NaN gives the
+ * lowest value (onnxruntime's). The scale
  * and zero point are read from linear memory, so a recorded program replays with new ones.
  */
 #include "elemtypes.h"
@@ -21,12 +22,13 @@ EXPORT void er_quantize_linear(const void *x, i32 tx, const void *scale, i32 ts,
         i32 i = 0;
         v128_t vs = wasm_f32x4_splat(s32), vz = wasm_f32x4_splat(z);
         v128_t vlo = wasm_f32x4_splat(lo), vhi = wasm_f32x4_splat(hi);
-        for (; i + 16 <= n; i += 16) {   /* NaN stays NaN through max and min: 0 from trunc_sat */
+        for (; i + 16 <= n; i += 16) {   /* NaN stays NaN through the clamp: then low */
             v128_t q[4];
             for (i32 j = 0; j < 4; j++) {
                 v128_t v = wasm_f32x4_add(
                     wasm_f32x4_nearest(wasm_f32x4_div(wasm_v128_load(xf + i + 4 * j), vs)), vz);
-                q[j] = wasm_i32x4_trunc_sat_f32x4(v_clamp(v, vlo, vhi));
+                v = v_clamp(v, vlo, vhi);
+                q[j] = wasm_i32x4_trunc_sat_f32x4(wasm_v128_bitselect(vlo, v, wasm_f32x4_ne(v, v)));
             }
             v128_t lo16 = wasm_i16x8_narrow_i32x4(q[0], q[1]);
             v128_t hi16 = wasm_i16x8_narrow_i32x4(q[2], q[3]);
@@ -36,7 +38,7 @@ EXPORT void er_quantize_linear(const void *x, i32 tx, const void *scale, i32 ts,
         for (; i < n; i++) {
             float q = __builtin_nearbyintf(xf[i] / s32) + z;
             q = q < lo ? lo : q > hi ? hi : q;
-            i32 v = q == q ? (i32)q : 0;
+            i32 v = q == q ? (i32)q : low;
             if (ty == T_U8) ((uint8_t *)y)[i] = (uint8_t)v;
             else ((int8_t *)y)[i] = (int8_t)v;
         }
@@ -46,8 +48,8 @@ EXPORT void er_quantize_linear(const void *x, i32 tx, const void *scale, i32 ts,
         double v = load_float(x, i, tx);
         double q = ts == T_F32 ? (double)((float)v / s32) : v / s;
         q = __builtin_nearbyint(q) + (double)zp;
-        q = q < low ? low : q > high ? high : q;          /* NaN stays: stored as 0 */
-        store_int(y, i, ty, q == q ? (i64)q : 0);
+        q = q < low ? low : q > high ? high : q;          /* NaN stays: stored as low */
+        store_int(y, i, ty, q == q ? (i64)q : low);
     }
 }
 

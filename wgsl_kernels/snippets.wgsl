@@ -52,3 +52,20 @@ fn fmod_f32(x: f32, y: f32) -> f32 {
   if (x_finite && (bitcast<u32>(y) & 0x7fffffffu) == 0x7f800000u) { return x; }
   return x - y * trunc(x / y);
 }
+
+// The float16 bits of v, rounded to nearest even; past float16's range infinity, NaN a quiet
+// NaN (pack2x16float leaves both indeterminate). Infinities and NaN by their bits: WGSL lets
+// compilers assume floats finite.
+fn half_bits(v: f32) -> u32 {
+  let b = bitcast<u32>(v);
+  let sign = (b >> 16u) & 0x8000u;
+  let magnitude = b & 0x7fffffffu;
+  if (magnitude > 0x7f800000u) { return sign | 0x7e00u; }
+  if (magnitude >= 0x477ff000u) { return sign | 0x7c00u; }   // 65520 and up round to inf
+  return pack2x16float(vec2<f32>(v, 0.0)) & 0xffffu;
+}
+
+// v rounded to float16's precision, as f32 (a Cast to float16 kept in f32 words)
+fn as_half(v: f32) -> f32 {
+  return unpack2x16float(half_bits(v)).x;
+}

@@ -28,6 +28,13 @@ SMALL_CACHE = 256          # small host tensors whose GPU copies upload_small ke
 # element type -> GpuTensor.dtype (how each is stored: host_values.GPU_WORDS)
 GPU_TYPES = {dtypes.FLOAT: "float32", dtypes.INT32: "int32", dtypes.INT64: "int64",
              dtypes.BOOL: "bool", dtypes.UINT32: "uint32"}
+# 8- and 16-bit element types (quantized and float16 models): one word an element on the GPU,
+# their own bytes on the host; packed.wgsl widens uploads and narrows downloads. Only the
+# operators in NARROW_OPS (kernels/quantization.py) take them: the rest would compute in 32
+# bits where these wrap or round.
+NARROW_TYPES = {dtypes.INT8: "int8", dtypes.UINT8: "uint8", dtypes.INT16: "int16",
+                dtypes.UINT16: "uint16", dtypes.FLOAT16: "float16"}
+GPU_TYPES.update(NARROW_TYPES)
 CODES = {name: code for code, name in GPU_TYPES.items()}
 # element types whose GPU words are their ONNX layout: buffers can be shared as they are
 ADOPTABLE = {dtypes.FLOAT: "float32", dtypes.INT32: "int32", dtypes.UINT32: "uint32"}
@@ -67,6 +74,8 @@ class GpuContext:
         if code not in GPU_TYPES:
             raise Unsupported(f"a {dtypes.type_string(code)} tensor (GPU tensors are "
                               f"{', '.join(sorted(CODES))})")
+        if code in NARROW_TYPES:
+            return self._upload_narrow(code, shape, data)
         words = host_values.to_gpu_words(code, data)
         if words is None:
             raise Unsupported("int64 values beyond the int32 range GPU tensors hold")
@@ -78,6 +87,22 @@ class GpuContext:
         n = len(words) // 4
         host = host_values.from_bytes(code, shape, data) if n <= SMALL_MIRROR else None
         return GpuTensor(alloc, shape, GPU_TYPES[code], host)
+
+    def _upload_narrow(self, code: int, shape, data: bytes) -> GpuTensor:
+        """An 8/16-bit tensor: its bytes uploaded as they are, widened on the GPU."""
+        bits = dtypes.BY_CODE[code].bits
+        out = self.empty(shape, GPU_TYPES[code])
+        with self.lock:
+            packed = GpuTensor(self.pool.acquire(max(len(data) + 3, 4) // 4 * 4, for_upload=True),
+                               (max(len(data) + 3, 4) // 4,), "uint32")
+            if data:
+                self.device.write_buffer(packed.buffer, data + b"\0" * (-len(data) % 4))
+            self.stats["uploads"] += 1
+        self.dispatch("packed", "widen", out, [packed], [], out.size,
+                      {"BITS": bits, "KIND": _narrow_kind(code), "OT": out.wgsl})
+        if out.size <= SMALL_MIRROR:
+            out.host = host_values.from_bytes(code, shape, data)
+        return out
 
     def upload_small(self, value) -> GpuTensor:
         """upload() for tensors of at most SMALL_MIRROR elements, reusing the GPU copy while
@@ -100,19 +125,43 @@ class GpuContext:
 
     def download(self, t: GpuTensor):
         """`t` on the host: a numpy array, or a HostTensor where numpy is absent."""
+        if t.dtype in CODES and CODES[t.dtype] in NARROW_TYPES:
+            return self._download_narrow(t)
         with self.lock:
             self.flush()
             data = self.device.read_buffer(t.buffer, max(t.size, 1) * 4) if t.size else b""
             self.stats["downloads"] += 1
         return host_values.from_gpu_words(CODES[t.dtype], t.shape, data[:t.size * 4])
 
-    async def download_async(self, t: GpuTensor):
-        """For an awaiting caller (mapAsync readback without JSPI)."""
+    def _download_narrow(self, t: GpuTensor):
+        """An 8/16-bit tensor narrowed to its own bytes on the GPU, then read back."""
+        code = CODES[t.dtype]
+        nbytes = t.size * dtypes.BY_CODE[code].bits // 8
+        packed = self._narrowed(t, code)
         with self.lock:
             self.flush()
-        data = await self.device.read_buffer_async(t.buffer, max(t.size, 1) * 4)
+            data = self.device.read_buffer(packed.buffer, packed.size * 4) if t.size else b""
+            self.stats["downloads"] += 1
+        return host_values.from_bytes(code, t.shape, bytes(data[:nbytes]))
+
+    def _narrowed(self, t: GpuTensor, code: int) -> GpuTensor:
+        bits = dtypes.BY_CODE[code].bits
+        packed = self.empty((-(-t.size * bits // 32),), "uint32")
+        return self.dispatch("packed", "narrow", packed, [t], [t.size], packed.size,
+                             {"BITS": bits, "KIND": _narrow_kind(code), "T": t.wgsl})
+
+    async def download_async(self, t: GpuTensor):
+        """For an awaiting caller (mapAsync readback without JSPI)."""
+        code = CODES[t.dtype]
+        source = self._narrowed(t, code) if code in NARROW_TYPES else t
+        with self.lock:
+            self.flush()
+        data = await self.device.read_buffer_async(source.buffer, max(source.size, 1) * 4)
         self.stats["downloads"] += 1
-        return host_values.from_gpu_words(CODES[t.dtype], t.shape, data[:t.size * 4])
+        if code in NARROW_TYPES:
+            nbytes = t.size * dtypes.BY_CODE[code].bits // 8
+            return host_values.from_bytes(code, t.shape, bytes(data[:nbytes]))
+        return host_values.from_gpu_words(code, t.shape, data[:t.size * 4])
 
     def export(self, value, code: int):
         """A new buffer the caller owns (never pooled) holding `value` as ONNX lays out
@@ -243,6 +292,11 @@ class GpuContext:
             finally:
                 self.pool.batch_submitted()
                 self.stats["flushes"] += 1
+
+
+def _narrow_kind(code: int) -> int:
+    """packed.wgsl's KIND: 0 signed integer, 1 unsigned, 2 float16."""
+    return 2 if code == dtypes.FLOAT16 else 1 if code in (dtypes.UINT8, dtypes.UINT16) else 0
 
 
 def _exported_size(nbytes: int) -> int:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import struct
 from array import array
 
 from ...ir import dtypes
@@ -60,6 +61,9 @@ def values(value) -> list:
     if isinstance(value, HostTensor):
         if value.elem_type == dtypes.STRING:
             return list(value.data)
+        if value.elem_type == dtypes.FLOAT16:
+            data = bytes(value.data)
+            return list(struct.unpack(f"<{len(data) // 2}e", data))
         fmt = FORMATS.get(value.elem_type)
         if fmt is None:
             raise TypeError(f"cannot read {dtypes.type_string(value.elem_type)} values on the "
@@ -85,6 +89,9 @@ def make(code: int, dims, items) -> object:
     dims = tuple(int(d) for d in dims)
     if np is not None:
         return np.array(items, dtype=dtypes.numpy_dtype(code)).reshape(dims)
+    if code == dtypes.FLOAT16:
+        items = list(items)
+        return HostTensor(code, dims, struct.pack(f"<{len(items)}e", *items))
     return HostTensor(code, dims, array(FORMATS[code], items).tobytes())
 
 

@@ -96,13 +96,15 @@ class ForeignAllocation:
 
 
 # GpuTensor.dtype -> the WGSL type of its 4-byte elements (host_values.GPU_WORDS)
-WGSL_TYPES = {"float32": "f32", "int32": "i32", "int64": "i32", "bool": "u32", "uint32": "u32"}
+WGSL_TYPES = {"float32": "f32", "int32": "i32", "int64": "i32", "bool": "u32", "uint32": "u32",
+              "int8": "i32", "uint8": "i32", "int16": "i32", "uint16": "i32", "float16": "f32"}
 
 
 class GpuTensor:
     """A tensor living in a GPU buffer, 4 bytes an element. `dtype` is the element type's
     numpy name (numpy is optional): "float32", "int32", "int64" (stored as int32), "bool"
-    (stored as u32 0/1) or "uint32"; `wgsl` is the type kernels read it as."""
+    (stored as u32 0/1), "uint32", or an 8/16-bit type (gpu.NARROW_TYPES: integers as i32,
+    float16 as f32); `wgsl` is the type kernels read it as."""
     __slots__ = ("alloc", "shape", "dtype", "host")
 
     def __init__(self, alloc: "Allocation | ForeignAllocation", shape: tuple,

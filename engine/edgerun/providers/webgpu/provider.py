@@ -30,7 +30,7 @@ from ..base import ExecutionProvider
 from ..cpu import registry as cpu_registry
 from . import host_values
 from .device import GpuError
-from .gpu import GPU_TYPES, GpuContext
+from .gpu import GPU_TYPES, NARROW_TYPES, GpuContext
 from .kernels import lookup
 from .kernels.registry import Unsupported
 from .memory import SMALL_MIRROR, GpuTensor, GpuTensorParts
@@ -63,8 +63,17 @@ def shared_context() -> GpuContext:
         return _shared["context"]
 
 
-_DATA_TYPES_OFF_GPU = frozenset({dtypes.FLOAT16, dtypes.BFLOAT16, dtypes.INT8, dtypes.UINT8,
-                                 dtypes.INT16, dtypes.UINT16})
+def _narrow_operand(value) -> str:
+    """The 8/16-bit element type (gpu.NARROW_TYPES) of an operand, or ""."""
+    if isinstance(value, GpuTensor):
+        return value.dtype if value.dtype in NARROW_NAMES else ""
+    if value is not None and host_values.is_host_tensor(value):
+        code = host_values.elem_type(value)
+        return NARROW_TYPES.get(code, "")
+    return ""
+
+
+NARROW_NAMES = frozenset(NARROW_TYPES.values())
 
 
 def _cpu_kernel(node, opset):
@@ -149,17 +158,25 @@ class WebGpuProvider(ExecutionProvider):
         return True, ""
 
     def _operand_type_problem(self, node) -> str:
-        """Without numpy: why a node on a model-data type the GPU does not hold (float16
-        weights and activations, 8- and 16-bit integers of quantized models) is not this
-        provider's: it would fail at run time with no CPU kernel to take it, and the next
-        provider (wasm in a page) runs it instead. The host computes a few others (double,
-        strings) without numpy; they stay."""
+        """Without numpy: why a node on a model-data type the GPU does not hold (bfloat16),
+        or on an 8/16-bit type (quantized and float16 models) that its kernel does not take,
+        is not this provider's: it would fail at run time with no CPU kernel to take it, and
+        the next provider (wasm in a page) runs it instead. The host computes a few others
+        (double, strings) without numpy; they stay."""
+        op = lookup(node.op_type, node.domain)
+        takes_narrow = op is not None and op.narrow
         for name in [*node.inputs, *node.outputs]:
             t = self.value_types.get(name) if name else None
-            if t is not None and t.kind == "tensor" and t.elem_type in _DATA_TYPES_OFF_GPU:
+            if t is None or t.kind != "tensor":
+                continue
+            if t.elem_type == dtypes.BFLOAT16:
                 return (f"'{name}' is {dtypes.type_string(t.elem_type)}: GPU tensors are "
                         f"{', '.join(sorted(GPU_TYPES.values()))}, and without numpy no CPU "
                         f"kernel runs inside the provider")
+            if t.elem_type in NARROW_TYPES and not takes_narrow:
+                return (f"'{name}' is {dtypes.type_string(t.elem_type)}: the WGSL kernel of "
+                        f"{node.op_type} computes in 32 bits, and without numpy no CPU kernel "
+                        f"runs inside the provider")
         return ""
 
     def kernel(self, node, opset):
@@ -178,6 +195,11 @@ class WebGpuProvider(ExecutionProvider):
                 return on_host(ctx, inputs, attrs)
             gpu.label = label
             try:
+                if not op.narrow:
+                    narrow = next(filter(None, map(_narrow_operand, inputs)), "")
+                    if narrow:
+                        raise Unsupported(f"a {narrow} operand (the kernel computes in 32 "
+                                          f"bits)")
                 return op.run(gpu, ctx, *inputs, **attrs)
             except Unsupported as why:
                 if cpu_fn is None:

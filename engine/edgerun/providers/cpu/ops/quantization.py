@@ -96,7 +96,9 @@ def quantize_values(values: np.ndarray, zero_point, code: int, saturate: bool = 
         q = np.rint(values.astype(np.float64))
         if zero_point is not None:
             q = q + zero_point.astype(np.float64)
-        return np.clip(q, low, high).astype(dtypes.numpy_dtype(code))
+        q = np.clip(q, low, high)
+        q[np.isnan(q)] = low             # NaN quantizes to the lowest value, as onnxruntime's
+        return q.astype(dtypes.numpy_dtype(code))
     if code in FLOAT_QUANT_CODES:
         if zero_point is not None:
             values = values.astype(np.float32) + _float_view(zero_point)
@@ -125,6 +127,7 @@ def _quantize_float32_per_tensor(x, scale, zero_point, code: int):
     if zero_point is not None:
         values += np.float32(zero_point.reshape(()))
     np.clip(values, low, high, out=values)
+    values[np.isnan(values)] = low      # NaN quantizes to the lowest value, as onnxruntime's
     return values.astype(dtypes.numpy_dtype(code))
 
 

@@ -18,7 +18,9 @@ from ..device import WasmTensor
 
 # Typed kernels' operation codes: map.c's own, then one per unary_ops row (the enum
 # wasm_kernels/build.py writes into unary_ops.h, in this order)
-MAP_SPECIAL = ("Identity", "IsInf", "IsNaN", "Not", "BitwiseNot", "Clip", "GeluTanh")
+# (Saturate: Clip to [p0, p1] with NaN to p0, quantization's rounding into an integer range)
+MAP_SPECIAL = ("Identity", "IsInf", "IsNaN", "Not", "BitwiseNot", "Clip", "GeluTanh",
+               "Saturate")
 MAP_UNARY = MAP_SPECIAL + tuple(UNARY_OPS)
 MAP_BINARY = ("Add Sub Mul Div Max Min Pow Mod FMod ShiftLeft ShiftRight BitwiseAnd BitwiseOr "
               "BitwiseXor PRelu").split()

@@ -60,14 +60,15 @@ def _binary(dev, name: str, a, b, out_type: int):
 
 def quantize_values(dev, values: WasmTensor, zero_point, code: int, flags: int) -> WasmTensor:
     """Real values (already divided by the scale) to element type `code`: integers round
-    half to even, add the zero point and saturate; float8/float4 add it and convert."""
+    half to even, add the zero point and saturate (NaN to the lowest value, as onnxruntime);
+    float8/float4 add it and convert."""
     if code in INTEGER_RANGES:
         low, high = INTEGER_RANGES[code]
         q = converted(dev, map_unary(dev, MAP_UNARY.index("Round"), values, values.elem_type),
                       dtypes.DOUBLE)
         if zero_point is not None:
             q = _binary(dev, "Add", q, converted(dev, zero_point, dtypes.DOUBLE), dtypes.DOUBLE)
-        q = map_unary(dev, MAP_UNARY.index("Clip"), q, dtypes.DOUBLE, float(low), float(high))
+        q = map_unary(dev, MAP_UNARY.index("Saturate"), q, dtypes.DOUBLE, float(low), float(high))
         return converted(dev, q, code)
     if zero_point is not None:
         values = _binary(dev, "Add", converted(dev, values, dtypes.FLOAT),

@@ -13,4 +13,5 @@ from __future__ import annotations
 
 from .registry import OPS, GpuOp, lookup  # noqa: F401
 from . import (elementwise, matmul, conv, pool, reduce, normalization,  # noqa: F401,E402
-               movement, shape, ml, control, rnn, index, attention, training)
+               movement, shape, ml, control, rnn, index, attention, training,
+               quantization)

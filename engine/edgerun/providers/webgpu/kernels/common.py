@@ -53,6 +53,14 @@ CASTS = {("f32", "float32"): "x", ("i32", "float32"): "f32(x)", ("u32", "float32
          ("f32", "int32"): "i32(trunc(x))", ("i32", "int32"): "x", ("u32", "int32"): "i32(x)",
          ("f32", "bool"): "select(0u, 1u, x != 0.0)", ("i32", "bool"): "select(0u, 1u, x != 0)",
          ("u32", "bool"): "select(0u, 1u, x != 0u)"}
+# to the 8/16-bit types (one word an element): integers wrap to their width as numpy's astype
+# (a float truncated first), float16 rounds to nearest even (as_half, snippets.wgsl)
+_WIDTHS = {"int8": 8, "uint8": 8, "int16": 16, "uint16": 16}
+for _source, _as_int in (("i32", "x"), ("u32", "bitcast<i32>(x)"), ("f32", "i32(trunc(x))")):
+    for _name, _bits in _WIDTHS.items():
+        CASTS[(_source, _name)] = (f"({_as_int} & {(1 << _bits) - 1})" if _name[0] == "u" else
+                                   f"(({_as_int} << {32 - _bits}u) >> {32 - _bits}u)")
+    CASTS[(_source, "float16")] = "as_half(x)" if _source == "f32" else "as_half(f32(x))"
 
 
 def cast_to(gpu, x: GpuTensor, dtype: str) -> GpuTensor:

@@ -29,7 +29,7 @@ def check_reduction(node, opset) -> str:
     return "" if reduction in REDUCE else f"reduction={reduction!r}"
 
 
-@gpu_op("GatherElements")
+@gpu_op("GatherElements", narrow=True)
 def gather_elements(gpu, ctx, data, indices, axis=0):
     data = as_gpu_any(gpu, data)
     axis = normalize_axis(axis, data.ndim)
@@ -242,7 +242,7 @@ def softmax_cross_entropy_loss(gpu, ctx, scores, labels, weights=None, ignore_in
     return (loss, log_prob) if ctx.num_outputs > 1 else loss
 
 
-@gpu_op("GatherND")
+@gpu_op("GatherND", narrow=True)
 def gather_nd(gpu, ctx, data, indices, batch_dims=0):
     data = as_gpu_any(gpu, data)
     idx_shape = indices.shape if isinstance(indices, GpuTensor) else host_values.shape(indices)

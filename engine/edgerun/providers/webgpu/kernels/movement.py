@@ -24,7 +24,7 @@ def transpose(gpu, x, perm):
     return strided_copy(gpu, out, x, dims, [strides[p] for p in perm], strides_of(dims))
 
 
-@gpu_op("Transpose")
+@gpu_op("Transpose", narrow=True)
 def run_transpose(gpu, ctx, x, perm=None):
     x = as_gpu_any(gpu, x)
     return transpose(gpu, x, list(perm) if perm is not None else list(range(x.ndim))[::-1])
@@ -76,7 +76,7 @@ def slice_view(gpu, x, starts, ends, axes, steps):
     return strided_copy(gpu, out, x, dims, src, strides_of(dims), base, 0)
 
 
-@gpu_op("Slice")
+@gpu_op("Slice", narrow=True)
 def run_slice(gpu, ctx, x, starts=None, ends=None, axes=None, steps=None, **attrs):
     x = as_gpu_any(gpu, x)
     if ctx.opset < 10:
@@ -85,7 +85,7 @@ def run_slice(gpu, ctx, x, starts=None, ends=None, axes=None, steps=None, **attr
                       host_ints(gpu, axes), host_ints(gpu, steps))
 
 
-@gpu_op("Split")
+@gpu_op("Split", narrow=True)
 def run_split(gpu, ctx, x, split_input=None, axis=0, split=None, num_outputs=None):
     x = as_gpu_any(gpu, x)
     axis = normalize_axis(axis, x.ndim)
@@ -102,7 +102,7 @@ def run_split(gpu, ctx, x, split_input=None, axis=0, split=None, num_outputs=Non
     return tuple(results)
 
 
-@gpu_op("Concat")
+@gpu_op("Concat", narrow=True)
 def run_concat(gpu, ctx, *inputs, axis=0):
     tensors = [as_gpu_any(gpu, v) for v in inputs]
     if len({t.dtype for t in tensors}) > 1:
@@ -121,7 +121,7 @@ def run_concat(gpu, ctx, *inputs, axis=0):
     return out
 
 
-@gpu_op("Expand")
+@gpu_op("Expand", narrow=True)
 def run_expand(gpu, ctx, x, shape):
     x = as_gpu_any(gpu, x)
     target = host_values.broadcast_shapes(x.shape, tuple(host_ints(gpu, shape)))
@@ -130,7 +130,7 @@ def run_expand(gpu, ctx, x, shape):
                         strides_of(target))
 
 
-@gpu_op("Tile")
+@gpu_op("Tile", narrow=True)
 def tile(gpu, ctx, x, repeats):
     """x repeated along each dim: broadcast copies of x as (r0, d0, r1, d1, ...), three
     repeated dims at a time (the copy kernel's rank limit is 6)."""
@@ -161,7 +161,7 @@ def center_crop_pad(gpu, ctx, x, shape, axes=None):
     return pad(gpu, x, begin, end)
 
 
-@gpu_op("Compress")
+@gpu_op("Compress", narrow=True)
 def compress(gpu, ctx, x, condition, axis=None):
     """The slices of x where `condition` (read on the host) is true, by a Gather."""
     x = as_gpu_any(gpu, x)
@@ -173,7 +173,7 @@ def compress(gpu, ctx, x, condition, axis=None):
     return gather(gpu, x, host_values.make(dtypes.INT64, (len(keep),), keep), axis)
 
 
-@gpu_op("Gather")
+@gpu_op("Gather", narrow=True)
 def run_gather(gpu, ctx, data, indices, axis=0):
     data = as_gpu_any(gpu, data)
     axis = normalize_axis(axis, data.ndim)

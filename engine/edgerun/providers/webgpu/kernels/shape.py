@@ -25,7 +25,7 @@ def _view(x, shape):
     return host_values.reshaped(x, tuple(shape))
 
 
-@gpu_op("Reshape")
+@gpu_op("Reshape", narrow=True)
 def reshape(gpu, ctx, x, shape, allowzero=0):
     size = count(x.shape)
     dims = host_ints(gpu, shape)
@@ -38,13 +38,13 @@ def reshape(gpu, ctx, x, shape, allowzero=0):
     return _view(x, out)
 
 
-@gpu_op("Flatten")
+@gpu_op("Flatten", narrow=True)
 def flatten(gpu, ctx, x, axis=1):
     axis = axis + len(x.shape) if axis < 0 else axis
     return _view(x, (count(x.shape[:axis]), count(x.shape[axis:])))
 
 
-@gpu_op("Squeeze")
+@gpu_op("Squeeze", narrow=True)
 def squeeze(gpu, ctx, x, axes_input=None, axes=None):
     if ctx.opset >= 13:
         axes = host_ints(gpu, axes_input)
@@ -54,7 +54,7 @@ def squeeze(gpu, ctx, x, axes_input=None, axes=None):
     return _view(x, tuple(d for i, d in enumerate(x.shape) if i not in drop))
 
 
-@gpu_op("Unsqueeze")
+@gpu_op("Unsqueeze", narrow=True)
 def unsqueeze(gpu, ctx, x, axes_input=None, axes=None):
     if ctx.opset >= 13:
         axes = host_ints(gpu, axes_input)
@@ -66,12 +66,12 @@ def unsqueeze(gpu, ctx, x, axes_input=None, axes=None):
     return _view(x, tuple(shape))
 
 
-@gpu_op("Identity")
+@gpu_op("Identity", narrow=True)
 def identity(gpu, ctx, x):
     return x
 
 
-@gpu_op("Dropout")
+@gpu_op("Dropout", narrow=True)
 def dropout(gpu, ctx, x, ratio=None, training_mode=None, **_):
     """Inference Dropout passes `x` through; its mask (when asked for) is all ones, on the
     host: bool from opset 10, x's type before."""
@@ -85,7 +85,7 @@ def dropout(gpu, ctx, x, ratio=None, training_mode=None, **_):
 
 def _cast_problem(to: int) -> str:
     return "" if to in GPU_TYPES and to != dtypes.UINT32 else (
-        f"Cast to {dtypes.type_string(to)} (GPU tensors are float32, int32, int64 or bool; "
+        f"Cast to {dtypes.type_string(to)} (GPU tensors are {', '.join(sorted(CODES))}; "
         f"casting to another type would read them back)")
 
 
@@ -100,14 +100,14 @@ def check_cast_like(node, opset, types) -> str:
     return _cast_problem(target.elem_type)
 
 
-@gpu_op("Cast", check=check_cast)
+@gpu_op("Cast", check=check_cast, narrow=True)
 def cast(gpu, ctx, x, to, saturate=1, round_mode="up"):
     if isinstance(x, GpuTensor):
         return cast_to(gpu, x, GPU_TYPES[to])
     return _host_cast(x, to)         # shape arithmetic where numpy is absent
 
 
-@gpu_op("CastLike", check=check_cast_like, typed=True)
+@gpu_op("CastLike", check=check_cast_like, typed=True, narrow=True)
 def cast_like(gpu, ctx, x, target, saturate=1, round_mode="up"):
     to = CODES[target.dtype] if isinstance(target, GpuTensor) else host_values.elem_type(target)
     if to not in GPU_TYPES or to == dtypes.UINT32:
@@ -116,23 +116,32 @@ def cast_like(gpu, ctx, x, target, saturate=1, round_mode="up"):
 
 
 def _host_cast(x, to: int):
+    source = host_values.elem_type(x)
+    if host_values.np is None and source not in host_values.FORMATS and \
+            source != dtypes.FLOAT16:
+        raise Unsupported(f"a {dtypes.type_string(source)} operand (its values cannot be read "
+                          f"without numpy)")
     items = host_values.values(x)
-    if to == dtypes.FLOAT:
+    if to in (dtypes.FLOAT, dtypes.FLOAT16):
         items = [float(v) for v in items]
     elif to == dtypes.BOOL:
         items = [1 if v else 0 for v in items]
     else:
         items = [int(v) for v in items]     # Python's int() truncates toward zero, as Cast
+        bits = dtypes.BY_CODE[to].bits
+        if bits < 32:                       # wrapped to the width, as numpy's astype
+            low = -(1 << (bits - 1)) if to in (dtypes.INT8, dtypes.INT16) else 0
+            items = [(v - low) % (1 << bits) + low for v in items]
     return host_values.make(to, host_values.shape(x), items)
 
 
-@gpu_op("Shape")
+@gpu_op("Shape", narrow=True)
 def shape_of(gpu, ctx, x, start=0, end=None):
     dims = list(x.shape)[start:end] if end is not None else list(x.shape)[start:]
     return host_values.make(dtypes.INT64, (len(dims),), dims)
 
 
-@gpu_op("Size")
+@gpu_op("Size", narrow=True)
 def size_of(gpu, ctx, x):
     return host_values.make(dtypes.INT64, (), [count(x.shape)])
 

@@ -1,0 +1,114 @@
+// Quantize family: linear (de)quantization and DynamicQuantizeLinear. 8/16-bit tensors are
+// one i32 word an element (packed.wgsl); scales are f32. Parameters per tensor or per axis
+// (one per index of the axis: element i has index (i / inner) % len). ROUND is as_half(v) for
+// a float16 result (f32 words rounded to float16), else v.
+
+// round(q) + zero_point saturated to [low, high], half to even; NaN gives low, as onnxruntime
+// (clamping by comparisons keeps a NaN, found by its bits: WGSL lets compilers assume floats
+// finite)
+fn quantized(q: f32, zero_point: f32, low: f32, high: f32) -> i32 {
+  var v = round(q) + zero_point;
+  if (v < low) { v = low; }
+  if (v > high) { v = high; }
+  if ((bitcast<u32>(v) & 0x7fffffffu) > 0x7f800000u) { return i32(low); }   // NaN
+  return i32(v);
+}
+
+//! kernel dequantize
+// out = (x - zero_point) * scale. params: n, inner, len
+@group(0) @binding(1) var<storage, read_write> out: array<f32>;
+@group(0) @binding(2) var<storage, read> x: array<i32>;
+@group(0) @binding(3) var<storage, read> scale: array<f32>;
+@group(0) @binding(4) var<storage, read> zero_point: array<i32>;
+
+@compute @workgroup_size({{WG}})
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+  let i = flat_index(gid, nwg);
+  if (i >= pu(0u)) { return; }
+  let c = (i / pu(1u)) % pu(2u);
+  let v = f32(x[i] - zero_point[c]) * scale[c];
+  out[i] = {{ROUND}};
+}
+
+//! kernel quantize
+// out = quantized(x / scale, zero_point). params: n, inner, len, low, high
+@group(0) @binding(1) var<storage, read_write> out: array<i32>;
+@group(0) @binding(2) var<storage, read> x: array<f32>;
+@group(0) @binding(3) var<storage, read> scale: array<f32>;
+@group(0) @binding(4) var<storage, read> zero_point: array<i32>;
+
+@compute @workgroup_size({{WG}})
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+  let i = flat_index(gid, nwg);
+  if (i >= pu(0u)) { return; }
+  let c = (i / pu(1u)) % pu(2u);
+  out[i] = quantized(x[i] / scale[c], f32(zero_point[c]), f32(pi(3u)), f32(pi(4u)));
+}
+
+//! kernel range_partials
+// DynamicQuantizeLinear's range, first step: work item t folds x[t], x[t + n], ... into
+// out[2t] (min) and out[2t + 1] (max). params: n (work items), count
+@group(0) @binding(1) var<storage, read_write> out: array<f32>;
+@group(0) @binding(2) var<storage, read> x: array<f32>;
+
+@compute @workgroup_size({{WG}})
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+  let t = flat_index(gid, nwg);
+  let step = pu(0u);
+  if (t >= step) { return; }
+  var low = 0.0;
+  var high = 0.0;
+  for (var i = t; i < pu(1u); i += step) {
+    low = min(low, x[i]);
+    high = max(high, x[i]);
+  }
+  out[2u * t] = low;
+  out[2u * t + 1u] = high;
+}
+
+//! kernel dynamic_scale
+// The partials folded into scale = (high - low) / 255 (1 for a range of 0, as onnxruntime)
+// and zero_point = round(0 - low / scale) saturated to [0, 255], as f32 pair out[0], out[1].
+// params: n (1), partials
+@group(0) @binding(1) var<storage, read_write> out: array<f32>;
+@group(0) @binding(2) var<storage, read> partials: array<f32>;
+
+@compute @workgroup_size({{WG}})
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+  if (flat_index(gid, nwg) != 0u) { return; }
+  var low = 0.0;
+  var high = 0.0;
+  for (var t = 0u; t < pu(1u); t++) {
+    low = min(low, partials[2u * t]);
+    high = max(high, partials[2u * t + 1u]);
+  }
+  var scale = 1.0;
+  if (high != low) { scale = (high - low) / 255.0; }
+  out[0] = scale;
+  out[1] = clamp(round(0.0 - low / scale), 0.0, 255.0);
+}
+
+//! kernel dynamic_quantize
+// uint8 x by the pair dynamic_scale made. params: n
+@group(0) @binding(1) var<storage, read_write> out: array<i32>;
+@group(0) @binding(2) var<storage, read> x: array<f32>;
+@group(0) @binding(3) var<storage, read> pair: array<f32>;
+
+@compute @workgroup_size({{WG}})
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+  let i = flat_index(gid, nwg);
+  if (i >= pu(0u)) { return; }
+  out[i] = quantized(x[i] / pair[0], pair[1], 0.0, 255.0);
+}
+
+//! kernel pair_item
+// One value of dynamic_scale's pair as its own tensor: the scale (f32) or the zero point
+// (an i32 word of a uint8 tensor). params: n (1), which
+@group(0) @binding(1) var<storage, read_write> out: array<{{OT}}>;
+@group(0) @binding(2) var<storage, read> pair: array<f32>;
+
+@compute @workgroup_size({{WG}})
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+  if (flat_index(gid, nwg) != 0u) { return; }
+  out[0] = {{OT}}(pair[pu(1u)]);
+}
