@@ -8,7 +8,8 @@ Conventions shared by every kernel here:
   broadcast against the input;
 - integer products run as float BLAS matmuls, exactly: float32 (sgemm) when K times the
   largest centered magnitudes of A and B stays below 2**24, so that every product and every
-  partial sum, in whatever order BLAS adds them, is an integer float32 holds exactly; float64
+  partial sum, in whatever order BLAS adds them, is an integer float32 holds exactly; past
+  that, float32 products over blocks of K that each stay below it, added in float64; float64
   otherwise (every partial sum of 8/16-bit operands is far below 2**53). The result then
   wraps to int32 as the spec allows ("accumulation may overflow if and only if in 32 bits").
   A constant B (the weights) is centered and converted once per node.
@@ -264,9 +265,29 @@ def _integer_product(ctx, a, a_zero_point, b, b_zero_point) -> np.ndarray:
     left = _Centered(a, _per_row(a_zero_point, a))
     right = _centered_operand(ctx, "integer_matmul_b", b, b_zero_point)
     depth = a.shape[-1] if a.ndim else 1
-    if depth * left.peak * right.peak < EXACT_FLOAT32:
+    step = left.peak * right.peak
+    if depth * step < EXACT_FLOAT32:
         return np.matmul(left.values, right.values)
+    block = int((EXACT_FLOAT32 - 1) // step) if step else depth
+    if block >= MIN_EXACT_BLOCK:
+        return _blocked_product(left.values, right.values, depth, block)
     return np.matmul(left.wide(), right.wide())
+
+
+# K blocks shorter than this are not worth a float32 product each (16-bit operands)
+MIN_EXACT_BLOCK = 64
+
+
+def _blocked_product(a: np.ndarray, b: np.ndarray, depth: int, block: int) -> np.ndarray:
+    """a @ b as float64 integers from float32 products over K blocks of `block`, each exact
+    in float32 (a block's sums stay below 2**24), added in float64 (exact): 8-bit products
+    with K past 2**24 / (255 * 128) = 514 at float32's speed rather than float64's."""
+    total = None
+    for k in range(0, depth, block):
+        rows = b[k:k + block] if b.ndim == 1 else b[..., k:k + block, :]
+        part = np.matmul(a[..., k:k + block], rows)
+        total = part.astype(np.float64) if total is None else total + part
+    return total
 
 
 @kernel("MatMulInteger", since=10)
