@@ -25,7 +25,7 @@ import warnings
 import edgerun
 import numpy as np
 import pytest
-from conftest import ROOT
+from conftest import ROOT, usable_provider
 from edgerun import quantization as eq
 
 onnx = pytest.importorskip("onnx")
@@ -99,8 +99,8 @@ def _wasm_provider():
 
 
 def _edgerun_run(path, feeds, provider):
-    """Outputs on one edgerun provider; on wasm every node must be placed there and no CPU
-    kernel run inside it."""
+    """Outputs on one edgerun provider; on wasm and webgpu every node must be placed there
+    and no CPU kernel run inside it."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         if provider == "wasm":
@@ -111,6 +111,17 @@ def _edgerun_run(path, feeds, provider):
             off = sorted({n["op_type"] for n in sess.explain()["nodes"] if n["provider"] != "wasm"})
             assert not off, f"{off} ran off wasm"
             assert wasm.dev.fallbacks == before, f"CPU kernels ran in wasm: {wasm.dev.fallbacks}"
+            return out
+        if provider == "webgpu":
+            from edgerun.providers.webgpu.provider import shared_context
+
+            sess = edgerun.InferenceSession(path, providers=[usable_provider("webgpu")])
+            before = shared_context().stats["fallbacks"]
+            out = sess.run(None, feeds)
+            off = sorted({n["op_type"] for n in sess.explain()["nodes"]
+                          if n["provider"] != "webgpu"})
+            assert not off, f"{off} ran off webgpu"
+            assert shared_context().stats["fallbacks"] == before, shared_context().fallback_log
             return out
         return edgerun.InferenceSession(path, providers=[provider]).run(None, feeds)
 
@@ -332,9 +343,7 @@ def test_dynamic_small_models_are_onnxruntimes(tmp_path, model, kwargs):
     expected = _ort_run(theirs, feeds)
     for got, want in zip(_ort_run(ours, feeds), expected):
         np.testing.assert_array_equal(got, want)
-    # wasm has no ConvInteger kernel (conformance_expected_failures_wasm.json): Conv's
-    # dynamic form runs on cpu (and on wasm sessions through their CPU fallback)
-    for provider in ("cpu",) if model == "conv" else ("cpu", "wasm"):
+    for provider in ("cpu", "wasm", "webgpu"):
         for got, want in zip(_edgerun_run(ours, feeds, provider), expected):
             np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 

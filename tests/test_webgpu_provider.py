@@ -1287,3 +1287,31 @@ def test_int8_and_float16_minilm_run_wholly_on_the_gpu(gpu):
         for g, w in zip(got, want):
             np.testing.assert_allclose(g.astype(np.float32), w.astype(np.float32), rtol=0,
                                        atol=atol, err_msg=variant)
+
+
+@pytest.mark.parametrize("x_shape,w_shape,attrs", [
+    ((1, 3, 9, 8), (8, 3, 3, 3), {"pads": [1, 1, 1, 1]}),
+    ((2, 4, 7, 7), (4, 1, 3, 3), {"group": 4, "strides": [2, 2]}),
+    ((1, 6, 5, 5), (6, 6, 1, 1), {}),
+    ((1, 2, 11), (3, 2, 4), {"dilations": [2]}), ((1, 2, 10), (3, 2, 3), {"auto_pad": "SAME_UPPER"})])
+def test_conv_integer_on_the_gpu_matches_onnxruntime(gpu, x_shape, w_shape, attrs):
+    """ConvInteger (uint8 x int8) on conv.wgsl's i32 convolution, both operands centered
+    first: padding, groups, depthwise, strides, 1x1, 1-D with dilation and with SAME_UPPER,
+    batch 1 and 2: exact against onnxruntime (per-tensor zero points), and against the CPU
+    provider with a zero point per output channel (which onnxruntime does not take)."""
+    rng = np.random.default_rng(sum(x_shape) + sum(w_shape))
+    x = rng.integers(0, 256, x_shape).astype(np.uint8)
+    w = rng.integers(-128, 128, w_shape).astype(np.int8)
+    for w_zero in (np.array(3, np.int8), rng.integers(-4, 5, w_shape[0]).astype(np.int8)):
+        model = _narrow_model(
+            [helper.make_node("ConvInteger", ["x", "w", "xz", "wz"], ["y"], **attrs)],
+            [helper.make_tensor_value_info("x", TensorProto.UINT8, None)],
+            [helper.make_tensor_value_info("y", TensorProto.INT32, None)],
+            [helper.make_tensor("w", TensorProto.INT8, w_shape, w.tobytes(), raw=True),
+             helper.make_tensor("xz", TensorProto.UINT8, [], [131]),
+             helper.make_tensor("wz", TensorProto.INT8, list(w_zero.shape), w_zero.tobytes(),
+                                raw=True)], opset=13)
+        if w_zero.ndim == 0:
+            _wholly_on_gpu_as_onnxruntime(gpu, model, {"x": x})
+        else:
+            _model_on_gpu_matches_cpu(gpu, model, {"x": x}, "ConvInteger per channel")

@@ -5,16 +5,17 @@
 // ACT is the fused activation, an expression over `x`, `act_alpha`, `act_beta`.
 
 //! kernel conv2d
+// T is f32, or i32 for ConvInteger (x and w centered by their zero points first, ACT x).
 // params: n, N, C, H, W, M, OH, OW, KH, KW, sh, sw, ph, pw, dh, dw, Cg, Mg, ow_tiles,
 //         oc_tiles, act_alpha @20, act_beta @21, bias_stride @22
-@group(0) @binding(1) var<storage, read_write> out: array<f32>;
-@group(0) @binding(2) var<storage, read> x: array<f32>;
-@group(0) @binding(3) var<storage, read> w: array<f32>;
-@group(0) @binding(4) var<storage, read> bias: array<f32>;
+@group(0) @binding(1) var<storage, read_write> out: array<{{T}}>;
+@group(0) @binding(2) var<storage, read> x: array<{{T}}>;
+@group(0) @binding(3) var<storage, read> w: array<{{T}}>;
+@group(0) @binding(4) var<storage, read> bias: array<{{T}}>;
 
-fn load_x(row: u32, iw: i32, width: u32) -> f32 {
+fn load_x(row: u32, iw: i32, width: u32) -> {{T}} {
   let inside = iw >= 0 && iw < i32(width);
-  return select(0.0, x[row + u32(clamp(iw, 0, i32(width) - 1))], inside);
+  return select({{T}}(0), x[row + u32(clamp(iw, 0, i32(width) - 1))], inside);
 }
 
 @compute @workgroup_size({{WG}})
@@ -45,7 +46,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
   let wsize = Cg * KH * KW;
   var woff: array<u32, {{OCB}}>;
   for (var r = 0u; r < {{OCB}}u; r++) { woff[r] = min(oc0 + r, M - 1u) * wsize; }
-  var acc: array<vec4<f32>, {{OCB}}>;
+  var acc: array<vec4<{{T}}>, {{OCB}}>;
   let iw_base = i32(ow0 * sw) - pi(13u);
   let sw_i = i32(sw);
   for (var ic = 0u; ic < Cg; ic++) {
@@ -57,7 +58,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
       let wk = (ic * KH + kh) * KW;
       for (var kw = 0u; kw < KW; kw++) {
         let iw = iw_base + i32(kw * dw);
-        let xv = vec4<f32>(load_x(xrow, iw, W), load_x(xrow, iw + sw_i, W),
+        let xv = vec4<{{T}}>(load_x(xrow, iw, W), load_x(xrow, iw + sw_i, W),
                            load_x(xrow, iw + 2 * sw_i, W), load_x(xrow, iw + 3 * sw_i, W));
         for (var r = 0u; r < {{OCB}}u; r++) {
           acc[r] += w[woff[r] + wk + kw] * xv;

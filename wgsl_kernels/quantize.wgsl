@@ -30,6 +30,19 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
   out[i] = {{ROUND}};
 }
 
+//! kernel center
+// out = x - zero_point as i32 (ConvInteger's operands). params: n, inner, len
+@group(0) @binding(1) var<storage, read_write> out: array<i32>;
+@group(0) @binding(2) var<storage, read> x: array<i32>;
+@group(0) @binding(3) var<storage, read> zero_point: array<i32>;
+
+@compute @workgroup_size({{WG}})
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+  let i = flat_index(gid, nwg);
+  if (i >= pu(0u)) { return; }
+  out[i] = x[i] - zero_point[(i / pu(1u)) % pu(2u)];
+}
+
 //! kernel quantize
 // out = quantized(x / scale, zero_point). params: n, inner, len, low, high
 @group(0) @binding(1) var<storage, read_write> out: array<i32>;

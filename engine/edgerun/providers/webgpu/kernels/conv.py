@@ -48,8 +48,11 @@ def window_pads(in_sizes, kernel, strides, dilations, pads, auto_pad) -> tuple:
 
 
 def conv(gpu, x, w, b=None, auto_pad="NOTSET", dilations=None, group=1, kernel_shape=None,
-         pads=None, strides=None, activation="", act_params=()):
-    x, w = as_gpu(gpu, x), as_gpu(gpu, w)
+         pads=None, strides=None, activation="", act_params=(), integer=False):
+    """Conv of float32 x and w, or with `integer` of int32 x and w (ConvInteger's operands
+    after their zero points: int32 sums, no bias, no activation)."""
+    if not integer:
+        x, w = as_gpu(gpu, x), as_gpu(gpu, w)
     spatial = x.ndim - 2
     if spatial not in (1, 2) or w.ndim != x.ndim:
         raise Unsupported(f"{spatial}-D convolution (the kernel does 1-D and 2-D)")
@@ -58,14 +61,14 @@ def conv(gpu, x, w, b=None, auto_pad="NOTSET", dilations=None, group=1, kernel_s
     if cg * group != c or m % group:
         raise ValueError(f"Conv: input has {c} channels, weight {w.shape} with group={group}")
     kernel = list(w.shape[2:])
-    if _is_pointwise(kernel, strides, pads, dilations, group, auto_pad):
+    if not integer and _is_pointwise(kernel, strides, pads, dilations, group, auto_pad):
         return _pointwise(gpu, x, w, b, activation, act_params)
     dilations = list(dilations or [1] * spatial)
     strides = list(strides or [1] * spatial)
     pads = list(pads or [0] * 2 * spatial)
     begin, _, out_sizes = window_pads(list(x.shape[2:]), kernel, strides, dilations, pads,
                                       auto_pad)
-    out = gpu.empty((n, m) + tuple(out_sizes))
+    out = gpu.empty((n, m) + tuple(out_sizes), "int32" if integer else "float32")
     if spatial == 2 and x.shape[3] == 1 and kernel[1] == 1 and out_sizes[1] == 1:
         # a column ([H, 1] with a [KH, 1] kernel) has a row's memory layout: run it as
         # [1, H], where the kernel's 4 outputs per item lie along the long axis
@@ -89,11 +92,11 @@ def conv(gpu, x, w, b=None, auto_pad="NOTSET", dilations=None, group=1, kernel_s
     params = [n, c, in_hw[0], in_hw[1], m, out_sizes[0], out_sizes[1], kernel[0], kernel[1],
               strides[0], strides[1], begin[0], begin[1], dilations[0], dilations[1], cg, mg,
               ow_tiles, oc_tiles, act_alpha, act_beta, bias_stride]
-    if ocb == 4:
+    if ocb == 4 and not integer:
         return gpu.dispatch("conv", "conv2d_oc4", out, [x, w, bias], params, threads,
                             {"ACT": expr})
     return gpu.dispatch("conv", "conv2d", out, [x, w, bias], params, threads,
-                        {"OCB": ocb, "ACT": expr})
+                        {"OCB": ocb, "ACT": expr, "T": "i32" if integer else "f32"})
 
 
 @gpu_op("Conv", check=check_conv)

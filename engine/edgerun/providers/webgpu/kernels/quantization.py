@@ -1,6 +1,6 @@
 """Quantized models on the GPU: DequantizeLinear and QuantizeLinear (per tensor or per axis),
 DynamicQuantizeLinear (quantize.wgsl), MatMulInteger and com.microsoft MatMulIntegerToFloat
-(integer_matmul.wgsl). 8/16-bit tensors are one word an element (gpu.NARROW_TYPES); these
+(integer_matmul.wgsl), ConvInteger (conv.wgsl on i32). 8/16-bit tensors are one word an element (gpu.NARROW_TYPES); these
 kernels know their ranges, so they are registered `narrow`. Blocked scales, float8 and
 float4 types, and non-float32 division precision raise Unsupported (the CPU kernel runs)."""
 from __future__ import annotations
@@ -9,7 +9,7 @@ from ....ir import dtypes
 from .. import host_values
 from ..memory import GpuTensor
 from .common import as_gpu_any, count, normalize_axis
-from .movement import run_expand
+from .conv import check_conv, conv
 from .registry import Unsupported, gpu_op
 
 INTEGER_RANGES = {"int8": (-128, 127), "uint8": (0, 255), "int16": (-32768, 32767),
@@ -127,6 +127,30 @@ def dynamic_quantize_linear(gpu, ctx, x):
     return y, scale, zero
 
 
+@gpu_op("ConvInteger", narrow=True, check=check_conv)
+def conv_integer(gpu, ctx, x, w, x_zero_point=None, w_zero_point=None, **attrs):
+    """conv(x - x_zero_point, w - w_zero_point) as int32: both centered (padding then adds
+    0, as the zero point would), then conv.wgsl's direct convolution on i32."""
+    x, w = as_gpu_any(gpu, x), as_gpu_any(gpu, w)
+    if x.dtype not in EIGHT_BIT or w.dtype not in EIGHT_BIT or w.ndim < 3 or \
+            (x_zero_point is not None and count(host_values.shape(x_zero_point)) != 1):
+        raise Unsupported(f"ConvInteger of {x.dtype} {list(x.shape)} and {w.dtype} "
+                          f"{list(w.shape)}")
+    return conv(gpu, _centered(gpu, x, x_zero_point, 0), _centered(gpu, w, w_zero_point, 0),
+                integer=True, **attrs)
+
+
+def _centered(gpu, t: GpuTensor, zero_point, axis: int) -> GpuTensor:
+    """t minus its zero point (one value, or one per index of `axis`) as int32."""
+    if zero_point is None:
+        return GpuTensor(t.alloc, t.shape, "int32")      # the same i32 words
+    zero, inner, length = _per_axis(gpu, zero_point, t.shape, axis, "zero point")
+    if zero.dtype != t.dtype:
+        raise Unsupported(f"a {zero.dtype} zero point for {t.dtype} values")
+    out = gpu.empty(t.shape, "int32")
+    return gpu.dispatch("quantize", "center", out, [t, zero], [inner, length], t.size)
+
+
 def _integer_operands(gpu, a, b, a_zero_point, b_zero_point) -> tuple:
     """(a, b, output shape, N, kernel params, zero-point tensors) of an 8-bit product: A of
     any rank (1-D as one row, batches), B one [K, N] matrix."""
@@ -167,19 +191,18 @@ def matmul_integer_to_float(gpu, ctx, a, b, a_scale, b_scale, a_zero_point=None,
                             b_zero_point=None, bias=None):
     a, b, shape, n, params, zeros = _integer_operands(gpu, a, b, a_zero_point, b_zero_point)
     a_scale, b_scale = as_gpu_any(gpu, a_scale), as_gpu_any(gpu, b_scale)
-    bias = gpu.zeros(n) if bias is None else as_gpu_any(gpu, bias)
-    if a_scale.size != 1 or b_scale.size not in (1, n) or bias.size not in (1, n) or \
-            any(t.dtype != "float32" for t in (a_scale, b_scale, bias)):
-        raise Unsupported(f"scales {list(a_scale.shape)} and {list(b_scale.shape)}, bias "
-                          f"{list(bias.shape)}")
-    if bias.size == 1 and n > 1:
-        bias = _repeated(gpu, bias, n)
+    floats = [a_scale, b_scale]
+    if bias is not None:
+        bias = as_gpu_any(gpu, bias)
+        floats.append(bias)
+        if bias.size != n:                   # the contrib op's bias is [N]
+            raise Unsupported(f"a bias of shape {list(bias.shape)} for {n} columns")
+    if a_scale.size != 1 or b_scale.size not in (1, n) or \
+            any(t.dtype != "float32" for t in floats):
+        raise Unsupported(f"scales of shapes {list(a_scale.shape)} and {list(b_scale.shape)} "
+                          f"({', '.join(t.dtype for t in floats)})")
+    if bias is None:
+        bias = gpu.zeros(n)
     out = gpu.empty(shape, "float32")
     return gpu.dispatch("integer_matmul", "scaled", out, [a, b] + zeros + [a_scale, b_scale, bias],
                         params + [int(b_scale.size > 1)], out.size)
-
-
-def _repeated(gpu, value: GpuTensor, n: int) -> GpuTensor:
-    """A one-value bias as n values (the kernel reads one per column)."""
-    return run_expand(gpu, None, value.view((1,)), host_values.make(dtypes.INT64, (1,), [n]))
-
