@@ -282,11 +282,12 @@ def _blocked_product(a: np.ndarray, b: np.ndarray, depth: int, block: int) -> np
     """a @ b as float64 integers from float32 products over K blocks of `block`, each exact
     in float32 (a block's sums stay below 2**24), added in float64 (exact): 8-bit products
     with K past 2**24 / (255 * 128) = 514 at float32's speed rather than float64's."""
-    total = None
-    for k in range(0, depth, block):
+    def block_product(k: int) -> np.ndarray:
         rows = b[k:k + block] if b.ndim == 1 else b[..., k:k + block, :]
-        part = np.matmul(a[..., k:k + block], rows)
-        total = part.astype(np.float64) if total is None else total + part
+        return np.matmul(a[..., k:k + block], rows)
+    total = block_product(0).astype(np.float64)
+    for k in range(block, depth, block):
+        total += block_product(k)
     return total
 
 
