@@ -1157,3 +1157,20 @@ def test_a_weight_fed_as_an_input_and_refilled_in_place_is_read_again(case):
     tol = 4e-3 if feeds["w"].dtype == np.float16 else 1e-4
     np.testing.assert_allclose(got.astype(np.float32), want.astype(np.float32), rtol=tol,
                                atol=tol)
+
+
+@pytest.mark.parametrize("code", [TensorProto.UINT8, TensorProto.INT8, TensorProto.INT16])
+@pytest.mark.parametrize("shape", [(), (1,), (2, 3)])
+def test_quantize_linear_of_scalars_and_nan_matches_onnxruntime(code, shape):
+    """QuantizeLinear's float32 8-bit fast path and its general path (int16) on a 0-d input
+    (a quantize_static QDQ model quantizes scalar constants; numpy hands 0-d arithmetic back
+    as scalars) and on NaN (onnxruntime: the lowest value): exactly onnxruntime's."""
+    x = np.full(shape, 1.23, np.float32)
+    if x.size > 1:
+        x.flat[1] = np.nan
+    dtype = helper.tensor_dtype_to_np_dtype(code)
+    inputs = {"x": x, "s": np.array(0.1, np.float32), "z": np.array(3, dtype)}
+    want = _onnxruntime_node("QuantizeLinear", inputs, opset=21, out_type=code)
+    got = _kernel("QuantizeLinear", 21)(x, inputs["s"], inputs["z"])
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_array_equal(got, want)

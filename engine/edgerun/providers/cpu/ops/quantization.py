@@ -97,8 +97,8 @@ def quantize_values(values: np.ndarray, zero_point, code: int, saturate: bool = 
         q = np.rint(values.astype(np.float64))
         if zero_point is not None:
             q = q + zero_point.astype(np.float64)
-        q = np.clip(q, low, high)
-        q[np.isnan(q)] = low             # NaN quantizes to the lowest value, as onnxruntime's
+        q = np.asarray(np.clip(q, low, high))       # 0-d stays an array (numpy gives a scalar)
+        _nan_to_lowest(q, low)             # NaN quantizes to the lowest value, as onnxruntime's
         return q.astype(dtypes.numpy_dtype(code))
     if code in FLOAT_QUANT_CODES:
         if zero_point is not None:
@@ -123,13 +123,21 @@ def _quantize_float32_per_tensor(x, scale, zero_point, code: int):
     float32 scale and an 8-bit result, in float32 (x / scale is the general path's float32
     quotient; its rounding and the small integer sums are exact there)."""
     low, high = INTEGER_RANGES[code]
-    values = np.divide(x, scale.reshape(()))
+    values = np.empty(x.shape, np.float32)          # an array even for a 0-d x
+    np.divide(x, scale.reshape(()), out=values)
     np.rint(values, out=values)
     if zero_point is not None:
         values += np.float32(zero_point.reshape(()))
     np.clip(values, low, high, out=values)
-    values[np.isnan(values)] = low      # NaN quantizes to the lowest value, as onnxruntime's
+    _nan_to_lowest(values, low)
     return values.astype(dtypes.numpy_dtype(code))
+
+
+def _nan_to_lowest(values: np.ndarray, low) -> None:
+    """NaN quantizes to the lowest value, as onnxruntime's (clipping keeps NaN); a sum finds
+    whether there is any faster than a NaN mask."""
+    if np.isnan(values.sum()):
+        values[np.isnan(values)] = low
 
 
 @kernel("QuantizeLinear", since=10)
