@@ -1,6 +1,8 @@
 """The benchmark's model set: tests/real_models.py's REAL_MODELS (the parity-tested models with
 their fixed feeds), MiniLM-L6 at sequence lengths 16 and 128 (and at 16 as onnxruntime's tools
-make it float16 and int8: bench/models/minilm_variants.py), and bench/models/wheel_models.py's
+make it float16 and int8: bench/models/minilm_variants.py), ppocr cls as onnxruntime's
+quantizers make it (QDQ and dynamic: bench/models/quantized_variants.py), and
+bench/models/wheel_models.py's
 WHEEL_MODELS (more real models from public PyPI wheels and scikit-learn models, at batch 1 and
 at the batch their package runs).
 
@@ -59,6 +61,19 @@ def _minilm_variant(kind: str, seq: int):
     return load
 
 
+def _quantized(model: str, kind: str):
+    """A real model through onnxruntime's quantize_static (QDQ) or quantize_dynamic."""
+    def load():
+        _real_models()                             # tests/ on sys.path
+        from bench.models.quantized_variants import quantized
+        return quantized(model, kind)
+    return load
+
+
+QUANTIZED = {f"ppocr_mobile_cls_{kind}": _quantized("ppocr_mobile_cls", kind)
+             for kind in ("qdq", "dynamic")}
+
+
 def _wheel_models() -> dict:
     _real_models()                                 # tests/ on sys.path
     from bench.models.wheel_models import WHEEL_MODELS
@@ -68,7 +83,7 @@ def _wheel_models() -> dict:
 def all_cases() -> dict:
     return {**_real_models(), "minilm_l6_seq16": _minilm(16), "minilm_l6_seq128": _minilm(128),
             "minilm_l6_fp16_seq16": _minilm_variant("fp16", 16),
-            "minilm_l6_int8_seq16": _minilm_variant("int8", 16), **_wheel_models()}
+            "minilm_l6_int8_seq16": _minilm_variant("int8", 16), **QUANTIZED, **_wheel_models()}
 
 
 def select(patterns: str | None) -> dict:

@@ -4,6 +4,8 @@ Each fast path (plain Cast, float reductions without errstate, HardSwish in plac
 condition, Conv's padding and its choice of method for short outputs) is compared on several
 shapes, edge cases included, with onnx's ReferenceEvaluator or a plain numpy formula.
 """
+import contextlib
+
 import numpy as np
 import pytest
 from onnx import TensorProto, helper, numpy_helper
@@ -1173,4 +1175,30 @@ def test_quantize_linear_of_scalars_and_nan_matches_onnxruntime(code, shape):
     want = _onnxruntime_node("QuantizeLinear", inputs, opset=21, out_type=code)
     got = _kernel("QuantizeLinear", 21)(x, inputs["s"], inputs["z"])
     assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_array_equal(got, want)
+
+
+# (x shape, w shape, attributes): groups, depthwise, strides, dilations, pads, 1-D and 3-D,
+# and a depth (C/group x kernel = 64 x 9) past float32's exact bound for 8-bit operands
+CONV_INTEGER_CASES = [((1, 4, 9, 8), (6, 4, 3, 3), {"pads": [1, 1, 1, 1]}),
+                      ((2, 6, 7, 7), (6, 1, 3, 3), {"group": 6, "strides": [2, 2]}),
+                      ((1, 4, 8, 8), (4, 2, 2, 3), {"group": 2, "dilations": [2, 1]}),
+                      ((1, 3, 11), (2, 3, 4), {"pads": [2, 1]}),
+                      ((1, 2, 4, 5, 4), (3, 2, 2, 2, 2), {}),
+                      ((1, 64, 6, 6), (5, 64, 3, 3), {"pads": [1, 1, 1, 1]})]
+
+
+@pytest.mark.parametrize("method", [None] + [m for m in conv_ops.CONV_METHODS if m != "winograd"])
+@pytest.mark.parametrize("x_shape,w_shape,attrs", CONV_INTEGER_CASES)
+def test_conv_integer_is_exact_against_onnxruntime(x_shape, w_shape, attrs, method):
+    """ConvInteger (uint8 x int8, zero points on both) on Conv's float32 methods below the
+    exact bound (each forced where it applies; never Winograd, whose transforms round) and
+    by im2col in float64 past it: exact int32."""
+    x = rng.integers(0, 256, x_shape).astype(np.uint8)
+    w = rng.integers(-128, 128, w_shape).astype(np.int8)
+    inputs = {"x": x, "w": w, "xz": np.array(131, np.uint8), "wz": np.array(-3, np.int8)}
+    want = _onnxruntime_node("ConvInteger", inputs, opset=13, **attrs)
+    with conv_ops.forced_method(method) if method else contextlib.nullcontext():
+        got = _kernel("ConvInteger", 13)(x, w, inputs["xz"], inputs["wz"], **attrs)
+    assert got.dtype == np.int32 and got.shape == want.shape
     np.testing.assert_array_equal(got, want)

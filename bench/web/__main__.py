@@ -129,6 +129,13 @@ def minilm_models() -> dict:
             if name in ("minilm_l6_seq16", "minilm_l6_fp16_seq16", "minilm_l6_int8_seq16")}
 
 
+def quantized_models() -> dict:
+    """ppocr cls through onnxruntime's quantize_static (QDQ) and quantize_dynamic."""
+    from bench import cases
+
+    return dict(cases.QUANTIZED)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", default="*", help="comma-separated names or globs")
@@ -143,7 +150,7 @@ def main(argv=None) -> int:
     patterns = args.models.split(",")
     if "pyodide" in args.engines.split(","):
         ensure_current_web_package()
-    models = {**real_models(), **minilm_models()}
+    models = {**real_models(), **minilm_models(), **quantized_models()}
     names = [n for n in sorted(models) if any(fnmatch.fnmatch(n, p) for p in patterns)]
     engines = args.engines.split(",")
     cases = write_cases(names, os.path.join(args.out, "cases"), models)

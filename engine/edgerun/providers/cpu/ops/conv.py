@@ -600,7 +600,7 @@ def method_applies(method: str, x_shape, w_shape, group: int,
 
 @functools.lru_cache(maxsize=1024)
 def _conv_plan(x_shape, w_shape, group, kernel_shape, strides, dilations, pads,
-               auto_pad) -> ConvPlan:
+               auto_pad, exact: bool = False) -> ConvPlan:
     kernel = list(w_shape[2:])
     if kernel_shape and list(kernel_shape) != kernel:
         raise ValueError(f"kernel_shape {list(kernel_shape)} does not match W's spatial "
@@ -608,10 +608,11 @@ def _conv_plan(x_shape, w_shape, group, kernel_shape, strides, dilations, pads,
     geometry = window_geometry(x_shape[2:], kernel, strides, dilations, pads, auto_pad)
     if not x_shape[0] or not all(geometry.out_shape):      # an empty output
         return ConvPlan(geometry, "windows")
-    if _forced_method and method_applies(_forced_method, x_shape, w_shape, group, geometry):
+    if _forced_method and method_applies(_forced_method, x_shape, w_shape, group, geometry) \
+            and not (exact and _forced_method == "winograd"):
         method = _forced_method
     else:
-        method = _choose_method(x_shape, w_shape, group, geometry)
+        method = _choose_method(x_shape, w_shape, group, geometry, exact)
     return _plan_for(method, x_shape, w_shape, geometry)
 
 
@@ -631,8 +632,10 @@ def _plan_for(method: str, x_shape, w_shape, geometry: WindowGeometry) -> ConvPl
     return ConvPlan(geometry, method)
 
 
-def _choose_method(x_shape, w_shape, group: int, geometry: WindowGeometry) -> str:
-    """The method the cost model rates fastest for this shape signature."""
+def _choose_method(x_shape, w_shape, group: int, geometry: WindowGeometry,
+                   exact: bool = False) -> str:
+    """The method the cost model rates fastest for this shape signature; with `exact`, one
+    whose sums are plain products (integers held in floats stay exact: no Winograd)."""
     channels = x_shape[1]
     kernel = list(w_shape[2:])
     unpadded = not any(geometry.pads_begin) and not any(geometry.pads_end)
@@ -645,8 +648,8 @@ def _choose_method(x_shape, w_shape, group: int, geometry: WindowGeometry) -> st
     if group == 1 and positions <= GATHER_MAX_POSITIONS and \
             positions * channels * math.prod(kernel) <= GATHER_MAX_COLUMNS:
         return "gather"
-    if winograd_pays(x_shape, w_shape, group, geometry.strides, geometry.dilations,
-                     geometry.out_shape):
+    if not exact and winograd_pays(x_shape, w_shape, group, geometry.strides,
+                                   geometry.dilations, geometry.out_shape):
         return "winograd"
     if len(x_shape) == 4 and group > 1 and group == channels and w_shape[1] == 1:
         return "row_mix"
@@ -684,11 +687,13 @@ def _choose_method(x_shape, w_shape, group: int, geometry: WindowGeometry) -> st
 
 
 def convolve(x, w, b=None, auto_pad="NOTSET", dilations=None, group=1, kernel_shape=None,
-             pads=None, strides=None, ctx=None):
+             pads=None, strides=None, ctx=None, exact=False):
     """Conv's result as a fresh array in the compute dtype (callers may modify it in place).
 
     With the node's `ctx`, the plan of each input shape and the weights in the compute dtype
-    are prepared once (initializers come back as the same objects on every run)."""
+    are prepared once (initializers come back as the same objects on every run). With
+    `exact`, only methods whose sums are sums of the products (not Winograd's transforms):
+    integer operands held in float32 give exact sums below 2**24 (ConvInteger)."""
     if x.ndim < 3 or w.ndim != x.ndim or x.shape[1] != w.shape[1] * group or \
             w.shape[0] % group or group < 1:
         _check_conv_shapes(x, w, group)
@@ -698,7 +703,7 @@ def convolve(x, w, b=None, auto_pad="NOTSET", dilations=None, group=1, kernel_sh
         if 0 in x.shape[2:]:         # checked once per input shape, not on every call
             _check_conv_shapes(x, w, group)
         plan = _conv_plan(x.shape, w.shape, group, _frozen(kernel_shape), _frozen(strides),
-                          _frozen(dilations), _frozen(pads), _frozen(auto_pad))
+                          _frozen(dilations), _frozen(pads), _frozen(auto_pad), exact)
         acc = compute_dtype(x.dtype)
         weights = w.astype(acc, copy=False)
         bias = None if b is None else b.astype(acc, copy=False)
@@ -728,7 +733,8 @@ def convolve(x, w, b=None, auto_pad="NOTSET", dilations=None, group=1, kernel_sh
     if ctx is None:
         plan, acc, w, b, whole = prepare()
     else:
-        plan, acc, w, b, whole = ctx.prepared(("conv", x.shape, x.dtype), (w, b), prepare)
+        plan, acc, w, b, whole = ctx.prepared(("conv", x.shape, x.dtype, exact), (w, b),
+                                              prepare)
     x = x.astype(acc, copy=False)
     if whole is not None:
         return whole(x)

@@ -25,6 +25,7 @@ import numpy as np
 from ....ir import dtypes
 from ..registry import kernel
 from .cast import FLOAT8_CODES, cast_array
+from .conv import convolve
 
 INTEGER_RANGES = {
     dtypes.UINT8: (0, 255),
@@ -356,7 +357,8 @@ def _conv_pads(in_sizes, kernel_sizes, strides, dilations, pads, auto_pad):
 
 
 def _conv_exact(x, w, group, strides, pads, dilations, auto_pad):
-    """N-D grouped convolution of float64 arrays holding integers, by im2col + matmul.
+    """N-D grouped convolution of float arrays holding integers, by im2col + matmul (exact:
+    float64, or float32 within _exact_float32's bound).
 
     x: (N, C, *spatial), w: (M, C/group, *kernel) -> (N, M, *out).
     """
@@ -380,16 +382,30 @@ def _conv_exact(x, w, group, strides, pads, dilations, auto_pad):
                       + tuple(slice(None, None, s) for s in strides)
                       + tuple(slice(None, None, d) for d in dilations)]
     out_sizes = windows.shape[2:2 + rank]
+    positions, taps = math.prod(out_sizes), math.prod(kernel_sizes)
     per_group_in, per_group_out = channels // group, out_channels // group
-    outputs = []
-    for g in range(group):
-        cols = windows[:, g * per_group_in:(g + 1) * per_group_in]
-        # (N, Cg, *out, *k) -> (N, *out, Cg, *k) -> (N * prod(out), Cg * prod(k))
-        cols = np.moveaxis(cols, 1, 1 + rank).reshape(n * math.prod(out_sizes), -1)
-        weights = w[g * per_group_out:(g + 1) * per_group_out].reshape(per_group_out, -1)
-        outputs.append(cols @ weights.T)
-    result = np.concatenate(outputs, axis=1).reshape((n,) + tuple(out_sizes) + (out_channels,))
-    return np.moveaxis(result, -1, 1)
+    # (N, C, *out, *k) -> (N, G, *out, Cg, *k) -> (N, G, P, Cg * K): every group in one
+    # batched product (depthwise layers have as many groups as channels)
+    cols = windows.reshape((n, group, per_group_in) + tuple(out_sizes) + tuple(kernel_sizes))
+    cols = np.moveaxis(cols, 2, 2 + rank).reshape(n, group, positions, per_group_in * taps)
+    weights = w.reshape(group, per_group_out, per_group_in * taps).transpose(0, 2, 1)
+    result = np.matmul(cols, weights)                      # (N, G, P, Mg)
+    result = np.moveaxis(result, 2, 3).reshape((n, out_channels) + tuple(out_sizes))
+    return result
+
+
+def _integer_conv(ctx, x, x_zero_point, w, w_zero_point, group, strides, pads, dilations,
+                  auto_pad, kernel_shape) -> np.ndarray:
+    """conv(x - x_zero_point, w - w_zero_point) as exact integers in floats: Conv's own
+    methods in float32 (Winograd aside) when a product of the weight's depth (C/group x
+    kernel) sums below 2**24 there (every partial sum then exact), else im2col in float64.
+    The weight is centered once per node (_centered_operand)."""
+    left = _Centered(x, x_zero_point)
+    right = _centered_operand(ctx, "integer_conv_w", w, _weight_zero_point(w_zero_point, w))
+    if math.prod(w.shape[1:]) * left.peak * right.peak < EXACT_FLOAT32:
+        return convolve(left.values, right.values, None, auto_pad, dilations, group,
+                        kernel_shape, pads, strides, ctx, exact=True)
+    return _conv_exact(left.wide(), right.wide(), group, strides, pads, dilations, auto_pad)
 
 
 def _per_channel(param, rank: int):
@@ -408,17 +424,16 @@ def _weight_zero_point(w_zero_point, w):
 @kernel("ConvInteger", since=10)
 def conv_integer(ctx, x, w, x_zero_point=None, w_zero_point=None, auto_pad="NOTSET",
                  dilations=None, group=1, kernel_shape=None, pads=None, strides=None):
-    acc = _conv_exact(_centered(x, x_zero_point), _centered(w, _weight_zero_point(w_zero_point, w)),
-                      group, strides, pads, dilations, auto_pad)
-    return _wrap_int32(acc)
+    return _wrap_int32(_integer_conv(ctx, x, x_zero_point, w, w_zero_point, group, strides,
+                                     pads, dilations, auto_pad, kernel_shape))
 
 
 @kernel("QLinearConv", since=10)
 def qlinear_conv(ctx, x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale,
                  y_zero_point=None, B=None, auto_pad="NOTSET", dilations=None, group=1,
                  kernel_shape=None, pads=None, strides=None):
-    acc = _conv_exact(_centered(x, x_zero_point), _centered(w, _weight_zero_point(w_zero_point, w)),
-                      group, strides, pads, dilations, auto_pad)
+    acc = _integer_conv(ctx, x, x_zero_point, w, w_zero_point, group, strides, pads, dilations,
+                        auto_pad, kernel_shape).astype(np.float64)
     if B is not None:
         acc = acc + B.astype(np.float64).reshape((-1,) + (1,) * (x.ndim - 2))
     acc = _wrap_int32(acc).astype(np.float64)
