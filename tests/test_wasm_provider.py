@@ -922,6 +922,22 @@ def test_typed_elementwise_matches_the_cpu_provider(wasm, case):
                                        rtol=rtol, atol=1e-12 if rtol < 1e-3 else 1e-3)
 
 
+@pytest.mark.parametrize("src", ["int32", "uint8", "int8"])
+def test_cast_of_integers_to_float32_rounds_as_numpy(wasm, src):
+    """Cast int32 / uint8 / int8 -> float32 (the vector loops integer products and 8-bit
+    tensors take): past a whole vector and a tail, int32 beyond 2**24 rounding to nearest
+    even and the extremes; bit-exact against numpy."""
+    import edgerun
+
+    info = np.iinfo(src)
+    x = np.random.default_rng(7).integers(info.min, info.max, 37, endpoint=True).astype(src)
+    if src == "int32":
+        x[:6] = [2**24 + 1, 2**24 + 3, -(2**24) - 1, info.min, info.max, 2**31 - 65]
+    model = _single_node("Cast", [src], {"to": 1}, "float32")
+    got = edgerun.InferenceSession(model, providers=[wasm]).run(None, {"x0": x})[0]
+    np.testing.assert_array_equal(got.view(np.uint32), x.astype(np.float32).view(np.uint32))
+
+
 @pytest.mark.parametrize("to", ["float16", "bfloat16"])
 def test_cast_to_16_bit_floats_rounds_as_numpy(wasm, to):
     """Cast float32/float64 -> float16/bfloat16 and back: round to nearest even, subnormals,
@@ -2124,13 +2140,16 @@ def test_gemm_with_fewer_columns_than_a_tile_matches_onnxruntime(wasm, m, n, k):
 
 
 # (x shape, w shape, attrs): pointwise (no im2col), padded and strided 3x3, dilated, grouped
-# and depthwise, 1-D, batch 1 and 3, K past one igemm panel (C*KH*KW = 288 > 256)
+# and depthwise (its direct kernel: rows past one 8-lane step, strided and dilated), 1-D,
+# batch 1 and 3, K past one igemm panel (C*KH*KW = 288 > 256)
 INTEGER_CONV_CASES = [
     ((1, 16, 5, 7), (8, 16, 1, 1), {}),
     ((1, 3, 9, 11), (6, 3, 3, 3), {"pads": [1, 1, 1, 1], "strides": [2, 2]}),
     ((3, 32, 6, 6), (5, 32, 3, 3), {"pads": [0, 2, 1, 0]}),
     ((1, 4, 10, 10), (4, 2, 3, 3), {"group": 2, "dilations": [2, 1], "pads": [2, 1, 2, 1]}),
     ((2, 6, 7, 7), (6, 1, 3, 3), {"group": 6, "auto_pad": "SAME_UPPER"}),
+    ((1, 4, 6, 21), (4, 1, 3, 3), {"group": 4, "pads": [1, 1, 1, 1]}),
+    ((1, 3, 9, 19), (3, 1, 3, 5), {"group": 3, "strides": [2, 2], "dilations": [1, 2]}),
     ((1, 5, 17), (7, 5, 3), {"strides": [2], "pads": [1, 1]}),
 ]
 
@@ -2138,9 +2157,10 @@ INTEGER_CONV_CASES = [
 @pytest.mark.parametrize("x_shape,w_shape,attrs", INTEGER_CONV_CASES)
 @pytest.mark.parametrize("per_channel", [False, True], ids=["tensor_zp", "channel_zp"])
 def test_integer_conv_matches_onnxruntime(wasm, x_shape, w_shape, attrs, per_channel):
-    """er_conv2d_int8 (im2col of bytes padded with the zero point, then er_igemm) for
-    ConvInteger and QLinearConv, against onnxruntime: exact int32, and the requantized
-    uint8 within one step (onnxruntime's requantization may round the other way)."""
+    """er_conv2d_int8 (im2col of bytes padded with the zero point, then er_igemm; depthwise
+    directly) for ConvInteger and QLinearConv, against onnxruntime: exact int32, and the
+    requantized uint8 within one step (onnxruntime's requantization may round the other
+    way)."""
     import onnxruntime
     from onnx import TensorProto, helper
 

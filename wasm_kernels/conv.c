@@ -5,7 +5,7 @@
  * er_args for er_conv2d / er_depthwise2d:
  *   [N, C, H, W, M, group, KH, KW, SH, SW, PT, PL, DH, DW, OH, OW]
  */
-#include "common.h"
+#include "elemtypes.h"
 
 void sgemm_internal(i32 M, i32 N, i32 K, const float *A, i32 rsa, i32 csa, const float *B,
                     i32 rsb, i32 csb, float *C, i32 ldc, i32 accumulate);
@@ -95,11 +95,63 @@ static void im2col8(const uint8_t *x, i32 channels, const ConvShape *s, uint8_t 
  * x and w are 8-bit (types tx, tw), x_zp one value, w_zp one value or one per output channel
  * (w_zp_per_channel), either may be null. im2col of the bytes, then the integer GEMM; `col`
  * holds (C/group)*KH*KW*OH*OW bytes unless the convolution is 1x1, stride 1, unpadded. */
+static inline i32 byte_value(const uint8_t *p, i32 type) {
+    return type == T_U8 ? (i32)p[0] : (i32)(int8_t)p[0];
+}
+
+/* Depthwise ConvInteger (group == C == M): per plane, the sum over taps of the centered
+ * input times the centered tap weight, eight int16 products a step (centered 8-bit values
+ * fit int16, their products int32). Taps in the padding add nothing. */
+static void depthwise_int8(const uint8_t *x, i32 tx, i32 x_zero, const uint8_t *w, i32 tw,
+                           const void *w_zp, i32 w_zp_per_channel, i32 *y, const ConvShape *s) {
+    v128_t zx = wasm_i16x8_splat((int16_t)x_zero);
+    for (i32 plane = 0; plane < s->n * s->c; plane++) {
+        i32 c = plane % s->c;
+        const uint8_t *xp = x + (size_t)plane * s->h * s->w;
+        i32 *yp = y + (size_t)plane * s->oh * s->ow;
+        i32 wz = w_zp ? byte_value((const uint8_t *)w_zp + (w_zp_per_channel ? c : 0), tw) : 0;
+        for (i32 i = 0; i < s->oh * s->ow; i++) yp[i] = 0;
+        for (i32 i = 0; i < s->kh; i++) {
+            for (i32 j = 0; j < s->kw; j++) {
+                i32 wv = byte_value(w + (c * s->kh + i) * s->kw + j, tw) - wz;
+                v128_t vw = wasm_i16x8_splat((int16_t)wv);
+                i32 x0 = j * s->dw - s->pl, lo, hi;
+                inside_outputs(x0, s->sw, s->w, s->ow, &lo, &hi);
+                for (i32 oy = 0; oy < s->oh; oy++) {
+                    i32 yy = oy * s->sh - s->pt + i * s->dh;
+                    if (yy < 0 || yy >= s->h) continue;
+                    const uint8_t *src = xp + yy * s->w + x0;
+                    i32 *out = yp + oy * s->ow;
+                    i32 ox = lo;
+                    if (s->sw == 1) {
+                        for (; ox + 8 <= hi; ox += 8) {
+                            v128_t v = tx == T_U8 ? wasm_u16x8_load8x8(src + ox)
+                                                          : wasm_i16x8_load8x8(src + ox);
+                            v = wasm_i16x8_sub(v, zx);
+                            wasm_v128_store(out + ox, wasm_i32x4_add(
+                                wasm_v128_load(out + ox), wasm_i32x4_extmul_low_i16x8(v, vw)));
+                            wasm_v128_store(out + ox + 4, wasm_i32x4_add(
+                                wasm_v128_load(out + ox + 4), wasm_i32x4_extmul_high_i16x8(v, vw)));
+                        }
+                    }
+                    for (; ox < hi; ox++)
+                        out[ox] += (byte_value(src + ox * s->sw, tx) - x_zero) * wv;
+                }
+            }
+        }
+    }
+}
+
 EXPORT void er_conv2d_int8(const uint8_t *x, i32 tx, const void *x_zp, const uint8_t *w,
                            i32 tw, const void *w_zp, i32 w_zp_per_channel, i32 *y,
                            uint8_t *col) {
     ConvShape s = conv_shape();
     i32 cg = s.c / s.group, mg = s.m / s.group;
+    if (cg == 1 && mg == 1 && s.group > 1) {
+        depthwise_int8(x, tx, x_zp ? byte_value(x_zp, tx) : 0, w, tw, w_zp, w_zp_per_channel,
+                       y, &s);
+        return;
+    }
     i32 k = cg * s.kh * s.kw, hw_out = s.oh * s.ow;
     i32 pointwise = s.kh == 1 && s.kw == 1 && s.sh == 1 && s.sw == 1 && s.pt == 0 &&
                     s.pl == 0 && s.oh == s.h && s.ow == s.w;

@@ -136,6 +136,27 @@ EXPORT i32 er_cast(const void *src, void *dst, i32 n, i32 from, i32 to, i32 flag
                 for (i32 j = i; j < i + 8; j++) d[j] = f32_to_f16(s[j]);
         }
         for (; i < n; i++) d[i] = f32_to_f16(s[i]);
+    } else if (from == T_I32 && to == T_F32) {        /* integer products made float */
+        const i32 *s = src;
+        float *d = dst;
+        i32 i = 0;
+        for (; i + 4 <= n; i += 4)
+            wasm_v128_store(d + i, wasm_f32x4_convert_i32x4(wasm_v128_load(s + i)));
+        for (; i < n; i++) d[i] = (float)s[i];
+    } else if ((from == T_U8 || from == T_I8) && to == T_F32) {
+        const uint8_t *s = src;
+        float *d = dst;
+        i32 i = 0;
+        for (; i + 16 <= n; i += 16) {
+            v128_t v = wasm_v128_load(s + i);
+            v128_t lo = from == T_U8 ? wasm_u16x8_extend_low_u8x16(v) : wasm_i16x8_extend_low_i8x16(v);
+            v128_t hi = from == T_U8 ? wasm_u16x8_extend_high_u8x16(v) : wasm_i16x8_extend_high_i8x16(v);
+            v128_t q[4] = {wasm_i32x4_extend_low_i16x8(lo), wasm_i32x4_extend_high_i16x8(lo),
+                           wasm_i32x4_extend_low_i16x8(hi), wasm_i32x4_extend_high_i16x8(hi)};
+            for (i32 j = 0; j < 4; j++)
+                wasm_v128_store(d + i + 4 * j, wasm_f32x4_convert_i32x4(q[j]));
+        }
+        for (; i < n; i++) d[i] = (float)load_int(src, i, from);
     } else if (from == T_BF16 && to == T_F32) {
         const uint16_t *s = src;
         uint32_t *d = dst;
