@@ -12,6 +12,25 @@
 
 enum { MASK_NONE = 0, MASK_BOOL, MASK_FLOAT };
 
+static float dot_strided(const float *a, i32 sa, const float *b, i32 sb, i32 n) {
+    float s = 0;
+    for (i32 d = 0; d < n; d++) s += a[d * sa] * b[d * sb];
+    return s;
+}
+
+/* a . b over n contiguous floats: four partial sums, then the rest */
+static float dot_contiguous(const float *a, const float *b, i32 n) {
+    v128_t acc = wasm_f32x4_splat(0.0f);
+    i32 d = 0;
+    for (; d + 4 <= n; d += 4)
+        acc = wasm_f32x4_add(acc, wasm_f32x4_mul(wasm_v128_load(a + d), wasm_v128_load(b + d)));
+    float lanes[4];
+    wasm_v128_store(lanes, acc);
+    float s = (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]);
+    for (; d < n; d++) s += a[d] * b[d];
+    return s;
+}
+
 /* er_args, in order (ints): B, Hq, Hkv, Sq, Skv, D, Dv, then strides[4] of q, k, v, y, mask,
  * then mask_kind, mask_len, is_causal, past_len, left_window, right_window, qk_mode
  * (-1: no qk output, else 0 raw, 1 softcapped, 2 masked logits, 3 probabilities) */
@@ -36,8 +55,8 @@ EXPORT void er_attention(const float *q, const float *k, const float *v, const v
                 float best = -__builtin_inff();
                 for (i32 j = 0; j < Skv; j++) {
                     const float *kr = kb + j * ks[2];
-                    float s = 0;
-                    for (i32 d = 0; d < D; d++) s += qr[d * qs[3]] * kr[d * ks[3]];
+                    float s = qs[3] == 1 && ks[3] == 1 ? dot_contiguous(qr, kr, D)
+                                                       : dot_strided(qr, qs[3], kr, ks[3], D);
                     s *= scale;
                     if (qk_mode == 0) qk_row[j] = s;
                     if (softcap > 0) s = softcap * (float)d_tanh(s / softcap);
@@ -73,7 +92,14 @@ EXPORT void er_attention(const float *q, const float *k, const float *v, const v
                 for (i32 j = 0; j < Skv; j++) {
                     const float *vr = vb + j * vs[2];
                     float p = row[j];
-                    for (i32 d = 0; d < Dv; d++) yr[d * ys[3]] += p * vr[d * vs[3]];
+                    i32 d = 0;
+                    if (vs[3] == 1 && ys[3] == 1) {
+                        v128_t vp = wasm_f32x4_splat(p);
+                        for (; d + 4 <= Dv; d += 4)
+                            wasm_v128_store(yr + d, wasm_f32x4_add(
+                                wasm_v128_load(yr + d), wasm_f32x4_mul(vp, wasm_v128_load(vr + d))));
+                    }
+                    for (; d < Dv; d++) yr[d * ys[3]] += p * vr[d * vs[3]];
                 }
             }
         }
