@@ -872,9 +872,11 @@ def _onnxruntime_node(op_type, inputs: dict, opset=13, out_type=TensorProto.INT3
                                         providers=["CPUExecutionProvider"]).run(None, inputs)[0]
 
 
-# (A shape, K, A values: "small" keeps K*|a|*|b| under 2**24 (float32), "full" crosses it)
+# (A shape, K, A values: "small" keeps K*|a|*|b| under 2**24 (float32), "full" crosses it,
+# "extreme" (every value at the end of its range) sums far past it)
 INTEGER_PRODUCT_CASES = [((1, 4), 8, "small"), ((1, 1, 16), 384, "full"), ((3, 7), 64, "full"),
-                         ((2, 5, 33), 1536, "full"), ((1, 2), 2048, "small"), ((16,), 384, "full")]
+                         ((2, 5, 33), 1536, "full"), ((1, 2), 2048, "small"), ((16,), 384, "full"),
+                         ((2, 3), 1536, "extreme")]
 
 
 @pytest.mark.parametrize("a_shape,k,values", INTEGER_PRODUCT_CASES)
@@ -890,11 +892,14 @@ def test_matmul_integer_is_exact_on_both_sides_of_the_float32_bound(a_shape, k, 
     a = (rng.integers(0, 2 * span + 1, shape) + (128 - span if a_type == np.uint8 else -span)
          if span else rng.integers(info_a.min, info_a.max + 1, shape)).astype(a_type)
     wide = rng.integers(info_b.min, info_b.max + 1, (k + 3, 24)).astype(b_type)
+    if values == "extreme":              # sums far past 2**24: float32 alone would round
+        a[...] = info_a.min if a_type == np.int8 else info_a.max
+        wide[...] = info_b.min if b_type == np.int8 else info_b.max
     b = wide[:k, ::2]                                    # a strided view: [k, 12]
     if span:
         b = np.clip(b, -span, span).astype(b_type) if b_type == np.int8 else \
             np.clip(b, 0, 2 * span).astype(b_type)
-    a_zero = np.array(128 if a_type == np.uint8 else 0, a_type)
+    a_zero = np.array(128 if a_type == np.uint8 and values != "extreme" else 0, a_type)
     b_zero = np.array(0 if b_type == np.int8 else 1, b_type)
     kernel = _kernel("MatMulInteger", 13)
     want = _onnxruntime_node("MatMulInteger", {"a": a, "b": np.ascontiguousarray(b),

@@ -204,9 +204,9 @@ def dynamic_quantize_linear(ctx, x):
     low = np.float32(min(0.0, float(x.min()))) if x.size else np.float32(0)
     # onnxruntime uses scale 1 for a constant-zero input, where the formula would divide by 0.
     scale = np.float32((high - low) / np.float32(255)) if high != low else np.float32(1)
-    zero_point = np.rint(np.clip(np.float32(0) - low / scale, 0, 255))
-    y = np.clip(np.rint(x / scale) + zero_point, 0, 255).astype(np.uint8)
-    return y, np.array(scale, np.float32), np.array(zero_point, np.uint8)
+    zero_point = np.array(np.rint(np.clip(np.float32(0) - low / scale, 0, 255)), np.uint8)
+    scale = np.array(scale, np.float32)
+    return _quantize_float32_per_tensor(x, scale, zero_point, dtypes.UINT8), scale, zero_point
 
 
 # ---- integer products ----------------------------------------------------------------------
@@ -244,21 +244,50 @@ EXACT_FLOAT32 = 2.0 ** 24
 
 class _Centered:
     """An integer operand minus its zero point, as float32 (exact for 8/16-bit values), with
-    its largest magnitude: what decides whether a float32 product is exact."""
-    __slots__ = ("values", "peak", "_wide")
+    a bound on its magnitude: what decides whether a float32 product is exact. `bound` comes
+    from the types alone; `peak` scans the values (once, and only when asked)."""
+    __slots__ = ("values", "bound", "_peak", "_wide")
 
     def __init__(self, x: np.ndarray, zero_point):
-        values = x.astype(np.float32)
-        if zero_point is not None:
-            values -= np.asarray(zero_point).astype(np.float32)
-        self.values = values
-        self.peak = float(np.abs(values).max()) if values.size else 0.0
+        if zero_point is None:
+            self.values = x.astype(np.float32)
+        else:
+            self.values = np.subtract(x, np.asarray(zero_point), dtype=np.float32)
+        self.bound = _magnitude_bound(x, zero_point)
+        self._peak: Optional[float] = None
         self._wide: Optional[np.ndarray] = None
+
+    @property
+    def peak(self) -> float:
+        if self._peak is None:
+            values = self.values
+            self._peak = float(np.abs(values).max()) if values.size else 0.0
+        return self._peak
 
     def wide(self) -> np.ndarray:
         if self._wide is None:
             self._wide = self.values.astype(np.float64)
         return self._wide
+
+
+def _exact_in_float32(depth: int, left: _Centered, right: _Centered) -> bool:
+    """Whether a product of depth `depth` sums below 2**24 (every partial sum exact in
+    float32): by A's type bound first, which needs no scan, else by its scanned peak."""
+    return depth * left.bound * right.peak < EXACT_FLOAT32 or \
+        depth * left.peak * right.peak < EXACT_FLOAT32
+
+
+def _magnitude_bound(x: np.ndarray, zero_point) -> float:
+    """The largest |x - zero_point| x's integer type allows (inf for other types)."""
+    if x.dtype.kind not in "iu" or x.dtype.itemsize > 2:
+        return math.inf
+    info = np.iinfo(x.dtype)
+    if zero_point is None:
+        return float(max(-int(info.min), int(info.max)))
+    z = np.asarray(zero_point)
+    if z.size == 0:
+        return float(max(-int(info.min), int(info.max)))
+    return float(max(int(info.max) - int(z.min()), int(z.max()) - int(info.min)))
 
 
 def _centered_operand(ctx, name: str, x, zero_point) -> "_Centered":
@@ -274,9 +303,9 @@ def _integer_product(ctx, a, a_zero_point, b, b_zero_point) -> np.ndarray:
     left = _Centered(a, _per_row(a_zero_point, a))
     right = _centered_operand(ctx, "integer_matmul_b", b, b_zero_point)
     depth = a.shape[-1] if a.ndim else 1
-    step = left.peak * right.peak
-    if depth * step < EXACT_FLOAT32:
+    if _exact_in_float32(depth, left, right):
         return np.matmul(left.values, right.values)
+    step = left.peak * right.peak
     block = int((EXACT_FLOAT32 - 1) // step) if step else depth
     if block >= MIN_EXACT_BLOCK:
         return _blocked_product(left.values, right.values, depth, block)
@@ -402,7 +431,7 @@ def _integer_conv(ctx, x, x_zero_point, w, w_zero_point, group, strides, pads, d
     The weight is centered once per node (_centered_operand)."""
     left = _Centered(x, x_zero_point)
     right = _centered_operand(ctx, "integer_conv_w", w, _weight_zero_point(w_zero_point, w))
-    if math.prod(w.shape[1:]) * left.peak * right.peak < EXACT_FLOAT32:
+    if _exact_in_float32(math.prod(w.shape[1:]), left, right):
         return convolve(left.values, right.values, None, auto_pad, dilations, group,
                         kernel_shape, pads, strides, ctx, exact=True)
     return _conv_exact(left.wide(), right.wide(), group, strides, pads, dilations, auto_pad)
