@@ -1268,8 +1268,6 @@ def test_int8_and_float16_minilm_run_wholly_on_the_gpu(gpu):
     GPU (explain()), no CPU-kernel fallback, and the outputs as onnxruntime's: float16 within
     its precision, int8 within 1e-4 (lavapipe gives 1.4e-6, onnxruntime's own spread between
     its optimized and unoptimized runs)."""
-    import onnxruntime
-
     from bench import cases
     from bench.models import export_minilm as ex
 
@@ -1277,16 +1275,7 @@ def test_int8_and_float16_minilm_run_wholly_on_the_gpu(gpu):
          "(to export MiniLM once)", ex.INSTALL)
     for variant, atol in (("int8", 1e-4), ("fp16", 5e-3)):
         path, feeds = cases.all_cases()[f"minilm_l6_{variant}_seq16"]()
-        sess = webgpu_session(path)
-        assert {n["provider"] for n in sess.explain()["nodes"]} == {"webgpu"}
-        before = gpu.stats["fallbacks"]
-        got = sess.run(None, feeds)
-        assert gpu.stats["fallbacks"] == before, gpu.fallback_log[-1:]
-        want = onnxruntime.InferenceSession(path, providers=["CPUExecutionProvider"]).run(
-            None, feeds)
-        for g, w in zip(got, want):
-            np.testing.assert_allclose(g.astype(np.float32), w.astype(np.float32), rtol=0,
-                                       atol=atol, err_msg=variant)
+        _wholly_on_gpu_as_onnxruntime(gpu, path, feeds, float_atol=atol)
 
 
 @pytest.mark.parametrize("x_shape,w_shape,attrs", [

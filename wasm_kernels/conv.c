@@ -95,10 +95,6 @@ static void im2col8(const uint8_t *x, i32 channels, const ConvShape *s, uint8_t 
  * x and w are 8-bit (types tx, tw), x_zp one value, w_zp one value or one per output channel
  * (w_zp_per_channel), either may be null. im2col of the bytes, then the integer GEMM; `col`
  * holds (C/group)*KH*KW*OH*OW bytes unless the convolution is 1x1, stride 1, unpadded. */
-static inline i32 byte_value(const uint8_t *p, i32 type) {
-    return type == T_U8 ? (i32)p[0] : (i32)(int8_t)p[0];
-}
-
 /* Depthwise ConvInteger (group == C == M): per plane, the sum over taps of the centered
  * input times the centered tap weight, eight int16 products a step (centered 8-bit values
  * fit int16, their products int32). Taps in the padding add nothing. */
@@ -109,11 +105,11 @@ static void depthwise_int8(const uint8_t *x, i32 tx, i32 x_zero, const uint8_t *
         i32 c = plane % s->c;
         const uint8_t *xp = x + (size_t)plane * s->h * s->w;
         i32 *yp = y + (size_t)plane * s->oh * s->ow;
-        i32 wz = w_zp ? byte_value((const uint8_t *)w_zp + (w_zp_per_channel ? c : 0), tw) : 0;
+        i32 wz = w_zp ? load8(w_zp, w_zp_per_channel ? c : 0, tw) : 0;
         for (i32 i = 0; i < s->oh * s->ow; i++) yp[i] = 0;
         for (i32 i = 0; i < s->kh; i++) {
             for (i32 j = 0; j < s->kw; j++) {
-                i32 wv = byte_value(w + (c * s->kh + i) * s->kw + j, tw) - wz;
+                i32 wv = load8(w, (c * s->kh + i) * s->kw + j, tw) - wz;
                 v128_t vw = wasm_i16x8_splat((int16_t)wv);
                 i32 x0 = j * s->dw - s->pl, lo, hi;
                 inside_outputs(x0, s->sw, s->w, s->ow, &lo, &hi);
@@ -135,7 +131,7 @@ static void depthwise_int8(const uint8_t *x, i32 tx, i32 x_zero, const uint8_t *
                         }
                     }
                     for (; ox < hi; ox++)
-                        out[ox] += (byte_value(src + ox * s->sw, tx) - x_zero) * wv;
+                        out[ox] += (load8(src, ox * s->sw, tx) - x_zero) * wv;
                 }
             }
         }
@@ -148,7 +144,7 @@ EXPORT void er_conv2d_int8(const uint8_t *x, i32 tx, const void *x_zp, const uin
     ConvShape s = conv_shape();
     i32 cg = s.c / s.group, mg = s.m / s.group;
     if (cg == 1 && mg == 1 && s.group > 1) {
-        depthwise_int8(x, tx, x_zp ? byte_value(x_zp, tx) : 0, w, tw, w_zp, w_zp_per_channel,
+        depthwise_int8(x, tx, x_zp ? load8(x_zp, 0, tx) : 0, w, tw, w_zp, w_zp_per_channel,
                        y, &s);
         return;
     }

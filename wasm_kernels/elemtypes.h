@@ -57,6 +57,23 @@ static inline i64 load_int(const void *p, i32 i, i32 t) {
     }
 }
 
+/* element i of an 8-bit integer tensor (uint8 when type is T_U8, else int8): the integer
+ * kernels' load, without load_int's switch over every type */
+static inline i32 load8(const void *p, i64 i, i32 type) {
+    return type == T_U8 ? ((const uint8_t *)p)[i] : ((const int8_t *)p)[i];
+}
+
+/* 16 consecutive 8-bit integers (uint8 when type is T_U8, else int8) as four i32x4 */
+static inline void widen16_to_i32x4(const uint8_t *p, i32 type, v128_t q[4]) {
+    v128_t v = wasm_v128_load(p);
+    v128_t lo = type == T_U8 ? wasm_u16x8_extend_low_u8x16(v) : wasm_i16x8_extend_low_i8x16(v);
+    v128_t hi = type == T_U8 ? wasm_u16x8_extend_high_u8x16(v) : wasm_i16x8_extend_high_i8x16(v);
+    q[0] = wasm_i32x4_extend_low_i16x8(lo);
+    q[1] = wasm_i32x4_extend_high_i16x8(lo);
+    q[2] = wasm_i32x4_extend_low_i16x8(hi);
+    q[3] = wasm_i32x4_extend_high_i16x8(hi);
+}
+
 /* float8, float4 and e8m0 codes, saturating (Cast's default; er_cast takes the others) */
 static inline void store_narrow_float(void *p, i32 i, i32 t, double v) {
     ((uint8_t *)p)[i] = t == T_F8E8M0 ? e8m0_encode(v, 1, E8M0_UP)

@@ -11,7 +11,7 @@
  * (inception_v1, squeezenet, MiniLM, ppocr det in Pyodide), or one vector load shuffled lane
  * by lane, ~30% faster under wasmtime's Cranelift (inception_v1's convolutions).
  */
-#include "common.h"
+#include "elemtypes.h"
 
 #ifndef MC
 #define MC 128
@@ -281,7 +281,6 @@ void sgemm_internal(i32 M, i32 N, i32 K, const float *A, i32 rsa, i32 csa, const
  * which ONNX allows (the same result as a wider sum wrapped at the end).
  */
 #define IKC 256                     /* k per panel; even */
-#define T_UINT8 2
 
 typedef struct {
     const void *x, *zp;
@@ -290,10 +289,6 @@ typedef struct {
 
 static int16_t ipack_a_buf[MC * IKC] __attribute__((aligned(16)));
 static int16_t ipack_b_buf[IKC * NC] __attribute__((aligned(16)));
-
-static inline i32 load8(const void *p, i64 i, i32 type) {
-    return type == T_UINT8 ? ((const uint8_t *)p)[i] : ((const int8_t *)p)[i];
-}
 
 /* element (r, c) minus its zero point (`line`: the row of A or column of B it belongs to),
  * 0 outside rows x cols */
@@ -308,7 +303,7 @@ static inline int16_t centered(const Quantized *q, i32 r, i32 c, i32 rows, i32 c
 /* 8 consecutive 8-bit values as int16 lanes */
 static inline v128_t widen8(const void *p, i32 type) {
     v128_t v = wasm_v128_load64_zero(p);
-    return type == T_UINT8 ? wasm_u16x8_extend_low_u8x16(v) : wasm_i16x8_extend_low_i8x16(v);
+    return type == T_U8 ? wasm_u16x8_extend_low_u8x16(v) : wasm_i16x8_extend_low_i8x16(v);
 }
 
 static inline v128_t zero_point_splat(const Quantized *q, i32 line) {

@@ -63,11 +63,8 @@ EXPORT void er_dequantize_linear(const void *x, i32 tx, const float *scale, cons
     if (tx == T_U8 || tx == T_I8) {
         v128_t vs = wasm_f32x4_splat(s), vzp = wasm_i32x4_splat(zp);
         for (; i + 16 <= n; i += 16) {
-            v128_t v = wasm_v128_load((const uint8_t *)x + i);
-            v128_t lo = tx == T_U8 ? wasm_u16x8_extend_low_u8x16(v) : wasm_i16x8_extend_low_i8x16(v);
-            v128_t hi = tx == T_U8 ? wasm_u16x8_extend_high_u8x16(v) : wasm_i16x8_extend_high_i8x16(v);
-            v128_t q[4] = {wasm_i32x4_extend_low_i16x8(lo), wasm_i32x4_extend_high_i16x8(lo),
-                           wasm_i32x4_extend_low_i16x8(hi), wasm_i32x4_extend_high_i16x8(hi)};
+            v128_t q[4];
+            widen16_to_i32x4((const uint8_t *)x + i, tx, q);
             for (i32 j = 0; j < 4; j++)
                 wasm_v128_store(y + i + 4 * j, wasm_f32x4_mul(
                     wasm_f32x4_convert_i32x4(wasm_i32x4_sub(q[j], vzp)), vs));

@@ -148,15 +148,12 @@ EXPORT i32 er_cast(const void *src, void *dst, i32 n, i32 from, i32 to, i32 flag
         float *d = dst;
         i32 i = 0;
         for (; i + 16 <= n; i += 16) {
-            v128_t v = wasm_v128_load(s + i);
-            v128_t lo = from == T_U8 ? wasm_u16x8_extend_low_u8x16(v) : wasm_i16x8_extend_low_i8x16(v);
-            v128_t hi = from == T_U8 ? wasm_u16x8_extend_high_u8x16(v) : wasm_i16x8_extend_high_i8x16(v);
-            v128_t q[4] = {wasm_i32x4_extend_low_i16x8(lo), wasm_i32x4_extend_high_i16x8(lo),
-                           wasm_i32x4_extend_low_i16x8(hi), wasm_i32x4_extend_high_i16x8(hi)};
+            v128_t q[4];
+            widen16_to_i32x4(s + i, from, q);
             for (i32 j = 0; j < 4; j++)
                 wasm_v128_store(d + i + 4 * j, wasm_f32x4_convert_i32x4(q[j]));
         }
-        for (; i < n; i++) d[i] = (float)load_int(src, i, from);
+        for (; i < n; i++) d[i] = (float)load8(s, i, from);
     } else if (from == T_BF16 && to == T_F32) {
         const uint16_t *s = src;
         uint32_t *d = dst;

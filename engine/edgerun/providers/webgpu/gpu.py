@@ -29,9 +29,9 @@ SMALL_CACHE = 256          # small host tensors whose GPU copies upload_small ke
 GPU_TYPES = {dtypes.FLOAT: "float32", dtypes.INT32: "int32", dtypes.INT64: "int64",
              dtypes.BOOL: "bool", dtypes.UINT32: "uint32"}
 # 8- and 16-bit element types (quantized and float16 models): one word an element on the GPU,
-# their own bytes on the host; packed.wgsl widens uploads and narrows downloads. Only the
-# operators in NARROW_OPS (kernels/quantization.py) take them: the rest would compute in 32
-# bits where these wrap or round.
+# their own bytes on the host; packed.wgsl widens uploads and narrows downloads. Only kernels
+# registered `narrow` (kernels/registry.py) take them: the rest would compute in 32 bits
+# where these wrap or round.
 NARROW_TYPES = {dtypes.INT8: "int8", dtypes.UINT8: "uint8", dtypes.INT16: "int16",
                 dtypes.UINT16: "uint16", dtypes.FLOAT16: "float16"}
 GPU_TYPES.update(NARROW_TYPES)
@@ -92,9 +92,9 @@ class GpuContext:
         """An 8/16-bit tensor: its bytes uploaded as they are, widened on the GPU."""
         bits = dtypes.BY_CODE[code].bits
         out = self.empty(shape, GPU_TYPES[code])
+        words = max(-(-len(data) // 4), 1)
         with self.lock:
-            packed = GpuTensor(self.pool.acquire(max(len(data) + 3, 4) // 4 * 4, for_upload=True),
-                               (max(len(data) + 3, 4) // 4,), "uint32")
+            packed = GpuTensor(self.pool.acquire(4 * words, for_upload=True), (words,), "uint32")
             if data:
                 self.device.write_buffer(packed.buffer, data + b"\0" * (-len(data) % 4))
             self.stats["uploads"] += 1
@@ -135,14 +135,12 @@ class GpuContext:
 
     def _download_narrow(self, t: GpuTensor):
         """An 8/16-bit tensor narrowed to its own bytes on the GPU, then read back."""
-        code = CODES[t.dtype]
-        nbytes = t.size * dtypes.BY_CODE[code].bits // 8
-        packed = self._narrowed(t, code)
+        packed = self._narrowed(t, CODES[t.dtype])
         with self.lock:
             self.flush()
             data = self.device.read_buffer(packed.buffer, packed.size * 4) if t.size else b""
             self.stats["downloads"] += 1
-        return host_values.from_bytes(code, t.shape, bytes(data[:nbytes]))
+        return _from_packed(t, data)
 
     def _narrowed(self, t: GpuTensor, code: int) -> GpuTensor:
         bits = dtypes.BY_CODE[code].bits
@@ -159,8 +157,7 @@ class GpuContext:
         data = await self.device.read_buffer_async(source.buffer, max(source.size, 1) * 4)
         self.stats["downloads"] += 1
         if code in NARROW_TYPES:
-            nbytes = t.size * dtypes.BY_CODE[code].bits // 8
-            return host_values.from_bytes(code, t.shape, bytes(data[:nbytes]))
+            return _from_packed(t, data)
         return host_values.from_gpu_words(code, t.shape, data[:t.size * 4])
 
     def export(self, value, code: int):
@@ -292,6 +289,13 @@ class GpuContext:
             finally:
                 self.pool.batch_submitted()
                 self.stats["flushes"] += 1
+
+
+def _from_packed(t: GpuTensor, data) -> object:
+    """An 8/16-bit tensor's host value from the packed words _narrowed made of it."""
+    code = CODES[t.dtype]
+    nbytes = t.size * dtypes.BY_CODE[code].bits // 8
+    return host_values.from_bytes(code, t.shape, bytes(data[:nbytes]))
 
 
 def _narrow_kind(code: int) -> int:

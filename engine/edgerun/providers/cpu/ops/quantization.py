@@ -282,11 +282,9 @@ def _magnitude_bound(x: np.ndarray, zero_point) -> float:
     if x.dtype.kind not in "iu" or x.dtype.itemsize > 2:
         return math.inf
     info = np.iinfo(x.dtype)
-    if zero_point is None:
-        return float(max(-int(info.min), int(info.max)))
-    z = np.asarray(zero_point)
+    z = np.asarray(zero_point if zero_point is not None else 0)
     if z.size == 0:
-        return float(max(-int(info.min), int(info.max)))
+        z = np.zeros(1, np.int64)
     return float(max(int(info.max) - int(z.min()), int(z.max()) - int(info.min)))
 
 
@@ -386,8 +384,8 @@ def _conv_pads(in_sizes, kernel_sizes, strides, dilations, pads, auto_pad):
 
 
 def _conv_exact(x, w, group, strides, pads, dilations, auto_pad):
-    """N-D grouped convolution of float arrays holding integers, by im2col + matmul (exact:
-    float64, or float32 within _exact_float32's bound).
+    """N-D grouped convolution of float64 arrays holding integers, by im2col + matmul (the
+    path past float32's exact bound; below it _integer_conv takes Conv's own methods).
 
     x: (N, C, *spatial), w: (M, C/group, *kernel) -> (N, M, *out).
     """

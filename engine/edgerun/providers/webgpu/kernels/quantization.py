@@ -1,8 +1,9 @@
 """Quantized models on the GPU: DequantizeLinear and QuantizeLinear (per tensor or per axis),
 DynamicQuantizeLinear (quantize.wgsl), MatMulInteger and com.microsoft MatMulIntegerToFloat
-(integer_matmul.wgsl), ConvInteger (conv.wgsl on i32). 8/16-bit tensors are one word an element (gpu.NARROW_TYPES); these
-kernels know their ranges, so they are registered `narrow`. Blocked scales, float8 and
-float4 types, and non-float32 division precision raise Unsupported (the CPU kernel runs)."""
+(integer_matmul.wgsl), ConvInteger (conv.wgsl on i32). 8/16-bit tensors are one word an
+element (gpu.NARROW_TYPES); these kernels know their ranges, so they are registered
+`narrow`. Blocked scales, float8 and float4 types, and non-float32 division precision raise
+Unsupported (the CPU kernel runs)."""
 from __future__ import annotations
 
 from ....ir import dtypes
@@ -34,14 +35,19 @@ def _per_axis(gpu, param, shape: tuple, axis: int, what: str) -> tuple:
     return t, count(shape[axis + 1:]), shape[axis]
 
 
+def _typed_zero_point(gpu, zero_point, x_dtype: str, shape, axis: int) -> tuple:
+    """_per_axis of a zero point, checked to be of its values' type."""
+    t, inner, length = _per_axis(gpu, zero_point, shape, axis, "zero point")
+    if t.dtype != x_dtype:
+        raise Unsupported(f"a {t.dtype} zero point for {x_dtype} values")
+    return t, inner, length
+
+
 def _zero_point(gpu, zero_point, x_dtype: str, shape, axis: int, length: int):
     """The zero point's GPU tensor (zeros when absent), checked to be of x's type."""
     if zero_point is None:
         return gpu.zeros(length)
-    t, _, _ = _per_axis(gpu, zero_point, shape, axis, "zero point")
-    if t.dtype != x_dtype:
-        raise Unsupported(f"a {t.dtype} zero point for {x_dtype} values")
-    return t
+    return _typed_zero_point(gpu, zero_point, x_dtype, shape, axis)[0]
 
 
 def _type_name(types: dict, name: str) -> str:
@@ -144,9 +150,7 @@ def _centered(gpu, t: GpuTensor, zero_point, axis: int) -> GpuTensor:
     """t minus its zero point (one value, or one per index of `axis`) as int32."""
     if zero_point is None:
         return GpuTensor(t.alloc, t.shape, "int32")      # the same i32 words
-    zero, inner, length = _per_axis(gpu, zero_point, t.shape, axis, "zero point")
-    if zero.dtype != t.dtype:
-        raise Unsupported(f"a {zero.dtype} zero point for {t.dtype} values")
+    zero, inner, length = _typed_zero_point(gpu, zero_point, t.dtype, t.shape, axis)
     out = gpu.empty(t.shape, "int32")
     return gpu.dispatch("quantize", "center", out, [t, zero], [inner, length], t.size)
 
