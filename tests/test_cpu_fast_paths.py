@@ -1207,3 +1207,104 @@ def test_conv_integer_is_exact_against_onnxruntime(x_shape, w_shape, attrs, meth
         got = _kernel("ConvInteger", 13)(x, w, inputs["xz"], inputs["wz"], **attrs)
     assert got.dtype == np.int32 and got.shape == want.shape
     np.testing.assert_array_equal(got, want)
+
+
+# ---- QuantizeLinear -> DequantizeLinear pairs fused on the CPU (QuantizeDequantize) -----------
+
+def _qdq_model(x_shape, code, scale, zero_point, readers=1, axis=None):
+    """x -> QuantizeLinear -> `readers` DequantizeLinear nodes (same scale and zero point)
+    -> y0, y1, ... (as quantize_static's QDQ format writes every activation)."""
+    zp_dtype = helper.tensor_dtype_to_np_dtype(code)
+    inits = [numpy_helper.from_array(np.asarray(scale, np.float32), "s")]
+    params = ["s"]
+    if zero_point is not None:
+        inits.append(numpy_helper.from_array(np.asarray(zero_point, zp_dtype), "z"))
+        params.append("z")
+    attrs = {} if axis is None else {"axis": axis}
+    q_attrs = dict(attrs) if zero_point is not None else {**attrs, "output_dtype": code}
+    nodes = [helper.make_node("QuantizeLinear", ["x"] + params, ["q"], **q_attrs)]
+    nodes += [helper.make_node("DequantizeLinear", ["q"] + params, [f"y{i}"], **attrs)
+              for i in range(readers)]
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, x_shape)],
+        [helper.make_tensor_value_info(f"y{i}", TensorProto.FLOAT, None)
+         for i in range(readers)], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
+    model.ir_version = 10
+    return model.SerializeToString()
+
+
+def _qdq_feed(shape, scale: float):
+    """Values that cross every edge of the fake quantization: saturation both ways, exact
+    ties (the scale is a power of two), x / s in (-0.5, 0) (a -0.0 before the zero point),
+    infinities and NaN; batch 1 where the shape says so."""
+    x = np.asarray(rng.standard_normal(shape) * 120 * scale, np.float32)
+    special = np.array([np.nan, np.inf, -np.inf, -0.3 * scale, 0.5 * scale, 2.5 * scale,
+                        -1.5 * scale, 1e6, -1e6, -0.0], np.float32)
+    flat = x.reshape(-1)
+    flat[:min(flat.size, special.size)] = special[:flat.size]
+    return x
+
+
+# (x shape, element type, zero point, per-axis scale): the float32 8-bit fast path, without
+# a zero point (output_dtype), and the general path (16-bit, per axis)
+QDQ_PAIR_CASES = [((1, 3, 5, 7), TensorProto.UINT8, 128, False),
+                  ((1, 40), TensorProto.INT8, -3, False),
+                  ((2, 33), TensorProto.INT8, None, False),
+                  ((), TensorProto.UINT8, 17, False),
+                  ((4, 6), TensorProto.INT16, 1000, False),
+                  ((1, 3, 4, 4), TensorProto.UINT8, 120, True)]
+
+
+@pytest.mark.parametrize("readers", [1, 2])
+@pytest.mark.parametrize("x_shape,code,zero_point,per_axis", QDQ_PAIR_CASES)
+def test_quantize_dequantize_pairs_fuse_on_cpu_and_match_onnxruntime(x_shape, code, zero_point,
+                                                                      per_axis, readers):
+    """Each DequantizeLinear of a QuantizeLinear becomes one com.edgerun QuantizeDequantize
+    on the CPU provider, and gives onnxruntime's values bit for bit (unoptimized: its own
+    QuantizeLinear then DequantizeLinear), the sign of zero included; a strided feed too."""
+    import onnxruntime as ort
+
+    import edgerun
+    scale = np.array([0.25, 0.5, 0.0625], np.float32) if per_axis else np.float32(0.5)
+    zp = None if zero_point is None else \
+        (np.array([zero_point, 3, 250], np.int64) if per_axis else zero_point)
+    model = _qdq_model(x_shape, code, scale, zp, readers, axis=1 if per_axis else None)
+    mine = edgerun.InferenceSession(model, providers=["cpu"])
+    ops = [n["op_type"] for n in mine.explain()["nodes"]]
+    assert ops == ["QuantizeDequantize"] * readers
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    theirs = ort.InferenceSession(model, so, providers=["CPUExecutionProvider"])
+    x = _qdq_feed(x_shape, 0.5)
+    feeds = [x, np.repeat(x, 2, axis=-1)[..., ::2]] if x.ndim else [x]
+    for feed in feeds:
+        got, want = mine.run(None, {"x": feed}), theirs.run(None, {"x": feed})
+        for g, w in zip(got, want):
+            assert g.dtype == w.dtype == np.float32 and g.shape == w.shape
+            np.testing.assert_array_equal(g, w)
+            np.testing.assert_array_equal(np.signbit(g), np.signbit(w))
+
+
+def test_quantize_dequantize_pairs_stay_apart_where_the_cpu_does_not_run_them(tmp_path):
+    """Only the CPU has the fused kernel: with the wasm provider first the pair stays two
+    nodes on wasm, and without providers (optimize() alone) nothing fuses. An optimized
+    model written by a CPU session spells the pair out again, and onnxruntime agrees."""
+    import onnxruntime as ort
+
+    import edgerun
+    from edgerun.optimizer import optimize
+    from edgerun.onnx import load_model
+    model = _qdq_model((1, 8), TensorProto.UINT8, np.float32(0.5), 128)
+    wasm = edgerun.InferenceSession(model, providers=["wasm", "cpu"])
+    assert [(n["op_type"], n["provider"]) for n in wasm.explain()["nodes"]] == \
+        [("QuantizeLinear", "wasm"), ("DequantizeLinear", "wasm")]
+    alone = optimize(load_model(model))
+    assert [n.op_type for n in alone.graph.nodes] == ["QuantizeLinear", "DequantizeLinear"]
+    so = edgerun.SessionOptions()
+    so.optimized_model_filepath = str(tmp_path / "optimized.onnx")
+    mine = edgerun.InferenceSession(model, so, providers=["cpu"])
+    theirs = ort.InferenceSession(so.optimized_model_filepath,
+                                  providers=["CPUExecutionProvider"])
+    x = _qdq_feed((1, 8), 0.5)
+    np.testing.assert_array_equal(mine.run(None, {"x": x})[0], theirs.run(None, {"x": x})[0])

@@ -631,3 +631,26 @@ def test_the_web_bridge_stops_a_run_when_its_abort_signal_fires():
     with pytest.raises(edgerun.RunTerminated):
         session.run(feed, None, Signal())
     assert 5 <= Signal.reads <= 6      # read before each node, stopped at once
+
+
+def test_intra_op_num_threads_limits_blas_for_the_run_and_restores_it():
+    """intra_op_num_threads = 1 holds numpy's BLAS to one thread while a run lasts (the
+    provider's begin_run) and gives the process its own count back after (end_run), as the
+    onnxruntime pool leaves the rest of the process alone."""
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    import edgerun
+    from edgerun.providers.cpu.provider import CPUProvider
+
+    def blas_threads():
+        return {i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"}
+
+    with threadpool_limits(limits=2, user_api="blas"):
+        options = edgerun.SessionOptions()
+        options.intra_op_num_threads = 1
+        provider = CPUProvider()
+        provider.configure(options)
+        provider.begin_run()
+        assert blas_threads() == {1}
+        provider.end_run()
+        assert blas_threads() == {2}

@@ -30,9 +30,12 @@ main graph and on every subgraph (If/Loop/Scan bodies), in the order of PASSES:
 | 17    | fuse_activation           | extended | Conv/Gemm/MatMul + activation -> Fused*        | Conv, Gemm, MatMul       |
 | 18    | fuse_matmul_integer_to_float | extended | MatMulInteger + Cast + Mul [+ Add]          | MatMulInteger            |
 |       |                           |          | -> com.microsoft MatMulIntegerToFloat          |                          |
-| 19    | float16_as_float32        | extended | a float16 model computes in float32 between    | (main graph) float16     |
+| 19    | fuse_quantize_dequantize  | extended | QuantizeLinear -> DequantizeLinear pair ->     | QuantizeLinear           |
+|       |                           |          | com.edgerun QuantizeDequantize (where the      |                          |
+|       |                           |          | session's providers run it: the CPU's)         |                          |
+| 20    | float16_as_float32        | extended | a float16 model computes in float32 between    | (main graph) float16     |
 |       |                           |          | its inputs and outputs, as onnxruntime's CPU   |                          |
-| 20    | eliminate_dead            | extended | what the fusions left unread                   | any node                 |
+| 21    | eliminate_dead            | extended | what the fusions left unread                   | any node                 |
 
 A pass is skipped on a graph that has none of the operators in its last column: building a
 pass's view of a graph costs more than most passes, and models with many small subgraphs
@@ -74,6 +77,7 @@ from .fuse_hard_swish import fuse_hard_swish
 from .fuse_layer_norm import fuse_layer_norm
 from .fuse_matmul_add import fuse_matmul_add
 from .fuse_matmul_integer_to_float import fuse_matmul_integer_to_float
+from .fuse_quantize_dequantize import fuse_quantize_dequantize
 from .graph_edit import GraphView, PassContext, subgraphs
 
 DISABLE_ALL, BASIC, EXTENDED, ALL = 0, 1, 2, 99
@@ -101,6 +105,7 @@ PASSES = [
     (fuse_hard_swish, EXTENDED, {"HardSigmoid", "Clip"}),
     (fuse_activation, EXTENDED, {"Conv", "Gemm", "MatMul"}),
     (fuse_matmul_integer_to_float, EXTENDED, {"MatMulInteger"}),
+    (fuse_quantize_dequantize, EXTENDED, {"QuantizeLinear"}),
     (float16_as_float32, EXTENDED, main_graph_with_float16),
     (eliminate_dead, EXTENDED, None),
 ]
@@ -112,17 +117,18 @@ NEED_NUMPY = (fold_scaler,)
 
 
 def optimize(model: ir.Model, level=ALL, report: Optional[dict] = None,
-             evaluate=None) -> ir.Model:
+             evaluate=None, providers=None) -> ir.Model:
     """Run every pass up to `level` (an int or GraphOptimizationLevel) over `model`.
 
     `report`, if given, receives pass name -> number of rewrites. `evaluate(node, opset,
     inputs)` runs one node for constant folding (providers.registry.constant_evaluator());
-    without it nothing is folded.
+    without it nothing is folded. `providers` (the session's, in priority order) lets the
+    fusions whose kernel only some providers have apply where those providers run them.
     """
     level = int(level)
     if level <= DISABLE_ALL:
         return model
-    ctx = PassContext(model, evaluate)
+    ctx = PassContext(model, evaluate, providers)
     for fn, lowest, trigger in PASSES:
         if level < lowest or (not ctx.has_numpy and fn in NEED_NUMPY):
             continue

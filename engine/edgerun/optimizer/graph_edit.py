@@ -26,8 +26,11 @@ class PassContext:
     """Model-wide facts a pass reads: opset versions, unique names, the IR version rule for
     overridable initializers."""
 
-    def __init__(self, model: ir.Model, evaluate=None):
+    def __init__(self, model: ir.Model, evaluate=None, providers=None):
         self.model = model
+        # the session's providers in priority order (objects with capability(node, opset)),
+        # for fusions only some providers run; None: not known (optimize() on its own)
+        self.providers = providers
         # (node, opset, input arrays) -> what its kernel returns (raising where no kernel
         # runs it): how constant folding computes; None folds nothing
         self.evaluate = evaluate
@@ -61,6 +64,23 @@ class PassContext:
             value = tensor.numpy() if self.has_numpy else HostTensor.from_ir(tensor)
             entry = self._arrays[id(tensor)] = (tensor, value)
         return entry[1]
+
+    def runs_like(self, fused: ir.Node, nodes: list) -> bool:
+        """Whether the provider that would run `fused` (the first in priority order whose
+        capability claims it) is the one that would run each of `nodes`: a fusion whose
+        kernel only some providers have applies only where it moves no node to another
+        provider. False when the providers are not known."""
+        if not self.providers:
+            return False
+        runner = self._first_claimer(fused)
+        return runner is not None and all(self._first_claimer(n) is runner for n in nodes)
+
+    def _first_claimer(self, node: ir.Node):
+        opset = max(self.opset(node.domain), 1)
+        for provider in self.providers:
+            if provider.capability(node, opset)[0]:
+                return provider
+        return None
 
     def use_edgerun_domain(self) -> None:
         self.opsets.setdefault(EDGERUN_DOMAIN, 1)

@@ -14,6 +14,7 @@ is rewritten first (`portable_model`), one table entry per operator:
 | Gelu                 | com.microsoft Gelu, or FastGelu for approximate="tanh"           |
 | Attention            | Transpose, MatMul, Mul, [Add], Softmax, MatMul                   |
 | HardSwish            | HardSigmoid (alpha 1/6, beta 1/2) and Mul                        |
+| QuantizeDequantize   | QuantizeLinear and DequantizeLinear                              |
 
 Models of IR version < 4 must list every initializer as a graph input: initializers the
 passes created are added to the inputs.
@@ -174,6 +175,18 @@ def _hard_swish(node, graph, state):
                     name=_fresh(graph, state, node.name or "hard_swish"))]
 
 
+def _quantize_dequantize(node, graph, state):
+    quantized = _fresh(graph, state, node.outputs[0])
+    name = node.name or "quantize_dequantize"
+    dequantize_attributes = {k: v for k, v in node.attributes.items()
+                             if k in ("axis", "block_size")}
+    return [ir.Node(op_type="QuantizeLinear", inputs=list(node.inputs), outputs=[quantized],
+                    attributes=dict(node.attributes), name=_fresh(graph, state, name)),
+            ir.Node(op_type="DequantizeLinear", inputs=[quantized] + list(node.inputs[1:]),
+                    outputs=list(node.outputs), attributes=dequantize_attributes,
+                    name=_fresh(graph, state, name))]
+
+
 def _f32_scalar(name: str, value: float) -> ir.Tensor:
     import struct
 
@@ -196,4 +209,5 @@ REWRITES = {
     "Gelu": _gelu,
     "HardSwish": _hard_swish,
     "Attention": _attention,
+    "QuantizeDequantize": _quantize_dequantize,
 }

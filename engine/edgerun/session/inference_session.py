@@ -53,14 +53,14 @@ class InferenceSession:
         validate_model(self._model)
         inline_functions(self._model)
         expand_contrib_ops(self._model)
-        optimize(self._model, int(self._options.graph_optimization_level),
-                 evaluate=constant_evaluator())
-        if self._options.optimized_model_filepath:
-            save_optimized(self._model, self._options.optimized_model_filepath)
         self._providers = create_providers(providers, provider_options,
                                            skip_unavailable=self._fallback)
         for provider in self._providers:
             provider.configure(self._options)
+        optimize(self._model, int(self._options.graph_optimization_level),
+                 evaluate=constant_evaluator(), providers=self._providers)
+        if self._options.optimized_model_filepath:
+            save_optimized(self._model, self._options.optimized_model_filepath)
         for i, provider in enumerate(self._providers):
             provider.prepare_model(self._model, ahead=tuple(self._providers[:i]))
         self._partitioner = Partitioner(self._providers)

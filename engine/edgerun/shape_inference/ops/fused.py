@@ -29,3 +29,9 @@ def attention_4d(ctx):
     q, v = ctx.shape(0), ctx.shape(2)
     out = None if q is None else tuple(q[:3]) + ((v[3],) if v is not None else (None,))
     return [attention.tensor(ctx.elem(0), out)]
+
+
+@infer("QuantizeDequantize", domain=DOMAIN)
+def quantize_dequantize(ctx):
+    """x's shape, in the scale's (float) type."""
+    return [same_as_input(ctx, 0, elem_type=ctx.elem(1) or None)]

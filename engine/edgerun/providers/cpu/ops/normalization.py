@@ -70,17 +70,26 @@ def _channel_shape(param: np.ndarray, rank: int) -> np.ndarray:
 
 # --- BatchNormalization ---------------------------------------------------------------
 
-def _batch_norm_inference(x, scale, bias, mean, var, epsilon):
-    # y = x * factor + shift with per-channel factor = scale / sqrt(var + eps) and
-    # shift = bias - mean * factor (computed in float64, they are small): two passes over x.
+def _batch_norm_inference(x, scale, bias, mean, var, epsilon, ctx=None):
+    """y = x * factor + shift: two passes over x. The per-channel factor = scale /
+    sqrt(var + eps) and shift = bias - mean * factor are computed in float64 (they are small),
+    once per node while the parameters are the same arrays (constants) when `ctx` is given."""
     work = _work_dtype(x.dtype)
-    rank = x.ndim
-    per_channel = [np.asarray(p, dtype=np.float64) for p in (scale, bias, mean, var)]
-    scale64, bias64, mean64, var64 = per_channel
-    factor = scale64 / np.sqrt(var64 + epsilon)
-    shift = bias64 - mean64 * factor
-    y = np.multiply(_as(x, work), _as(_channel_shape(factor, rank), work))
-    y += _as(_channel_shape(shift, rank), work)
+
+    def coefficients():
+        scale64, bias64, mean64, var64 = (np.asarray(p, dtype=np.float64)
+                                          for p in (scale, bias, mean, var))
+        factor = scale64 / np.sqrt(var64 + epsilon)
+        shift = bias64 - mean64 * factor
+        return (_as(_channel_shape(factor, x.ndim), work),
+                _as(_channel_shape(shift, x.ndim), work))
+    if ctx is None:
+        factor, shift = coefficients()
+    else:
+        factor, shift = ctx.prepared(("batch_norm", x.ndim, work), (scale, bias, mean, var),
+                                     coefficients)
+    y = np.multiply(_as(x, work), factor)
+    y += shift
     return y.astype(x.dtype, copy=False)
 
 
@@ -104,7 +113,7 @@ def batch_normalization_1(ctx, x, scale, bias, mean, var, epsilon=1e-5, momentum
                           is_test=0, spatial=1, consumed_inputs=None):
     # Opsets 1 and 6: is_test selects inference; otherwise all five outputs are produced.
     if is_test or ctx.num_outputs == 1:
-        return _batch_norm_inference(x, scale, bias, mean, var, epsilon)
+        return _batch_norm_inference(x, scale, bias, mean, var, epsilon, ctx)
     return _batch_norm_training(x, scale, bias, mean, var, epsilon, momentum)
 
 
@@ -113,7 +122,7 @@ def batch_normalization_7(ctx, x, scale, bias, mean, var, epsilon=1e-5, momentum
                           spatial=1):
     # Opsets 7 and 9: training mode is told by the node asking for more than Y.
     if ctx.num_outputs == 1:
-        return _batch_norm_inference(x, scale, bias, mean, var, epsilon)
+        return _batch_norm_inference(x, scale, bias, mean, var, epsilon, ctx)
     return _batch_norm_training(x, scale, bias, mean, var, epsilon, momentum)[:ctx.num_outputs]
 
 
@@ -121,7 +130,7 @@ def batch_normalization_7(ctx, x, scale, bias, mean, var, epsilon=1e-5, momentum
 def batch_normalization_14(ctx, x, scale, bias, input_mean, input_var, epsilon=1e-5,
                            momentum=0.9, training_mode=0):
     if not training_mode:
-        return _batch_norm_inference(x, scale, bias, input_mean, input_var, epsilon)
+        return _batch_norm_inference(x, scale, bias, input_mean, input_var, epsilon, ctx)
     y, running_mean, running_var, _, _ = _batch_norm_training(
         x, scale, bias, input_mean, input_var, epsilon, momentum)
     return (y, running_mean, running_var)[:max(ctx.num_outputs, 1)]

@@ -25,7 +25,10 @@ import numpy as np
 from ....ir import dtypes
 from ..registry import kernel
 from .cast import FLOAT8_CODES, cast_array
+from .clamp import clip_to
 from .conv import convolve
+
+EDGERUN = "com.edgerun"
 
 INTEGER_RANGES = {
     dtypes.UINT8: (0, 255),
@@ -129,25 +132,30 @@ def _quantize_float32_per_tensor(x, scale, zero_point, code: int):
     np.rint(values, out=values)
     if zero_point is not None:
         values += np.float32(zero_point.reshape(()))
-    np.clip(values, low, high, out=values)
+    clip_to(values, low, high, out=values)
     _nan_to_lowest(values, low)
     return values.astype(dtypes.numpy_dtype(code))
 
 
 def _nan_to_lowest(values: np.ndarray, low) -> None:
-    """NaN quantizes to the lowest value, as onnxruntime's (clipping keeps NaN); a sum finds
-    whether there is any faster than a NaN mask."""
-    if np.isnan(values.sum()):
+    """NaN quantizes to the lowest value, as onnxruntime's (clipping keeps NaN); the maximum
+    (NaN if any value is) finds whether there is any faster than a sum or a NaN mask."""
+    if values.size and np.isnan(values.max()):
         values[np.isnan(values)] = low
+
+
+def _is_8bit_float32_per_tensor(x, scale, zero_point, code: int, block_size, precision) -> bool:
+    """Whether QuantizeLinear takes the float32 per-tensor 8-bit fast path."""
+    return code in (dtypes.UINT8, dtypes.INT8) and x.dtype == np.float32 and \
+        scale.dtype == np.float32 and scale.size == 1 and not block_size and \
+        precision in (0, dtypes.FLOAT) and (zero_point is None or zero_point.size == 1)
 
 
 @kernel("QuantizeLinear", since=10)
 def quantize_linear(ctx, x, y_scale, y_zero_point=None, axis=1, saturate=1, block_size=0,
                     output_dtype=0, precision=0):
     code = _quantized_code(y_zero_point, output_dtype)
-    if code in (dtypes.UINT8, dtypes.INT8) and x.dtype == np.float32 and \
-            y_scale.dtype == np.float32 and y_scale.size == 1 and not block_size and \
-            precision in (0, dtypes.FLOAT) and (y_zero_point is None or y_zero_point.size == 1):
+    if _is_8bit_float32_per_tensor(x, y_scale, y_zero_point, code, block_size, precision):
         return _quantize_float32_per_tensor(x, y_scale, y_zero_point, code)
     # The scale's type (or `precision`) sets the precision of the division.
     compute = dtypes.numpy_dtype(precision) if precision else np.asarray(y_scale).dtype
@@ -194,6 +202,35 @@ def dequantize_linear(ctx, x, x_scale, x_zero_point=None, axis=1, block_size=0, 
                                               compute)
     scale = _float_view(_expand_param(x_scale, x.shape, axis, block_size), compute)
     return cast_array(centered * scale, dtypes.code_of_numpy(out_dtype))
+
+
+@kernel("QuantizeDequantize", domain=EDGERUN)
+def quantize_dequantize(ctx, x, scale, zero_point=None, axis=1, saturate=1, block_size=0,
+                        output_dtype=0, precision=0):
+    """DequantizeLinear(QuantizeLinear(x)) with one scale and zero point (the optimizer's
+    fusion of a QDQ model's activation pairs; QuantizeLinear's attributes)."""
+    code = _quantized_code(zero_point, output_dtype)
+    if _is_8bit_float32_per_tensor(x, scale, zero_point, code, block_size, precision):
+        return _quantize_dequantize_float32_per_tensor(x, scale, zero_point, code)
+    q = quantize_linear(ctx, x, scale, zero_point, axis, saturate, block_size, output_dtype,
+                        precision)
+    return dequantize_linear(ctx, q, scale, zero_point, axis, block_size)
+
+
+def _quantize_dequantize_float32_per_tensor(x, scale, zero_point, code: int):
+    """The float32 path's (clip(rint(x / s) + z) - z) * s as clip(rint(x / s), low - z,
+    high - z) * s: the same float32 values (integers that small add exactly; past them both
+    saturate) in five passes instead of nine, and no 8-bit tensor in between."""
+    low, high = INTEGER_RANGES[code]
+    z = 0 if zero_point is None else int(zero_point.reshape(()))
+    values = np.empty(x.shape, np.float32)
+    np.divide(x, scale.reshape(()), out=values)
+    np.rint(values, out=values)
+    clip_to(values, low - z, high - z, out=values)
+    values += np.float32(0)         # -0.0 (x / s in (-0.5, 0)) to +0.0, as the 8-bit value gives
+    _nan_to_lowest(values, low - z)
+    values *= scale.reshape(())
+    return values
 
 
 @kernel("DynamicQuantizeLinear", since=11)
