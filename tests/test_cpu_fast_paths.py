@@ -1029,30 +1029,43 @@ def _random_tree_regressor(trees: int, depth: int, features: int, seed: int):
                                                    helper.make_opsetid("ai.onnx.ml", 3)])
 
 
-@pytest.mark.parametrize("rows", [1, 7, 300])
+@pytest.mark.parametrize("rows", [1, 2, 7, 300])
 @pytest.mark.parametrize("trees,depth", [(1, 1), (20, 4), (6, 9)])
-def test_tree_path_matrices_and_walk_match_onnxruntime(rows, trees, depth):
-    """Trees evaluated by path matrices and level by level (forced by a zero budget) agree
-    with onnxruntime: every comparison mode, NaN on either side, values on thresholds."""
+def test_tree_methods_match_onnxruntime(rows, trees, depth):
+    """Each way of finding the leaves (forced: level by level, path matrices, every node's
+    decision) and the one measured fastest agree with onnxruntime: every comparison mode,
+    NaN on either side, values on thresholds, a strided feed, batch 1."""
     import onnxruntime
 
     import edgerun
     from edgerun.providers.cpu.ops import ml
 
     model = _random_tree_regressor(trees, depth, 5, rows + trees).SerializeToString()
-    x = np.round(rng.standard_normal((rows, 5)), 1).astype(np.float32)
+    x = np.round(rng.standard_normal((rows, 10)), 1).astype(np.float32)[:, ::2]
     x[rng.random(x.shape) < 0.1] = np.nan
     want = onnxruntime.InferenceSession(model, providers=["CPUExecutionProvider"]).run(
-        None, {"x": x})[0]
-    got = edgerun.InferenceSession(model, providers=["cpu"]).run(None, {"x": x})[0]
-    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
-    budget = ml._PathMatrices.MAX_ENTRIES
-    try:
-        ml._PathMatrices.MAX_ENTRIES = 0                 # walked level by level instead
-        walked = edgerun.InferenceSession(model, providers=["cpu"]).run(None, {"x": x})[0]
-    finally:
-        ml._PathMatrices.MAX_ENTRIES = budget
-    np.testing.assert_array_equal(walked, got)
+        None, {"x": np.ascontiguousarray(x)})[0]
+    measured = edgerun.InferenceSession(model, providers=["cpu"])
+    for _ in range(2):                         # the first run times the methods
+        np.testing.assert_allclose(measured.run(None, {"x": x})[0], want, rtol=1e-5, atol=1e-5)
+    for method in ml.TREE_METHODS:
+        with ml.forced_tree_method(method):
+            got = edgerun.InferenceSession(model, providers=["cpu"]).run(None, {"x": x})[0]
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_every_tree_method_applies_to_small_forests():
+    """The forced methods above are really taken: a small forest offers all three."""
+    from edgerun.providers.cpu.ops import ml
+
+    forest = ml._forest_from_ids([0, 0, 0], [0, 1, 2], [0, 0, 0], ["BRANCH_LEQ", "LEAF", "LEAF"],
+                                 [1, 0, 0], [2, 0, 0], None, [0.5, 0, 0], [0, 0], [1, 2], [0, 0],
+                                 [1.0, 2.0], np.float32)
+    assert set(forest._candidates(1)) == set(ml.TREE_METHODS)
+    assert forest.depth == 1
+    x = np.array([[0.0], [1.0], [np.nan]], np.float32)
+    for method in forest._candidates(3).values():
+        np.testing.assert_array_equal(method(x), [[1], [2], [2]])
 
 
 @pytest.mark.parametrize("dtype", [np.uint8, np.int8])

@@ -15,7 +15,9 @@ from __future__ import annotations
 
 from typing import Any
 
+import contextlib
 import functools
+import time
 import weakref
 
 import numpy as np
@@ -787,6 +789,24 @@ _COMPARE = {0: np.less_equal, 1: np.less, 2: np.greater_equal, 3: np.greater,
 _AGGREGATES_V5 = {0: "AVERAGE", 1: "SUM", 2: "MIN", 3: "MAX"}
 
 
+TREE_METHODS = ("level", "paths", "decisions")
+_forced_tree_method = None      # tests: the method every tree ensemble takes where it applies
+
+
+@contextlib.contextmanager
+def forced_tree_method(method: str):
+    """Within the block, tree ensembles find their leaves by `method` where it applies (else
+    level by level) instead of the fastest measured (tests force each method)."""
+    global _forced_tree_method
+    if method not in TREE_METHODS:
+        raise ValueError(f"unknown tree method {method!r}; methods: {TREE_METHODS}")
+    previous, _forced_tree_method = _forced_tree_method, method
+    try:
+        yield
+    finally:
+        _forced_tree_method = previous
+
+
 class _Forest:
     """All trees as one flat node table.
 
@@ -829,20 +849,77 @@ class _Forest:
             self.node_target = self.w_target[first] if self.w_target.size else self.leaf_count
             self.node_value = self.w_value[first] if self.w_value.size else self.leaf_count * 0.0
         self.paths = _PathMatrices.build(self)     # None: the trees are walked instead
+        self.depth = self._max_depth()             # None: some tree has a cycle
+        self._methods: dict = {}                   # batch size class -> leaves method
+
+    def _max_depth(self):
+        """The most decisions on any path from a root to its leaf, or None when a path
+        loops (found by following every branch level by level)."""
+        frontier = np.unique(self.roots)
+        for depth in range(self.mode.size + 1):
+            frontier = frontier[~self.is_leaf[frontier]]
+            if not frontier.size:
+                return depth
+            frontier = np.unique(np.concatenate([self.true_next[frontier],
+                                                 self.false_next[frontier]]))
+        return None
 
     @property
     def n_trees(self) -> int:
         return self.roots.size
 
     def leaves(self, x: np.ndarray) -> np.ndarray:
-        """[N, T] index of the leaf each row reaches in each tree: by path matrices
-        (`_PathMatrices`) where the trees are small enough, else level by level."""
+        """[N, T] index of the leaf each row reaches in each tree.
+
+        Three exact methods, whose costs depend on the batch, the tree count and depth and the
+        machine: level by level, by path matrices (`_PathMatrices`, where the trees are small
+        enough) and by every node's decision (where N x nodes stays small). The first batch of
+        each size class (a power of two) times each method once and keeps the fastest for that
+        class, as FFT and convolution libraries choose their algorithm by measuring."""
         if x.shape[1] <= self.max_feature:
             raise ValueError(f"a tree node reads feature {self.max_feature} but the input has "
                              f"{x.shape[1]} features")
+        methods = self._candidates(x.shape[0])
+        if _forced_tree_method is not None:
+            return methods.get(_forced_tree_method, self._leaves_by_level)(x)
+        size_class = max(x.shape[0], 1).bit_length()
+        method = self._methods.get(size_class)
+        if method is not None:
+            return method(x)
+        timed = []
+        for order, method in enumerate(methods.values()):
+            started = time.perf_counter()
+            leaves = method(x)
+            timed.append((time.perf_counter() - started, order, method))
+        self._methods[size_class] = min(timed, key=lambda t: t[:2])[2]
+        return leaves
+
+    MAX_DECISIONS = 1 << 22        # N x nodes entries of the decision table (32 MB of int64)
+
+    def _candidates(self, n: int) -> dict:
+        """TREE_METHODS name -> method, those that apply to this forest and batch."""
+        methods = {"level": self._leaves_by_level}
         if self.paths is not None:
-            return self.paths.leaves(self, x)
-        return self._leaves_by_level(x)
+            methods["paths"] = lambda x: self.paths.leaves(self, x)
+        if self.depth is not None and n * self.mode.size <= self.MAX_DECISIONS:
+            methods["decisions"] = self._leaves_by_decisions
+        return methods
+
+    def _leaves_by_decisions(self, x: np.ndarray) -> np.ndarray:
+        """[N, T] leaf indices from every node's decision for every row at once ([N, nodes]
+        next-node table), then `depth` steps of one gather each over the (row, tree) pairs:
+        a fixed handful of numpy calls plus one per level, whatever the batch."""
+        n, width = x.shape[0], self.mode.size
+        values = np.asarray(x, dtype=self.threshold.dtype)[:, self.feature]     # [N, nodes]
+        go_true = self._compare(values, slice(None))
+        base = np.arange(0, n * width, width, dtype=np.int64)[:, None]
+        following = np.where(go_true, self.true_next, self.false_next)
+        following += base
+        following = following.reshape(-1)
+        current = (self.roots + base).reshape(-1)
+        for _ in range(self.depth):
+            current = following[current]
+        return current.reshape(n, -1) - base
 
     def _leaves_by_level(self, x: np.ndarray) -> np.ndarray:
         """[N, T] index of the leaf each row reaches in each tree.
