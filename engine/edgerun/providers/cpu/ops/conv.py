@@ -18,7 +18,6 @@ Every kernel works on N-D channels-first tensors (N, C, D1, ..., Dk).
 
 Half and exotic float types are computed in float32 and cast back; float64 stays float64.
 """
-import contextlib
 import functools
 import math
 from dataclasses import dataclass
@@ -35,6 +34,7 @@ from .conv_depthwise import (RowMixLayout, band_rows, row_mix_conv, row_mix_layo
 from .conv_gather import (GATHER_MAX_COLUMNS, GATHER_MAX_POSITIONS, GatherIndex,
                           channel_gather_index, gathered_conv)
 from .conv_winograd import winograd_conv, winograd_pays, winograd_weights
+from .forced import ForcedChoice
 
 
 # ---------------------------------------------------------------- shared helpers
@@ -552,23 +552,15 @@ def _frozen(value):
 
 CONV_METHODS = ("pointwise", "gather", "winograd", "row_mix", "depthwise", "chunked", "taps",
                 "flat", "windows")
-_forced_method = None      # tests: the method every Conv takes where it applies
+# tests: within `forced_method(m)`, every Conv whose shapes m handles takes it instead of the
+# one the cost model picks (plans cached under the old choice are dropped)
+FORCED_METHOD = ForcedChoice("Conv method", CONV_METHODS,
+                             on_change=lambda: _clear_conv_plans())
+forced_method = FORCED_METHOD.forced
 
 
-@contextlib.contextmanager
-def forced_method(method: str):
-    """Within the block, every Conv whose shapes the method handles takes `method` instead
-    of the one the cost model picks (tests force each fast path on shapes of their own)."""
-    global _forced_method
-    if method not in CONV_METHODS:
-        raise ValueError(f"unknown Conv method {method!r}; methods: {CONV_METHODS}")
-    previous, _forced_method = _forced_method, method
+def _clear_conv_plans() -> None:
     _conv_plan.cache_clear()
-    try:
-        yield
-    finally:
-        _forced_method = previous
-        _conv_plan.cache_clear()
 
 
 def method_applies(method: str, x_shape, w_shape, group: int,
@@ -608,9 +600,10 @@ def _conv_plan(x_shape, w_shape, group, kernel_shape, strides, dilations, pads,
     geometry = window_geometry(x_shape[2:], kernel, strides, dilations, pads, auto_pad)
     if not x_shape[0] or not all(geometry.out_shape):      # an empty output
         return ConvPlan(geometry, "windows")
-    if _forced_method and method_applies(_forced_method, x_shape, w_shape, group, geometry) \
-            and not (exact and _forced_method == "winograd"):
-        method = _forced_method
+    forced = FORCED_METHOD.value
+    if forced and method_applies(forced, x_shape, w_shape, group, geometry) \
+            and not (exact and forced == "winograd"):
+        method = forced
     else:
         method = _choose_method(x_shape, w_shape, group, geometry, exact)
     return _plan_for(method, x_shape, w_shape, geometry)

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import contextlib
 import functools
 import time
 import weakref
@@ -24,6 +23,7 @@ import numpy as np
 
 from ..registry import kernel
 from .float_errors import ignored_float_errors
+from .forced import ForcedChoice
 
 ML = "ai.onnx.ml"
 
@@ -790,21 +790,10 @@ _AGGREGATES_V5 = {0: "AVERAGE", 1: "SUM", 2: "MIN", 3: "MAX"}
 
 
 TREE_METHODS = ("level", "paths", "decisions")
-_forced_tree_method = None      # tests: the method every tree ensemble takes where it applies
-
-
-@contextlib.contextmanager
-def forced_tree_method(method: str):
-    """Within the block, tree ensembles find their leaves by `method` where it applies (else
-    level by level) instead of the fastest measured (tests force each method)."""
-    global _forced_tree_method
-    if method not in TREE_METHODS:
-        raise ValueError(f"unknown tree method {method!r}; methods: {TREE_METHODS}")
-    previous, _forced_tree_method = _forced_tree_method, method
-    try:
-        yield
-    finally:
-        _forced_tree_method = previous
+# tests: within `forced_tree_method(m)`, tree ensembles find their leaves by m where it
+# applies (else level by level) instead of the fastest measured
+FORCED_TREE_METHOD = ForcedChoice("tree method", TREE_METHODS)
+forced_tree_method = FORCED_TREE_METHOD.forced
 
 
 class _Forest:
@@ -880,8 +869,9 @@ class _Forest:
             raise ValueError(f"a tree node reads feature {self.max_feature} but the input has "
                              f"{x.shape[1]} features")
         methods = self._candidates(x.shape[0])
-        if _forced_tree_method is not None:
-            return methods.get(_forced_tree_method, self._leaves_by_level)(x)
+        forced = FORCED_TREE_METHOD.value
+        if forced is not None:
+            return methods.get(forced, self._leaves_by_level)(x)
         size_class = max(x.shape[0], 1).bit_length()
         method = self._methods.get(size_class)
         if method is not None:
@@ -911,7 +901,7 @@ class _Forest:
         a fixed handful of numpy calls plus one per level, whatever the batch."""
         n, width = x.shape[0], self.mode.size
         values = np.asarray(x, dtype=self.threshold.dtype)[:, self.feature]     # [N, nodes]
-        go_true = self._compare(values, slice(None))
+        go_true = self._compare(values, slice(None))            # type: ignore[arg-type]
         base = np.arange(0, n * width, width, dtype=np.int64)[:, None]
         following = np.where(go_true, self.true_next, self.false_next)
         following += base

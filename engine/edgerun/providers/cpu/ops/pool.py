@@ -11,7 +11,6 @@ axes; MaxPool with indices walks every kernel position.
 AveragePool divides by a per-window count (cached per shape), built axis by axis.
 Outputs keep the input dtype; float16 and exotic floats are computed in float32.
 """
-import contextlib
 import functools
 import math
 
@@ -22,6 +21,7 @@ from ....ir.conv_rules import window_geometry
 from .conv import (_ints, compute_dtype, kernel_positions, pad_spatial, padded_input,
                    sliding_windows, tap_ranges)
 from .reduction import trailing_sum
+from .forced import ForcedChoice
 
 
 # ---------------------------------------------------------------- shared helpers
@@ -110,31 +110,20 @@ def _separable_reduce(x, geometry, fill, combine):
 
 
 REDUCE_PATHS = ("whole", "tiles", "windows", "flat", "axes")
-_forced_path = None        # tests: the path every pool takes where it applies
-
-
-@contextlib.contextmanager
-def forced_path(path: str):
-    """Within the block, every pool whose shapes the path handles reduces along `path`
-    (tests force each one on shapes of their own)."""
-    global _forced_path
-    if path not in REDUCE_PATHS:
-        raise ValueError(f"unknown pool path {path!r}; paths: {REDUCE_PATHS}")
-    previous, _forced_path = _forced_path, path
-    try:
-        yield
-    finally:
-        _forced_path = previous
+# tests: within `forced_path(p)`, every pool whose shapes p handles reduces along it
+FORCED_PATH = ForcedChoice("pool path", REDUCE_PATHS)
+forced_path = FORCED_PATH.forced
 
 
 def _reduce_path(x, geometry) -> str:
     """How `_separable_reduce` runs: one reduction of a whole input, one per window, over
     flattened 2-D planes, or axis by axis (whichever is cheapest, or the forced one)."""
-    if _forced_path is not None:
+    forced = FORCED_PATH.value
+    if forced is not None:
         applies = {"whole": _is_whole_input(x, geometry), "flat": x.ndim == 4,
                    "tiles": _is_tiled(x, geometry)}
-        if applies.get(_forced_path, True):       # windows and axes handle every pool
-            return _forced_path
+        if applies.get(forced, True):             # windows and axes handle every pool
+            return forced
     if _is_whole_input(x, geometry):
         return "whole"
     if _is_tiled(x, geometry):
