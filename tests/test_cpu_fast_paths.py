@@ -1321,3 +1321,35 @@ def test_quantize_dequantize_pairs_stay_apart_where_the_cpu_does_not_run_them(tm
                                   providers=["CPUExecutionProvider"])
     x = _qdq_feed((1, 8), 0.5)
     np.testing.assert_array_equal(mine.run(None, {"x": x})[0], theirs.run(None, {"x": x})[0])
+
+
+# ---- LeakyRelu as max(x, alpha * x): alone and as a fused Conv/Gemm epilogue -----------------
+
+@pytest.mark.parametrize("alpha", [0.01, 0.1, 1.0, 1.5, 0.0, -0.2])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_leaky_relu_matches_onnxruntime_bit_for_bit(alpha, dtype):
+    """LeakyRelu by max (alpha <= 1) or min (alpha > 1) of x and alpha * x, and the general
+    formula for alpha <= 0: onnxruntime's values and signs of zero, with NaN, infinities and
+    -0.0, on a strided view and at batch 1; and the same activation fused after a Gemm."""
+    x = (rng.standard_normal((3, 34)) * 4).astype(dtype)
+    x[0, :6] = [np.nan, np.inf, -np.inf, -0.0, 0.0, -1e-30]
+    code = helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
+    for feed in (x, x[:, ::2], x[:1]):
+        want = _onnxruntime_node("LeakyRelu", {"x": np.ascontiguousarray(feed)}, opset=16,
+                                 out_type=code, alpha=alpha)
+        got = _kernel("LeakyRelu", 16)(feed, alpha=float(np.float32(alpha)))   # as stored
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
+        if not (alpha == 0 and dtype == np.float64):   # onnxruntime's double kernel adds
+            np.testing.assert_array_equal(np.signbit(got), np.signbit(want))   # 0 * x: +0.0
+    w = np.eye(34, dtype=np.float32)               # the product keeps x's values exactly
+    nodes = [helper.make_node("Gemm", ["a", "w"], ["g"]),
+             helper.make_node("LeakyRelu", ["g"], ["y"], alpha=alpha)]
+    mine, theirs = _session_pair(nodes, [helper.make_tensor_value_info(
+        "a", TensorProto.FLOAT, [None, 34])], [numpy_helper.from_array(w, "w")],
+        TensorProto.FLOAT)
+    if 0 < alpha:
+        assert [n["op_type"] for n in mine.explain()["nodes"]] == ["FusedGemm"]
+    a = np.nan_to_num(x.astype(np.float32), nan=1.0, posinf=3.0, neginf=-3.0)
+    got, want = mine.run(None, {"a": a})[0], theirs.run(None, {"a": a})[0]
+    np.testing.assert_array_equal(got, want)

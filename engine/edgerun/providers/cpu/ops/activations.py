@@ -42,6 +42,27 @@ def relu(ctx, x, **_legacy):
     return maximum_of(x, 0)
 
 
+def leaky_relu_of(x: np.ndarray, alpha: float, out=None):
+    """LeakyRelu of float32/float64 x (x where x >= 0, else alpha * x), or None where alpha
+    is not positive. max(x, alpha * x) for alpha <= 1, min for alpha > 1: the same values
+    bit for bit (-0.0, NaN and infinities included) in two vectorised passes; a masked
+    multiply (where=x < 0) runs about ten times slower. `out` may be x."""
+    if not alpha > 0:          # 0 * inf is NaN where x is kept; a negative alpha flips order
+        return None
+    scaled = np.multiply(x, x.dtype.type(alpha))
+    pick = np.maximum if alpha <= 1 else np.minimum
+    return pick(x, scaled, out=scaled if out is None else out)
+
+
+@kernel("LeakyRelu")
+def leaky_relu(ctx, x, alpha=0.01, **_legacy):
+    if _is_float32_or_64(x):
+        y = leaky_relu_of(x, alpha)
+        if y is not None:
+            return y
+    return apply("LeakyRelu", x, [alpha])
+
+
 @kernel("PRelu")
 def prelu(ctx, x, slope, **_legacy):
     """slope broadcasts to x (unidirectionally from opset 7)."""

@@ -20,7 +20,7 @@ import numpy as np
 from ....ir.unary_ops import UNARY_OPS
 from ..registry import kernel
 from . import unary
-from .activations import gelu, hard_swish, relu, sigmoid, sigmoid_fresh, tanh
+from .activations import gelu, hard_swish, leaky_relu_of, relu, sigmoid, sigmoid_fresh, tanh
 from .clamp import clip_to, maximum_of
 from .conv import convolve
 from .float_errors import ignored_float_errors
@@ -66,7 +66,8 @@ def _relu_in_place(y, p):
 
 def _leaky_relu_in_place(y, p):
     alpha = p[0] if p else 0.01
-    return np.multiply(y, y.dtype.type(alpha), out=y, where=y < 0)
+    done = leaky_relu_of(y, alpha, out=y)
+    return done if done is not None else np.multiply(y, y.dtype.type(alpha), out=y, where=y < 0)
 
 
 def _sigmoid_in_place(y, p):

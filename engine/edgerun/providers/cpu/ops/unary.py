@@ -21,7 +21,7 @@ from .elementwise import float_math, is_ml_float
 from .erf import erf
 from .float_errors import ignored_float_errors
 
-HAND_WRITTEN = {"Relu", "Sigmoid", "Tanh", "HardSwish", "Gelu"}
+HAND_WRITTEN = {"Relu", "LeakyRelu", "Sigmoid", "Tanh", "HardSwish", "Gelu"}
 
 
 def sigmoid_of(x: np.ndarray) -> np.ndarray:
