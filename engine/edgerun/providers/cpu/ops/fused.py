@@ -9,6 +9,8 @@
 - Attention: softmax(Q·Kᵀ·scale + mask)·V on 4-D [batch, heads, seq, head_size] tensors,
   the subset of ONNX Attention (opset 23) that BERT-style exports spell out in primitives;
   inputs (Q, K, V, mask?), attribute `scale`.
+- QuantizeDequantize (in quantization.py, with its parts): DequantizeLinear(QuantizeLinear(x))
+  with one scale and zero point, a QDQ model's activation pair; QuantizeLinear's attributes.
 
 optimizer/save.py rewrites these into onnxruntime's com.microsoft spellings or standard
 operators when an optimized model is written to a file.
