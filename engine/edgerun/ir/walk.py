@@ -9,7 +9,9 @@ from .graph import Graph, Node
 
 def subgraphs(node: Node) -> list:
     """The graphs in a node's attributes (If's branches, Loop's and Scan's bodies)."""
-    found = []
+    found: list = []
+    if not node.attributes:
+        return found
     for a in node.attributes.values():
         value = a.value
         if isinstance(value, Graph):
@@ -28,21 +30,31 @@ def subgraph_reads(node: Node) -> set:
 
 
 def outer_scope_reads(graph: Graph) -> set:
-    """Names a (sub)graph reads from enclosing scopes."""
-    defined = {v.name for v in graph.inputs} | set(graph.initializers)
-    defined |= {s.name for s in graph.sparse_initializers}
+    """Names a (sub)graph reads from enclosing scopes. (Plain loops: every optimizer pass
+    and the planner ask this of every If/Loop/Scan body, nested ones again at each level.)"""
+    defined = {v.name for v in graph.inputs}
+    defined.update(graph.initializers)
+    defined.update(s.name for s in graph.sparse_initializers)
     reads: set = set()
     for node in graph.nodes:
-        reads |= {n for n in node.inputs if n and n not in defined}
-        reads |= {n for n in subgraph_reads(node) if n not in defined}
-        defined |= {n for n in node.outputs if n}
-    reads |= {v.name for v in graph.outputs if v.name not in defined}
+        for name in node.inputs:
+            if name and name not in defined:
+                reads.add(name)
+        for name in subgraph_reads(node):
+            if name not in defined:
+                reads.add(name)
+        defined.update(node.outputs)
+    for v in graph.outputs:
+        if v.name not in defined:
+            reads.add(v.name)
     return reads
 
 
 def node_reads(node: Node) -> list:
     """Every name a node needs: its inputs, then what its subgraphs read from outside."""
-    return [n for n in node.inputs if n] + sorted(subgraph_reads(node))
+    inputs = [n for n in node.inputs if n]
+    inner = subgraph_reads(node)
+    return inputs + sorted(inner) if inner else inputs
 
 
 def topological_order(graph: Graph, available: set) -> list:
