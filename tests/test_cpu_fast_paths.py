@@ -1353,3 +1353,22 @@ def test_leaky_relu_matches_onnxruntime_bit_for_bit(alpha, dtype):
     a = np.nan_to_num(x.astype(np.float32), nan=1.0, posinf=3.0, neginf=-3.0)
     got, want = mine.run(None, {"a": a})[0], theirs.run(None, {"a": a})[0]
     np.testing.assert_array_equal(got, want)
+
+
+def test_two_class_svm_coupling_on_scalars_equals_the_vectorised_code():
+    """A few rows of a two-class SVC's probability coupling run on float32 scalars: the
+    same bits as the vectorised iteration, over the whole range and near 0 and 1 (the
+    Platt-scaled probabilities are clipped to [1e-7, 1 - 1e-7])."""
+    from edgerun.providers.cpu.ops import ml
+
+    values = np.concatenate([rng.random(3000), rng.random(300) * 1e-6,
+                             1 - rng.random(300) * 1e-6, [0.5]]).astype(np.float32)
+    values = np.clip(values, np.float32(1e-7), np.float32(1 - 1e-7))
+    r = np.zeros((values.size, 2, 2), np.float32)
+    r[:, 0, 1], r[:, 1, 0] = values, 1 - values
+    vectorised = ml._couple_probabilities(r)                   # more rows than the limit
+    assert r.shape[0] > ml._SCALAR_COUPLING_ROWS
+    for start in range(0, values.size, ml._SCALAR_COUPLING_ROWS):
+        rows = r[start:start + ml._SCALAR_COUPLING_ROWS]
+        np.testing.assert_array_equal(ml._couple_probabilities(rows),
+                                      vectorised[start:start + ml._SCALAR_COUPLING_ROWS])
