@@ -898,16 +898,15 @@ class _Forest:
         if x.shape[1] <= self.max_feature:
             raise ValueError(f"a tree node reads feature {self.max_feature} but the input has "
                              f"{x.shape[1]} features")
-        methods = self._candidates(x.shape[0])
         forced = FORCED_TREE_METHOD.value
         if forced is not None:
-            return methods.get(forced, self._leaves_by_level)(x)
+            return self._candidates(x.shape[0]).get(forced, self._leaves_by_level)(x)
         size_class = max(x.shape[0], 1).bit_length()
         method = self._methods.get(size_class)
         if method is not None:
             return method(x)
         timed = []
-        for order, method in enumerate(methods.values()):
+        for order, method in enumerate(self._candidates(x.shape[0]).values()):
             started = time.perf_counter()
             leaves = method(x)
             timed.append((time.perf_counter() - started, order, method))

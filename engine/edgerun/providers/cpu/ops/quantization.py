@@ -126,15 +126,25 @@ def _quantize_float32_per_tensor(x, scale, zero_point, code: int):
     """x / scale rounded half to even, plus the zero point, saturated: for float32 x, one
     float32 scale and an 8-bit result, in float32 (x / scale is the general path's float32
     quotient; its rounding and the small integer sums are exact there)."""
+    values, z = _steps_around_zero_point(x, scale, zero_point, code)
+    if z:
+        values += np.float32(z)
+    return values.astype(dtypes.numpy_dtype(code))
+
+
+def _steps_around_zero_point(x, scale, zero_point, code: int):
+    """(rint(x / scale) saturated to [low - z, high - z] as float32, NaN at low - z; z): the
+    8-bit value minus its zero point, which QuantizeLinear's fast path and the fused pair
+    share. The same as clip(rint(x / scale) + z, low, high) - z: integers that small add
+    exactly, and past them both saturate."""
     low, high = INTEGER_RANGES[code]
+    z = 0 if zero_point is None else int(zero_point.reshape(()))
     values = np.empty(x.shape, np.float32)          # an array even for a 0-d x
     np.divide(x, scale.reshape(()), out=values)
     np.rint(values, out=values)
-    if zero_point is not None:
-        values += np.float32(zero_point.reshape(()))
-    clip_to(values, low, high, out=values)
-    _nan_to_lowest(values, low)
-    return values.astype(dtypes.numpy_dtype(code))
+    clip_to(values, low - z, high - z, out=values)
+    _nan_to_lowest(values, low - z)
+    return values, z
 
 
 def _nan_to_lowest(values: np.ndarray, low) -> None:
@@ -218,17 +228,10 @@ def quantize_dequantize(ctx, x, scale, zero_point=None, axis=1, saturate=1, bloc
 
 
 def _quantize_dequantize_float32_per_tensor(x, scale, zero_point, code: int):
-    """The float32 path's (clip(rint(x / s) + z) - z) * s as clip(rint(x / s), low - z,
-    high - z) * s: the same float32 values (integers that small add exactly; past them both
-    saturate) in five passes instead of nine, and no 8-bit tensor in between."""
-    low, high = INTEGER_RANGES[code]
-    z = 0 if zero_point is None else int(zero_point.reshape(()))
-    values = np.empty(x.shape, np.float32)
-    np.divide(x, scale.reshape(()), out=values)
-    np.rint(values, out=values)
-    clip_to(values, low - z, high - z, out=values)
+    """The float32 path's (8-bit value - z) * s without the 8-bit tensor: five passes
+    instead of nine."""
+    values, _ = _steps_around_zero_point(x, scale, zero_point, code)
     values += np.float32(0)         # -0.0 (x / s in (-0.5, 0)) to +0.0, as the 8-bit value gives
-    _nan_to_lowest(values, low - z)
     values *= scale.reshape(())
     return values
 
