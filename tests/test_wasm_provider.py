@@ -275,6 +275,58 @@ def test_explain_names_wasm_placements_and_refusals(wasm):
     assert sess.explain()["copies_per_run"] == 4     # x up, r down, c up, y down
 
 
+def _string_transpose_model() -> bytes:
+    """Transpose, which wasm claims, on a string tensor, which linear memory cannot hold."""
+    from onnx import TensorProto, helper
+
+    x = helper.make_tensor_value_info("x", TensorProto.STRING, [2, 2])
+    y = helper.make_tensor_value_info("y", TensorProto.STRING, None)
+    graph = helper.make_graph([helper.make_node("Transpose", ["x"], ["y"], name="tr")], "g",
+                              [x], [y])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]) \
+        .SerializeToString()
+
+
+def test_a_node_refused_at_run_time_runs_on_the_next_provider(wasm):
+    """The kernel refuses inputs it cannot hold (errors.KernelRefused); the executor runs the
+    node on the next provider that claims it (runtime/refusals.py), counted in the refusing
+    provider's stats, named by explain(); no provider calls another's kernels."""
+    import edgerun
+
+    sess = edgerun.InferenceSession(_string_transpose_model(), providers=[wasm, "cpu"])
+    (node,) = sess.explain()["nodes"]
+    assert (node["provider"], node["falls_back_to"]) == ("wasm", "cpu")
+    x = np.array([["a", "b"], ["c", "d"]], dtype=object)
+    before = wasm.dev.fallbacks.get("Transpose", 0)
+    for _ in range(2):
+        (y,) = sess.run(None, {"x": x})
+        assert y.tolist() == [["a", "c"], ["b", "d"]]
+    assert wasm.dev.fallbacks.get("Transpose", 0) == before + 2
+
+
+def test_a_refusal_with_no_later_provider_names_the_node_and_the_types():
+    """Without numpy (a page) no CPU provider follows wasm: the run fails naming the node."""
+    import subprocess
+    import sys
+
+    code = ("import sys; sys.modules['numpy'] = None\n"
+            "import warnings; warnings.simplefilter('ignore')\n"
+            "import edgerun\n"
+            "from edgerun.ir.host_tensor import HostTensor\n"
+            "s = edgerun.InferenceSession(sys.stdin.buffer.read(), providers=['wasm'])\n"
+            "print(s.explain()['nodes'][0]['falls_back_to'])\n"
+            "try:\n"
+            "    s.run(None, {'x': HostTensor(8, (2, 2), ['a', 'b', 'c', 'd'])})\n"
+            "except edgerun.NotImplementedOp as e:\n"
+            "    print(e)\n")
+    out = subprocess.run([sys.executable, "-c", code], input=_string_transpose_model(),
+                         capture_output=True, cwd=ROOT)
+    assert out.returncode == 0, out.stderr.decode()
+    first, message = out.stdout.decode().splitlines()[:2]
+    assert first == "None"
+    assert "node 'tr' (Transpose)" in message and "no later provider" in message, message
+
+
 def test_runs_without_numpy(wasm):
     """The wasm provider needs no numpy: HostTensors in and out (what Pyodide here has)."""
     import subprocess

@@ -36,8 +36,6 @@ def test_adapter_is_vulkan_not_the_gl_fallback(gpu):
     assert "WebGpuExecutionProvider" in edgerun.get_available_providers()
 
 
-# Conformance cases the provider claims whose kernels hand the work to the CPU kernel inside
-# the provider (natively; in a page without numpy they are refused, see test_browser.py):
 # Runs with WGPU_BACKEND_TYPE=OpenGL (wgpu's fallback where a machine has no Vulkan driver):
 # Mod on int32 with negative operands (both fmod), on the webgpu provider alone, against
 # numpy; prints the backend and the problems found.
@@ -77,7 +75,8 @@ def test_integer_remainders_are_right_on_the_opengl_backend_too(gpu):
     assert result["problems"] == [], result
 
 
-# what the WGSL kernels do not cover yet, by reason. Parity of every case on webgpu alone is
+# what the WGSL kernels do not cover yet, by reason: conformance cases whose kernels refuse
+# their inputs at run time, so the next provider (cpu here) runs the node. Parity of every case on webgpu alone is
 # tests/test_conformance.py::test_node_case_on_webgpu (one id per case).
 FALLBACK_REASONS = {
     "3-D pooling": ["test_averagepool_3d_default", "test_averagepool_3d_dilations_small",
@@ -102,7 +101,8 @@ FALLBACK_REASONS = {
 }
 
 
-def test_cpu_kernel_fallbacks_inside_the_provider_are_exactly_the_listed_ones(gpu):
+def test_nodes_refused_at_run_time_are_exactly_the_listed_ones(gpu):
+    """Refused by the WGSL kernel at run time, so the next provider (cpu) ran the node."""
     from edgerun.tools import conformance
 
     expected_failures = conformance.expected_failures("webgpu")
@@ -293,18 +293,42 @@ def _single_node(op, inputs, outputs, initializers=(), opset=17, **attrs):
                              ).SerializeToString()
 
 
-def test_unsupported_layouts_fall_back_to_the_cpu_kernel(gpu):
+def _conv3d_model() -> tuple:
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 3, 4, 5])
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
     w = helper.make_tensor("w", TensorProto.FLOAT, [3, 2, 1, 2, 2],
                            np.linspace(-1, 1, 24).tolist())
     model = _single_node("Conv", [x], [y], [w])          # 3-D convolution: no WGSL layout
-    xv = np.random.default_rng(0).standard_normal((1, 2, 3, 4, 5)).astype(np.float32)
+    return model, np.random.default_rng(0).standard_normal((1, 2, 3, 4, 5)).astype(np.float32)
+
+
+def test_unsupported_layouts_run_on_the_next_provider(gpu):
+    """The WGSL kernel refuses the layout at run time; the executor runs the node on the next
+    provider that claims it (runtime/refusals.py): cpu here, counted and logged."""
+    model, xv = _conv3d_model()
     before = gpu.stats["fallbacks"]
-    got = webgpu_session(model).run(None, {"x": xv})
+    sess = webgpu_session(model)
+    assert sess.explain()["nodes"][0]["falls_back_to"] == "cpu"
+    got = sess.run(None, {"x": xv})
     _assert_close(got, edgerun.InferenceSession(model).run(None, {"x": xv}), "Conv3D")
     assert gpu.stats["fallbacks"] == before + 1
     assert "the_node" in gpu.fallback_log[-1] and "3-D convolution" in gpu.fallback_log[-1]
+
+
+def test_a_refused_node_runs_on_wasm_where_wasm_follows(gpu):
+    """As in a page: ["webgpu", "wasm"] sends what the GPU refuses to the wasm kernels, not
+    to a CPU kernel inside the GPU provider."""
+    from edgerun.providers.wasm.provider import WasmProvider
+
+    model, xv = _conv3d_model()
+    wasm = WasmProvider()
+    sess = edgerun.InferenceSession(model, providers=["webgpu", wasm, "cpu"])
+    assert sess.explain()["nodes"][0]["falls_back_to"] == "wasm"
+    before = gpu.stats["fallbacks"]
+    got = sess.run(None, {"x": xv})
+    _assert_close(got, edgerun.InferenceSession(model).run(None, {"x": xv}), "Conv3D")
+    assert gpu.stats["fallbacks"] == before + 1
+    assert wasm.dev.fallbacks == {}
 
 
 def test_refusals_say_why(gpu):

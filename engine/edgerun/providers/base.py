@@ -12,6 +12,11 @@ runs them in one of two ways:
   hands each largest contiguous run of claimed nodes to `compile(graph, opsets)`, which returns
   one function `fn(*host_inputs) -> tuple of host outputs` for the whole subgraph.
 
+A per-node kernel that meets inputs it has no code for at run time raises
+`errors.KernelRefused`; the executor then runs that node on the next provider that claims it
+(runtime/refusals.py) and tells this one through `refused`. A provider never calls another
+provider's kernels itself.
+
 `begin_run()` / `end_run()` bracket every top-level run (e.g. open and submit one GPU command
 encoder); `to_host` is where a device provider flushes pending work before reading back.
 """
@@ -73,6 +78,10 @@ class ExecutionProvider:
     def to_host(self, value):
         """This provider's device value as a host value."""
         return value
+
+    def refused(self, node: Node, why: str) -> None:
+        """This provider's kernel refused `node`'s inputs at run time and the session's next
+        provider ran it (runtime/refusals.py): the place to count it in `stats`."""
 
     def begin_run(self) -> None:
         pass

@@ -33,6 +33,7 @@ from . import cancel
 from .attributes import initializer_value, kernel_attributes
 from .kernel_context import KernelContext
 from .partition import Partitioner
+from .refusals import refusable
 from .plan import GraphPlan, ProgramStep, Step, compute_frees
 from .shape_memo import outputs_sharing_memory, remembering, shape_determined_steps
 from .straight_line import Branch, InlineIf, compiled_on_first_call, straight_line
@@ -162,6 +163,8 @@ class GraphExecutor:
         fn = provider.kernel(node, opset)
         # a kernel marked host_io takes and returns host values: it moves them itself
         device = "cpu" if getattr(fn, "host_io", False) else provider.device
+        if device != "cpu":
+            fn = refusable(fn, node, opset, provider, unit.fallback)
         host_reads = []
         for sub in subgraphs(node):
             self.subgraphs[id(sub)] = GraphExecutor(sub, self.opsets, self.partitioner,

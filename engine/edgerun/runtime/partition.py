@@ -1,7 +1,9 @@
 """Partitioning: which provider runs each node.
 
 Providers are asked in priority order; the first whose `capability` claims a node runs it
-and the reasons of those that refused are kept for `explain()`. Nodes claimed by a compiling
+and the reasons of those that refused are kept for `explain()`. The next provider after it
+that claims the node too is its `fallback`: it runs the node when the kernel refuses its
+inputs at run time (runtime/refusals.py). Nodes claimed by a compiling
 provider (NNAPI/CoreML/QNN style) are grouped into the largest contiguous runs, each becoming
 one partition node whose body is an ir.Graph. The CPU provider takes what nobody else claims.
 """
@@ -21,6 +23,7 @@ class Placement:
     node: Node                       # the original node
     provider: Any                    # the ExecutionProvider that runs it
     refusals: list = field(default_factory=list)   # "provider: reason" of earlier providers
+    fallback: Any = None             # the later provider that also claims it, if any
 
 
 @dataclass
@@ -29,6 +32,7 @@ class Unit:
     provider: Any
     node: Node                       # for a partition: a synthetic node over its boundary
     body: Optional[Graph] = None     # the partition's subgraph, when compiled
+    fallback: Any = None             # see Placement.fallback
 
 
 class Partitioner:
@@ -38,10 +42,12 @@ class Partitioner:
 
     def place(self, node: Node, opset: int) -> Placement:
         refusals: list = []
-        for provider in self.providers:
+        for i, provider in enumerate(self.providers):
             ok, why = provider.capability(node, opset)
             if ok:
-                placement = Placement(node, provider, refusals)
+                later = self.providers[i + 1:] if provider.device != "cpu" else []
+                placement = Placement(node, provider, refusals,
+                                      self._fallback(node, opset, later))
                 self.placements.append(placement)
                 return placement
             refusals.append(f"{provider.name}: {why}")
@@ -50,12 +56,23 @@ class Partitioner:
             f"node '{node.name or '(unnamed)'}' uses operator {domain}::{node.op_type} "
             f"(opset {opset}), which no provider implements ({'; '.join(refusals)})")
 
+    @staticmethod
+    def _fallback(node: Node, opset: int, later: list):
+        """The first of `later` (providers after the device provider placing `node`) with
+        per-node kernels that claims `node`. Host kernels (the CPU provider's) never refuse
+        their inputs, so they are given none."""
+        for provider in later:
+            if not provider.compiles and provider.capability(node, opset)[0]:
+                return provider
+        return None
+
     def units(self, nodes: list, opset_of, graph_outputs: set, constants: dict) -> list:
         """Place `nodes` (topologically ordered) and group compiled runs into partitions."""
         units: list = []
         run: list = []
         for node in nodes:
-            p = self.place(node, opset_of(node)).provider
+            placement = self.place(node, opset_of(node))
+            p = placement.provider
             if p.compiles and run and run[0][1] is p:
                 run.append((node, p))
                 continue
@@ -65,7 +82,7 @@ class Partitioner:
             if p.compiles:
                 run = [(node, p)]
             else:
-                units.append(Unit(p, node))
+                units.append(Unit(p, node, fallback=placement.fallback))
         if run:
             units.append(_partition_unit(run, nodes, graph_outputs, constants, len(units)))
         return units

@@ -152,14 +152,18 @@ class InferenceSession:
         return path
 
     def explain(self, io_binding=None) -> dict:
-        """Where each node runs and why earlier providers refused it, the number of
+        """Where each node runs and why earlier providers refused it (and `falls_back_to`:
+        the provider that runs it when its kernel refuses the inputs at run time, through
+        host copies that provider's stats count; runtime/refusals.py), the number of
         device<->host copies per run of the main graph, and those planned inside control-flow
         bodies (counted once per body, whatever the number of iterations). With an
         `io_binding`, the copies are those of a run with that binding (outputs bound to a
         device are not read back, device inputs are not uploaded)."""
         nodes = [{"node": p.node.name, "op_type": p.node.op_type,
                   "domain": p.node.domain or "ai.onnx", "provider": p.provider.name,
-                  "refused_by": list(p.refusals)} for p in self._partitioner.placements]
+                  "refused_by": list(p.refusals),
+                  "falls_back_to": p.fallback.name if p.fallback is not None else None}
+                 for p in self._partitioner.placements]
         plan = (self._executor.plan if io_binding is None
                 else self._executor.plan_for(*io_binding._devices()))
         return {"nodes": nodes, "copies_per_run": plan.copies,

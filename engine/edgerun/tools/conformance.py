@@ -165,8 +165,8 @@ def _off_provider(sess, provider: str) -> str:
 
 
 def _host_fallbacks(sess) -> str:
-    """'' unless a node ran through the numpy CPU kernel inside the provider (an element type
-    its kernels do not compute): in a page there is no numpy, so that node would fail there."""
+    """'' unless the wasm kernels refused a node's inputs at run time (an element type they do
+    not compute) and the numpy CPU provider ran it: a page has no numpy, so it would fail there."""
     for provider in sess._providers:
         ran = provider.stats.get("host_fallbacks") if provider.name == "wasm" else None
         if ran:

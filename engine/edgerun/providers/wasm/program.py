@@ -22,7 +22,7 @@ Why the replay is the same computation:
 - everything the host decided (shapes, which kernel, which If branch) came from input
   shapes, the values of small integer inputs (both in the signature), constants, and bytes
   it wrote itself (recorded and written again on replay). A run whose host read memory
-  written during the run (a data-dependent If, a CPU fallback) or copied a host value in
+  written during the run (a data-dependent If, a node refused at run time) or copied a host value in
   (another provider's output) is "tainted": it runs normally and is not kept.
 """
 from __future__ import annotations

@@ -18,13 +18,14 @@ from typing import Optional
 import sys
 
 from ... import custom_ops
+from ...errors import KernelRefused
 from ..base import ExecutionProvider
 from . import capture, ops
 from .build_info import StaleBuild, load_module_bytes
 from .device import WasmDevice, WasmTensor
 from .host import WasmtimeHost, wasmtime_available
 from .host_js import JsHost, js_available
-from .ops.common import HOST_VALUES, host_fallback
+from .ops.common import HOST_VALUES, refuse
 from ...ir.walk import subgraphs
 from ...ir.host_tensor import HostTensor
 from ...runtime.attributes import kernel_attributes
@@ -64,8 +65,9 @@ class WasmProvider(ExecutionProvider):
 
     @property
     def stats(self) -> dict:
-        """Nodes run through the CPU kernel because of their element type, memory, and
-        programs recorded, replayed and refused (with the reason)."""
+        """Nodes whose inputs the kernels refused at run time (their element type), run by
+        the next provider instead; memory; programs recorded, replayed and refused (with the
+        reason)."""
         return {"host_fallbacks": dict(self.dev.fallbacks),
                 "bytes_in_use": self.dev.bytes_in_use(),
                 "programs": {k: dict(v) if isinstance(v, dict) else v
@@ -97,14 +99,16 @@ class WasmProvider(ExecutionProvider):
         if node.op_type == capture.OP_TYPE and node.domain == capture.DOMAIN or \
                 getattr(fast, HOST_VALUES, False):
             return fast                      # takes any values: a whole graph, sequences
-        slow = host_fallback(self.dev, node, opset)
 
         def run(ctx, *inputs, **attrs):
             for v in inputs:        # a value the kernels cannot hold stayed on the host
                 if v is not None and type(v) is not WasmTensor:
-                    return slow(ctx, *inputs, **attrs)
+                    refuse(node, *inputs)
             return fast(ctx, *inputs, **attrs)
         return run
+
+    def refused(self, node, why) -> None:
+        self.dev.fallbacks[node.op_type] = self.dev.fallbacks.get(node.op_type, 0) + 1
 
     def to_device(self, value):
         if type(value) is HostTensor:
@@ -160,8 +164,11 @@ class NodeEvaluator:
             raise LookupError(why)
         kernel = provider.kernel(node, opset)
         inputs = [provider.to_device(a) if isinstance(a, HostTensor) else a for a in args]
-        result = kernel(KernelContext(node, opset), *inputs,
-                        **kernel_attributes(node.attributes))
+        try:
+            result = kernel(KernelContext(node, opset), *inputs,
+                            **kernel_attributes(node.attributes))
+        except KernelRefused as e:
+            raise LookupError(str(e)) from None
         if isinstance(result, tuple):
             return tuple(provider.to_host(v) for v in result)
         return provider.to_host(result)

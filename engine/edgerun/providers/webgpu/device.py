@@ -18,10 +18,13 @@ from __future__ import annotations
 from collections import OrderedDict
 from dataclasses import dataclass
 
+from ...errors import KernelRefused
 
-class Unsupported(Exception):
+
+class Unsupported(KernelRefused):
     """A kernel or the device cannot take these inputs (a layout without a kernel, a tensor
-    larger than the adapter binds): the provider runs the node's CPU kernel instead."""
+    larger than the adapter binds): the session's next provider runs the node instead
+    (runtime/refusals.py)."""
 
 
 class GpuError(RuntimeError):

@@ -5,15 +5,17 @@ buffers; `GpuTensorParts` for a weight too large for one binding) or, for small 
 shape tensors, host numpy arrays: shape arithmetic stays on the host and never costs a GPU
 round trip. Kernels record dispatches; the batch is submitted when a value is read back
 (`to_host`) and at `end_run`, so one run is normally one command encoder. Initializers are
-uploaded once, at session creation. A node whose inputs are all host values (shape
-arithmetic) runs the CPU kernel on the host; a kernel that meets inputs it has no GPU
-layout for raises Unsupported and the CPU kernel runs that node instead (counted in
+uploaded once, at session creation. The host-only operators (Constant, Range, If...) run
+their own pure-Python versions. Where numpy exists, a node whose inputs are all host values
+(shape arithmetic) is refused as a matter of routine and the CPU provider computes it on the
+host; a kernel that meets inputs it has no GPU layout for raises Unsupported, and the
+session's next provider runs that node instead (runtime/refusals.py; counted in
 `stats["fallbacks"]`).
 
 The device is wgpu-native natively and the browser's `navigator.gpu` inside Pyodide
-(sys.platform "emscripten": browser_device.py). Without numpy (Pyodide here) there is no CPU
-kernel to fall back on: host values are HostTensors, the host-only operators run their own
-pure-Python versions, and a node the GPU kernel refuses is an error that names it.
+(sys.platform "emscripten": browser_device.py). Without numpy (Pyodide here) host values are
+HostTensors, shape arithmetic runs through the kernels, and a node the GPU kernel refuses
+runs on the next provider (wasm in a page) or is an error that names it.
 """
 from __future__ import annotations
 
@@ -22,14 +24,12 @@ from typing import Optional
 import sys
 import threading
 
-from ...errors import NotImplementedOp
+from ...errors import KernelRefused
 from ...ir import dtypes
 from ...ir.walk import subgraphs
 from ...ir.host_tensor import have_numpy
 from ..base import ExecutionProvider
-from ..cpu import registry as cpu_registry
 from . import host_values
-from .device import GpuError
 from .gpu import GPU_TYPES, NARROW_TYPES, GpuContext
 from .kernels import lookup
 from .kernels.registry import Unsupported
@@ -76,13 +76,6 @@ def _narrow_operand(value) -> str:
 NARROW_NAMES = frozenset(NARROW_TYPES.values())
 
 
-def _cpu_kernel(node, opset):
-    """The CPU provider's kernel for `node`, or None where numpy (which it needs) is absent."""
-    if not have_numpy():
-        return None
-    return cpu_registry.lookup(node.op_type, node.domain, opset)
-
-
 def _all_nodes(graph):
     """The nodes of `graph` and of every subgraph in it."""
     for node in graph.nodes:
@@ -119,8 +112,8 @@ class WebGpuProvider(ExecutionProvider):
 
     def prepare_model(self, model, ahead: tuple = ()) -> None:
         """Learn value types, by shape inference, where a claimed operator's check needs them,
-        and wherever numpy is absent (a page): there no CPU kernel can run inside a node, so
-        capability refuses up front the nodes on tensors the GPU does not hold."""
+        and wherever numpy is absent (a page): there capability refuses up front the nodes
+        on tensors the GPU does not hold (see _operand_type_problem)."""
         self.value_types = {}
         if have_numpy() and not any(getattr(lookup(n.op_type, n.domain), "typed", False)
                                     for n in _all_nodes(model.graph)):
@@ -144,8 +137,6 @@ class WebGpuProvider(ExecutionProvider):
         if op is None:
             domain = node.domain or "ai.onnx"
             return False, f"no WGSL kernel for {domain}::{node.op_type}"
-        if have_numpy() and _cpu_kernel(node, opset) is None:
-            return False, f"no CPU kernel to fall back on for {node.op_type}"
         if op.check is not None:
             why = (op.check(node, opset, self.value_types) if op.typed
                    else op.check(node, opset))
@@ -160,9 +151,10 @@ class WebGpuProvider(ExecutionProvider):
     def _operand_type_problem(self, node) -> str:
         """Without numpy: why a node on a model-data type the GPU does not hold (bfloat16),
         or on an 8/16-bit type (quantized and float16 models) that its kernel does not take,
-        is not this provider's: it would fail at run time with no CPU kernel to take it, and
-        the next provider (wasm in a page) runs it instead. The host computes a few others
-        (double, strings) without numpy; they stay."""
+        is not this provider's. Its kernel would refuse those at run time; refused up front
+        instead, the node shows on the next provider (wasm in a page) in explain() and costs
+        no refusal per run. The host computes a few others (double, strings) without numpy;
+        they stay."""
         op = lookup(node.op_type, node.domain)
         takes_narrow = op is not None and op.narrow
         for name in [*node.inputs, *node.outputs]:
@@ -171,49 +163,34 @@ class WebGpuProvider(ExecutionProvider):
                 continue
             if t.elem_type == dtypes.BFLOAT16:
                 return (f"'{name}' is {dtypes.type_string(t.elem_type)}: GPU tensors are "
-                        f"{', '.join(sorted(GPU_TYPES.values()))}, and without numpy no CPU "
-                        f"kernel runs inside the provider")
+                        f"{', '.join(sorted(GPU_TYPES.values()))}")
             if t.elem_type in NARROW_TYPES and not takes_narrow:
                 return (f"'{name}' is {dtypes.type_string(t.elem_type)}: the WGSL kernel of "
-                        f"{node.op_type} computes in 32 bits, and without numpy no CPU kernel "
-                        f"runs inside the provider")
+                        f"{node.op_type} computes in 32 bits")
         return ""
 
     def kernel(self, node, opset):
         op = lookup(node.op_type, node.domain)
-        cpu_fn = _cpu_kernel(node, opset)
         gpu = self.gpu
         label = f"node '{node.name or '(unnamed)'}' ({node.op_type})"
-
-        def on_host(ctx, inputs, attrs):
-            host = [self.to_host(v) for v in inputs]
-            return cpu_fn(ctx, *host, **attrs)
+        host_arithmetic = have_numpy() and not op.host_only
 
         def run(ctx, *inputs, **attrs):
-            on_gpu = any(isinstance(v, (GpuTensor, GpuTensorParts)) for v in inputs)
-            if cpu_fn is not None and (op.host_only or not on_gpu):
-                return on_host(ctx, inputs, attrs)
+            if host_arithmetic and not any(isinstance(v, (GpuTensor, GpuTensorParts))
+                                           for v in inputs):
+                raise KernelRefused("host values only: the host computes them", routine=True)
             gpu.label = label
-            try:
-                if not op.narrow:
-                    narrow = next(filter(None, map(_narrow_operand, inputs)), "")
-                    if narrow:
-                        raise Unsupported(f"a {narrow} operand (the kernel computes in 32 "
-                                          f"bits)")
-                return op.run(gpu, ctx, *inputs, **attrs)
-            except Unsupported as why:
-                if cpu_fn is None:
-                    raise NotImplementedOp(
-                        f"{label}: the WGSL kernel cannot take {why}, and the CPU kernel "
-                        f"that would run it instead needs numpy, which is not installed"
-                    ) from None
-                gpu.stats["fallbacks"] += 1
-                gpu.fallback_log.append(f"{label}: {why}")
-                del gpu.fallback_log[:-100]
-                return on_host(ctx, inputs, attrs)
-            except GpuError:
-                raise
+            if not (op.narrow or op.host_only):     # host-only ones compute in Python
+                narrow = next(filter(None, map(_narrow_operand, inputs)), "")
+                if narrow:
+                    raise Unsupported(f"a {narrow} operand (the kernel computes in 32 bits)")
+            return op.run(gpu, ctx, *inputs, **attrs)
         return run
+
+    def refused(self, node, why) -> None:
+        self.gpu.stats["fallbacks"] += 1
+        self.gpu.fallback_log.append(why)
+        del self.gpu.fallback_log[:-100]
 
     def to_device(self, value):
         """float32 tensors go to the GPU, and so do int32/int64/bool tensors of more than

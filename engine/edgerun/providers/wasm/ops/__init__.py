@@ -8,8 +8,9 @@
 `check(node, opset)` returns "" when the kernels handle the node's attributes, else the
 reason the provider refuses it (shown by session.explain()). Values' element types are not
 known at partition time, so binders check them at run time: a float kernel given another
-type runs that node through the CPU kernel instead (counted in provider.stats), or fails
-with the types named where numpy is missing. Importing this package registers every family.
+type refuses it (ops/common.refuse), and the session's next provider that claims the node
+runs it instead (counted in provider.stats), or the run fails naming the types where no
+later provider does (a page without numpy). Importing this package registers every family.
 """
 from __future__ import annotations
 

@@ -4,7 +4,7 @@ views of Q, K, V and the mask.
 3-D inputs pack the heads into the last axis, (batch, sequence, heads * head_size); they are
 read in place as (batch, heads, sequence, head_size) through strides. With past_key and
 past_value, the present key/value (past then new along the sequence) are built first and
-attention reads them. float16, bfloat16 and float64 compute in float32 (float_or_fallback).
+attention reads them. float16, bfloat16 and float64 compute in float32 (float_or_refused).
 """
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import math
 
 from ....ir import dtypes
 from . import EDGERUN, operator
-from .common import contiguous_strides, converted, float_or_fallback
+from .common import contiguous_strides, converted, float_or_refused
 from .matmul import broadcast_into
 from .tensor import copy_strided
 from ..device import WasmTensor
@@ -124,7 +124,7 @@ def bind_attention(dev, node, opset):
                      y.ptr, qk.ptr if qk is not None else 0, row.ptr, scale, softcap)
         results = (y, pk, pv, qk)[:max(len(outputs), 1)]
         return results if len(outputs) > 1 else y
-    return float_or_fallback(dev, node, opset, run, float_inputs=[0, 1, 2, 4, 5])
+    return float_or_refused(dev, node, opset, run, float_inputs=[0, 1, 2, 4, 5])
 
 
 @operator("RotaryEmbedding")
@@ -175,7 +175,7 @@ def bind_rotary(dev, node, opset):
                 raise IndexError(f"RotaryEmbedding: position id at {-1 - bad} is outside the "
                                  f"cache's {rows} rows")
         return y
-    return float_or_fallback(dev, node, opset, run, float_inputs=[0, 1, 2])
+    return float_or_refused(dev, node, opset, run, float_inputs=[0, 1, 2])
 
 
 @operator("SwiGLU")

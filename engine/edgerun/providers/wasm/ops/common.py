@@ -1,10 +1,12 @@
 """Shape arithmetic shared by the wasm operators (pure Python) and the float-type guard."""
 from __future__ import annotations
 
+from typing import NoReturn
+
 from array import array
 
 from ....ir import dtypes
-from ....ir.host_tensor import have_numpy
+from ....errors import KernelRefused
 from ..device import WasmTensor
 
 MAX_RANK = 8
@@ -85,31 +87,14 @@ def host_values(bind):
     return binder
 
 
-def host_fallback(dev, node, opset):
-    """A kernel running `node` on host copies through the CPU provider's kernel: for
-    element types the wasm kernels do not compute (they are float32)."""
-    def run(ctx, *inputs, **attrs):
-        if not have_numpy():
-            kinds = [dtypes.type_string(v.elem_type) for v in inputs if isinstance(v, WasmTensor)]
-            raise TypeError(f"the wasm kernel for {node.op_type} takes float32 tensors, got "
-                            f"{kinds}, and without numpy there is no CPU fallback")
-        from ...cpu import registry
-
-        fn = registry.lookup(node.op_type, node.domain, opset)
-        result = fn(ctx, *[dev.download(v) for v in inputs], **attrs)
-        dev.fallbacks[node.op_type] = dev.fallbacks.get(node.op_type, 0) + 1
-        if len(node.outputs) > 1:
-            return tuple(dev.upload(_as_array(r)) for r in result)
-        return dev.upload(_as_array(result))
-    return run
-
-
-def _as_array(value):
-    """Kernels may return numpy scalars or Python numbers; sequences and maps stay as they are."""
-    import numpy as np
-    if value is None or isinstance(value, (np.ndarray, list, dict)):
-        return value
-    return np.asarray(value)
+def refuse(node, *inputs) -> NoReturn:
+    """Refuse `node`'s inputs at run time: element types (or host values) the wasm kernels do
+    not compute. The executor runs the node on the session's next provider that claims it
+    (runtime/refusals.py), through host copies counted in the provider's `host_fallbacks`."""
+    kinds = [dtypes.type_string(v.elem_type) if isinstance(v, WasmTensor) else
+             type(v).__name__ for v in inputs if v is not None]
+    raise KernelRefused(f"inputs of types {kinds} (the wasm kernel of {node.op_type} "
+                        f"computes float32)")
 
 
 # float types the float32 kernels compute by converting in and out (as onnxruntime's CPU
@@ -177,14 +162,13 @@ def floats_as(dev, values, shape, elem_type: int) -> WasmTensor:
     return converted(dev, t, elem_type)
 
 
-def float_or_fallback(dev, node, opset, fast, float_inputs=None, keep_outputs=(),
+def float_or_refused(dev, node, opset, fast, float_inputs=None, keep_outputs=(),
                       selects_values=False):
     """`fast` when the listed inputs (default: all) are float32 tensors; when they are all
     one other float type (float16, bfloat16, float64), `fast` on float32 copies, its float32
-    outputs converted back (except those at `keep_outputs`, float32 by the spec); else the
-    fallback. With `selects_values` (outputs are input values: max pooling) 8- and 16-bit
+    outputs converted back (except those at `keep_outputs`, float32 by the spec); else
+    refused. With `selects_values` (outputs are input values: max pooling) 8- and 16-bit
     integers widen too, exactly."""
-    slow = host_fallback(dev, node, opset)
     widened_types = WIDENED_FLOATS | EXACT_IN_FLOAT32 if selects_values else WIDENED_FLOATS
 
     def run(ctx, *inputs, **attrs):
@@ -196,7 +180,7 @@ def float_or_fallback(dev, node, opset, fast, float_inputs=None, keep_outputs=()
         kinds = {v.elem_type if isinstance(v, WasmTensor) else None
                  for v in checked if v is not None}
         if len(kinds) != 1 or not kinds <= widened_types:
-            return slow(ctx, *inputs, **attrs)
+            refuse(node, *inputs)
         kind = kinds.pop()
         widened = list(inputs)
         for i in positions:

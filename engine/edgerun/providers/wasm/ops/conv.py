@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ....ir.conv_rules import transpose_output_geometry
 from . import EDGERUN, operator
-from .common import float_or_fallback, product
+from .common import float_or_refused, product
 from .elementwise import NO_ACTIVATION, activation_of, apply_activation, check_activation
 from .matmul import broadcast_into
 
@@ -101,7 +101,7 @@ def bind_conv(dev, node, opset):
         conv2d_into(dev, x, w, y, g, group, accumulate)
         apply_activation(dev, y, *act)
         return y
-    return float_or_fallback(dev, node, opset, run)
+    return float_or_refused(dev, node, opset, run)
 
 
 def conv2d_into(dev, x, w, y, g: dict, group: int, accumulate: int) -> None:
@@ -207,7 +207,7 @@ def bind_conv_transpose(dev, node, opset):
                 dev.set_args(fold_args)
                 dev.call("er_fold", col.ptr, y.ptr + (i * m + g * mg) * outs * 4)
         return y
-    return float_or_fallback(dev, node, opset, run)
+    return float_or_refused(dev, node, opset, run)
 
 
 @operator("Col2Im")
@@ -239,4 +239,4 @@ def bind_col2im(dev, node, opset):
             dev.call("er_fold", x.ptr + i * x.shape[1] * x.shape[2] * 4,
                      y.ptr + i * c * product(image) * 4)
         return y
-    return float_or_fallback(dev, node, opset, run, float_inputs=[0])
+    return float_or_refused(dev, node, opset, run, float_inputs=[0])

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from . import operator
 from .common import product
-from .typed_floats import typed_or_fallback
+from .typed_floats import typed_or_refused
 
 
 @operator("Det")
@@ -18,4 +18,4 @@ def bind_det(dev, node, opset):
         scratch = dev.scratch(8 * max(n * n, 1))
         dev.call("er_det", x.ptr, y.ptr, scratch.ptr, x.elem_type, product(x.shape[:-2]), n)
         return y
-    return typed_or_fallback(dev, node, opset, run)
+    return typed_or_refused(dev, node, opset, run)

@@ -1,5 +1,5 @@
 """Einsum as strided copies, reductions and batched matmuls (float32; float16, bfloat16 and
-float64 through float_or_fallback).
+float64 through float_or_refused).
 
 Each operand first takes its diagonals (a letter repeated within it: one strided copy) and
 sums the letters no one else needs; then operands contract left to right, each pair as one
@@ -9,7 +9,7 @@ no longer needed the contraction); the result is transposed to the output's lett
 from __future__ import annotations
 
 from . import operator
-from .common import contiguous_strides, float_or_fallback, product
+from .common import contiguous_strides, float_or_refused, product
 from .matmul import matmul
 from .reduce import REDUCE, reduce_axes
 from .tensor import copy_strided, transpose
@@ -116,4 +116,4 @@ def bind_einsum(dev, node, opset):
         if sorted(ly) != sorted(out):
             raise ValueError(f"Einsum {equation!r}: output letters {out!r} not in the inputs")
         return transpose(dev, y, [ly.index(c) for c in out]) if ly != out else y
-    return float_or_fallback(dev, node, opset, run)
+    return float_or_refused(dev, node, opset, run)

@@ -11,7 +11,7 @@ from ....ir.unary_ops import (FLOAT32_MAX, UNARY_OPS, fused_clip_bounds, params_
                               params_of)
 from . import EDGERUN, operator
 from .common import (HALF_FLOATS, all_float, broadcast_shape, broadcast_strides, converted,
-                     floats_as, host_fallback, host_floats, merge_dims)
+                     floats_as, refuse, host_floats, merge_dims)
 from .host_math import INT_BINARY, INTEGER_TYPES, elementwise, has_values, wrap
 from .tensor import CAST_TYPES
 from ..device import WasmTensor
@@ -102,11 +102,10 @@ def bind_unary(dev, node, opset):
     map_code = MAP_UNARY.index(map_name)
     out_type = dtypes.BOOL if node.op_type in BOOL_RESULT else None
     clip_inputs = node.op_type == "Clip" and opset >= 11
-    fallback = host_fallback(dev, node, opset)
 
     def run(ctx, x, *bounds, **attrs):
         if x.elem_type not in CAST_TYPES:
-            return fallback(ctx, x, *bounds, **attrs)
+            refuse(node, x, *bounds)
         if clip_inputs and x.elem_type != dtypes.FLOAT:
             return clip_between(dev, x, *bounds)
         lo, hi = p0, p1
@@ -175,7 +174,6 @@ def map_binary_name(node) -> str:
 def bind_binary(dev, node, opset):
     code = BINARY.get(node.op_type)
     map_code = MAP_BINARY.index(map_binary_name(node))
-    fallback = host_fallback(dev, node, opset)
     int64_ok = node.op_type in INT64_BINARY
     int_fn = INT_BINARY.get(node.op_type)
 
@@ -193,7 +191,7 @@ def bind_binary(dev, node, opset):
             return binary(dev, "er_binary_i64", code, a, b, dtypes.INT64)
         if a.elem_type in CAST_TYPES and b.elem_type in CAST_TYPES:
             return map_binary(dev, map_code, a, b, a.elem_type)
-        return fallback(ctx, a, b, **attrs)
+        refuse(node, a, b)
     return run
 
 
@@ -227,7 +225,6 @@ def bind_variadic(dev, node, opset):
     """Sum, Max, Min and Mean of any number of inputs (broadcast): a chain of binary ops
     (Mean: a Sum, divided by the count)."""
     name = "Add" if node.op_type in ("Sum", "Mean") else node.op_type
-    fallback = host_fallback(dev, node, opset)
 
     def step(a, b):
         if all_float((a, b)):
@@ -236,7 +233,7 @@ def bind_variadic(dev, node, opset):
 
     def run(ctx, *xs, **attrs):
         if any(x.elem_type not in CAST_TYPES for x in xs):
-            return fallback(ctx, *xs, **attrs)
+            refuse(node, *xs)
         y = xs[0]
         for x in xs[1:]:
             y = step(y, x)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ....ir import dtypes
 from . import operator
-from .common import (contiguous_strides, converted, float_or_fallback, host_fallback,
+from .common import (contiguous_strides, converted, float_or_refused, refuse,
                      host_floats, normalize_axis, product)
 from .tensor import CAST_TYPES, copy_strided, take, transpose
 from ..device import SMALL_INTS, WasmTensor
@@ -35,15 +35,14 @@ def check_scatter(node, opset) -> str:
     return "" if reduction in SCATTER_REDUCTIONS else f"reduction={reduction!r}"
 
 
-def _typed_or_fallback(dev, node, opset, run, reduce=False):
+def _typed_or_refused(dev, node, opset, run, reduce=False):
     """`run` when the data's element type is one the kernels handle (any 1-8 byte type for
-    copies, the numeric types where values combine), else the numpy CPU kernel."""
-    slow = host_fallback(dev, node, opset)
+    copies, the numeric types where values combine), else refused."""
 
     def checked(ctx, data, *rest, **attrs):
         ok = isinstance(data, WasmTensor) and (data.elem_type in CAST_TYPES if reduce else
                                                data.itemsize in (1, 2, 4, 8))
-        return run(ctx, data, *rest) if ok else slow(ctx, data, *rest, **attrs)
+        return run(ctx, data, *rest) if ok else refuse(node, data, *rest)
     return checked
 
 
@@ -80,7 +79,7 @@ def bind_elements(dev, node, opset):
             raise _out_of_range(dev, node.op_type, indices, -1 - bad,
                                 f"axis {axis} of size {data.shape[axis]}")
         return y
-    return _typed_or_fallback(dev, node, opset, run, reduce=bool(reduction))
+    return _typed_or_refused(dev, node, opset, run, reduce=bool(reduction))
 
 
 @operator("GatherND", "ScatterND", check=check_scatter)
@@ -122,7 +121,7 @@ def bind_nd(dev, node, opset):
             raise _out_of_range(dev, node.op_type, indices, -1 - bad,
                                 f"data {list(data.shape)}")
         return y
-    return _typed_or_fallback(dev, node, opset, run, reduce=bool(reduction))
+    return _typed_or_refused(dev, node, opset, run, reduce=bool(reduction))
 
 
 @operator("Trilu")
@@ -139,7 +138,7 @@ def bind_trilu(dev, node, opset):
             dev.call("er_trilu", y.ptr, x.ptr, x.itemsize, product(x.shape[:-2]), rows, cols,
                      max(min(offset, 2 ** 31 - 1), -2 ** 31), upper)
         return y
-    return _typed_or_fallback(dev, node, opset, run)
+    return _typed_or_refused(dev, node, opset, run)
 
 
 @operator("CumSum", "CumProd")
@@ -155,7 +154,7 @@ def bind_cumulative(dev, node, opset):
             dev.call("er_cumulative", prod, x.elem_type, x.ptr, y.ptr, product(x.shape[:axis]),
                      x.shape[axis], product(x.shape[axis + 1:]), exclusive, reverse)
         return y
-    return _typed_or_fallback(dev, node, opset, run, reduce=True)
+    return _typed_or_refused(dev, node, opset, run, reduce=True)
 
 
 @operator("OneHot")
@@ -206,7 +205,7 @@ def bind_top_k(dev, node, opset):
                      product(x.shape[:axis]), n, product(x.shape[axis + 1:]), count, largest,
                      scratch.ptr)
         return values, indices
-    return _typed_or_fallback(dev, node, opset, run, reduce=True)
+    return _typed_or_refused(dev, node, opset, run, reduce=True)
 
 
 @operator("Hardmax")
@@ -225,7 +224,7 @@ def bind_hardmax(dev, node, opset):
                                    product(x.shape[axis + 1:]))
             dev.call("er_hardmax", x.ptr, y.ptr, outer, n, inner)
         return y
-    return float_or_fallback(dev, node, opset, run)
+    return float_or_refused(dev, node, opset, run)
 
 
 @operator("TensorScatter")

@@ -10,7 +10,7 @@ import operator as op
 
 from ....ir import dtypes
 from . import operator
-from .common import broadcast_shape, broadcast_strides, host_fallback, host_values, merge_dims
+from .common import broadcast_shape, broadcast_strides, refuse, host_values, merge_dims
 from .host_math import elementwise, has_values
 from .tensor import CAST_TYPES
 from .text import compare_strings, is_strings
@@ -29,13 +29,12 @@ COMPARE = {
 @host_values                            # Equal takes strings, which stay on the host
 def bind_compare(dev, node, opset):
     code, fn = COMPARE[node.op_type]
-    fallback = host_fallback(dev, node, opset)
 
     def run(ctx, a, b, **attrs):
         if type(a) is not WasmTensor or type(b) is not WasmTensor:
             if node.op_type == "Equal" and is_strings(a) and is_strings(b):
                 return compare_strings(dev, fn, a, b)
-            return fallback(ctx, a, b, **attrs)
+            refuse(node, a, b)
         if a.elem_type != b.elem_type:
             raise TypeError(f"{node.op_type} inputs differ in type: "
                             f"{dtypes.type_string(a.elem_type)} and "
@@ -44,7 +43,7 @@ def bind_compare(dev, node, opset):
             shape, values = elementwise(fn, (a, b))
             return dev.from_ints([int(v) for v in values], shape, dtypes.BOOL)
         if a.elem_type not in CAST_TYPES:
-            return fallback(ctx, a, b, **attrs)
+            refuse(node, a, b)
         shape = broadcast_shape(a.shape, b.shape)
         y = dev.empty(shape, dtypes.BOOL)
         if y.size:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ....ir import dtypes
 from . import operator
-from .common import converted, float_or_fallback, product
+from .common import converted, float_or_refused, product
 
 REDUCTIONS = {"none": 0, "sum": 1, "mean": 2}
 INT32_RANGE = range(-2 ** 31, 2 ** 31)
@@ -55,4 +55,4 @@ def bind_loss(dev, node, opset):
             raise IndexError(f"{node.op_type}: target at position {-1 - bad} lies outside "
                              f"[0, {c}) and is not ignore_index")
         return (loss, log_prob) if want_log_prob else loss
-    return float_or_fallback(dev, node, opset, run, float_inputs=[0, 2])
+    return float_or_refused(dev, node, opset, run, float_inputs=[0, 2])

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from . import EDGERUN, operator
-from .common import broadcast_shape, contiguous_strides, float_or_fallback, product
+from .common import broadcast_shape, contiguous_strides, float_or_refused, product
 from .elementwise import (AFFINE, NO_ACTIVATION, activation_of, apply_activation, binary,
                           check_activation)
 
@@ -22,7 +22,7 @@ def bind_matmul(dev, node, opset):
         y = matmul(dev, a, b)
         apply_activation(dev, y, *act)
         return y
-    return float_or_fallback(dev, node, opset, run)
+    return float_or_refused(dev, node, opset, run)
 
 
 def matmul(dev, a, b):
@@ -129,7 +129,7 @@ def bind_gemm(dev, node, opset):
                 y = binary(dev, "er_binary", ADD, y, c, y.elem_type)
         apply_activation(dev, y, *act)
         return y
-    return float_or_fallback(dev, node, opset, run)
+    return float_or_refused(dev, node, opset, run)
 
 
 def broadcast_into(dev, src, dst) -> None:

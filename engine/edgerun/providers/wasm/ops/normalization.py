@@ -6,7 +6,7 @@ from __future__ import annotations
 from ....ir import dtypes
 from . import EDGERUN, operator
 from .common import (broadcast_shape, broadcast_strides, contiguous_strides, converted,
-                     float_or_fallback, normalize_axis, product)
+                     float_or_refused, normalize_axis, product)
 from .elementwise import AFFINE, BINARY, UNARY, binary
 from .reduce import REDUCE, reduce_axes
 from .tensor import CAST_TYPES, copy_strided, take
@@ -31,7 +31,7 @@ def bind_softmax(dev, node, opset):
                                product(x.shape[axis + 1:]))
         dev.call("er_softmax", x.ptr, y.ptr, outer, n, inner, log_out)
         return y
-    return float_or_fallback(dev, node, opset, run)
+    return float_or_refused(dev, node, opset, run)
 
 
 def normalized_param(dev, t, shape, what: str, op: str):
@@ -81,7 +81,7 @@ def bind_layer_norm(dev, node, opset):
         stats = [converted(dev, t, stash) if t is not None and stash in CAST_TYPES else t
                  for t in (mean, inv)]
         return (y, *stats)[:len(wanted)]
-    return float_or_fallback(dev, node, opset, run, keep_outputs=(1, 2))
+    return float_or_refused(dev, node, opset, run, keep_outputs=(1, 2))
 
 
 def check_batch_norm(node, opset) -> str:
@@ -107,7 +107,7 @@ def bind_batch_norm(dev, node, opset):
             dev.call("er_batch_norm", x.ptr, scale.ptr, bias.ptr, mean.ptr, var.ptr, y.ptr,
                      x.shape[0], c, product(x.shape[2:]), eps)
         return y
-    return float_or_fallback(dev, node, opset, run)
+    return float_or_refused(dev, node, opset, run)
 
 
 @operator("LRN")
@@ -124,7 +124,7 @@ def bind_lrn(dev, node, opset):
             dev.call("er_lrn", x.ptr, y.ptr, x.shape[0], x.shape[1], product(x.shape[2:]), size,
                      alpha, beta, bias)
         return y
-    return float_or_fallback(dev, node, opset, run)
+    return float_or_refused(dev, node, opset, run)
 
 
 def _affine_per_channel(dev, y: WasmTensor, scale, bias) -> WasmTensor:
@@ -156,7 +156,7 @@ def bind_instance_norm(dev, node, opset):
                              f"{list(x.shape)}")
         y = _normalize_rows(dev, x, x.shape[0] * x.shape[1], eps)
         return _affine_per_channel(dev, y, scale, bias)
-    return float_or_fallback(dev, node, opset, run)
+    return float_or_refused(dev, node, opset, run)
 
 
 @operator("GroupNormalization")
@@ -174,7 +174,7 @@ def bind_group_norm(dev, node, opset):
         if opset < 21:
             scale, bias = (_per_group(dev, t, c, groups) for t in (scale, bias))
         return _affine_per_channel(dev, y, scale, bias)
-    return float_or_fallback(dev, node, opset, run)
+    return float_or_refused(dev, node, opset, run)
 
 
 def _per_group(dev, t: WasmTensor, channels: int, groups: int):
@@ -203,7 +203,7 @@ def bind_lp_norm(dev, node, opset):
         safe = binary(dev, "er_binary", BINARY["Add"], norm,
                       converted(dev, is_zero, dtypes.FLOAT), dtypes.FLOAT)
         return binary(dev, "er_binary", BINARY["Div"], x, safe, dtypes.FLOAT)
-    return float_or_fallback(dev, node, opset, run)
+    return float_or_refused(dev, node, opset, run)
 
 
 @operator("MeanVarianceNormalization")
@@ -225,4 +225,4 @@ def bind_mean_variance_norm(dev, node, opset):
         dev.call("er_unary", AFFINE, variance.ptr, variance.ptr, variance.size, 1.0, 1e-9)
         centered = binary(dev, "er_binary", BINARY["Sub"], x, mean, dtypes.FLOAT)
         return binary(dev, "er_binary", BINARY["Div"], centered, variance, dtypes.FLOAT)
-    return float_or_fallback(dev, node, opset, run)
+    return float_or_refused(dev, node, opset, run)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ....ir import dtypes
 from . import operator
-from .common import float_or_fallback, product
+from .common import float_or_refused, product
 from .conv import conv_geometry, _text
 
 R_MEAN, R_MAX = 1, 2
@@ -49,7 +49,7 @@ def bind_pool(dev, node, opset):
                       g["out"][0], g["out"][1], include_pad])
         dev.call(export, x.ptr, y.ptr)
         return y
-    return float_or_fallback(dev, node, opset, run, selects_values=node.op_type == "MaxPool")
+    return float_or_refused(dev, node, opset, run, selects_values=node.op_type == "MaxPool")
 
 
 def pool_nd(dev, node, x, include_pad: int, with_indices: bool):
@@ -87,7 +87,7 @@ def bind_global_lp_pool(dev, node, opset):
                       spatial, spatial, 1, 0, 0, 1, 1])
         dev.call("er_pool_nd", P_LP, x.ptr, y.ptr, 0, p)
         return y
-    return float_or_fallback(dev, node, opset, run)
+    return float_or_refused(dev, node, opset, run)
 
 
 @operator("GlobalAveragePool", "GlobalMaxPool")
@@ -101,4 +101,4 @@ def bind_global_pool(dev, node, opset):
         y = dev.empty(list(x.shape[:2]) + [1] * (len(x.shape) - 2))
         dev.call("er_reduce", op, x.ptr, y.ptr, outer, r, 1)
         return y
-    return float_or_fallback(dev, node, opset, run)
+    return float_or_refused(dev, node, opset, run)

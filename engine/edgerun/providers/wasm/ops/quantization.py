@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ....ir import dtypes
 from . import operator
-from .common import converted, derived, host_fallback, normalize_axis, product
+from .common import converted, derived, refuse, normalize_axis, product
 from .elementwise import MAP_BINARY, MAP_UNARY, map_binary, map_unary
 from .tensor import CAST_TYPES, cast_flags, take
 from ..device import WasmTensor
@@ -86,11 +86,10 @@ def bind_quantize(dev, node, opset):
     axis, block = int(node.attr("axis", 1)), int(node.attr("block_size", 0))
     output_dtype, precision = int(node.attr("output_dtype", 0)), int(node.attr("precision", 0))
     flags = cast_flags(node, opset) & 1            # saturate=0 only (no round_mode here)
-    fallback = host_fallback(dev, node, opset)
 
     def run(ctx, x, scale, zero_point=None, **attrs):
         if not _check_types(x, scale, zero_point):
-            return fallback(ctx, x, scale, zero_point, **attrs)
+            refuse(node, x, scale, zero_point)
         code = zero_point.elem_type if zero_point is not None else (output_dtype or dtypes.UINT8)
         if zero_point is not None and output_dtype and output_dtype != code:
             raise TypeError(f"QuantizeLinear: output_dtype {dtypes.type_string(output_dtype)} "
@@ -113,11 +112,10 @@ def bind_quantize(dev, node, opset):
 def bind_dequantize(dev, node, opset):
     axis, block = int(node.attr("axis", 1)), int(node.attr("block_size", 0))
     output_dtype = int(node.attr("output_dtype", 0))
-    fallback = host_fallback(dev, node, opset)
 
     def run(ctx, x, scale, zero_point=None, **attrs):
         if not _check_types(x, scale, zero_point):
-            return fallback(ctx, x, scale, zero_point, **attrs)
+            refuse(node, x, scale, zero_point)
         out_type = output_dtype or scale.elem_type
         if out_type == dtypes.FLOAT and x.elem_type in SMALL_INTEGERS and \
                 scale.elem_type == dtypes.FLOAT and _per_tensor(scale, zero_point):
@@ -265,12 +263,11 @@ def _packed_weight(dev, b: WasmTensor, zero_point, k: int, n: int, b_zp: int, b_
 
 @operator("MatMulInteger")
 def bind_matmul_integer(dev, node, opset):
-    fallback = host_fallback(dev, node, opset)
 
     def run(ctx, a, b, a_zero_point=None, b_zero_point=None, **attrs):
         if any(t is not None and t.elem_type not in EIGHT_BIT
                for t in (a, b, a_zero_point, b_zero_point)):
-            return fallback(ctx, a, b, a_zero_point, b_zero_point, **attrs)
+            refuse(node, a, b, a_zero_point, b_zero_point)
         return integer_matmul(dev, a, b, a_zero_point, b_zero_point)
     return run
 
@@ -279,7 +276,6 @@ def bind_matmul_integer(dev, node, opset):
 def bind_matmul_integer_to_float(dev, node, opset):
     """onnxruntime's contrib operator, as the optimizer fuses MatMulInteger -> Cast -> Mul
     [-> Add]: the int32 product, then er_scale_int32 (float32, scaled, biased) in one pass."""
-    fallback = host_fallback(dev, node, opset)
 
     def run(ctx, a, b, a_scale, b_scale, a_zero_point=None, b_zero_point=None, bias=None,
             **attrs):
@@ -289,7 +285,7 @@ def bind_matmul_integer_to_float(dev, node, opset):
         if a.elem_type not in EIGHT_BIT or b.elem_type not in EIGHT_BIT or \
                 any(t.elem_type != dtypes.FLOAT or t.size not in (1, n) for t in floats) or \
                 a_scale.size != 1:
-            return fallback(ctx, *inputs, **attrs)
+            refuse(node, *inputs)
         acc = integer_matmul(dev, a, b, a_zero_point, b_zero_point)
         y = dev.empty(acc.shape, dtypes.FLOAT)
         if y.size:
@@ -302,14 +298,13 @@ def bind_matmul_integer_to_float(dev, node, opset):
 
 @operator("QLinearMatMul")
 def bind_qlinear_matmul(dev, node, opset):
-    fallback = host_fallback(dev, node, opset)
 
     def run(ctx, a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale,
             y_zero_point=None, **attrs):
         inputs = (a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, y_zero_point)
         if a.elem_type not in EIGHT_BIT or b.elem_type not in EIGHT_BIT or \
                 not _check_types(*inputs):
-            return fallback(ctx, *inputs, **attrs)
+            refuse(node, *inputs)
         product_t = integer_matmul(dev, a, b, a_zero_point, b_zero_point)
         if len(a_scale.shape) == 1 and a_scale.size > 1 and len(a.shape) >= 2:
             a_scale = a_scale.view((a_scale.size, 1))
@@ -379,18 +374,16 @@ def _integer_conv_inputs(*tensors) -> bool:
 
 @operator("ConvInteger", check=_conv_check)
 def bind_conv_integer(dev, node, opset):
-    fallback = host_fallback(dev, node, opset)
 
     def run(ctx, x, w, x_zero_point=None, w_zero_point=None, **attrs):
         if not _integer_conv_inputs(x, w, x_zero_point, w_zero_point) or len(x.shape) > 4:
-            return fallback(ctx, x, w, x_zero_point, w_zero_point, **attrs)
+            refuse(node, x, w, x_zero_point, w_zero_point)
         return integer_conv(dev, node, x, w, x_zero_point, w_zero_point)
     return run
 
 
 @operator("QLinearConv", check=_conv_check)
 def bind_qlinear_conv(dev, node, opset):
-    fallback = host_fallback(dev, node, opset)
 
     def run(ctx, x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale,
             y_zero_point=None, B=None, **attrs):
@@ -398,7 +391,7 @@ def bind_qlinear_conv(dev, node, opset):
         if not _integer_conv_inputs(x, w, x_zero_point, w_zero_point, y_zero_point) or \
                 len(x.shape) > 4 or (B is not None and B.elem_type != dtypes.INT32) or \
                 not _check_types(x_scale, w_scale, y_scale):
-            return fallback(ctx, *inputs, **attrs)
+            refuse(node, *inputs)
         acc = integer_conv(dev, node, x, w, x_zero_point, w_zero_point)
         channel = (-1,) + (1,) * (len(x.shape) - 2)        # broadcasts over (N, M, *spatial)
         if B is not None:

@@ -13,7 +13,7 @@ from array import array
 from ....ir import dtypes
 from ....ir.unary_ops import RNN_ACTIVATIONS, rnn_activation
 from . import operator
-from .common import float_or_fallback
+from .common import float_or_refused
 from .conv import _text
 from .elementwise import BINARY, binary
 from .matmul import broadcast_into
@@ -56,7 +56,7 @@ def bind_lstm(dev, node, opset):
             run_direction(dev, d, reverse, x, w, r, b, initial_h, initial_c, p, y, y_h, y_c,
                           (seq, batch, input_size, dirs, hidden), clip)
         return y, y_h, y_c
-    return float_or_fallback(dev, node, opset, run, float_inputs=[0, 1, 2, 3, 5, 6, 7])
+    return float_or_refused(dev, node, opset, run, float_inputs=[0, 1, 2, 3, 5, 6, 7])
 
 
 def run_direction(dev, d, reverse, x, w, r, b, initial_h, initial_c, p, y, y_h, y_c, dims,
@@ -214,7 +214,7 @@ def bind_rnn(dev, node, opset):
         if layout:
             return transpose(dev, y, [2, 0, 1, 3]), transpose(dev, y_h, [1, 0, 2])
         return y, y_h
-    return float_or_fallback(dev, node, opset, run, float_inputs=[0, 1, 2, 3, 5])
+    return float_or_refused(dev, node, opset, run, float_inputs=[0, 1, 2, 3, 5])
 
 
 def _rnn_direction(dev, gru, gates_per, d, reverse, x, w, r, b, initial_h, y, y_h, entries,

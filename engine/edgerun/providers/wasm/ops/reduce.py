@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from . import operator
 from ....ir import dtypes
-from .common import float_or_fallback, normalize_axis, product
+from .common import float_or_refused, normalize_axis, product
 from .tensor import transpose
 from ..device import INT_FORMATS
 
@@ -39,12 +39,12 @@ def bind_reduce(dev, node, opset):
                 _reduce_call(dev, code, x, y, y.size, 1, 1)
             return y
         return reduce_axes(dev, x, code, axes or range(rank), keepdims)
-    return integers_as_they_are(run, float_or_fallback(dev, node, opset, run, float_inputs=[0]))
+    return integers_as_they_are(run, float_or_refused(dev, node, opset, run, float_inputs=[0]))
 
 
 def integers_as_they_are(run, on_floats):
     """`run` itself for integer and bool data (the kernels take their type), `on_floats`
-    (float32, or widened, or the fallback) for the rest."""
+    (float32, or widened, or refused) for the rest."""
     def dispatch(ctx, x, *rest, **attrs):
         if x.elem_type in INT_FORMATS:
             return run(ctx, x, *rest)
@@ -110,4 +110,4 @@ def bind_arg_reduce(dev, node, opset):
         else:
             dev.call("er_argmax", x.ptr, y.ptr, *sizes)
         return y
-    return integers_as_they_are(run, float_or_fallback(dev, node, opset, run))
+    return integers_as_they_are(run, float_or_refused(dev, node, opset, run))

@@ -15,7 +15,7 @@ from array import array
 from ....ir import dtypes, resize_rules as rules
 from ....ir.host_tensor import HostTensor
 from . import operator
-from .common import converted, float_or_fallback, host_floats, product
+from .common import converted, float_or_refused, host_floats, product
 from .elementwise import MAP_UNARY, map_unary
 from .tensor import CAST_TYPES, take
 from ..device import WasmTensor
@@ -197,7 +197,7 @@ def bind_grid_sample(dev, node, opset):
         dev.set_args([n, c, rank] + spatial + [product(out_spatial)])
         dev.call("er_grid_sample", x.ptr, grid.ptr, y.ptr, mode, padding, align)
         return y
-    return float_or_fallback(dev, node, opset, run)
+    return float_or_refused(dev, node, opset, run)
 
 
 @operator("AffineGrid")
@@ -228,7 +228,7 @@ def bind_affine_grid(dev, node, opset):
                      theta.ptr + i * rank * (rank + 1) * 4, 1, rank + 1,
                      y.ptr + i * points * rank * 4, rank, 0)
         return y
-    return float_or_fallback(dev, node, opset, run, float_inputs=[0])
+    return float_or_refused(dev, node, opset, run, float_inputs=[0])
 
 
 def _positions(size: int, align: int) -> list:

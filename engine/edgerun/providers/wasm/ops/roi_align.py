@@ -7,7 +7,7 @@ from __future__ import annotations
 from ....ir import dtypes
 from . import operator
 from .common import converted
-from .typed_floats import typed_or_fallback
+from .typed_floats import typed_or_refused
 
 MODES = {"avg": 0, "max": 2}
 TRANSFORMS = {"half_pixel": 1, "output_half_pixel": 0}
@@ -71,4 +71,4 @@ def bind_roi_align(dev, node, opset):
             raise IndexError(f"RoiAlign: batch_indices[{bad - 1}] is outside [0, {n}), the "
                              f"batch of X {list(x.shape)}")
         return y
-    return typed_or_fallback(dev, node, opset, run, float_inputs=(0, 1))
+    return typed_or_refused(dev, node, opset, run, float_inputs=(0, 1))

@@ -13,7 +13,7 @@ import math
 from ....ir import dtypes
 from . import operator
 from .common import floats_as, host_floats, product
-from .typed_floats import scalar_int, typed_or_fallback
+from .typed_floats import scalar_int, typed_or_refused
 
 
 def fft_scratch_doubles(n: int) -> int:
@@ -74,7 +74,7 @@ def bind_dft(dev, node, opset):
                  n_in, product(x.shape[axis + 1:-1]), x.shape[-1], length, out_n,
                  (1 if inverse else 0) | (2 if real_out else 0))
         return y
-    return typed_or_fallback(dev, node, opset, run)
+    return typed_or_refused(dev, node, opset, run)
 
 
 # ---- STFT ---------------------------------------------------------------------------------
@@ -113,7 +113,7 @@ def bind_stft(dev, node, opset):
                  window.elem_type if window is not None else 0, batch, n, channels, frames,
                  step, size, bins)
         return y
-    return typed_or_fallback(dev, node, opset, run, float_inputs=(0, 2))
+    return typed_or_refused(dev, node, opset, run, float_inputs=(0, 2))
 
 
 # ---- MelWeightMatrix ------------------------------------------------------------------------

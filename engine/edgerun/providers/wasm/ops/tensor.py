@@ -12,7 +12,7 @@ from __future__ import annotations
 from ....ir import dtypes
 from ....ir.shape_rules import split_lengths
 from . import operator
-from .common import (broadcast_shape, broadcast_strides, contiguous_strides, converted,
+from .common import (broadcast_shape, broadcast_strides, contiguous_strides, converted, refuse,
                      host_floats, host_values, merge_dims, normalize_axis, product)
 from .host_math import has_values, wrap
 from ..device import INT_FORMATS, SMALL_INTS, WasmTensor
@@ -251,15 +251,13 @@ def cast(dev, x: WasmTensor, to: int, flags: int = 0) -> WasmTensor:
 @operator("CastLike", check=check_cast)
 def bind_cast(dev, node, opset):
     """Cast, and CastLike (to the element type of its second input)."""
-    from .common import host_fallback
-    fallback = host_fallback(dev, node, opset)
     flags = cast_flags(node, opset)
     to_attr = node.attr("to")
 
     def run(ctx, x, like=None, **attrs):
         to = like.elem_type if like is not None else int(to_attr)
         if x.elem_type not in CAST_TYPES or to not in CAST_TYPES:
-            return fallback(ctx, x, *([like] if like is not None else []), **attrs)
+            refuse(node, x, *([like] if like is not None else []))
         return cast(dev, x, to, flags)
     return run
 

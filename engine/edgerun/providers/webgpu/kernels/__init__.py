@@ -6,8 +6,8 @@ them through host_values.py only.
 
 `check(node, opset)` returns "" when the node is supported, else the reason; it sees only
 the node (attributes, input/output counts), so a kernel that meets an unsupported input at
-run time (a rank it has no layout for) raises `Unsupported` and the provider runs the CPU
-kernel on that node instead (counted in `stats["fallbacks"]`).
+run time (a rank it has no layout for) raises `Unsupported` and the session's next provider
+runs that node instead (runtime/refusals.py; counted in `stats["fallbacks"]`).
 """
 from __future__ import annotations
 
