@@ -248,3 +248,58 @@ def test_attributes_of_the_wrong_type_or_missing_are_refused_before_any_pass():
                               opset_imports=[helper.make_opsetid("", 17)])
     with pytest.raises(edgerun.InvalidGraph, match="lacks its required attribute 'to'"):
         _load(model.SerializeToString())
+
+
+def _typed_model(nodes, inputs, opset=17) -> bytes:
+    graph = helper.make_graph(nodes, "g", inputs, [onnx.ValueInfoProto(name=nodes[-1].output[0])])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)]) \
+        .SerializeToString()
+
+
+IF_WITH_AN_INT_EXP = helper.make_node(
+    "If", ["c"], ["y"], name="branch",
+    then_branch=helper.make_graph([helper.make_node("Exp", ["i"], ["e"], name="inner_exp")],
+                                  "then", [], [onnx.ValueInfoProto(name="e")]),
+    else_branch=helper.make_graph([helper.make_node("Identity", ["i"], ["e2"])], "else", [],
+                                  [onnx.ValueInfoProto(name="e2")]))
+
+
+@pytest.mark.parametrize("nodes,inputs,named", [
+    # Exp takes floats: numpy's exp of int32 would silently be float64
+    ([helper.make_node("Exp", ["i"], ["y"], name="exp")],
+     [helper.make_tensor_value_info("i", TensorProto.INT32, [2])],
+     ["node 'exp' (Exp-13)", "input 0 'i' is tensor(int32)", "T takes tensor(bfloat16)"]),
+    # one type variable bound to two types
+    ([helper.make_node("Add", ["x", "d"], ["y"], name="add")],
+     [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2]),
+      helper.make_tensor_value_info("d", TensorProto.DOUBLE, [2])],
+     ["node 'add' (Add-14)", "'x' (tensor(float)) and 'd' (tensor(double)) must have one type"]),
+    # a fixed type: Reshape's shape is int64
+    ([helper.make_node("Reshape", ["x", "s"], ["y"], name="reshape")],
+     [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2]),
+      helper.make_tensor_value_info("s", TensorProto.INT32, [1])],
+     ["node 'reshape' (Reshape-14)", "input 1 's' is tensor(int32), tensor(int64) takes "
+      "tensor(int64)"]),
+    # inside a subgraph, reading an enclosing value
+    ([IF_WITH_AN_INT_EXP],
+     [helper.make_tensor_value_info("c", TensorProto.BOOL, []),
+      helper.make_tensor_value_info("i", TensorProto.INT64, [2])],
+     ["node 'inner_exp' (Exp-13)", "input 0 'i' is tensor(int64)"]),
+])
+@pytest.mark.parametrize("level", [edgerun.GraphOptimizationLevel.ORT_DISABLE_ALL,
+                                   edgerun.GraphOptimizationLevel.ORT_ENABLE_ALL])
+def test_operands_of_types_the_operator_does_not_take_are_refused_at_load(nodes, inputs,
+                                                                           named, level):
+    """As onnxruntime refuses them (checked here too), naming node, input and types
+    (shape_inference/type_check.py), at every optimization level."""
+    import onnxruntime
+
+    model = _typed_model(nodes, inputs)
+    with pytest.raises(Exception, match="Type"):
+        onnxruntime.InferenceSession(model, providers=["CPUExecutionProvider"])
+    options = edgerun.SessionOptions()
+    options.graph_optimization_level = level
+    with pytest.raises(edgerun.InvalidGraph) as caught:
+        edgerun.InferenceSession(model, options)
+    for part in named:
+        assert part in str(caught.value), str(caught.value)

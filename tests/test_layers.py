@@ -45,3 +45,21 @@ def test_the_core_packages_type_check():
     out = subprocess.run([sys.executable, "-m", "mypy", "--no-incremental"], cwd=ROOT,
                          capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
+
+
+def test_the_generated_schema_tables_are_those_of_the_pinned_onnx():
+    """ir/op_schema.py and ir/op_types.py are generated from onnx's schemas
+    (scripts/gen_op_schema.py); regenerate them when the onnx pin moves."""
+    import importlib.util
+    import json
+
+    spec = importlib.util.spec_from_file_location(
+        "gen_op_schema", os.path.join(ROOT, "scripts", "gen_op_schema.py"))
+    gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen)
+    from edgerun.ir import op_schema, op_types
+
+    for module, table in ((op_schema, gen.count_table()), (op_types, gen.type_table())):
+        committed = json.loads("".join(module._TABLE))
+        assert committed == json.loads(json.dumps(table)), \
+            f"{module.__name__} is stale: run python scripts/gen_op_schema.py"

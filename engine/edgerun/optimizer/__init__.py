@@ -117,18 +117,19 @@ NEED_NUMPY = (fold_scaler,)
 
 
 def optimize(model: ir.Model, level=ALL, report: Optional[dict] = None,
-             evaluate=None, providers=None) -> ir.Model:
+             evaluate=None, providers=None, inferred=None) -> ir.Model:
     """Run every pass up to `level` (an int or GraphOptimizationLevel) over `model`.
 
     `report`, if given, receives pass name -> number of rewrites. `evaluate(node, opset,
     inputs)` runs one node for constant folding (providers.registry.constant_evaluator());
     without it nothing is folded. `providers` (the session's, in priority order) lets the
     fusions whose kernel only some providers have apply where those providers run them.
+    `inferred`: shape inference of `model` as given (the session's), reused by fold_shapes.
     """
     level = int(level)
     if level <= DISABLE_ALL:
         return model
-    ctx = PassContext(model, evaluate, providers)
+    ctx = PassContext(model, evaluate, providers, inferred)
     for fn, lowest, trigger in PASSES:
         if level < lowest or (not ctx.has_numpy and fn in NEED_NUMPY):
             continue

@@ -1,7 +1,8 @@
 """Values computed from tensor shapes (Shape, Size, Gather/Concat/Slice of dimensions ...)
 become constants when edgerun.shape_inference proves every element static.
 
-Runs on the main graph only (input shapes come from the model's declared inputs), and
+Runs on the main graph only (input shapes come from the model's declared inputs), on the
+session's inference of the model where it has one (`ctx.inferred`), and
 leaves the inferred types in `ctx.inferred_types`, which later passes use for ranks.
 Values that involve symbolic dimensions stay computed at run time. Needs the
 edgerun.shape_inference package; without it the pass does nothing.
@@ -17,13 +18,8 @@ MAX_FOLDED_ELEMENTS = 4096
 def fold_shapes(view: GraphView, ctx: PassContext) -> int:
     if view.graph is not ctx.model.graph:
         return 0
-    try:
-        from ..shape_inference import infer_shapes
-    except ImportError:
-        return 0
-    try:
-        result = infer_shapes(ctx.model)
-    except Exception:   # noqa: BLE001 - an inference failure only means nothing is folded
+    result = ctx.inferred if ctx.inferred is not None else _infer(ctx.model)
+    if result is None:
         return 0
     ctx.inferred_types = dict(result)
     count = 0
@@ -38,6 +34,17 @@ def fold_shapes(view: GraphView, ctx: PassContext) -> int:
             view.set_constant(name, value)
         count += 1
     return count
+
+
+def _infer(model):
+    try:
+        from ..shape_inference import infer_shapes
+    except ImportError:
+        return None
+    try:
+        return infer_shapes(model)
+    except Exception:   # noqa: BLE001 - an inference failure only means nothing is folded
+        return None
 
 
 def _static_value(result, name: str, has_numpy: bool):

@@ -26,8 +26,12 @@ class PassContext:
     """Model-wide facts a pass reads: opset versions, unique names, the IR version rule for
     overridable initializers."""
 
-    def __init__(self, model: ir.Model, evaluate=None, providers=None):
+    def __init__(self, model: ir.Model, evaluate=None, providers=None, inferred=None):
         self.model = model
+        # shape inference of the model as optimize() got it (an InferenceResult), or None:
+        # the passes before fold_shapes keep every surviving name's type and value, so
+        # fold_shapes reads it instead of inferring again
+        self.inferred = inferred
         # the session's providers in priority order (objects with capability(node, opset)),
         # for fusions only some providers run; None: not known (optimize() on its own)
         self.providers = providers

