@@ -52,14 +52,16 @@ class InferenceSession:
         _check_opsets(self._model)
         validate_model(self._model)
         inline_functions(self._model)
-        expand_contrib_ops(self._model)
+        inferred = _checked_types(self._model)     # the model's own nodes, as written
+        if expand_contrib_ops(self._model):
+            inferred = None      # values of the expansions are not in it: fold_shapes infers
         self._providers = create_providers(providers, provider_options,
                                            skip_unavailable=self._fallback)
         for provider in self._providers:
             provider.configure(self._options)
         optimize(self._model, int(self._options.graph_optimization_level),
                  evaluate=constant_evaluator(), providers=self._providers,
-                 inferred=_checked_types(self._model))
+                 inferred=inferred)
         if self._options.optimized_model_filepath:
             save_optimized(self._model, self._options.optimized_model_filepath)
         for i, provider in enumerate(self._providers):
