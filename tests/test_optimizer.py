@@ -614,9 +614,10 @@ def test_passes_skip_graphs_without_their_operators(monkeypatch):
 
     monkeypatch.setattr(graph_edit.GraphView, "__init__", counting)
     optimize(load_model(_if_model_reading_outer_weight()), ALL)
-    # the main graph holds only the If: constant_folding x2, fold_shapes, eliminate_dead x2;
-    # each branch: constant_folding x2, eliminate_dead x2, and the two MatMul passes
-    assert built.count("g") == 5
+    # the main graph holds only the If: infer_types, constant_folding x2, fold_shapes,
+    # eliminate_dead x2; each branch: constant_folding x2, eliminate_dead x2, and the two
+    # MatMul passes
+    assert built.count("g") == 6
     assert built.count("then") == built.count("else") == 6
 
 

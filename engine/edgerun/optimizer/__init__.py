@@ -12,30 +12,31 @@ main graph and on every subgraph (If/Loop/Scan bodies), in the order of PASSES:
 | ----- | ------------------------- | -------- | ---------------------------------------------- | ------------------------ |
 | 1     | constants_to_initializers | basic    | Constant nodes -> initializers                 | Constant                 |
 | 2     | eliminate_identity        | basic    | Identity, inference Dropout removed            | Identity, Dropout        |
-| 3     | constant_folding          | basic    | nodes of constants evaluated now               | any node                 |
-| 4     | fold_shapes               | basic    | static Shape-derived values -> constants       | (main graph only)        |
-| 5     | constant_folding          | basic    | again, over what fold_shapes made constant     | any node                 |
-| 6     | fuse_conv_bn              | basic    | Conv + BatchNormalization -> Conv              | BatchNormalization       |
-| 7     | fuse_conv_mul             | basic    | Conv + per-channel Mul -> Conv, W and B scaled | Conv                     |
-| 8     | fuse_conv_add             | basic    | Conv + per-channel Add -> Conv with bias       | Conv                     |
-| 9     | fuse_bn_mul_add           | basic    | BatchNorm + per-channel Mul/Add -> BatchNorm   | BatchNormalization       |
-| 10    | fuse_matmul_add           | basic    | 2-D MatMul + Add -> Gemm                       | MatMul                   |
-| 11    | fold_scaler               | basic    | ML Scaler [+ Cast] + Gemm -> Cast + Gemm       | Scaler                   |
-| 12    | eliminate_dead            | basic    | unread nodes and initializers removed          | any node                 |
-| 13    | fuse_gelu                 | extended | Erf / Tanh GELU formulas -> Gelu               | Erf, Tanh, Pow           |
-| 14    | fuse_layer_norm           | extended | ReduceMean ... Add formula -> LayerNorm        | ReduceMean               |
-| 15    | fuse_attention            | extended | MatMul/Softmax/MatMul -> Attention             | Softmax                  |
-| 16    | fuse_hard_swish           | extended | x * HardSigmoid(x) or x * Clip(x+3,0,6)/6      | HardSigmoid, Clip        |
+| 3     | infer_types               | basic    | shape inference, once; operand types checked   | (main graph only)        |
+| 4     | constant_folding          | basic    | nodes of constants evaluated now               | any node                 |
+| 5     | fold_shapes               | basic    | static Shape-derived values -> constants       | (main graph only)        |
+| 6     | constant_folding          | basic    | again, over what fold_shapes made constant     | any node                 |
+| 7     | fuse_conv_bn              | basic    | Conv + BatchNormalization -> Conv              | BatchNormalization       |
+| 8     | fuse_conv_mul             | basic    | Conv + per-channel Mul -> Conv, W and B scaled | Conv                     |
+| 9     | fuse_conv_add             | basic    | Conv + per-channel Add -> Conv with bias       | Conv                     |
+| 10    | fuse_bn_mul_add           | basic    | BatchNorm + per-channel Mul/Add -> BatchNorm   | BatchNormalization       |
+| 11    | fuse_matmul_add           | basic    | 2-D MatMul + Add -> Gemm                       | MatMul                   |
+| 12    | fold_scaler               | basic    | ML Scaler [+ Cast] + Gemm -> Cast + Gemm       | Scaler                   |
+| 13    | eliminate_dead            | basic    | unread nodes and initializers removed          | any node                 |
+| 14    | fuse_gelu                 | extended | Erf / Tanh GELU formulas -> Gelu               | Erf, Tanh, Pow           |
+| 15    | fuse_layer_norm           | extended | ReduceMean ... Add formula -> LayerNorm        | ReduceMean               |
+| 16    | fuse_attention            | extended | MatMul/Softmax/MatMul -> Attention             | Softmax                  |
+| 17    | fuse_hard_swish           | extended | x * HardSigmoid(x) or x * Clip(x+3,0,6)/6      | HardSigmoid, Clip        |
 |       |                           |          | -> HardSwish                                   |                          |
-| 17    | fuse_activation           | extended | Conv/Gemm/MatMul + activation -> Fused*        | Conv, Gemm, MatMul       |
-| 18    | fuse_matmul_integer_to_float | extended | MatMulInteger + Cast + Mul [+ Add]          | MatMulInteger            |
+| 18    | fuse_activation           | extended | Conv/Gemm/MatMul + activation -> Fused*        | Conv, Gemm, MatMul       |
+| 19    | fuse_matmul_integer_to_float | extended | MatMulInteger + Cast + Mul [+ Add]          | MatMulInteger            |
 |       |                           |          | -> com.microsoft MatMulIntegerToFloat          |                          |
-| 19    | fuse_quantize_dequantize  | extended | QuantizeLinear -> DequantizeLinear pair ->     | QuantizeLinear           |
+| 20    | fuse_quantize_dequantize  | extended | QuantizeLinear -> DequantizeLinear pair ->     | QuantizeLinear           |
 |       |                           |          | com.edgerun QuantizeDequantize (where the      |                          |
 |       |                           |          | session's providers run it: the CPU's)         |                          |
-| 20    | float16_as_float32        | extended | a float16 model computes in float32 between    | (main graph) float16     |
+| 21    | float16_as_float32        | extended | a float16 model computes in float32 between    | (main graph) float16     |
 |       |                           |          | its inputs and outputs, as onnxruntime's CPU   |                          |
-| 21    | eliminate_dead            | extended | what the fusions left unread                   | any node                 |
+| 22    | eliminate_dead            | extended | what the fusions left unread                   | any node                 |
 
 A pass is skipped on a graph that has none of the operators in its last column: building a
 pass's view of a graph costs more than most passes, and models with many small subgraphs
@@ -66,6 +67,7 @@ from .eliminate_identity import eliminate_identity
 from .float16_as_float32 import float16_as_float32, main_graph_with_float16
 from .fold_scaler import fold_scaler
 from .fold_shapes import fold_shapes
+from .infer_types import infer_types
 from .fuse_activation import fuse_activation
 from .fuse_attention import fuse_attention
 from .fuse_bn_mul_add import fuse_bn_mul_add
@@ -89,6 +91,7 @@ MAIN_GRAPH = "main graph"   # trigger of passes that only look at the main graph
 PASSES = [
     (constants_to_initializers, BASIC, {"Constant"}),
     (eliminate_identity, BASIC, {"Identity", "Dropout"}),
+    (infer_types, BASIC, MAIN_GRAPH),
     (constant_folding, BASIC, None),
     (fold_shapes, BASIC, MAIN_GRAPH),
     (constant_folding, BASIC, None),
@@ -117,19 +120,19 @@ NEED_NUMPY = (fold_scaler,)
 
 
 def optimize(model: ir.Model, level=ALL, report: Optional[dict] = None,
-             evaluate=None, providers=None, inferred=None) -> ir.Model:
+             evaluate=None, providers=None, checked_nodes=None) -> ir.Model:
     """Run every pass up to `level` (an int or GraphOptimizationLevel) over `model`.
 
     `report`, if given, receives pass name -> number of rewrites. `evaluate(node, opset,
     inputs)` runs one node for constant folding (providers.registry.constant_evaluator());
     without it nothing is folded. `providers` (the session's, in priority order) lets the
     fusions whose kernel only some providers have apply where those providers run them.
-    `inferred`: shape inference of `model` as given (the session's), reused by fold_shapes.
+    `checked_nodes` (id(node) -> node): nodes whose operand types infer_types checks.
     """
     level = int(level)
     if level <= DISABLE_ALL:
         return model
-    ctx = PassContext(model, evaluate, providers, inferred)
+    ctx = PassContext(model, evaluate, providers, checked_nodes)
     for fn, lowest, trigger in PASSES:
         if level < lowest or (not ctx.has_numpy and fn in NEED_NUMPY):
             continue

