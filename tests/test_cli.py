@@ -35,7 +35,8 @@ def test_explain_lists_placements_refusals_and_copies():
     out = _edgerun("explain", DIGITS, "--providers", "wasm,cpu")
     assert out.returncode == 0, out.stderr
     lines = {line.split()[0]: line for line in out.stdout.splitlines() if line.strip()}
-    assert "wasm" in lines["ArrayFeatureExtractor"] and "MatMul" in out.stdout
+    assert lines["ArrayFeatureExtractor"].split()[2:4] == ["wasm", "cpu"]   # cpu if refused
+    assert "if refused" in out.stdout and "MatMul" in out.stdout
     assert "nodes not on wasm: 0" in out.stdout
     assert re.search(r"copies per run: [1-9]\d* \(main graph\)", out.stdout), out.stdout
 

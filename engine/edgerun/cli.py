@@ -187,11 +187,13 @@ def cmd_explain(args) -> int:
         print(json.dumps(report, indent=1))
         return 0
     width = max([len(n["node"] or n["op_type"]) for n in report["nodes"]] + [4])
-    print(f"{'node':<{width}}  {'op':<20} {'provider':<8} refused by")
+    # "if refused": the provider that runs the node when its kernel refuses the inputs at
+    # run time (runtime/refusals.py)
+    print(f"{'node':<{width}}  {'op':<20} {'provider':<8} {'if refused':<10} refused by")
     for n in report["nodes"]:
         refused = "; ".join(n["refused_by"]) or "-"
         print(f"{n['node'] or n['op_type']:<{width}}  {n['op_type']:<20} {n['provider']:<8} "
-              f"{refused}")
+              f"{n['falls_back_to'] or '-':<10} {refused}")
     from .providers.registry import short_name
 
     counts = collections.Counter(n["provider"] for n in report["nodes"])
