@@ -67,20 +67,28 @@ def _type_name(code: int) -> str:
     return names.get(code, f"attribute type {code}")
 
 
-def _check_arity(node, label: str, where: str, opsets: dict) -> None:
-    """Input and output counts and attribute types against the node's schema version (an
-    operator onnx does not define is left to its kernel)."""
+def schema_version(table: dict, node, opsets: dict):
+    """(the node's opset, the newest entry of `table`'s versions for its operator that the
+    opset includes), or None for an operator onnx does not define (left to its kernel) or
+    a domain the model does not import. `table`: op_schema.SCHEMAS or op_types.op_types()."""
     domain = "" if node.domain == "ai.onnx" else node.domain
-    versions = SCHEMAS.get((domain, node.op_type))
+    versions = table.get((domain, node.op_type))
     opset = opsets.get(domain, opsets.get("ai.onnx") if domain == "" else None)
     if not versions or opset is None:
-        return
+        return None
     chosen = None
     for version in versions:
         if version[0] <= opset:
             chosen = version
-    if chosen is None:
+    return None if chosen is None else (opset, chosen)
+
+
+def _check_arity(node, label: str, where: str, opsets: dict) -> None:
+    """Input and output counts and attribute types against the node's schema version."""
+    found = schema_version(SCHEMAS, node, opsets)
+    if found is None:
         return
+    opset, chosen = found
     _, min_in, max_in, min_out, max_out, attributes = chosen
     if not _fits(len(node.inputs), min_in, max_in):
         raise InvalidGraph(f"{label} in {where} has inputs {node.inputs}; opset {opset} takes "

@@ -21,6 +21,14 @@ def subgraphs(node: Node) -> list:
     return found
 
 
+def all_nodes(graph: Graph):
+    """The nodes of `graph` and of every subgraph in it, each graph's before its bodies'."""
+    for node in graph.nodes:
+        yield node
+        for g in subgraphs(node):
+            yield from all_nodes(g)
+
+
 def subgraph_reads(node: Node) -> set:
     """Names a node's subgraphs read from the enclosing scope."""
     names: set = set()

@@ -45,8 +45,8 @@ pass's view of a graph costs more than most passes, and models with many small s
 Subgraphs see the constants of their enclosing graphs: a Slice of an outer weight inside a
 Loop body folds like one in the main graph (the result becomes an initializer of the body).
 
-fold_shapes needs edgerun.shape_inference (it does nothing without it); the ranks it infers
-also let fuse_matmul_add and fuse_attention match where declared types say nothing.
+fold_shapes reads infer_types' inference (nothing is folded where inference fails); the ranks
+it infers also let fuse_matmul_add and fuse_attention match where declared types say nothing.
 
 Passes read constant values as numpy arrays, or without numpy (a page) as HostTensors: there
 constant folding and the fusions that compute new weights (constant_math.py) run the wasm

