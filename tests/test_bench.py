@@ -111,7 +111,8 @@ def test_overhead_bench_times_a_deep_chain_on_every_engine(tmp_path):
 def test_cold_start_bench_times_edgerun_visits_in_chromium(tmp_path):
     """bench.web.cold_start on the digits model, edgerun only (onnxruntime-web is a bench
     dependency, not a test one): two visits give correct outputs (checked by the bench against
-    the CPU provider), and the second fetches next to nothing (HTTP cache, Cache Storage)."""
+    the CPU provider), and the second fetches next to nothing (HTTP cache, Cache Storage) and
+    restores the session the first kept (web/kept.js: no Python started)."""
     import json
 
     from browser_harness import require_browser
@@ -126,6 +127,7 @@ def test_cold_start_bench_times_edgerun_visits_in_chromium(tmp_path):
     assert first["ms"] > 0 and second["ms"] > 0
     assert first["bytes"] > 10e6, first            # Pyodide, the snapshot, the wheel, the model
     assert second["bytes"] < first["bytes"] / 100, (first, second)
+    assert (first["restored"], second["restored"]) == (0, 1)     # trials that restored
     assert (tmp_path / "cold_start.md").read_text().count("| digits_mlp |") == 2
 
 

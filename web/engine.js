@@ -1,8 +1,9 @@
 // A session in this thread's Pyodide (engine/edgerun/web/bridge.py). index.js uses it
 // directly, or through worker.js inside a Web Worker; either way values cross as
 // [name, type, dims, bytes or strings] and errors carry Python's message.
+import { keepSession, keptSlot, restoreKept } from "./kept.js";
 import { ProgramReplays } from "./replay.js";
-import { applyCustomOps, env, getRuntime, mark, readBytes } from "./runtime.js";
+import { applyCustomOps, env, getRuntime, mark, readBytes, wheelBytes } from "./runtime.js";
 
 // With JSPI (Chromium), Python may wait on JavaScript promises (WebGPU buffer maps) while it
 // runs; that needs entering Python through callPromising. Without JSPI, calls stay synchronous.
@@ -12,44 +13,62 @@ async function callPython(fn, ...args) {
   return JSPI ? await fn.callPromising(...args) : fn(...args);
 }
 
+// A session for InferenceSession.create (in the page, or in worker.js): the one an earlier
+// visit kept (kept.js) when there is one, else a new PythonSession.
+// options: { executionProviders, graphOptimizationLevel, gpuOutputs: output names or "all" }
+export async function createSession(model, options, onProgress) {
+  const modelBytes = readBytes(model);       // downloading while Python starts
+  modelBytes.catch(() => {});                // (its error surfaces where it is awaited)
+  wheelBytes().catch(() => {});              // needed either way: the engine, or to check a kept session
+  const requested = options.executionProviders ?? [];
+  const providers = (requested.length ? requested : defaultProviders())
+    .map((p) => (typeof p === "string" ? p : p.name));
+  const slot = await keptSlot(model, modelBytes, providers, options);
+  const create = (progress) => PythonSession.create(modelBytes, providers, options, progress, slot);
+  if (slot?.entry) {
+    onProgress({ phase: "model", progress: 0 });
+    const kept = await restoreKept(slot, () => create(() => {}));
+    onProgress({ phase: "model", progress: 1 });
+    if (kept) return kept;
+  }
+  return create(onProgress);
+}
+
 export class PythonSession {
   #session;
   #pyodide;
   #replays = new ProgramReplays();   // runs replayed without entering Python (replay.js)
   #inPython = false;
+  #slot;                             // where the session is kept for the next visit (kept.js)
 
-  constructor(pyodide, session, info) {
+  constructor(pyodide, session, info, slot) {
     this.#pyodide = pyodide;
     this.#session = session;
+    this.#slot = slot;
     this.info = info;        // names, metadata, placement (bridge.WebSession.describe)
   }
 
-  // options: { executionProviders, graphOptimizationLevel, gpuOutputs: output names or "all" }
-  static async create(model, options, onProgress) {
-    const modelBytes = readBytes(model);       // downloading while Python starts
-    modelBytes.catch(() => {});                // (its error surfaces where it is awaited)
+  // modelBytes: a promise of the model's bytes; providers: their names
+  static async create(modelBytes, names, options, onProgress, slot = null) {
     const { pyodide, bridge } = await getRuntime(onProgress);
     await applyCustomOps(pyodide);
     onProgress({ phase: "model", progress: 0 });
     const bytes = await modelBytes;
     onProgress({ phase: "model", progress: 1 });
-    const requested = options.executionProviders ?? [];
-    const providers = requested.length ? requested : defaultProviders();
-    const names = providers.map((p) => (typeof p === "string" ? p : p.name));
     try {
       const gpuOutputs = options.gpuOutputs ?? [];
       const session = await callPython(bridge.WebSession, bytes, pyodide.toPy(names),
                                        options.graphOptimizationLevel ?? "all",
                                        typeof gpuOutputs === "string" ? gpuOutputs : pyodide.toPy(gpuOutputs));
       const described = session.describe();
-      const info = described.toJs({ dict_converter: Object.fromEntries });
+      // plain JSON (Python's None, which arrives as undefined, as null): a kept session's is
+      // the same after a visit in Cache Storage
+      const info = JSON.parse(JSON.stringify(described.toJs({ dict_converter: Object.fromEntries }),
+                                             (key, value) => value ?? null));
       described.destroy();
       mark("session-created");
       if (info.webgpu) env.webgpu.device ??= session.gpu_device();    // onnxruntime-web's env.webgpu.device
-      for (const m of [...info.inputMetadata, ...info.outputMetadata]) {
-        m.shape = m.shape.map((d) => d ?? null);       // Python's None arrives as undefined
-      }
-      return new PythonSession(pyodide, session, info);
+      return new PythonSession(pyodide, session, info, slot);
     } catch (e) {
       throw pythonError(e);
     }
@@ -77,7 +96,9 @@ export class PythonSession {
         pyFeeds.destroy();
         pyFetches?.destroy();
       }
-      if (direct) this.#replays.learn(this.#pyodide, this.#session, items);
+      if (direct && this.#replays.learn(this.#pyodide, this.#session, items) && this.#slot) {
+        keepSession(this.#slot, this.#session, this.info, this.#replays.tickets);
+      }
     } catch (e) {
       throw pythonError(e);
     } finally {

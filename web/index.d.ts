@@ -190,4 +190,8 @@ export const env: {
    * is created (make fromGpuBuffer's buffers on it). */
   webgpu: { device?: unknown };
   logLevel: string;
+  /** Keep a session whose whole model runs as recorded wasm programs in Cache Storage, so a
+   * later visit creating it (same model bytes, wheel, providers, optimization level) runs
+   * without starting Python. Default true. */
+  keepSessions: boolean;
 };

@@ -7,7 +7,7 @@
 // With `worker: true` (or env.worker / env.wasm.proxy) Pyodide runs in a module Web Worker,
 // so a run never blocks the page; the API is the same.
 import { addCustomOps, env, readBytes } from "./runtime.js";
-import { PythonSession } from "./engine.js";
+import { createSession } from "./engine.js";
 import { WorkerSession } from "./proxy.js";
 import { Tensor } from "./tensor.js";
 
@@ -80,7 +80,7 @@ export class InferenceSession {
       const bytes = await readBytes(model);
       return new InferenceSession(await WorkerSession.create(bytes, options, onProgress), true);
     }
-    return new InferenceSession(await PythonSession.create(model, { ...options, gpuOutputs }, onProgress));
+    return new InferenceSession(await createSession(model, { ...options, gpuOutputs }, onProgress));
   }
 
   // run(feeds, fetches?, options?) as onnxruntime-web: fetches is an array of output names

@@ -38,12 +38,17 @@ export class ProgramReplays {
     });
   }
 
+  // The tickets learned or adopted, in order.
+  get tickets() {
+    return this.#tickets;
+  }
+
   // After a Python run with `items`: ask `session` (a bridge.WebSession) once per signature
-  // for a ticket.
+  // for a ticket. True when it gave a new one.
   learn(pyodide, session, items) {
-    if (this.#asked.size >= MAX_ASKED) return;
+    if (this.#asked.size >= MAX_ASKED) return false;
     const key = signature(items);
-    if (key === null || this.#asked.has(key)) return;
+    if (key === null || this.#asked.has(key)) return false;
     this.#asked.add(key);
     const pyItems = pyodide.toPy(items);
     const ask = session.replay_ticket;
@@ -54,13 +59,21 @@ export class ProgramReplays {
       ask.destroy();
       pyItems.destroy();
     }
-    if (!proxy) return;
+    if (!proxy) return false;
     const ticket = proxy.toJs({ dict_converter: Object.fromEntries });
     proxy.destroy();
-    ticket.outputNames = ticket.outputs.map((o) => o.name);
-    ticket.outputs = new Map(ticket.outputs.map((o) => [o.name, o]));
-    ticket.fed = ticket.inputs.filter((input) => input).length;
-    this.#tickets.push(ticket);
+    this.adopt(ticket);
+    return true;
+  }
+
+  // A ticket made elsewhere (kept.js restores them): { exports, words, nwords, inputs:
+  // [{ name, type, dims, ptr, nbytes, ints } or null], outputs: [{ name, type, dims, ptr,
+  // nbytes }] }.
+  adopt(ticket) {
+    const outputs = Array.isArray(ticket.outputs) ? ticket.outputs : [...ticket.outputs.values()];
+    this.#tickets.push({ ...ticket, outputNames: outputs.map((o) => o.name),
+                         outputs: new Map(outputs.map((o) => [o.name, o])),
+                         fed: ticket.inputs.filter((input) => input).length });
   }
 }
 

@@ -1,4 +1,6 @@
 // Loads Pyodide and the edgerun wheel once per thread (page, Web Worker or Node process).
+import { expandImage } from "./memory_image.js";
+
 export const env = {
   // Where Pyodide's files are (pyodide.mjs, pyodide.asm.wasm, python_stdlib.zip, ...).
   // Default: the `pyodide` module as this page resolves it (node_modules in Node and
@@ -16,6 +18,9 @@ export const env = {
   // accepted for scripts that touch it; the webgpu provider requests its own GPUDevice
   webgpu: { device: undefined },
   logLevel: "warning",
+  // Keep a session whose whole model runs as recorded wasm programs in Cache Storage, so
+  // that a later visit creating the same session runs without starting Python (kept.js).
+  keepSessions: true,
 };
 
 let runtimePromise = null;
@@ -34,6 +39,10 @@ const customOpsRun = new Set();    // ids this thread's Pyodide has run (or trie
 
 export function addCustomOps(source, packages) {
   customOps.push({ id: customOps.length + 1, source, packages });
+}
+
+export function hasCustomOps() {
+  return customOps.length > 0;
 }
 
 export async function applyCustomOps(pyodide) {
@@ -61,7 +70,7 @@ async function startRuntime(onProgress) {
   onProgress({ phase: "pyodide", progress: 0 });
   const indexURL = env.pyodide.indexURL && directoryURL(env.pyodide.indexURL);
   // the wheel and the snapshot download while Pyodide's module loads
-  const wheel = readBytes(env.wheelURL ?? new URL("./dist/edgerun.whl", import.meta.url));
+  const wheel = wheelBytes();
   const described = describeSnapshot();
   // From an indexURL, Pyodide's module is imported from there: no import map needed (and
   // module workers have none).
@@ -183,14 +192,29 @@ async function sizedFor(snapshot, indexURL) {
   };
 }
 
-async function sha256(bytes) {
+export async function sha256(bytes) {
   const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", bytes));
   return Array.from(digest, (b) => b.toString(16).padStart(2, "0")).join("");
 }
 
+// The edgerun wheel's bytes, read once per thread (env.wheelURL, or dist/edgerun.whl next
+// to this file).
+let wheelPromise = null;
+let wheelSource = null;
+
+export function wheelBytes() {
+  const source = env.wheelURL ?? new URL("./dist/edgerun.whl", import.meta.url);
+  if (wheelPromise === null || String(source) !== String(wheelSource)) {
+    wheelSource = source;
+    wheelPromise = readBytes(source);
+    wheelPromise.catch(() => { wheelPromise = null; });
+  }
+  return wheelPromise;
+}
+
 // The snapshot's memory image: from Cache Storage when an earlier visit kept it (inflated,
 // so a second visit skips inflating it), else downloaded and inflated; stored without its
-// zero pages (scripts/snapshot_image.mjs), expanded here.
+// zero pages (memory_image.js), expanded here.
 async function snapshotBytes(snapshot) {
   const key = typeof caches !== "undefined" && /^https?:/.test(snapshot.url.href) &&
     new Request(`${snapshot.url.href}?inflated=${snapshot.data_sha256}`);
@@ -208,24 +232,6 @@ async function snapshotBytes(snapshot) {
   mark(kept ? "snapshot-read" : "snapshot-inflated");
   const image = expandImage(sparse);
   if (image.length !== snapshot.bytes) throw new Error(`the snapshot inflated to ${image.length} bytes, not ${snapshot.bytes}`);
-  return image;
-}
-
-function expandImage(sparse) {
-  const view = new DataView(sparse.buffer, sparse.byteOffset, sparse.byteLength);
-  const word = (i) => view.getUint32(4 * i, true);
-  if (sparse.length < 16 || word(0) !== 0x31535245) throw new Error("the snapshot is not an edgerun sparse image");
-  const [length, pageSize, runs] = [word(1), word(2), word(3)];
-  if (sparse.length < 16 + 8 * runs) throw new Error("the snapshot is truncated");
-  const image = new Uint8Array(length);
-  let at = 16 + 8 * runs;
-  for (let r = 0; r < runs; r++) {
-    const start = word(4 + 2 * r) * pageSize;
-    const size = Math.min(word(5 + 2 * r) * pageSize, length - start);
-    if (at + size > sparse.length) throw new Error("the snapshot is truncated");
-    image.set(sparse.subarray(at, at + size), start);
-    at += size;
-  }
   return image;
 }
 
@@ -255,17 +261,19 @@ export function workerConfig() {
   return { indexURL: directoryURL(indexURL),
            wheelURL: env.wheelURL ? absoluteURL(env.wheelURL).href : undefined,
            snapshotURL: env.snapshotURL ? absoluteURL(env.snapshotURL).href : env.snapshotURL,
-           customOps: customOps.slice() };
+           keepSessions: env.keepSessions, customOps: customOps.slice() };
 }
 
-export function configure({ indexURL, wheelURL, snapshotURL, customOps: registered = [] }) {
+export function configure({ indexURL, wheelURL, snapshotURL, keepSessions = true,
+                            customOps: registered = [] }) {
   env.pyodide.indexURL = indexURL;
+  env.keepSessions = keepSessions;
   env.wheelURL = wheelURL;
   env.snapshotURL = snapshotURL;
   customOps.splice(0, customOps.length, ...registered);
 }
 
-function absoluteURL(source) {
+export function absoluteURL(source) {
   return source instanceof URL ? source
     : new URL(source, globalThis.location?.href ?? `file://${process.cwd()}/`);
 }

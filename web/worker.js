@@ -8,7 +8,7 @@
 // Messages out: { id, progress } while creating, then { id, ok: true, result }
 //               or { id, ok: false, error: { message, pythonTraceback } }.
 import { configure } from "./runtime.js";
-import { PythonSession } from "./engine.js";
+import { createSession } from "./engine.js";
 
 const sessions = new Map();
 let nextHandle = 1;
@@ -16,7 +16,7 @@ let nextHandle = 1;
 const OPS = {
   async create(id, [model, options, config]) {
     configure(config);
-    const session = await PythonSession.create(model, options,
+    const session = await createSession(model, options,
                                                (progress) => self.postMessage({ id, progress }));
     const handle = nextHandle++;
     sessions.set(handle, session);

@@ -1,6 +1,7 @@
 """Cold start in a browser: time from navigation to the first correct result, edgerun against
 onnxruntime-web, on a first visit (fresh Chromium profile) and a second one (the same profile,
-browser restarted), with the bytes each visit fetched.
+browser restarted), with the bytes each visit fetched and, for edgerun, how many trials
+restored a session an earlier visit kept (web/kept.js) instead of starting Python.
 
     python -m bench.web.cold_start [--models NAMES] [--visits N] [--out DIR]
 
@@ -212,7 +213,9 @@ def measure(engine: str, base: str, case: dict, expected: list, visits: int,
             if diff > TOLERANCE:
                 raise RuntimeError(f"{engine}, visit {number}: outputs differ from edgerun's "
                                    f"CPU provider by {diff:.2e} (> {TOLERANCE})")
-            rows.append({"ms": result["ms"], "bytes": counter["bytes"], "diff": diff})
+            restored = any(name == "edgerun:session-restored" for name, _ in result["marks"])
+            rows.append({"ms": result["ms"], "bytes": counter["bytes"], "diff": diff,
+                         "restored": restored})
             print(f"  {engine} visit {number}: {result['ms']:.0f} ms, "
                   f"{counter['bytes'] / 1e6:.1f} MB{phases(result['marks'])}", file=sys.stderr)
     return rows
@@ -273,7 +276,8 @@ def main(argv=None) -> int:
                 table[name][engine] = [
                     {"ms": statistics.median(t[v]["ms"] for t in trials),
                      "bytes": statistics.median(t[v]["bytes"] for t in trials),
-                     "diff": max(t[v]["diff"] for t in trials)} for v in range(args.visits)]
+                     "diff": max(t[v]["diff"] for t in trials),
+                     "restored": sum(t[v]["restored"] for t in trials)} for v in range(args.visits)]
     finally:
         server.shutdown()
     os.makedirs(args.out, exist_ok=True)

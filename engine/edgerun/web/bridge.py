@@ -169,6 +169,15 @@ class WebSession:
                              "dims": list(t.shape), "ptr": t.ptr, "nbytes": t.nbytes}
                             for name, t in zip(step.node.outputs, program.outputs)]}
 
+    def kernels_module(self):
+        """The wasm kernels' module bytes the tickets' programs run on (a JavaScript
+        Uint8Array), for web/kept.js to keep with the memory it restores; None before the
+        first ticket."""
+        if not self._tickets:
+            return None
+        from pyodide.ffi import to_js
+        return to_js(self._tickets[0].dev.module_bytes)
+
     def _run_bound(self, feeds: list, names: list, options) -> list:
         """A run with GPU-buffer feeds or outputs, through an IOBinding."""
         binding = self.session.io_binding()
