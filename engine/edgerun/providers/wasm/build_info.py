@@ -12,11 +12,12 @@ from __future__ import annotations
 from typing import Optional
 
 import functools
-import glob
 import hashlib
 import importlib.resources
 import json
 import os
+
+from .. import kernel_sources
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WASM_PATH = os.path.join(HERE, "edgerun_kernels.wasm")
@@ -30,13 +31,7 @@ class StaleBuild(RuntimeError):
 
 
 def sources_hash(folder: str = SOURCES_DIR) -> str:
-    h = hashlib.sha256()
-    names = sorted(glob.glob(os.path.join(folder, "*.c")) + glob.glob(os.path.join(folder, "*.h"))
-                   + [os.path.join(folder, "build.py")])
-    for path in names:
-        with open(path, "rb") as f:
-            h.update(os.path.basename(path).encode() + b"\0" + f.read() + b"\0")
-    return h.hexdigest()
+    return kernel_sources.sources_hash(folder)
 
 
 def load_module_bytes(wasm_path: Optional[str] = None, stamp_path: Optional[str] = None,

@@ -12,7 +12,9 @@ Conventions shared by every kernel here:
   that, float32 products over blocks of K that each stay below it, added in float64; float64
   otherwise (every partial sum of 8/16-bit operands is far below 2**53). The result then
   wraps to int32 as the spec allows ("accumulation may overflow if and only if in 32 bits").
-  A constant B (the weights) is centered and converted once per node.
+  A constant B (the weights) is centered and converted once per node. Where the native
+  kernels run here (native/qgemm.py: AVX2 or AVX-512 VNNI), 8-bit products of a B matrix
+  with per-tensor or per-column zero points take them instead, B packed once per node.
 """
 from __future__ import annotations
 
@@ -23,6 +25,7 @@ import math
 import numpy as np
 
 from ....ir import dtypes
+from ..native import qgemm
 from ..registry import kernel
 from .cast import FLOAT8_CODES, cast_array
 from .clamp import clip_to
@@ -367,8 +370,23 @@ def _blocked_product(a: np.ndarray, b: np.ndarray, depth: int, block: int) -> np
     return total
 
 
+def _native_product(ctx, a, a_zero_point, b, b_zero_point, a_scale=1.0, b_scale=None,
+                    bias=None):
+    """The product through the native kernels (int32; float32 with b_scale, see
+    qgemm.product), or None where they do not take these operands."""
+    if not qgemm.applicable(a, a_zero_point, b, b_zero_point):
+        return None
+    packed = ctx.prepared("qgemm_packed_b", (b, b_zero_point),
+                          lambda: qgemm.PackedB(b, b_zero_point)) \
+        if ctx is not None else qgemm.PackedB(b, b_zero_point)
+    return qgemm.product(a, a_zero_point, packed, a_scale, b_scale, bias)
+
+
 @kernel("MatMulInteger", since=10)
 def matmul_integer(ctx, A, B, a_zero_point=None, b_zero_point=None):
+    native = _native_product(ctx, A, a_zero_point, B, b_zero_point)
+    if native is not None:
+        return native
     return _wrap_int32(_integer_product(ctx, A, a_zero_point, B, b_zero_point))
 
 
@@ -379,6 +397,14 @@ def matmul_integer_to_float(ctx, A, B, a_scale, b_scale, a_zero_point=None, b_ze
     times a_scale * b_scale (each one value, or b_scale one per column), plus bias. What the
     optimizer makes of MatMulInteger -> Cast -> Mul [-> Add]: float32 of the int32 product,
     scaled in place (the chain's values, one pass instead of three)."""
+    if np.size(a_scale) == 1 and np.ndim(b_scale) <= 1 and np.size(b_scale) in (1, B.shape[-1]) \
+            and (bias is None or (bias.dtype == np.float32 and bias.shape == (B.shape[-1],)
+                                  and bias.flags.c_contiguous)):
+        native = _native_product(ctx, A, a_zero_point, B, b_zero_point,
+                                 float(np.float32(np.asarray(a_scale).reshape(()))), b_scale,
+                                 bias)
+        if native is not None:
+            return native
     exact = _integer_product(ctx, A, a_zero_point, B, b_zero_point)
     y = exact if exact.dtype == np.float32 else _wrap_int32(exact).astype(np.float32)
     y *= np.asarray(a_scale, np.float32) * np.asarray(b_scale, np.float32)
@@ -390,7 +416,10 @@ def matmul_integer_to_float(ctx, A, B, a_scale, b_scale, a_zero_point=None, b_ze
 @kernel("QLinearMatMul", since=10)
 def qlinear_matmul(ctx, a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale,
                    y_zero_point=None):
-    if _is_integer(a) and _is_integer(b):
+    native = _native_product(ctx, a, a_zero_point, b, b_zero_point)
+    if native is not None:
+        product = native.astype(np.float64)
+    elif _is_integer(a) and _is_integer(b):
         product = _wrap_int32(_integer_product(ctx, a, a_zero_point, b, b_zero_point)
                               ).astype(np.float64)
     else:

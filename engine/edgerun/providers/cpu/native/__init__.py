@@ -1,0 +1,4 @@
+"""Native kernels of the CPU provider: C (cpu_kernels/*.c) built per platform into one shared
+library, loaded with ctypes where one ships (library.py), for the work numpy cannot do at
+onnxruntime's speed (qgemm.py: 8-bit integer products on the CPU's dot-product
+instructions). Where none ships, or EDGERUN_NATIVE=0, every kernel keeps its numpy path."""

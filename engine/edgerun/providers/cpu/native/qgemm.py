@@ -1,0 +1,136 @@
+"""8-bit integer matrix products on the CPU's dot-product instructions (cpu_kernels/qgemm.c):
+(A - a_zero_point) @ (B - b_zero_point) as int32, or scaled to float32 plus a bias, for
+MatMulInteger, MatMulIntegerToFloat and QLinearMatMul.
+
+A is uint8 or int8 of any rank ([..., M, K], rows flattened), with a zero point per tensor or
+per row ([M]); B is a uint8 or int8 matrix [K, N] with a zero point per tensor or per column
+([N]), packed once per weight (`PackedB`). Anything else (a batched B, 16-bit operands, zero
+points of other shapes) is not `applicable`, and the kernel keeps its numpy path. The int32
+sums wrap as ONNX's int32 outputs do.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import contextlib
+import ctypes
+
+import numpy as np
+
+from .library import library
+
+ISAS = ("none", "avx2", "avx512_vnni")     # er_cpu_qgemm_isa's codes, in order
+EIGHT_BIT = "Bb"                           # numpy's type characters of uint8, int8
+_isa: list = []                            # the code in use, once asked
+
+
+class PackedB:
+    """B (with its zero point) in the kernels' panel layout, with its column sums."""
+    __slots__ = ("packed", "colsum", "zb", "k", "n", "signed", "_pointers")
+
+    def __init__(self, b: np.ndarray, b_zero_point=None):
+        lib = library()
+        b = b if b.strides[-1] == 1 else np.ascontiguousarray(b)
+        self.k, self.n = b.shape
+        self.signed = b.dtype.char == "b"
+        self.packed = np.empty(lib.er_cpu_qgemm_packed_size(self.k, self.n), np.int8)
+        self.colsum = np.empty(self.n, np.int32)
+        lib.er_cpu_qgemm_pack_b(b.ctypes.data, b.strides[0], self.k, self.n, int(self.signed),
+                                self.packed.ctypes.data, self.colsum.ctypes.data)
+        self.zb = _as_int32(b_zero_point)
+        self._pointers = (self.packed.ctypes.data, self.colsum.ctypes.data, self.n,
+                          int(self.signed), _pointer(self.zb), _count(self.zb))
+
+
+def isa() -> str:
+    """The instruction set the products run on ('none': no native products here)."""
+    return ISAS[_isa_code()]
+
+
+def _isa_code() -> int:
+    if not _isa:
+        lib = library()
+        _isa.append(lib.er_cpu_qgemm_isa(-1) if lib is not None else 0)
+    return _isa[0]
+
+
+@contextlib.contextmanager
+def forced(name: str):
+    """Run the products on `name` (at most what the CPU has) inside the block (tests)."""
+    lib = library()
+    if lib is None or name not in ISAS:
+        raise ValueError(f"cannot force {name!r}: native products are {isa()}; one of {ISAS}")
+    previous = _isa_code()
+    _isa[0] = lib.er_cpu_qgemm_isa(ISAS.index(name))
+    try:
+        yield
+    finally:
+        _isa[0] = lib.er_cpu_qgemm_isa(previous)
+
+
+def applicable(a: np.ndarray, a_zero_point, b: np.ndarray, b_zero_point) -> bool:
+    """Whether these operands take the native product (see the module docstring)."""
+    if not _isa_code() or a.dtype.char not in EIGHT_BIT or b.dtype.char not in EIGHT_BIT:
+        return False
+    if b.ndim != 2 or a.ndim < 1 or a.shape[-1] != b.shape[0] or not a.size or not b.size:
+        return False
+    rows = a.shape[-2] if a.ndim >= 2 else 1
+    return _zero_points_fit(a_zero_point, a.dtype.char, rows) and \
+        _zero_points_fit(b_zero_point, b.dtype.char, b.shape[1])
+
+
+def _zero_points_fit(zero_point, char: str, count: int) -> bool:
+    if zero_point is None:
+        return True
+    z = np.asarray(zero_point)
+    return z.dtype.char == char and (z.size == 1 or (z.ndim == 1 and z.size == count))
+
+
+def product(a: np.ndarray, a_zero_point, packed: PackedB, a_scale: float = 1.0,
+            b_scale: Optional[np.ndarray] = None,
+            bias: Optional[np.ndarray] = None) -> np.ndarray:
+    """(a - a_zero_point) @ (B - its zero point) as int32 [..., N]; with `b_scale` (float32,
+    one value or [N]), that as float32 times float32(a_scale * b_scale) plus `bias` ([N]
+    float32 or None). `applicable` must hold for a, a_zero_point and B."""
+    k, n = packed.k, packed.n
+    rows = a if a.ndim == 2 else a.reshape(-1, k)
+    m = rows.shape[0]
+    if rows.strides[-1] != 1 or (m > 1 and rows.strides[0] < k):
+        rows = np.ascontiguousarray(rows)
+    za = _as_int32(a_zero_point)
+    if za is not None and za.size > 1 and m != za.size:          # per-row points, batched A
+        za = np.ascontiguousarray(np.broadcast_to(za, (m // za.size, za.size)).reshape(-1))
+    out = np.empty((m, n), np.int32 if b_scale is None else np.float32)
+    if b_scale is not None:
+        b_scale = np.ascontiguousarray(b_scale, np.float32)
+    status = library().er_cpu_qgemm(
+        _pointer(rows), rows.strides[0] if m > 1 else k, m, k, int(a.dtype.char == "b"),
+        _pointer(za), _count(za), *packed._pointers, a_scale, _pointer(b_scale),
+        _count(b_scale), _pointer(bias), _pointer(out), n)
+    if status:
+        raise MemoryError(f"the native integer product of [{m}, {k}] by [{k}, {n}] found no "
+                          f"scratch memory") if status == -1 else \
+            RuntimeError("the native integer product has no instruction set on this CPU")
+    return out.reshape(a.shape[:-1] + (n,))
+
+
+def _as_int32(zero_point) -> Optional[np.ndarray]:
+    if zero_point is None:
+        return None
+    return np.ascontiguousarray(np.asarray(zero_point).reshape(-1), np.int32)
+
+
+def _pointer(array: Optional[np.ndarray]):
+    """The address of `array`'s first element (through the buffer protocol where it is
+    writable and contiguous: a third of `.ctypes.data`'s cost, which counts at small sizes)."""
+    if array is None:
+        return None
+    try:
+        return ctypes.addressof(ctypes.c_char.from_buffer(array.data))
+    except (TypeError, ValueError, BufferError):
+        return array.ctypes.data
+
+
+def _count(array: Optional[np.ndarray]) -> int:
+    return 0 if array is None else array.size
+

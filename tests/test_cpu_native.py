@@ -1,0 +1,196 @@
+"""The CPU provider's native kernels (cpu_kernels/*.c, providers/cpu/native): the committed
+library is the build of the sources and loads here, a stale one is refused by name, and every
+native path matches onnxruntime on random shapes that cross the kernels' block sizes (8 rows,
+32 columns, K in groups of 4; batch 1, strided and batched operands, every 8-bit type pair and
+zero-point form), on each instruction set this CPU has."""
+import functools
+import importlib.util
+import os
+import platform
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from conftest import ROOT, need
+from edgerun import InferenceSession
+from edgerun.providers.cpu.native import library, qgemm
+
+ON_X86_LINUX = library.platform_tag() == "x86_64-linux"
+
+
+def test_native_library_loads_where_one_is_built():
+    if not ON_X86_LINUX:
+        pytest.skip(f"no native kernels are built for {platform.machine()} {sys.platform}")
+    assert library.library() is not None, library.status()
+    assert qgemm.isa() != "none", "this x86_64 CPU has neither AVX2 nor AVX-512 VNNI"
+
+
+def test_fresh_build_is_identical_to_the_committed_one():
+    need(importlib.util.find_spec("ziglang") is not None, "ziglang", "pip install ziglang==0.17.1")
+    result = subprocess.run([sys.executable, os.path.join(ROOT, "cpu_kernels", "build.py"),
+                             "--check"], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+
+
+def test_a_stale_library_is_not_loaded_and_the_warning_names_the_rebuild(tmp_path, monkeypatch):
+    if not ON_X86_LINUX:
+        pytest.skip("needs the x86_64 Linux library")
+    stamp = tmp_path / "edgerun_cpu.json"
+    stamp.write_text('{"sources_sha256": "0", "libraries": {"x86_64-linux": {"sha256": "0"}}}')
+    monkeypatch.setattr(library, "STAMP_PATH", str(stamp))
+    with pytest.warns(RuntimeWarning, match="does not match its stamp.*cpu_kernels/build.py"):
+        lib, why = library._load.__wrapped__()
+    assert lib is None and "does not match its stamp" in why
+    monkeypatch.setenv("EDGERUN_NATIVE", "0")
+    assert library._load.__wrapped__() == (None, "off (EDGERUN_NATIVE=0)")
+
+
+# ---- differential: native products against onnxruntime ----------------------------------
+
+def _isas() -> list:
+    if qgemm.isa() == "none":
+        return []
+    return list(qgemm.ISAS[1:qgemm.ISAS.index(qgemm.isa()) + 1])
+
+
+RANGES = {np.uint8: (0, 255), np.int8: (-128, 127)}
+CODES = {np.uint8: TensorProto.UINT8, np.int8: TensorProto.INT8}
+
+
+def _case(rng, index: int) -> dict:
+    """A random product crossing the block sizes; the first cases pin the edges."""
+    edges = [(1, 1, 1), (1, 384, 1536), (3, 5, 7), (8, 32, 32), (9, 33, 65), (17, 1030, 31)]
+    m, k, n = edges[index] if index < len(edges) else (
+        int(rng.choice([1, 2, 7, 8, 9, 16, 23, 64, 70])), int(rng.choice([1, 3, 4, 5, 63, 516, 777])),
+        int(rng.choice([1, 15, 16, 17, 32, 33, 47, 100])))
+    a_type, b_type = rng.choice([np.uint8, np.int8]), rng.choice([np.uint8, np.int8])
+    batch = [] if rng.random() < 0.6 else [int(rng.integers(1, 3)), int(rng.integers(1, 4))]
+    a = rng.integers(*RANGES[a_type], size=batch + [m, k], endpoint=True).astype(a_type)
+    b = rng.integers(*RANGES[b_type], size=(k, n), endpoint=True).astype(b_type)
+    if rng.random() < 0.3:            # a strided view: every other row of a taller A
+        a = np.repeat(a, 2, axis=-2)[..., ::2, :]
+    if rng.random() < 0.2:            # columns of a wider B
+        b = np.repeat(b, 2, axis=-1)[:, ::2]
+    forms = {"none": lambda count, t: None,
+             "tensor": lambda count, t: rng.integers(*RANGES[t], endpoint=True, dtype=np.int64).astype(t),
+             "vector": lambda count, t: rng.integers(*RANGES[t], size=count, endpoint=True).astype(t)}
+    za = forms[rng.choice(["none", "tensor", "vector"])](m, a_type)
+    zb = forms[rng.choice(["none", "tensor", "vector"])](n, b_type)
+    return {"a": a, "b": b, "za": za, "zb": zb, "b_const": bool(rng.random() < 0.7)}
+
+
+def _model(case: dict, to_float: bool):
+    """MatMulInteger over the case; with `to_float`, followed by Cast, Mul by a per-column
+    scale and Add of a bias: quantize_dynamic's form, which the optimizer fuses into
+    com.microsoft MatMulIntegerToFloat (B constant)."""
+    a, b = case["a"], case["b"]
+    inputs = [helper.make_tensor_value_info("a", CODES[a.dtype.type], a.shape)]
+    inits, names = [], ["a", "b"]
+    if case["b_const"]:
+        inits.append(numpy_helper.from_array(np.ascontiguousarray(b), "b"))
+    else:
+        inputs.append(helper.make_tensor_value_info("b", CODES[b.dtype.type], b.shape))
+    for name in ("za", "zb"):
+        if case[name] is None:
+            names.append("")
+        else:
+            inits.append(numpy_helper.from_array(np.asarray(case[name]), name))
+            names.append(name)
+    while names[-1] == "":
+        names.pop()
+    nodes = [helper.make_node("MatMulInteger", names, ["product"])]
+    out_type = TensorProto.INT32
+    if to_float:
+        scale, bias = _scale_and_bias(b.shape[1])
+        inits += [numpy_helper.from_array(scale, "scale"), numpy_helper.from_array(bias, "bias")]
+        nodes += [helper.make_node("Cast", ["product"], ["wide"], to=TensorProto.FLOAT),
+                  helper.make_node("Mul", ["wide", "scale"], ["scaled"]),
+                  helper.make_node("Add", ["scaled", "bias"], ["y"])]
+        out_type = TensorProto.FLOAT
+    else:
+        nodes.append(helper.make_node("Identity", ["product"], ["y"]))
+    graph = helper.make_graph(nodes, "g", inputs, [helper.make_tensor_value_info("y", out_type, None)],
+                              inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)],
+                             ir_version=8).SerializeToString()
+
+
+def _scale_and_bias(n: int) -> tuple:
+    return (np.linspace(1e-4, 3e-3, n, dtype=np.float32),
+            np.linspace(-1, 1, n, dtype=np.float32))
+
+
+# onnxruntime's CPU kernels take no per-row zero point of A, nor every type pair
+ONNXRUNTIME_LACKS = ("NOT_IMPLEMENTED", "Could not find an implementation",
+                     "zero point must be a scalar or 1D tensor of size 1")
+
+
+def _exact(case: dict) -> np.ndarray:
+    """(A - za) @ (B - zb) in int64, wrapped to int32."""
+    a = case["a"].astype(np.int64)
+    if case["za"] is not None:
+        za = np.asarray(case["za"], np.int64)
+        a = a - (za.reshape(-1, 1) if za.ndim else za)
+    b = case["b"].astype(np.int64)
+    if case["zb"] is not None:
+        b = b - np.asarray(case["zb"], np.int64)
+    return np.matmul(a, b).astype(np.int32)
+
+
+def _counting(monkeypatch) -> list:
+    calls = []
+    original = qgemm.product
+
+    @functools.wraps(original)
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return original(*args, **kwargs)
+    monkeypatch.setattr(qgemm, "product", counted)
+    return calls
+
+
+@pytest.mark.parametrize("to_float", [False, True], ids=["MatMulInteger", "ToFloat"])
+@pytest.mark.parametrize("isa", ["avx2", "avx512_vnni"])
+def test_native_integer_products_match_onnxruntime(isa, to_float, monkeypatch):
+    """Every case equals the exact product (float outputs: float32 of it times the scale,
+    plus the bias, bit for bit); where onnxruntime implements the case, it agrees: exactly
+    for int32, rtol 1e-6 for float32 (it may fuse the multiply-add)."""
+    import onnxruntime as ort
+
+    if isa not in _isas():
+        pytest.skip(f"this CPU's native products are {qgemm.isa()}")
+    calls = _counting(monkeypatch)
+    rng = np.random.default_rng(2026 + to_float)
+    checked = 0
+    with qgemm.forced(isa):
+        for index in range(40):
+            case = _case(rng, index)
+            case["b_const"] |= to_float            # the fusion takes a constant B
+            model = _model(case, to_float)
+            feeds = {"a": case["a"]} if case["b_const"] else {"a": case["a"], "b": case["b"]}
+            got = InferenceSession(model, providers=["cpu"]).run(None, feeds)[0]
+            exact = _exact(case)
+            if to_float:            # float32(product) * scale, then + bias, as the chain
+                scale, bias = _scale_and_bias(case["b"].shape[1])
+                exact = exact.astype(np.float32) * scale + bias
+            np.testing.assert_array_equal(got, exact, err_msg=f"case {index}")
+            try:
+                want = ort.InferenceSession(model, providers=["CPUExecutionProvider"]).run(
+                    None, {k: np.ascontiguousarray(v) for k, v in feeds.items()})[0]
+            except Exception as e:       # noqa: BLE001 - a form onnxruntime lacks
+                if any(known in str(e) for known in ONNXRUNTIME_LACKS):
+                    continue
+                raise
+            assert got.dtype == want.dtype and got.shape == want.shape, (index, case["a"].shape)
+            detail = (f"case {index}: A {case['a'].dtype}{list(case['a'].shape)} B "
+                      f"{case['b'].dtype}{list(case['b'].shape)} za {case['za']} zb {case['zb']}")
+            if to_float:
+                np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6, err_msg=detail)
+            else:
+                np.testing.assert_array_equal(got, want, err_msg=detail)
+            checked += 1
+    assert checked >= 20, checked
+    assert len(calls) >= checked, "the native product was not taken"
