@@ -16,45 +16,15 @@
  * to 4 (the padding multiplies B's zero padding).
  *
  * Paths: AVX-512 VNNI (VPDPBUSD) and AVX2 (bytes widened to 16 bits, VPMADDWD: exact, no
- * saturation); er_cpu_qgemm_isa picks the best the CPU has (0: neither, the caller keeps its
- * own path), and tests force each. */
+ * saturation), as isa.c picks (ISA_NONE: neither, and the caller keeps its own path). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <cpuid.h>
 #include <immintrin.h>
+#include "isa.h"
 
 #define NR 32          /* columns per panel */
 #define MR 8           /* rows per block */
-#define EXPORT __attribute__((visibility("default")))
-
-enum { ISA_NONE = 0, ISA_AVX2 = 1, ISA_VNNI = 2 };
-static int isa = -1;
-
-/* The best path this CPU and its OS (the saved register state) allow, from CPUID. */
-static int best_isa(void) {
-    unsigned eax, ebx, ecx, edx;
-    if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx) || !((ecx >> 27) & 1)) return ISA_NONE;   /* OSXSAVE */
-    unsigned lo, hi;
-    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
-    int ymm = (lo & 0x6) == 0x6, zmm = (lo & 0xE6) == 0xE6;
-    if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return ISA_NONE;
-    int avx2 = (ebx >> 5) & 1, avx512f = (ebx >> 16) & 1, avx512bw = (ebx >> 30) & 1;
-    int vnni = (ecx >> 11) & 1;
-    if (zmm && avx512f && avx512bw && vnni) return ISA_VNNI;
-    if (ymm && avx2) return ISA_AVX2;
-    return ISA_NONE;
-}
-
-/* The path in use: `force` < 0 keeps (or picks) the best, else forces one no better than
- * the best (tests). Returns the path now in use. */
-EXPORT int er_cpu_qgemm_isa(int force) {
-    static int best = -1;          /* CPUID is slow (a VM exit under a hypervisor): once */
-    if (best < 0) best = best_isa();
-    if (force >= 0) isa = force < best ? force : best;
-    else if (isa < 0) isa = best;
-    return isa;
-}
 
 EXPORT int64_t er_cpu_qgemm_packed_size(int64_t k, int64_t n) {
     return ((n + NR - 1) / NR) * ((k + 3) / 4) * NR * 4;
@@ -129,7 +99,7 @@ static inline void store_one(const Epilogue *e, int64_t i, int64_t j, int32_t ra
 }
 
 /* ---- AVX2: bytes widened to 16 bits, pairs summed by VPMADDWD ---------------------------- */
-__attribute__((target("avx2")))
+TARGET_AVX2
 static void block_avx2(const uint8_t *a, int64_t width, int64_t i0, int mr, const int8_t *panel,
                        int64_t j0, const Epilogue *e) {
     int64_t k4 = width / 4;
@@ -162,7 +132,7 @@ static void block_avx2(const uint8_t *a, int64_t width, int64_t i0, int mr, cons
 }
 
 /* ---- AVX-512 VNNI: VPDPBUSD, MR rows x 32 columns of int32 sums in 16 registers -------- */
-__attribute__((target("avx512f,avx512bw,avx512vnni"), always_inline))
+TARGET_AVX512 __attribute__((always_inline))
 static inline void block_vnni_rows(const uint8_t *a, int64_t width, int64_t i0, const int rows,
                                    const int8_t *panel, int64_t j0, const Epilogue *e) {
     int64_t k4 = width / 4;
@@ -204,7 +174,7 @@ static inline void block_vnni_rows(const uint8_t *a, int64_t width, int64_t i0, 
     }
 }
 
-__attribute__((target("avx512f,avx512bw,avx512vnni")))
+TARGET_AVX512
 static void block_vnni(const uint8_t *a, int64_t width, int64_t i0, int mr, const int8_t *panel,
                        int64_t j0, const Epilogue *e) {
     switch (mr) {   /* each row count unrolled on its own */
@@ -255,9 +225,9 @@ EXPORT int er_cpu_qgemm(const uint8_t *a, int64_t lda, int64_t m, int64_t k, int
         colfix[j] = (int32_t)((uint32_t)colsum[j] - (uint32_t)k * (uint32_t)zb_full[j]);
     }
     Epilogue e = {n, ldc, k, za_full, zb_full, colfix, rowsum, scale, bias, out};
-    int path = er_cpu_qgemm_isa(-1);
+    int path = cpu_isa();
     if (path == ISA_NONE) { status = -2; goto done; }
-    BlockFn block = path == ISA_VNNI ? block_vnni : block_avx2;
+    BlockFn block = path == ISA_AVX512 ? block_vnni : block_avx2;
     int64_t k4 = width / 4;
     for (int64_t j0 = 0; j0 < n; j0 += NR) {
         const int8_t *panel = packed + (j0 / NR) * k4 * NR * 4;

@@ -158,8 +158,9 @@ def main():
     sources = engine_sources_hash()
     with tempfile.TemporaryDirectory() as tmp:
         src = os.path.join(tmp, "src")
+        # native libraries are per platform; a page loads none (Pyodide would try to)
         shutil.copytree(os.path.join(ROOT, "engine"), os.path.join(src, "engine"),
-                        ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+                        ignore=shutil.ignore_patterns("__pycache__", "*.egg-info", "*.so"))
         for name in ("pyproject.toml", "README.md"):
             shutil.copy(os.path.join(ROOT, name), src)
         subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q",

@@ -25,7 +25,7 @@ def test_native_library_loads_where_one_is_built():
     if not ON_X86_LINUX:
         pytest.skip(f"no native kernels are built for {platform.machine()} {sys.platform}")
     assert library.library() is not None, library.status()
-    assert qgemm.isa() != "none", "this x86_64 CPU has neither AVX2 nor AVX-512 VNNI"
+    assert library.isa() != "none", "this x86_64 CPU has neither AVX2 nor AVX-512 VNNI"
 
 
 def test_fresh_build_is_identical_to_the_committed_one():
@@ -51,9 +51,9 @@ def test_a_stale_library_is_not_loaded_and_the_warning_names_the_rebuild(tmp_pat
 # ---- differential: native products against onnxruntime ----------------------------------
 
 def _isas() -> list:
-    if qgemm.isa() == "none":
+    if library.isa() == "none":
         return []
-    return list(qgemm.ISAS[1:qgemm.ISAS.index(qgemm.isa()) + 1])
+    return list(library.ISAS[1:library.ISAS.index(library.isa()) + 1])
 
 
 RANGES = {np.uint8: (0, 255), np.int8: (-128, 127)}
@@ -125,7 +125,8 @@ def _scale_and_bias(n: int) -> tuple:
 
 # onnxruntime's CPU kernels take no per-row zero point of A, nor every type pair
 ONNXRUNTIME_LACKS = ("NOT_IMPLEMENTED", "Could not find an implementation",
-                     "zero point must be a scalar or 1D tensor of size 1")
+                     "zero point must be a scalar or 1D tensor of size 1",
+                     "Non per-tensor quantization is not supported")
 
 
 def _exact(case: dict) -> np.ndarray:
@@ -161,11 +162,11 @@ def test_native_integer_products_match_onnxruntime(isa, to_float, monkeypatch):
     import onnxruntime as ort
 
     if isa not in _isas():
-        pytest.skip(f"this CPU's native products are {qgemm.isa()}")
+        pytest.skip(f"this CPU's native products are {library.isa()}")
     calls = _counting(monkeypatch)
     rng = np.random.default_rng(2026 + to_float)
     checked = 0
-    with qgemm.forced(isa):
+    with library.forced(isa):
         for index in range(40):
             case = _case(rng, index)
             case["b_const"] |= to_float            # the fusion takes a constant B
@@ -194,3 +195,139 @@ def test_native_integer_products_match_onnxruntime(isa, to_float, monkeypatch):
             checked += 1
     assert checked >= 20, checked
     assert len(calls) >= checked, "the native product was not taken"
+
+
+# ---- elementwise kernels: equal to the numpy paths bit for bit, and to onnxruntime ---------
+
+SIZES = [1, 7, 8, 15, 16, 17, 33, 100, 1000, 4099]
+
+
+def _floats(rng, size: int, specials: bool) -> np.ndarray:
+    x = (rng.standard_normal(size) * rng.choice([0.5, 3.0, 40.0])).astype(np.float32)
+    if specials and size > 8:
+        spots = rng.choice(size, 8, replace=False)
+        x[spots] = [np.nan, np.inf, -np.inf, 0.0, -0.0, 5.656854, -5.656855, 3e38]
+    return x
+
+
+def _one_node(op: str, x: np.ndarray, outputs, opset: int, **attrs) -> bytes:
+    node = helper.make_node(op, ["x"], [name for name, _ in outputs], **attrs)
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, x.shape)],
+                              [helper.make_tensor_value_info(n, t, None) for n, t in outputs])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)],
+                             ir_version=10).SerializeToString()
+
+
+@pytest.mark.parametrize("isa", ["avx2", "avx512_vnni"])
+def test_native_gelu_is_the_numpy_path_bit_for_bit_and_matches_onnxruntime(isa, monkeypatch):
+    """Against the numpy blocks it replaces: equal bits (NaN, infinities, signed zeros and the
+    fit's limits included, strided input too). Against onnxruntime's Gelu: abs 1e-6 (its own
+    erf approximation)."""
+    import onnxruntime as ort
+
+    from edgerun.providers.cpu.native import elementwise
+    from edgerun.providers.cpu.ops import erf
+
+    if isa not in _isas():
+        pytest.skip(f"this CPU's native kernels are {library.isa()}")
+    rng = np.random.default_rng(5)
+    with library.forced(isa):
+        for size in SIZES:
+            x = _floats(rng, size * 2, specials=True)[::2]       # a strided view
+            got = erf.gelu_erf(x)
+            with monkeypatch.context() as m:
+                m.setattr(elementwise, "available", lambda: False)
+                want = erf.gelu_erf(x)
+            np.testing.assert_array_equal(got.view(np.int32), want.view(np.int32),
+                                          err_msg=f"size {size}")
+            clean = _floats(rng, size, specials=False).reshape(1, -1)
+            model = _one_node("Gelu", clean, [("y", TensorProto.FLOAT)], 20)
+            ours = InferenceSession(model, providers=["cpu"]).run(None, {"x": clean})[0]
+            theirs = ort.InferenceSession(model, providers=["CPUExecutionProvider"]).run(
+                None, {"x": clean})[0]
+            np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-6, err_msg=f"size {size}")
+
+
+@pytest.mark.parametrize("isa", ["avx2", "avx512_vnni"])
+def test_native_dynamic_quantize_linear_is_the_numpy_path_and_matches_onnxruntime(isa, monkeypatch):
+    """y, scale and zero point: equal to the numpy path (NaN and infinities included) and to
+    onnxruntime exactly (finite inputs, all-positive, all-negative and all-zero ones too)."""
+    import onnxruntime as ort
+
+    from edgerun.providers.cpu.native import elementwise
+    from edgerun.providers.cpu.ops import quantization
+
+    if isa not in _isas():
+        pytest.skip(f"this CPU's native kernels are {library.isa()}")
+    rng = np.random.default_rng(6)
+    outputs = [("y", TensorProto.UINT8), ("scale", TensorProto.FLOAT), ("zero", TensorProto.UINT8)]
+    with library.forced(isa):
+        for size in SIZES:
+            for x in (_floats(rng, size, specials=True), np.abs(_floats(rng, size, False)),
+                      -np.abs(_floats(rng, size, False)), np.zeros(size, np.float32)):
+                got = quantization.dynamic_quantize_linear(None, x)
+                with monkeypatch.context() as m:
+                    m.setattr(elementwise, "available", lambda: False)
+                    want = quantization.dynamic_quantize_linear(None, x)
+                for g, w in zip(got, want):
+                    np.testing.assert_array_equal(g, w, err_msg=f"size {size}")
+                    assert g.dtype == w.dtype
+                if not np.isfinite(x).all():
+                    continue
+                model = _one_node("DynamicQuantizeLinear", x, outputs, 11)
+                ours = InferenceSession(model, providers=["cpu"]).run(None, {"x": x})
+                theirs = ort.InferenceSession(model, providers=["CPUExecutionProvider"]).run(
+                    None, {"x": x})
+                for o, t, (name, _) in zip(ours, theirs, outputs):
+                    np.testing.assert_array_equal(o, t, err_msg=f"{name}, size {size}")
+
+
+@pytest.mark.parametrize("isa", ["avx2", "avx512_vnni"])
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8])
+def test_native_quantize_kernels_are_the_numpy_paths_and_match_onnxruntime(isa, dtype, monkeypatch):
+    """QuantizeLinear, DequantizeLinear and the fused pair with one float32 scale and zero
+    point: equal to the numpy paths bit for bit (NaN, infinities, signed zeros, ties and
+    saturation included), and QuantizeLinear / DequantizeLinear to onnxruntime exactly."""
+    import onnxruntime as ort
+
+    from edgerun.providers.cpu.native import elementwise
+    from edgerun.providers.cpu.ops import quantization as qops
+
+    if isa not in _isas():
+        pytest.skip(f"this CPU's native kernels are {library.isa()}")
+    rng = np.random.default_rng(8)
+    low, high = RANGES[dtype]
+    code = CODES[dtype]
+    with library.forced(isa), np.errstate(over="ignore"):
+        for size in SIZES:
+            scale = np.array(rng.choice([0.0125, 0.37, 3.0]), np.float32)
+            z = None if size % 3 == 0 else np.array(rng.integers(low, high, endpoint=True), dtype)
+            x = _floats(rng, size, specials=True)
+            x[: size // 2] = np.round(x[: size // 2] / scale * 2) / 2 * scale    # ties
+            q8 = rng.integers(low, high, size, endpoint=True).astype(dtype)
+            calls = {"quantize": lambda: qops.quantize_linear(None, x, scale, z),
+                     "dequantize": lambda: qops.dequantize_linear(None, q8, scale, z),
+                     "pair": lambda: qops.quantize_dequantize(None, x, scale, z)}
+            for name, call in calls.items():
+                got = call()
+                with monkeypatch.context() as m:
+                    m.setattr(elementwise, "available", lambda: False)
+                    want = call()
+                assert got.dtype == want.dtype, name
+                np.testing.assert_array_equal(got.view(np.uint8), want.view(np.uint8),
+                                              err_msg=f"{name}, size {size}")
+            finite = np.nan_to_num(x, nan=0.0, posinf=1e6, neginf=-1e6)
+            point = z if z is not None else np.array(0, dtype)       # the output's type
+            inits = [numpy_helper.from_array(scale, "s"), numpy_helper.from_array(point, "z")]
+            names = ["s", "z"]
+            for op, feed, in_type, out_type in [("QuantizeLinear", finite, TensorProto.FLOAT, code),
+                                                ("DequantizeLinear", q8, code, TensorProto.FLOAT)]:
+                node = helper.make_node(op, ["x"] + names, ["y"])
+                graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", in_type, [size])],
+                                          [helper.make_tensor_value_info("y", out_type, None)], inits)
+                model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)],
+                                          ir_version=8).SerializeToString()
+                ours = InferenceSession(model, providers=["cpu"]).run(None, {"x": feed})[0]
+                theirs = ort.InferenceSession(model, providers=["CPUExecutionProvider"]).run(
+                    None, {"x": feed})[0]
+                np.testing.assert_array_equal(ours, theirs, err_msg=f"{op}, size {size}")

@@ -12,7 +12,9 @@ import os
 import zipfile
 
 SKIP_DIRS = {"__pycache__"}
-SKIP_SUFFIXES = (".pyc", ".pyo")
+# native libraries (the CPU provider's, providers/cpu/native) are per platform: a
+# py3-none-any wheel carries none, and the CPU provider keeps its numpy paths
+SKIP_SUFFIXES = (".pyc", ".pyo", ".so")
 
 
 def package_files(package_dir: str) -> list:

@@ -5,14 +5,15 @@ cpu_kernels/build.py writes one library per platform and `edgerun_cpu.json`: the
 sources it was built from and of each library. In a source checkout the sources are hashed
 again at load, and a stale library is not loaded (a warning names the rebuild command);
 installed packages carry no sources, so only the library's own hash is checked there. No
-library for this platform (another OS or architecture, Pyodide), EDGERUN_NATIVE=0, or a
-library that fails to load: `library()` is None, the kernels keep their numpy paths, and
-`status()` says why.
+library for this platform (another OS or architecture, Pyodide, a py3-none-any wheel, which
+carries none), EDGERUN_NATIVE=0, or a library that fails to load: `library()` is None, the
+kernels keep their numpy paths, and `status()` says why.
 """
 from __future__ import annotations
 
 from typing import Optional
 
+import contextlib
 import ctypes
 import functools
 import hashlib
@@ -33,12 +34,31 @@ REBUILD = "python cpu_kernels/build.py (needs pip install ziglang==0.17.1)"
 _P, _I64, _INT = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int
 # exported function -> (result type, argument types)
 SIGNATURES = {
-    "er_cpu_qgemm_isa": (_INT, [_INT]),
+    "er_cpu_isa": (_INT, [_INT]),
+    "er_cpu_gelu": (None, [_P, _P, _I64, _P, _P, ctypes.c_float]),
+    "er_cpu_range": (None, [_P, _I64, _P]),
+    "er_cpu_quantize": (None, [_P, _I64, ctypes.c_float, ctypes.c_int32, ctypes.c_int32,
+                               ctypes.c_int32, _P]),
+    "er_cpu_quantize_dequantize": (None, [_P, _I64, ctypes.c_float, ctypes.c_int32,
+                                          ctypes.c_int32, ctypes.c_int32, _P]),
+    "er_cpu_dequantize": (None, [_P, _I64, _INT, ctypes.c_int32, ctypes.c_float, _P]),
     "er_cpu_qgemm_packed_size": (_I64, [_I64, _I64]),
     "er_cpu_qgemm_pack_b": (None, [_P, _I64, _I64, _I64, _INT, _P, _P]),
     "er_cpu_qgemm": (_INT, [_P, _I64, _I64, _I64, _INT, _P, _I64, _P, _P, _I64, _INT, _P, _I64,
                             ctypes.c_float, _P, _I64, _P, _P, _I64]),
 }
+
+
+def address(array):
+    """The address of a numpy array's first element for a ctypes call, None for None: through
+    the buffer protocol where the array is writable and contiguous (a third of
+    `.ctypes.data`'s ~1 us, which counts in calls of a few microseconds)."""
+    if array is None:
+        return None
+    try:
+        return ctypes.addressof(ctypes.c_char.from_buffer(array.data))
+    except (TypeError, ValueError, BufferError):
+        return array.ctypes.data
 
 
 def platform_tag() -> Optional[str]:
@@ -56,9 +76,40 @@ def sources_hash(folder: str = SOURCES_DIR) -> str:
     return kernel_sources.sources_hash(folder)
 
 
+ISAS = ("none", "avx2", "avx512_vnni")     # er_cpu_isa's codes, in order (cpu_kernels/isa.h)
+_isa: list = []                            # the code in use, once asked
+
+
 def library():
     """The loaded library (ctypes.CDLL, signatures set), or None (see status())."""
     return _load()[0]
+
+
+def isa() -> str:
+    """The instruction set the native kernels run on ('none': no native kernels here)."""
+    return ISAS[isa_code()]
+
+
+def isa_code() -> int:
+    if not _isa:
+        lib = library()
+        _isa.append(lib.er_cpu_isa(-1) if lib is not None else 0)
+    return _isa[0]
+
+
+@contextlib.contextmanager
+def forced(name: str):
+    """Run the native kernels on `name` (at most what the CPU has) inside the block (tests)."""
+    lib = library()
+    if lib is None or name not in ISAS:
+        raise ValueError(f"cannot force {name!r}: the native kernels run on {isa()}; "
+                         f"one of {ISAS}")
+    previous = isa_code()
+    _isa[0] = lib.er_cpu_isa(ISAS.index(name))
+    try:
+        yield
+    finally:
+        _isa[0] = lib.er_cpu_isa(previous)
 
 
 def status() -> str:
@@ -74,6 +125,8 @@ def _load() -> tuple:
     if tag is None:
         return None, f"no native kernels are built for {platform.machine()} {sys.platform}"
     path = os.path.join(LIBRARY_DIR, library_name(tag))
+    if not os.path.exists(path):         # a pure-Python install (py3-none-any wheel)
+        return None, f"this installation has no {library_name(tag)}"
     problem = _stale(path, tag)
     if problem:
         warnings.warn(f"edgerun's native CPU kernels are not used: {problem}: run {REBUILD}",

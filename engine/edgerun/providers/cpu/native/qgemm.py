@@ -12,16 +12,11 @@ from __future__ import annotations
 
 from typing import Optional
 
-import contextlib
-import ctypes
-
 import numpy as np
 
-from .library import library
+from .library import address, isa_code, library
 
-ISAS = ("none", "avx2", "avx512_vnni")     # er_cpu_qgemm_isa's codes, in order
 EIGHT_BIT = "Bb"                           # numpy's type characters of uint8, int8
-_isa: list = []                            # the code in use, once asked
 
 
 class PackedB:
@@ -39,38 +34,12 @@ class PackedB:
                                 self.packed.ctypes.data, self.colsum.ctypes.data)
         self.zb = _as_int32(b_zero_point)
         self._pointers = (self.packed.ctypes.data, self.colsum.ctypes.data, self.n,
-                          int(self.signed), _pointer(self.zb), _count(self.zb))
-
-
-def isa() -> str:
-    """The instruction set the products run on ('none': no native products here)."""
-    return ISAS[_isa_code()]
-
-
-def _isa_code() -> int:
-    if not _isa:
-        lib = library()
-        _isa.append(lib.er_cpu_qgemm_isa(-1) if lib is not None else 0)
-    return _isa[0]
-
-
-@contextlib.contextmanager
-def forced(name: str):
-    """Run the products on `name` (at most what the CPU has) inside the block (tests)."""
-    lib = library()
-    if lib is None or name not in ISAS:
-        raise ValueError(f"cannot force {name!r}: native products are {isa()}; one of {ISAS}")
-    previous = _isa_code()
-    _isa[0] = lib.er_cpu_qgemm_isa(ISAS.index(name))
-    try:
-        yield
-    finally:
-        _isa[0] = lib.er_cpu_qgemm_isa(previous)
+                          int(self.signed), address(self.zb), _count(self.zb))
 
 
 def applicable(a: np.ndarray, a_zero_point, b: np.ndarray, b_zero_point) -> bool:
     """Whether these operands take the native product (see the module docstring)."""
-    if not _isa_code() or a.dtype.char not in EIGHT_BIT or b.dtype.char not in EIGHT_BIT:
+    if not isa_code() or a.dtype.char not in EIGHT_BIT or b.dtype.char not in EIGHT_BIT:
         return False
     if b.ndim != 2 or a.ndim < 1 or a.shape[-1] != b.shape[0] or not a.size or not b.size:
         return False
@@ -104,9 +73,9 @@ def product(a: np.ndarray, a_zero_point, packed: PackedB, a_scale: float = 1.0,
     if b_scale is not None:
         b_scale = np.ascontiguousarray(b_scale, np.float32)
     status = library().er_cpu_qgemm(
-        _pointer(rows), rows.strides[0] if m > 1 else k, m, k, int(a.dtype.char == "b"),
-        _pointer(za), _count(za), *packed._pointers, a_scale, _pointer(b_scale),
-        _count(b_scale), _pointer(bias), _pointer(out), n)
+        address(rows), rows.strides[0] if m > 1 else k, m, k, int(a.dtype.char == "b"),
+        address(za), _count(za), *packed._pointers, a_scale, address(b_scale),
+        _count(b_scale), address(bias), address(out), n)
     if status:
         raise MemoryError(f"the native integer product of [{m}, {k}] by [{k}, {n}] found no "
                           f"scratch memory") if status == -1 else \
@@ -118,17 +87,6 @@ def _as_int32(zero_point) -> Optional[np.ndarray]:
     if zero_point is None:
         return None
     return np.ascontiguousarray(np.asarray(zero_point).reshape(-1), np.int32)
-
-
-def _pointer(array: Optional[np.ndarray]):
-    """The address of `array`'s first element (through the buffer protocol where it is
-    writable and contiguous: a third of `.ctypes.data`'s cost, which counts at small sizes)."""
-    if array is None:
-        return None
-    try:
-        return ctypes.addressof(ctypes.c_char.from_buffer(array.data))
-    except (TypeError, ValueError, BufferError):
-        return array.ctypes.data
 
 
 def _count(array: Optional[np.ndarray]) -> int:

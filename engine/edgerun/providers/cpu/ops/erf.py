@@ -7,12 +7,15 @@ float32 and narrower: one odd rational function of x on [-4, 4] (the minimax fit
 XLA use for float erf; erf(4) rounds to 1 in float32), evaluated in float64 so that its
 roundoff stays far below float32's: within 1.6 float32 ulps of the true value (abs error
 < 1e-7), with no masks, no exp and no branches. Large arrays are evaluated in blocks whose
-float64 temporaries stay in the CPU cache; GELU fuses its own arithmetic into those blocks.
+float64 temporaries stay in the CPU cache; GELU fuses its own arithmetic into those blocks,
+and where the native kernels run (native/elementwise.py) GELU is one pass of the same
+arithmetic in C, equal bit for bit.
 """
 from __future__ import annotations
 
 import numpy as np
 
+from ..native import elementwise as native
 from .clamp import clip_to
 from .float_errors import ignored_float_errors
 
@@ -108,6 +111,8 @@ def erf(x: np.ndarray) -> np.ndarray:
 
 def gelu_erf(x: np.ndarray) -> np.ndarray:
     """0.5 * x * (1 + erf(x / sqrt(2))) of a float32 array, as a fresh float32 array."""
+    if x.dtype == np.float32 and native.available():
+        return native.gelu(x, _GELU_P_ARRAY, _GELU_Q_ARRAY, float(np.float32(_GELU_LIMIT)))
     with ignored_float_errors():
         return _blockwise(_gelu_block, x)
 
@@ -156,6 +161,7 @@ def _erf_block(source, destination, scratch):
 _GELU_P = tuple(c * 0.5 ** k * 0.5 * _SQRT_HALF for k, c in enumerate(_RATIONAL_P))
 _GELU_Q = tuple(c * 0.5 ** k for k, c in enumerate(_RATIONAL_Q))
 _GELU_LIMIT = _RATIONAL_LIMIT / _SQRT_HALF
+_GELU_P_ARRAY, _GELU_Q_ARRAY = np.array(_GELU_P), np.array(_GELU_Q)      # for the C kernel
 
 
 def _gelu_block(source, destination, scratch):

@@ -14,7 +14,12 @@ Conventions shared by every kernel here:
   wraps to int32 as the spec allows ("accumulation may overflow if and only if in 32 bits").
   A constant B (the weights) is centered and converted once per node. Where the native
   kernels run here (native/qgemm.py: AVX2 or AVX-512 VNNI), 8-bit products of a B matrix
-  with per-tensor or per-column zero points take them instead, B packed once per node.
+  with per-tensor or per-column zero points take them instead, B packed once per node
+  (integer convolutions keep Conv's float methods: an im2col of 8-bit values in numpy costs
+  more than the float convolution it would replace);
+- the 8-bit float32 per-tensor paths of QuantizeLinear, DequantizeLinear, their fused pair
+  and DynamicQuantizeLinear run as one native pass each where the kernels run
+  (native/elementwise.py), equal bit for bit to the numpy passes they replace.
 """
 from __future__ import annotations
 
@@ -25,6 +30,7 @@ import math
 import numpy as np
 
 from ....ir import dtypes
+from ..native import elementwise as native
 from ..native import qgemm
 from ..registry import kernel
 from .cast import FLOAT8_CODES, cast_array
@@ -129,10 +135,17 @@ def _quantize_float32_per_tensor(x, scale, zero_point, code: int):
     """x / scale rounded half to even, plus the zero point, saturated: for float32 x, one
     float32 scale and an 8-bit result, in float32 (x / scale is the general path's float32
     quotient; its rounding and the small integer sums are exact there)."""
+    if native.available():
+        return native.quantize(x, scale.reshape(()), _scalar_point(zero_point),
+                               dtypes.numpy_dtype(code))
     values, z = _steps_around_zero_point(x, scale, zero_point, code)
     if z:
         values += np.float32(z)
     return values.astype(dtypes.numpy_dtype(code))
+
+
+def _scalar_point(zero_point) -> int:
+    return 0 if zero_point is None else int(zero_point.reshape(()))
 
 
 def _steps_around_zero_point(x, scale, zero_point, code: int):
@@ -186,7 +199,9 @@ EIGHT_BIT = (np.dtype(np.uint8), np.dtype(np.int8))
 def _dequantize_8bit_per_tensor(x, scale, zero_point):
     """(x - zero_point) * scale of 8-bit x with one float32 scale (and zero point), in
     float32: every 8-bit value and difference is exact there, so this equals the general
-    path's int64 -> float32 route in one pass fewer."""
+    path's int64 -> float32 route in one pass fewer (one pass natively)."""
+    if native.available():
+        return native.dequantize(x, _scalar_point(zero_point), scale.reshape(()))
     values = x.astype(np.float32)
     if zero_point is not None:
         values -= np.float32(zero_point.reshape(()))
@@ -232,7 +247,10 @@ def quantize_dequantize(ctx, x, scale, zero_point=None, axis=1, saturate=1, bloc
 
 def _quantize_dequantize_float32_per_tensor(x, scale, zero_point, code: int):
     """The float32 path's (8-bit value - z) * s without the 8-bit tensor: five passes
-    instead of nine."""
+    instead of nine (one natively)."""
+    if native.available():
+        return native.quantize_dequantize(x, scale.reshape(()), _scalar_point(zero_point),
+                                          dtypes.numpy_dtype(code))
     values, _ = _steps_around_zero_point(x, scale, zero_point, code)
     values += np.float32(0)         # -0.0 (x / s in (-0.5, 0)) to +0.0, as the 8-bit value gives
     values *= scale.reshape(())
@@ -243,11 +261,17 @@ def _quantize_dequantize_float32_per_tensor(x, scale, zero_point, code: int):
 def dynamic_quantize_linear(ctx, x):
     """uint8 quantization with a scale and zero point chosen from x's range (widened to 0)."""
     x = x.astype(np.float32, copy=False)
-    high = np.float32(max(0.0, float(x.max()))) if x.size else np.float32(0)
-    low = np.float32(min(0.0, float(x.min()))) if x.size else np.float32(0)
+    fast = x.size and native.available()
+    largest, smallest = native.float_range(x) if fast else \
+        (x.max(), x.min()) if x.size else (0.0, 0.0)
+    high = np.float32(max(0.0, float(largest)))
+    low = np.float32(min(0.0, float(smallest)))
     # onnxruntime uses scale 1 for a constant-zero input, where the formula would divide by 0.
     scale = np.float32((high - low) / np.float32(255)) if high != low else np.float32(1)
     zero_point = np.array(np.rint(np.clip(np.float32(0) - low / scale, 0, 255)), np.uint8)
+    if fast:
+        return native.quantize(x, scale, int(zero_point), np.uint8), \
+            np.array(scale, np.float32), zero_point
     scale = np.array(scale, np.float32)
     return _quantize_float32_per_tensor(x, scale, zero_point, dtypes.UINT8), scale, zero_point
 

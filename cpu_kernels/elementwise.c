@@ -1,0 +1,134 @@
+/* Elementwise float32 kernels whose numpy forms take many passes: GELU (erf form) and the
+ * two passes of DynamicQuantizeLinear (the range of x; x quantized to uint8).
+ *
+ * Each computes exactly what the CPU provider's numpy path computes, operation for
+ * operation in the same order and precision (compiled with -ffp-contract=off, so no fused
+ * multiply-add), so results are equal bit for bit; only the passes are fewer. The loops are
+ * plain C, vectorised by the compiler for the instruction set isa.c picks. */
+#include <stdint.h>
+#include "isa.h"
+
+/* The body of a kernel compiled once per instruction set, and the exported function that
+ * runs the one in use. */
+#define DISPATCHED(name, params, args)                                          \
+    TARGET_AVX512 static void name##_avx512 params { name##_body args; }         \
+    TARGET_AVX2 static void name##_avx2 params { name##_body args; }             \
+    static void name##_plain params { name##_body args; }                        \
+    EXPORT void er_cpu_##name params {                                           \
+        int isa = cpu_isa();                                                     \
+        if (isa == ISA_AVX512) name##_avx512 args;                               \
+        else if (isa == ISA_AVX2) name##_avx2 args;                              \
+        else name##_plain args;                                                  \
+    }
+
+/* ---- GELU: x * Phi(x), Phi = 0.5 + x P(x^2) / Q(x^2) clipped to [0, 1] -------------------- */
+/* providers/cpu/ops/erf.py's _gelu_block, whose fit the caller passes (p: 7 coefficients,
+ * q: 5, lowest order first; x clipped to [-limit, limit] in float32 first). */
+__attribute__((always_inline))
+static inline void gelu_body(const float *x, float *y, int64_t n, const double *p,
+                             const double *q, float limit) {
+    for (int64_t i = 0; i < n; i++) {
+        float s = x[i];
+        double v = (double)(s < -limit ? -limit : (s > limit ? limit : s));
+        double t = v * v;
+        double num = t * p[6];
+        num = num + p[5];
+        for (int c = 4; c >= 0; c--) {
+            num = num * t;
+            num = num + p[c];
+        }
+        double den = t * q[4];
+        den = den + q[3];
+        for (int c = 2; c >= 0; c--) {
+            den = den * t;
+            den = den + q[c];
+        }
+        num = num * v;
+        num = num / den;
+        num = num + 0.5;
+        num = num < 0.0 ? 0.0 : (num > 1.0 ? 1.0 : num);
+        y[i] = (float)(num * (double)s);
+    }
+}
+DISPATCHED(gelu, (const float *x, float *y, int64_t n, const double *p, const double *q, float limit),
+           (x, y, n, p, q, limit))
+
+/* ---- DynamicQuantizeLinear ------------------------------------------------------------- */
+/* range[0] = max(x), range[1] = min(x), both NaN when any x is (numpy's max and min). */
+#define LANES 16
+__attribute__((always_inline))
+static inline void range_body(const float *x, int64_t n, float *range) {
+    float high[LANES], low[LANES];
+    int nan = 0;
+    for (int j = 0; j < LANES; j++) high[j] = low[j] = x[0];
+    int64_t i = 0;
+    for (; i + LANES <= n; i += LANES) {
+        for (int j = 0; j < LANES; j++) {
+            float v = x[i + j];
+            high[j] = v > high[j] ? v : high[j];
+            low[j] = v < low[j] ? v : low[j];
+            nan |= v != v;
+        }
+    }
+    for (; i < n; i++) {
+        float v = x[i];
+        high[0] = v > high[0] ? v : high[0];
+        low[0] = v < low[0] ? v : low[0];
+        nan |= v != v;
+    }
+    for (int j = 1; j < LANES; j++) {
+        high[0] = high[j] > high[0] ? high[j] : high[0];
+        low[0] = low[j] < low[0] ? low[j] : low[0];
+    }
+    range[0] = nan ? __builtin_nanf("") : high[0];
+    range[1] = nan ? __builtin_nanf("") : low[0];
+}
+DISPATCHED(range, (const float *x, int64_t n, float *range), (x, n, range))
+
+/* ---- QuantizeLinear, DequantizeLinear and the pair, 8-bit, one scale and zero point ------ */
+/* providers/cpu/ops/quantization.py's float32 paths: q = rint(x / scale) saturated to
+ * [low - z, high - z], NaN to low - z (_steps_around_zero_point). */
+#define STEPS(x, scale, low, high) ({                                            \
+        float v_ = __builtin_rintf((x) / (scale));                               \
+        v_ = v_ < (low) ? (low) : (v_ > (high) ? (high) : v_);                   \
+        v_ != v_ ? (low) : v_; })
+
+/* y = q + z as 8-bit values (int8 stored as its byte). */
+__attribute__((always_inline))
+static inline void quantize_body(const float *x, int64_t n, float scale, int32_t z, int32_t low,
+                                 int32_t high, uint8_t *y) {
+    float lo = (float)(low - z), hi = (float)(high - z), zf = (float)z;
+    for (int64_t i = 0; i < n; i++) y[i] = (uint8_t)(int32_t)(STEPS(x[i], scale, lo, hi) + zf);
+}
+DISPATCHED(quantize, (const float *x, int64_t n, float scale, int32_t z, int32_t low, int32_t high,
+                      uint8_t *y), (x, n, scale, z, low, high, y))
+
+/* y = (q + 0.0) * scale: the pair without the 8-bit tensor (-0.0 becomes +0.0, as the 8-bit
+ * value gives). */
+__attribute__((always_inline))
+static inline void quantize_dequantize_body(const float *x, int64_t n, float scale, int32_t z,
+                                            int32_t low, int32_t high, float *y) {
+    float lo = (float)(low - z), hi = (float)(high - z);
+    for (int64_t i = 0; i < n; i++) {
+        float v = STEPS(x[i], scale, lo, hi);
+        v = v + 0.0f;
+        y[i] = v * scale;
+    }
+}
+DISPATCHED(quantize_dequantize, (const float *x, int64_t n, float scale, int32_t z, int32_t low,
+                                 int32_t high, float *y), (x, n, scale, z, low, high, y))
+
+/* y = (float(x) - z) * scale of 8-bit x (signed: int8). */
+__attribute__((always_inline))
+static inline void dequantize_body(const uint8_t *x, int64_t n, int is_signed, int32_t z,
+                                   float scale, float *y) {
+    float zf = (float)z;
+    if (is_signed) {
+        const int8_t *s = (const int8_t *)x;
+        for (int64_t i = 0; i < n; i++) y[i] = ((float)s[i] - zf) * scale;
+    } else {
+        for (int64_t i = 0; i < n; i++) y[i] = ((float)x[i] - zf) * scale;
+    }
+}
+DISPATCHED(dequantize, (const uint8_t *x, int64_t n, int is_signed, int32_t z, float scale, float *y),
+           (x, n, is_signed, z, scale, y))

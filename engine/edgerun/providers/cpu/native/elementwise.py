@@ -1,0 +1,74 @@
+"""Elementwise float32 kernels in one pass each (cpu_kernels/elementwise.c): GELU's erf form
+and DynamicQuantizeLinear's two passes. Each equals the numpy path it stands in for bit for
+bit (the same operations in the same order and precision); callers use them where
+`available()` and keep numpy's path elsewhere."""
+from __future__ import annotations
+
+import numpy as np
+
+from .library import address, isa_code, library
+
+
+def available() -> bool:
+    return isa_code() > 0
+
+
+def gelu(x: np.ndarray, p: np.ndarray, q: np.ndarray, limit: float) -> np.ndarray:
+    """x * Phi(x) of float32 x by the rational fit p, q (float64, lowest order first), x
+    clipped to [-limit, limit] (see providers/cpu/ops/erf.py)."""
+    x = _contiguous(x, np.float32)
+    out = np.empty(x.shape, np.float32)
+    if x.size:
+        library().er_cpu_gelu(address(x), address(out), x.size, address(p),
+                              address(q), limit)
+    return out
+
+
+def float_range(x: np.ndarray) -> tuple:
+    """(max, min) of a non-empty float32 array, NaN when any value is."""
+    x = _contiguous(x, np.float32)
+    found = np.empty(2, np.float32)
+    library().er_cpu_range(address(x), x.size, address(found))
+    return found[0], found[1]
+
+
+def quantize(x: np.ndarray, scale, zero_point: int, dtype) -> np.ndarray:
+    """QuantizeLinear of float32 x to uint8 or int8 (`dtype`) with one scale and zero point:
+    clip(rint(x / scale), low - z, high - z) + z, NaN to low."""
+    x = _contiguous(x, np.float32)
+    out = np.empty(x.shape, dtype)
+    if x.size:
+        low, high = _RANGES[out.dtype.char]
+        library().er_cpu_quantize(address(x), x.size, float(scale), int(zero_point), low,
+                                  high, address(out))
+    return out
+
+
+def quantize_dequantize(x: np.ndarray, scale, zero_point: int, dtype) -> np.ndarray:
+    """DequantizeLinear(QuantizeLinear(x)) of float32 x through `dtype` (uint8 or int8)."""
+    x = _contiguous(x, np.float32)
+    out = np.empty(x.shape, np.float32)
+    if x.size:
+        low, high = _RANGES[np.dtype(dtype).char]
+        library().er_cpu_quantize_dequantize(address(x), x.size, float(scale),
+                                             int(zero_point), low, high, address(out))
+    return out
+
+
+def dequantize(x: np.ndarray, zero_point: int, scale) -> np.ndarray:
+    """(float32(x) - zero_point) * scale of uint8 or int8 x."""
+    x = _contiguous(x, x.dtype)
+    out = np.empty(x.shape, np.float32)
+    if x.size:
+        library().er_cpu_dequantize(address(x), x.size, int(x.dtype.char == "b"),
+                                    int(zero_point), float(scale), address(out))
+    return out
+
+
+_RANGES = {"B": (0, 255), "b": (-128, 127)}
+
+
+def _contiguous(x: np.ndarray, dtype) -> np.ndarray:
+    """x as a C-contiguous array of `dtype`, of x's own shape (a 0-d one stays 0-d)."""
+    y = np.ascontiguousarray(x, dtype)
+    return y if y.ndim == np.ndim(x) else y.reshape(np.shape(x))
