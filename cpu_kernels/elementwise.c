@@ -54,7 +54,8 @@ DISPATCHED(gelu, (const float *x, float *y, int64_t n, const double *p, const do
            (x, y, n, p, q, limit))
 
 /* ---- DynamicQuantizeLinear ------------------------------------------------------------- */
-/* range[0] = max(x), range[1] = min(x), both NaN when any x is (numpy's max and min). */
+/* range[0] = max(x), range[1] = min(x) of n > 0 values, both NaN when any x is (numpy's
+ * max and min). */
 #define LANES 16
 __attribute__((always_inline))
 static inline void range_body(const float *x, int64_t n, float *range) {
@@ -83,7 +84,6 @@ static inline void range_body(const float *x, int64_t n, float *range) {
     range[0] = nan ? __builtin_nanf("") : high[0];
     range[1] = nan ? __builtin_nanf("") : low[0];
 }
-DISPATCHED(range, (const float *x, int64_t n, float *range), (x, n, range))
 
 /* ---- QuantizeLinear, DequantizeLinear and the pair, 8-bit, one scale and zero point ------ */
 /* providers/cpu/ops/quantization.py's float32 paths: q = rint(x / scale) saturated to
@@ -132,3 +132,62 @@ static inline void dequantize_body(const uint8_t *x, int64_t n, int is_signed, i
 }
 DISPATCHED(dequantize, (const uint8_t *x, int64_t n, int is_signed, int32_t z, float scale, float *y),
            (x, n, is_signed, z, scale, y))
+
+/* DynamicQuantizeLinear whole: the range of x widened to 0 (NaN counts as 0), scale =
+ * (high - low) / 255 (1 when the range is empty), zero point = rint(clip(-low / scale, 0,
+ * 255)), then x quantized: quantization.py's dynamic_quantize_linear, in float32. */
+__attribute__((always_inline))
+static inline void dynamic_quantize_body(const float *x, int64_t n, uint8_t *y, float *scale_out,
+                                         uint8_t *zero_out) {
+    float range[2] = {0.0f, 0.0f};
+    if (n) range_body(x, n, range);
+    float high = range[0] > 0.0f ? range[0] : 0.0f;
+    float low = range[1] < 0.0f ? range[1] : 0.0f;
+    float scale = high != low ? (high - low) / 255.0f : 1.0f;
+    float zero = 0.0f - low / scale;
+    zero = __builtin_rintf(zero < 0.0f ? 0.0f : (zero > 255.0f ? 255.0f : zero));
+    *scale_out = scale;
+    *zero_out = (uint8_t)(int32_t)zero;
+    quantize_body(x, n, scale, (int32_t)zero, 0, 255, y);
+}
+DISPATCHED(dynamic_quantize, (const float *x, int64_t n, uint8_t *y, float *scale_out,
+                              uint8_t *zero_out), (x, n, y, scale_out, zero_out))
+
+/* ---- LayerNormalization over the last d values of each row, float32 -------------------- */
+/* The row's mean and variance are summed in double (numpy's float32 sums round more), then
+ * applied as the numpy path does in float32: y = (x - mean) * inv_std_dev * scale + bias. */
+__attribute__((always_inline))
+static inline void layer_norm_body(const float *x, int64_t rows, int64_t d, const float *scale,
+                                   const float *bias, float epsilon, float *y) {
+    for (int64_t r = 0; r < rows; r++) {
+        const float *row = x + r * d;
+        float *out = y + r * d;
+        double sums[LANES] = {0}, squares[LANES] = {0};     /* lanes: vectorised sums */
+        int64_t i = 0;
+        for (; i + LANES <= d; i += LANES)
+            for (int j = 0; j < LANES; j++) sums[j] += row[i + j];
+        for (; i < d; i++) sums[0] += row[i];
+        for (int j = 1; j < LANES; j++) sums[0] += sums[j];
+        float mean = (float)(sums[0] / (double)d);
+        for (i = 0; i + LANES <= d; i += LANES) {
+            for (int j = 0; j < LANES; j++) {
+                double c = (double)(row[i + j] - mean);
+                squares[j] += c * c;
+            }
+        }
+        for (; i < d; i++) {
+            double c = (double)(row[i] - mean);
+            squares[0] += c * c;
+        }
+        for (int j = 1; j < LANES; j++) squares[0] += squares[j];
+        float variance = (float)(squares[0] / (double)d);
+        float inv = 1.0f / __builtin_sqrtf(variance + epsilon);
+        for (int64_t i = 0; i < d; i++) {
+            float v = (row[i] - mean) * inv * scale[i];
+            out[i] = bias ? v + bias[i] : v;
+        }
+    }
+}
+DISPATCHED(layer_norm, (const float *x, int64_t rows, int64_t d, const float *scale,
+                        const float *bias, float epsilon, float *y),
+           (x, rows, d, scale, bias, epsilon, y))

@@ -89,7 +89,17 @@ def numpy_dtype(code: int):
     return np.dtype(t.numpy_name)
 
 
+_CODE_OF_DTYPE: dict = {}      # numpy dtype -> code, once per dtype (dtype.name costs ~2 us)
+
+
 def code_of_numpy(dtype) -> int:
+    code = _CODE_OF_DTYPE.get(dtype)
+    if code is None:
+        code = _CODE_OF_DTYPE[dtype] = _code_of_numpy(dtype)
+    return code
+
+
+def _code_of_numpy(dtype) -> int:
     import numpy as np
 
     dtype = np.dtype(dtype)

@@ -1,7 +1,10 @@
-"""Elementwise float32 kernels in one pass each (cpu_kernels/elementwise.c): GELU's erf form
-and DynamicQuantizeLinear's two passes. Each equals the numpy path it stands in for bit for
-bit (the same operations in the same order and precision); callers use them where
-`available()` and keep numpy's path elsewhere."""
+"""Elementwise float32 kernels in one pass each (cpu_kernels/elementwise.c): GELU's erf form,
+DynamicQuantizeLinear (two passes, its scalars computed between them), 8-bit QuantizeLinear,
+DequantizeLinear and their pair with one scale and zero point, each equal bit for bit to the
+numpy path it stands in for (the same operations in the same order and precision); and
+LayerNormalization, whose row statistics are summed in double (so within ~1e-7 of the numpy
+path's float32 sums, not bit for bit). Callers use them where `available()` and keep numpy's
+path elsewhere."""
 from __future__ import annotations
 
 import numpy as np
@@ -24,12 +27,15 @@ def gelu(x: np.ndarray, p: np.ndarray, q: np.ndarray, limit: float) -> np.ndarra
     return out
 
 
-def float_range(x: np.ndarray) -> tuple:
-    """(max, min) of a non-empty float32 array, NaN when any value is."""
+def dynamic_quantize(x: np.ndarray) -> tuple:
+    """DynamicQuantizeLinear of float32 x: (uint8 y, float32 scale, uint8 zero point), the
+    last two 0-d."""
     x = _contiguous(x, np.float32)
-    found = np.empty(2, np.float32)
-    library().er_cpu_range(address(x), x.size, address(found))
-    return found[0], found[1]
+    y = np.empty(x.shape, np.uint8)
+    scale, zero = np.empty((), np.float32), np.empty((), np.uint8)
+    library().er_cpu_dynamic_quantize(address(x), x.size, address(y), address(scale),
+                                      address(zero))
+    return y, scale, zero
 
 
 def quantize(x: np.ndarray, scale, zero_point: int, dtype) -> np.ndarray:
@@ -62,6 +68,19 @@ def dequantize(x: np.ndarray, zero_point: int, scale) -> np.ndarray:
     if x.size:
         library().er_cpu_dequantize(address(x), x.size, int(x.dtype.char == "b"),
                                     int(zero_point), float(scale), address(out))
+    return out
+
+
+def layer_norm(x: np.ndarray, depth: int, scale: np.ndarray, bias, epsilon: float) -> np.ndarray:
+    """LayerNormalization of float32 x over its trailing `depth` values per row, with float32
+    scale and bias (None) of `depth` values each."""
+    x = _contiguous(x, np.float32)
+    out = np.empty(x.shape, np.float32)
+    if x.size:
+        scale = np.ascontiguousarray(scale, np.float32)
+        bias = None if bias is None else np.ascontiguousarray(bias, np.float32)
+        library().er_cpu_layer_norm(address(x), x.size // depth, depth, address(scale),
+                                    address(bias), epsilon, address(out))
     return out
 
 

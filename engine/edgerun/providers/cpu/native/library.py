@@ -36,7 +36,8 @@ _P, _I64, _INT = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int
 SIGNATURES = {
     "er_cpu_isa": (_INT, [_INT]),
     "er_cpu_gelu": (None, [_P, _P, _I64, _P, _P, ctypes.c_float]),
-    "er_cpu_range": (None, [_P, _I64, _P]),
+    "er_cpu_dynamic_quantize": (None, [_P, _I64, _P, _P, _P]),
+    "er_cpu_layer_norm": (None, [_P, _I64, _I64, _P, _P, ctypes.c_float, _P]),
     "er_cpu_quantize": (None, [_P, _I64, ctypes.c_float, ctypes.c_int32, ctypes.c_int32,
                                ctypes.c_int32, _P]),
     "er_cpu_quantize_dequantize": (None, [_P, _I64, ctypes.c_float, ctypes.c_int32,

@@ -3,13 +3,15 @@ GroupNormalization, RMSNormalization, LpNormalization, MeanVarianceNormalization
 
 Statistics are computed in at least float32 (float16 and bfloat16 inputs would lose too much
 precision summing in their own type) and the normalized result is cast back to the input's
-dtype.
+dtype. float32 LayerNormalization runs natively where the native kernels do
+(native/elementwise.py: one pass per statistic, summed in double).
 """
 import math
 
 import numpy as np
 
 from ....ir.dtypes import numpy_dtype
+from ..native import elementwise as native
 from ..registry import kernel
 from .reduction import trailing_sum
 
@@ -181,9 +183,28 @@ def group_normalization_21(ctx, x, scale, bias, num_groups, epsilon=1e-5, stash_
     return y.astype(x.dtype, copy=False)
 
 
+def _native_layer_norm(x, scale, bias, axis: int, epsilon: float):
+    """float32 LayerNormalization with one output through the native kernel (statistics in
+    double), or None where it does not apply: scale and bias must hold one value per
+    normalized element (their shapes the trailing ones, leading 1s allowed)."""
+    if x.dtype != np.float32 or not native.available():
+        return None
+    depth = math.prod(x.shape[axis:])
+    trailing = x.shape[axis:]
+    for param in (scale, bias):
+        if param is not None and (param.dtype != np.float32 or param.size != depth
+                                  or tuple(param.shape[-len(trailing):]) != trailing):
+            return None
+    return native.layer_norm(x, max(depth, 1), scale, bias, float(epsilon))
+
+
 @kernel("LayerNormalization", since=17)
 def layer_normalization(ctx, x, scale, bias=None, axis=-1, epsilon=1e-5, stash_type=1):
     axis = _normalize_axis(axis, x.ndim)
+    if ctx.num_outputs == 1 and stash_type == 1:
+        y = _native_layer_norm(x, scale, bias, axis, epsilon)
+        if y is not None:
+            return y
     work = _work_dtype(x.dtype, stash_type)
     xw = _as(x, work)
     mean, centered, variance = _mean_and_variance(xw, tuple(range(axis, x.ndim)))

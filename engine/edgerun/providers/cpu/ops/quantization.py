@@ -261,17 +261,13 @@ def _quantize_dequantize_float32_per_tensor(x, scale, zero_point, code: int):
 def dynamic_quantize_linear(ctx, x):
     """uint8 quantization with a scale and zero point chosen from x's range (widened to 0)."""
     x = x.astype(np.float32, copy=False)
-    fast = x.size and native.available()
-    largest, smallest = native.float_range(x) if fast else \
-        (x.max(), x.min()) if x.size else (0.0, 0.0)
-    high = np.float32(max(0.0, float(largest)))
-    low = np.float32(min(0.0, float(smallest)))
+    if native.available():
+        return native.dynamic_quantize(x)
+    high = np.float32(max(0.0, float(x.max()))) if x.size else np.float32(0)
+    low = np.float32(min(0.0, float(x.min()))) if x.size else np.float32(0)
     # onnxruntime uses scale 1 for a constant-zero input, where the formula would divide by 0.
     scale = np.float32((high - low) / np.float32(255)) if high != low else np.float32(1)
     zero_point = np.array(np.rint(np.clip(np.float32(0) - low / scale, 0, 255)), np.uint8)
-    if fast:
-        return native.quantize(x, scale, int(zero_point), np.uint8), \
-            np.array(scale, np.float32), zero_point
     scale = np.array(scale, np.float32)
     return _quantize_float32_per_tensor(x, scale, zero_point, dtypes.UINT8), scale, zero_point
 
