@@ -22,6 +22,9 @@ def test_demo_classifies_the_held_out_digits():
     accuracy = float(re.search(r"accuracy: ([0-9.]+)", out.stdout).group(1))
     assert accuracy > 0.9, out.stdout
     assert "latency:" in out.stdout and "CPUExecutionProvider" in out.stdout
+    from edgerun.providers.cpu.native import library
+    want = "loaded" if library.platform_tag() == "x86_64-linux" else library.status()
+    assert f"native CPU kernels: {want}" in out.stdout, out.stdout
 
 
 def test_info_lists_inputs_outputs_and_ops():

@@ -120,6 +120,7 @@ def cmd_demo(args) -> int:
     print(f"model: {os.path.relpath(model_path)} (MLP trained on scikit-learn digits)")
     sess = edgerun.InferenceSession(model_path, providers=_providers(args.providers))
     print(f"providers: {', '.join(sess.get_providers())}   load: {sess.load_seconds * 1e3:.1f} ms")
+    _print_native_kernels(sess)
     data = np.load(data_path)
     x, y = data["X"], data["y"]
     t0 = time.perf_counter()
@@ -140,6 +141,14 @@ def cmd_demo(args) -> int:
     return 0
 
 
+def _print_native_kernels(sess) -> None:
+    """Whether the CPU provider runs its native kernels here, and on what (or why not)."""
+    if "CPUExecutionProvider" in sess.get_providers():
+        from .providers.cpu.native import library
+        where = f" ({library.isa()})" if library.library() is not None else ""
+        print(f"native CPU kernels: {library.status()}{where}")
+
+
 def cmd_run(args) -> int:
     import numpy as np
 
@@ -148,6 +157,7 @@ def cmd_run(args) -> int:
     sess = edgerun.InferenceSession(args.model, providers=_providers(args.providers))
     print(f"loaded {args.model} in {sess.load_seconds * 1e3:.1f} ms; providers: "
           f"{', '.join(sess.get_providers())}")
+    _print_native_kernels(sess)
     given = {}
     for item in args.input:
         name, sep, path = item.partition("=")
