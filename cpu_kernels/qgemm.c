@@ -75,7 +75,7 @@ static void pack_a(const uint8_t *a, int64_t lda, int64_t m, int64_t k, int a_si
 
 /* What the epilogue needs of a call. */
 typedef struct {
-    int64_t n, ldc, k;
+    int64_t n, ldc;
     const int32_t *za;      /* A' zero point per row (already + 128 for signed A) */
     const int32_t *zb;      /* B' zero point per column (already - 128 for unsigned B) */
     const int32_t *colfix;  /* colsum_j - k zb'_j */
@@ -224,7 +224,7 @@ EXPORT int er_cpu_qgemm(const uint8_t *a, int64_t lda, int64_t m, int64_t k, int
         zb_full[j] = (zb ? zb[zb_count > 1 ? j : 0] : 0) - (b_signed ? 0 : 128);
         colfix[j] = (int32_t)((uint32_t)colsum[j] - (uint32_t)k * (uint32_t)zb_full[j]);
     }
-    Epilogue e = {n, ldc, k, za_full, zb_full, colfix, rowsum, scale, bias, out};
+    Epilogue e = {n, ldc, za_full, zb_full, colfix, rowsum, scale, bias, out};
     int path = cpu_isa();
     if (path == ISA_NONE) { status = -2; goto done; }
     BlockFn block = path == ISA_AVX512 ? block_vnni : block_avx2;

@@ -6,7 +6,7 @@
 // feed is written and each output read. Once such a session has learned a ticket, the page
 // keeps those three (and the session's names, metadata and placement); a later visit that
 // creates the same session (the same model bytes, edgerun wheel, providers and optimization
-// level) restores them in a few milliseconds and answers every run that matches a ticket
+// level) restores them in tens of milliseconds and answers every run that matches a ticket
 // without starting Pyodide. Any other run starts Python then, and creates the session there
 // as it would have been created without a kept one.
 //
@@ -15,7 +15,7 @@
 // wheel's SHA-256 are those it was made with. env.keepSessions = false turns this off.
 import { expandImage, imageLength, sparseImage } from "./memory_image.js";
 import { ProgramReplays } from "./replay.js";
-import { absoluteURL, env, hasCustomOps, mark, sha256, wheelBytes } from "./runtime.js";
+import { absoluteURL, env, hasCustomOps, mark, sha256, wheelSha256 } from "./runtime.js";
 
 const CACHE = "edgerun-sessions";
 const FORMAT = 1;
@@ -24,24 +24,20 @@ const MAGIC = 0x314b5245;        // "ERK1"
 const LISTED = "edgerun:kept-sessions";    // localStorage: the kept sessions' keys
 
 // Where the session `create` makes would be kept, and what is kept there already:
-// { key, cache (a promise), entry (a Response) or null, modelBytes }; null when nothing is
-// kept for these options (no Cache Storage here, custom operators, GPU outputs,
+// { key, cache (a promise), entry (a Response) or null, modelBytes, modelHash }; null when
+// nothing is kept for these options (no Cache Storage here, custom operators, GPU outputs,
 // env.keepSessions off).
 export async function keptSlot(model, modelBytes, providers, options) {
   if (!env.keepSessions || typeof caches === "undefined" || !globalThis.crypto?.subtle) return null;
   if (hasCustomOps() || options.gpuOutputs?.length) return null;
-  let source;
-  if (typeof model === "string" || model instanceof URL) {
-    source = absoluteURL(model).href;
-  } else {
-    source = `sha256:${await sha256(await modelBytes)}`;
-  }
+  const slot = { key: null, cache: null, entry: null, modelBytes, modelHash: null };
+  const source = typeof model === "string" || model instanceof URL ? absoluteURL(model).href
+    : `sha256:${await modelHash(slot)}`;
   const query = new URLSearchParams({ format: FORMAT, model: source, providers: providers.join(","),
                                       level: options.graphOptimizationLevel ?? "all" });
-  const key = new Request(`https://edgerun.invalid/session?${query}`);
-  const cache = caches.open(CACHE);
+  const key = slot.key = new Request(`https://edgerun.invalid/session?${query}`);
+  const cache = slot.cache = caches.open(CACHE);
   cache.catch(() => {});                 // storage refused (private mode): nothing is kept
-  const slot = { key, cache, entry: null, modelBytes };
   // A page's first visit has nothing kept: the list in localStorage says so at once, so
   // Python starts without waiting for Cache Storage to open (tens of milliseconds).
   if (keptKeys()?.includes(key.url) === false) return slot;
@@ -58,8 +54,7 @@ export async function keptSlot(model, modelBytes, providers, options) {
 // cannot be used: made from other model bytes or another wheel, or damaged. Such an entry
 // is dropped.
 export async function restoreKept(slot, startPython) {
-  const hashes = Promise.all([slot.modelBytes.then(sha256), wheelBytes().then(sha256)]);
-  hashes.catch(() => {});               // (its error surfaces where it is awaited)
+  hashes(slot).catch(() => {});          // hashing while the rest goes on (errors: below)
   try {
     const { header, module, image } = parseEntry(new Uint8Array(await slot.entry.arrayBuffer()));
     const { instance } = await WebAssembly.instantiate(module, {});
@@ -68,7 +63,7 @@ export async function restoreKept(slot, startPython) {
     const missing = length - memory.buffer.byteLength;
     if (missing > 0) memory.grow(Math.ceil(missing / 65536));
     expandImage(image, new Uint8Array(memory.buffer, 0, length));
-    const [model, wheel] = await hashes;
+    const [model, wheel] = await hashes(slot);
     if (header.model !== model || header.wheel !== wheel) {
       await drop(slot);
       return null;
@@ -85,6 +80,17 @@ export async function restoreKept(slot, startPython) {
     await drop(slot).catch(() => {});
     return null;
   }
+}
+
+// The SHA-256 of the slot's model, computed once.
+function modelHash(slot) {
+  slot.modelHash ??= slot.modelBytes.then(sha256);
+  return slot.modelHash;
+}
+
+// [the model's SHA-256, the wheel's].
+function hashes(slot) {
+  return Promise.all([modelHash(slot), wheelSha256()]);
 }
 
 async function drop(slot) {
@@ -164,8 +170,7 @@ export function keepSession(slot, session, info, tickets) {
   if (!module) return;
   setTimeout(async () => {
     try {
-      [header.model, header.wheel] = await Promise.all([slot.modelBytes.then(sha256),
-                                                        wheelBytes().then(sha256)]);
+      [header.model, header.wheel] = await hashes(slot);
       const entry = packEntry(header, module, sparseImage(memory));
       const cache = await slot.cache;
       for (const old of (await cache.keys()).slice(0, -(MAX_KEPT - 1) || undefined)) {

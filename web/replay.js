@@ -70,9 +70,8 @@ export class ProgramReplays {
   // [{ name, type, dims, ptr, nbytes, ints } or null], outputs: [{ name, type, dims, ptr,
   // nbytes }] }.
   adopt(ticket) {
-    const outputs = Array.isArray(ticket.outputs) ? ticket.outputs : [...ticket.outputs.values()];
-    this.#tickets.push({ ...ticket, outputNames: outputs.map((o) => o.name),
-                         outputs: new Map(outputs.map((o) => [o.name, o])),
+    this.#tickets.push({ ...ticket, outputNames: ticket.outputs.map((o) => o.name),
+                         outputs: new Map(ticket.outputs.map((o) => [o.name, o])),
                          fed: ticket.inputs.filter((input) => input).length });
   }
 }

@@ -80,7 +80,7 @@ async function startRuntime(onProgress) {
   const options = indexURL ? { indexURL } : {};
   // how this thread's Python started: from the snapshot, or why not (web/test/snapshot.test.mjs)
   const start = { snapshot: false, why: "" };
-  const snapshot = await usableSnapshot(await described, version, await wheel);
+  const snapshot = await usableSnapshot(await described, version);
   mark("snapshot-checked");
   let pyodide = null;
   if (typeof snapshot === "string") {
@@ -165,10 +165,10 @@ function jspiHere() {
 }
 
 // The snapshot, or why it cannot be used here (a string).
-async function usableSnapshot(snapshot, pyodideVersion, wheel) {
+async function usableSnapshot(snapshot, pyodideVersion) {
   if (typeof snapshot === "string") return snapshot;
   if (snapshot.pyodide !== pyodideVersion) return `it was made with Pyodide ${snapshot.pyodide}, this is ${pyodideVersion}`;
-  if (snapshot.wheel_sha256 !== await sha256(wheel)) return "it was made with another edgerun wheel";
+  if (snapshot.wheel_sha256 !== await wheelSha256()) return "it was made with another edgerun wheel";
   return snapshot;
 }
 
@@ -197,19 +197,31 @@ export async function sha256(bytes) {
   return Array.from(digest, (b) => b.toString(16).padStart(2, "0")).join("");
 }
 
-// The edgerun wheel's bytes, read once per thread (env.wheelURL, or dist/edgerun.whl next
-// to this file).
+// The edgerun wheel's bytes and their SHA-256, each read or computed once per thread
+// (env.wheelURL, or dist/edgerun.whl next to this file): the start-up snapshot and a kept
+// session (kept.js) are both checked against the hash.
 let wheelPromise = null;
+let wheelHash = null;
 let wheelSource = null;
 
 export function wheelBytes() {
   const source = env.wheelURL ?? new URL("./dist/edgerun.whl", import.meta.url);
   if (wheelPromise === null || String(source) !== String(wheelSource)) {
     wheelSource = source;
+    wheelHash = null;
     wheelPromise = readBytes(source);
     wheelPromise.catch(() => { wheelPromise = null; });
   }
   return wheelPromise;
+}
+
+export function wheelSha256() {
+  const bytes = wheelBytes();
+  if (wheelHash === null || wheelHash.bytes !== bytes) {
+    wheelHash = { bytes, hash: bytes.then(sha256) };
+    wheelHash.hash.catch(() => {});
+  }
+  return wheelHash.hash;
 }
 
 // The snapshot's memory image: from Cache Storage when an earlier visit kept it (inflated,

@@ -1,4 +1,5 @@
 """Native kernels of the CPU provider: C (cpu_kernels/*.c) built per platform into one shared
 library, loaded with ctypes where one ships (library.py), for the work numpy cannot do at
-onnxruntime's speed (qgemm.py: 8-bit integer products on the CPU's dot-product
-instructions). Where none ships, or EDGERUN_NATIVE=0, every kernel keeps its numpy path."""
+onnxruntime's speed: 8-bit integer products on the CPU's dot-product instructions
+(qgemm.py), and one-pass GELU, quantization and LayerNormalization (elementwise.py). Where
+none ships, or EDGERUN_NATIVE=0, every kernel keeps its numpy path."""
