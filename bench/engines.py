@@ -17,6 +17,9 @@ done in prepare(), so session creation times the model, not the driver; a sessio
 WebGPU is not available fails instead of timing the CPU fallback. Where the nodes ran (from
 explain()) and the runtime fallbacks are printed to the worker's stderr and, when
 EDGERUN_BENCH_PLACEMENT names a file, appended to it as one JSON line per session.
+`edgerun_webgpu_uncaptured` is the same with the provider option graph_capture=False: every
+run goes node by node through Python instead of replaying the recorded command stream
+(providers/webgpu/program.py), the A/B of that choice.
 """
 from __future__ import annotations
 
@@ -62,9 +65,16 @@ def _prepare_webgpu():
     shared_context()
 
 
-def _open_edgerun_webgpu(path):
+def _webgpu_opener(graph_capture: bool):
+    def open_webgpu(path):
+        return _open_edgerun_webgpu(path, graph_capture)
+    return open_webgpu
+
+
+def _open_edgerun_webgpu(path, graph_capture: bool = True):
     import edgerun
-    sess = edgerun.InferenceSession(path, providers=[WEBGPU, "CPUExecutionProvider"])
+    sess = edgerun.InferenceSession(path, providers=[(WEBGPU, {"graph_capture": graph_capture}),
+                                                     "CPUExecutionProvider"])
     if WEBGPU not in sess.get_providers():
         raise RuntimeError(f"the session fell back to {sess.get_providers()}")
     _report_placement(path, sess)
@@ -139,6 +149,8 @@ ENGINES = {e.name: e for e in [
     Engine("edgerun_threads", "edgerun CPU (default BLAS threads)", _import_edgerun,
            _open_edgerun),
     Engine("edgerun_webgpu", "edgerun WebGPU (wgpu-native; CPU fallback 1 BLAS thread)",
-           _prepare_webgpu, _open_edgerun_webgpu, env=ONE_BLAS_THREAD),
+           _prepare_webgpu, _webgpu_opener(True), env=ONE_BLAS_THREAD),
+    Engine("edgerun_webgpu_uncaptured", "edgerun WebGPU, graph capture off", _prepare_webgpu,
+           _webgpu_opener(False), env=ONE_BLAS_THREAD),
 ]}
 DEFAULT_ENGINES = ["edgerun", "ort_1thread", "ort_default", "reference"]

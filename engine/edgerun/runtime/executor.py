@@ -163,12 +163,19 @@ class GraphExecutor:
         fn = provider.kernel(node, opset)
         # a kernel marked host_io takes and returns host values: it moves them itself
         device = "cpu" if getattr(fn, "host_io", False) else provider.device
+        # a captured graph's kernel runs its body with inputs and outputs on its device
+        body_device = getattr(fn, "body_on_device", None)
         if device != "cpu":
             fn = refusable(fn, node, opset, provider, unit.fallback)
         host_reads = []
         for sub in subgraphs(node):
-            self.subgraphs[id(sub)] = GraphExecutor(sub, self.opsets, self.partitioner,
-                                                    frozenset(visible), subgraph=True)
+            sub_executor = GraphExecutor(sub, self.opsets, self.partitioner,
+                                         frozenset(visible), subgraph=True)
+            self.subgraphs[id(sub)] = sub_executor
+            if body_device is not None:
+                sub_executor.copy_steps = sub_executor.plan_for(
+                    dict.fromkeys(sub_executor.input_names, body_device),
+                    dict.fromkeys(sub_executor.output_names, body_device)).copies
             host_reads += [n for n in sorted(outer_scope_reads(sub)) if n in visible]
         static_ctx = None if _has_subgraphs(node) else KernelContext(node, opset)
         return _BoundUnit(node, provider, device, fn, static_ctx,
@@ -328,13 +335,19 @@ class GraphExecutor:
     def _step_opset(self, step: Step) -> Optional[int]:
         return self.opsets.get(_domain_key(step.node.domain))
 
-    def _run_subgraph(self, env: dict, profile, graph: Graph, inputs: list) -> list:
+    def _run_subgraph(self, env: dict, profile, graph: Graph, inputs: list,
+                      on_device: Optional[str] = None) -> list:
         cancel.check(cancel.watched())            # each Loop or Scan iteration
         sub = self.subgraphs[id(graph)]
         if len(inputs) != len(sub.input_names):
             raise ValueError(f"subgraph '{graph.name}' takes {len(sub.input_names)} inputs, "
                              f"got {len(inputs)}")
-        return sub.run(dict(zip(sub.input_names, inputs)), outer=env, profile=profile)
+        plan = None
+        if on_device is not None:                 # inputs and outputs stay on that device
+            plan = sub.plan_for({n: on_device for n in sub.input_names},
+                                {n: on_device for n in sub.output_names})
+        return sub.run(dict(zip(sub.input_names, inputs)), outer=env, profile=profile,
+                       plan=plan)
 
 
 _PLAN_LOCK = threading.Lock()

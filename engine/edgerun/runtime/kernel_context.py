@@ -24,7 +24,8 @@ class KernelContext:
     - `opset`: the opset version imported for the node's domain.
     - `run_graph(graph, inputs)`: run a subgraph attribute (If/Loop/Scan bodies,
       SequenceMap); `inputs` bind positionally to `graph.inputs`, names from the enclosing
-      scopes are visible; returns the list of graph outputs.
+      scopes are visible; returns the list of graph outputs. With `on_device` ("webgpu"),
+      the inputs are that device's values and the outputs stay on it (a captured graph).
     - `prepared(key, sources, build)`: what `build()` derives from `sources` (weights
       transposed, packed or summed), built on the first call and kept for this node while the
       same objects come back, so constant initializers are prepared once per session.
@@ -57,7 +58,9 @@ class KernelContext:
     def num_outputs(self) -> int:
         return len(self.node.outputs)
 
-    def run_graph(self, graph: Graph, inputs: list) -> list:
+    def run_graph(self, graph: Graph, inputs: list, on_device: Optional[str] = None) -> list:
         if self._run_graph is None:
             raise RuntimeError("this context cannot run subgraphs")
-        return self._run_graph(graph, inputs)
+        if on_device is None:
+            return self._run_graph(graph, inputs)
+        return self._run_graph(graph, inputs, on_device)

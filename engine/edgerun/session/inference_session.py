@@ -19,6 +19,7 @@ from ..shape_inference.type_check import inferred_and_checked, own_nodes
 from ..optimizer.contrib_ops import expand_contrib_ops
 from ..ir.inline_functions import inline_functions
 from ..optimizer.save import save_optimized
+from ..providers.graph_capture import is_capture_node
 from ..providers.registry import constant_evaluator, create_providers
 from ..runtime import cancel, limits
 from ..runtime.executor import GraphExecutor
@@ -163,18 +164,23 @@ class InferenceSession:
         device<->host copies per run of the main graph, and those planned inside control-flow
         bodies (counted once per body, whatever the number of iterations). With an
         `io_binding`, the copies are those of a run with that binding (outputs bound to a
-        device are not read back, device inputs are not uploaded)."""
+        device are not read back, device inputs are not uploaded). `graph_capture` names the
+        provider that runs the whole graph as one recorded program (providers/
+        graph_capture.py), or is None; `nodes` are the model's nodes either way."""
+        placements = self._partitioner.placements
+        captured = [p.provider.name for p in placements if is_capture_node(p.node)]
         nodes = [{"node": p.node.name, "op_type": p.node.op_type,
                   "domain": p.node.domain or "ai.onnx", "provider": p.provider.name,
                   "refused_by": list(p.refusals),
                   "falls_back_to": p.fallback.name if p.fallback is not None else None}
-                 for p in self._partitioner.placements]
+                 for p in placements if not is_capture_node(p.node)]
         plan = (self._executor.plan if io_binding is None
                 else self._executor.plan_for(*io_binding._devices()))
         return {"nodes": nodes, "copies_per_run": plan.copies,
                 "copies": [s.node.name for s in plan.steps if s.provider == "copy"] +
                 list(plan.inner_copies),
                 "copies_per_subgraph_run": self._executor.subgraph_copy_steps(),
+                "graph_capture": captured[0] if captured else None,
                 "providers": self.get_providers()}
 
     def plan_source(self) -> str:

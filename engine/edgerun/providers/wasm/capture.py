@@ -1,14 +1,10 @@
-"""Graph capture: a model the wasm provider runs whole becomes one node, whose runs after
-the first of each input signature are a single recorded program (program.py).
-
-`capture_graph(model, provider)` (called from the provider's prepare_model, before
-partitioning) moves the main graph's nodes into a subgraph attribute of one node,
-com.edgerun::WasmProgram, with the graph's inputs and outputs. The executor builds and
-partitions that subgraph like an If branch, so its nodes keep their placements (explain()
-lists them) and every other provider still gets the nodes it claims first. The node's
-kernel runs the subgraph through `ctx.run_graph` while recording the first run of each
-signature, and replays the program afterwards; runs that cannot be replayed (the host read
-data computed in the run, another provider took part) stay node by node.
+"""The wasm provider's captured graph: a model the provider runs whole becomes one node,
+com.edgerun::WasmProgram (providers/graph_capture.py, called from the provider's
+prepare_model, before partitioning), whose runs after the first of each input signature are
+a single recorded program (program.py). The node's kernel runs the subgraph through
+`ctx.run_graph` while recording the first run of each signature, and replays the program
+afterwards; runs that cannot be replayed (the host read data computed in the run, another
+provider took part) stay node by node.
 
 The node takes and returns host values (its kernel's `host_io`: the executor plans no copy
 steps around it, and explain() counts its transfers as copies): a replay writes the feeds
@@ -22,46 +18,19 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
-from ...ir import Attribute, AttrType, Graph, Node, dtypes
+from ...ir import dtypes
 from ...ir.host_tensor import HostTensor
+from ..graph_capture import CAPTURE_OPS, capture_graph
 from .device import UNHELD_TYPES, DeviceValue, WasmTensor, small_ints
 from .ops import EDGERUN, operator
 from .program import MAX_PROGRAMS, Recorder
 
-OP_TYPE = "WasmProgram"
+OP_TYPE = CAPTURE_OPS[0]
 DOMAIN = EDGERUN[0]
 
 
-def capture_graph(model, provider, ahead: tuple = ()) -> bool:
-    """Wrap `model.graph` into one WasmProgram node when the provider claims every node and
-    no provider `ahead` of it in priority order claims any (their nodes would receive wasm
-    tensors inside the program); True when it did."""
-    graph = model.graph
-    opsets = model.opset_imports
-    if not graph.nodes or any(n.op_type == OP_TYPE and n.domain == DOMAIN for n in graph.nodes):
-        return False
-    for node in graph.nodes:
-        opset = opsets.get("" if node.domain == "ai.onnx" else node.domain)
-        if opset is None or not provider.capability(node, opset)[0]:
-            return False
-        if any(other.capability(node, opset)[0] for other in ahead):
-            return False
-    constants = set(graph.initializers) | {s.name for s in graph.sparse_initializers}
-    feeds = [v for v in graph.inputs if v.name not in constants]
-    inputs = {v.name for v in graph.inputs}
-    if any(v.name in inputs or v.name in constants for v in graph.outputs):
-        return False                        # an output that no node computes
-    body = Graph(name=f"{graph.name or 'main'}_wasm", nodes=graph.nodes, inputs=feeds,
-                 outputs=list(graph.outputs), initializers=graph.initializers,
-                 sparse_initializers=graph.sparse_initializers, value_info=graph.value_info)
-    graph.nodes = [Node(OP_TYPE, [v.name for v in feeds], [v.name for v in graph.outputs],
-                        {"body": Attribute("body", AttrType.GRAPH, body)}, DOMAIN,
-                        name="wasm_program")]
-    # initializers stay in the main graph only where they are overridable inputs
-    graph.initializers = {k: t for k, t in graph.initializers.items() if k in inputs}
-    graph.sparse_initializers = [s for s in graph.sparse_initializers if s.name in inputs]
-    opsets.setdefault(DOMAIN, 1)
-    return True
+def capture(model, provider, ahead: tuple = ()) -> bool:
+    return capture_graph(model, provider, OP_TYPE, ahead)
 
 
 def signature(values):

@@ -76,7 +76,7 @@ class WasmProvider(ExecutionProvider):
     def prepare_model(self, model, ahead: tuple = ()) -> None:
         self._constants = {id(t.raw): [t.raw, None] for t in _initializers(model.graph)}
         if self.options.get("graph_capture", True) and not self.dev.numpy:
-            capture.capture_graph(model, self, ahead)
+            capture.capture(model, self, ahead)
 
     def capability(self, node, opset) -> tuple:
         if self._custom_op(node) is not None:

@@ -222,12 +222,15 @@ class BrowserDevice(GpuDevice):
                            f"{_compiler_messages(module)}")
         return _Pipeline(pipeline, label)
 
-    def run_batch(self, params: bytes, dispatches: list) -> None:
+    def run_batch(self, params: bytes, dispatches: list, copies_before: tuple = (),
+                  copies_after: tuple = ()) -> None:
         if not dispatches:
             return
         params_buffer = self._params_for(len(params))
         self.write_buffer(params_buffer, params)
         encoder = self.device.createCommandEncoder()
+        for source, target, nbytes in copies_before:
+            encoder.copyBufferToBuffer(source, 0, target, 0, nbytes)
         compute = encoder.beginComputePass()
         for d in dispatches:
             self._push()
@@ -236,6 +239,8 @@ class BrowserDevice(GpuDevice):
             compute.dispatchWorkgroups(*d.groups)
             self._pop(f"recording {d.label}")
         compute.end()
+        for source, target, nbytes in copies_after:
+            encoder.copyBufferToBuffer(source, 0, target, 0, nbytes)
         self._push()
         self.queue.submit(to_js([encoder.finish()]))
         self._pop(f"submitting {len(dispatches)} dispatches ({dispatches[0].label} ... "

@@ -114,6 +114,9 @@ class GpuDevice:
         """A compute pipeline for WGSL `source` with entry point `main` and layout 'auto'."""
         raise NotImplementedError
 
-    def run_batch(self, params: bytes, dispatches: list) -> None:
-        """Upload `params`, record `dispatches` into one command encoder and submit it."""
+    def run_batch(self, params: bytes, dispatches: list, copies_before: tuple = (),
+                  copies_after: tuple = ()) -> None:
+        """Upload `params`, record `dispatches` into one command encoder and submit it;
+        buffer copies (source, target, nbytes) go into the same encoder before and after
+        the compute pass (a recorded program's inputs and outputs)."""
         raise NotImplementedError

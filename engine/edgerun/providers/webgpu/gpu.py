@@ -4,6 +4,10 @@ Kernels call `dispatch(...)`; nothing reaches the device until `flush()`, which 
 whole batch (one parameter buffer, one command encoder) to the device. A run flushes when a
 value must be read back (`download`, the provider's `to_host`) and at `end_run`. Pipelines
 are cached by (family, kernel, substitutions); buffers come from the size-class pool.
+
+While `recorder` is set (a captured graph's first run of a signature, program.py), every
+upload and submitted batch is also logged to it, and a read of device data taints it: the
+host may have decided something from values a replay would not show it.
 """
 from __future__ import annotations
 
@@ -54,9 +58,13 @@ class GpuContext:
         # id -> (host value, its bytes, GpuTensor): upload_small
         self._small: OrderedDict = OrderedDict()
         self.label = ""            # the node being run, for error messages
+        self.recorder = None       # program.Recorder while a captured graph records
         self.fallback_log: list = []   # the last nodes that ran on the CPU instead, and why
-        self.stats = {"dispatches": 0, "flushes": 0, "uploads": 0, "downloads": 0,
-                      "pipelines": 0, "fallbacks": 0}
+        self.stats: dict = {"dispatches": 0, "flushes": 0, "uploads": 0, "downloads": 0,
+                            "pipelines": 0, "fallbacks": 0,
+                            # captured graphs (program.py): signatures recorded, runs replayed
+                            "programs": 0, "replays": 0}
+        self.programs_refused: dict = {}   # why a recorded run could not be replayed -> count
 
     # ---- tensors ----------------------------------------------------------------------------
 
@@ -82,7 +90,7 @@ class GpuContext:
         with self.lock:
             alloc = self.pool.acquire(max(len(words), 4), for_upload=True)
             if words:
-                self.device.write_buffer(alloc.buffer, words)
+                self._write(alloc.buffer, words)
             self.stats["uploads"] += 1
         n = len(words) // 4
         host = host_values.from_bytes(code, shape, data) if n <= SMALL_MIRROR else None
@@ -96,7 +104,7 @@ class GpuContext:
         with self.lock:
             packed = GpuTensor(self.pool.acquire(4 * words, for_upload=True), (words,), "uint32")
             if data:
-                self.device.write_buffer(packed.buffer, data + b"\0" * (-len(data) % 4))
+                self._write(packed.buffer, data + b"\0" * (-len(data) % 4))
             self.stats["uploads"] += 1
         self.dispatch("packed", "widen", out, [packed], [], out.size,
                       {"BITS": bits, "KIND": _narrow_kind(code), "OT": out.wgsl})
@@ -123,8 +131,18 @@ class GpuContext:
                 self._small.popitem(last=False)
             return t
 
+    def _write(self, buffer, data) -> None:
+        self.device.write_buffer(buffer, data)
+        if self.recorder is not None:
+            self.recorder.wrote(buffer, data)
+
+    def _taint(self, why: str) -> None:
+        if self.recorder is not None:
+            self.recorder.taint(why)
+
     def download(self, t: GpuTensor):
         """`t` on the host: a numpy array, or a HostTensor where numpy is absent."""
+        self._taint(f"{self.label}: the host read a value computed in the run")
         if t.dtype in CODES and CODES[t.dtype] in NARROW_TYPES:
             return self._download_narrow(t)
         with self.lock:
@@ -150,6 +168,7 @@ class GpuContext:
 
     async def download_async(self, t: GpuTensor):
         """For an awaiting caller (mapAsync readback without JSPI)."""
+        self._taint(f"{self.label}: the host read a value computed in the run")
         code = CODES[t.dtype]
         source = self._narrowed(t, code) if code in NARROW_TYPES else t
         with self.lock:
@@ -165,6 +184,7 @@ class GpuContext:
         element type `code` (int64 as 8 bytes, bool as 1): onnxruntime-web's GPU-buffer
         outputs. Kept on the GPU where the layouts agree (float32, int32, uint32), else
         through the host. Its size is rounded up to 16 bytes, as onnxruntime-web's."""
+        self._taint("a GPU buffer was exported during the run")
         with self.lock:
             if isinstance(value, GpuTensor) and value.dtype in ADOPTABLE.values() and \
                     CODES[value.dtype] == code:
@@ -202,6 +222,8 @@ class GpuContext:
         if not isinstance(t, GpuTensor):
             return t
         if t.host is not None:
+            if self.recorder is not None:
+                self.recorder.read_mirror(t)
             return t.host
         self.stats["fallbacks"] += 1
         return self.download(t)
@@ -280,6 +302,8 @@ class GpuContext:
                 return
             pending, params = self._pending, bytes(self._params)
             self._pending, self._params = [], bytearray()
+            if self.recorder is not None:
+                self.recorder.submitted(params, pending)
             watched = cancel.watched()
             if watched is not None and watched.terminate:
                 self.pool.batch_submitted()      # the batch is dropped, never submitted

@@ -118,6 +118,13 @@ def reshaped(value, dims) -> object:
     return value.reshape(dims)
 
 
+def copied(value) -> object:
+    """A copy the caller may change (HostTensor bytes are immutable: itself)."""
+    if isinstance(value, HostTensor):
+        return value
+    return np.array(value, copy=True)
+
+
 def from_bytes(code: int, dims, data: bytes) -> object:
     """A downloaded tensor as a host value (numpy where numpy exists)."""
     if np is not None:

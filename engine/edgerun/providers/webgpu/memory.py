@@ -10,6 +10,10 @@ encoder run in order, so a buffer freed after its last reader was recorded can b
 of a later dispatch of the same batch. A host upload (`queue.writeBuffer`) however runs
 before the not-yet-submitted batch, so uploads only take buffers freed before it (`free`),
 never ones freed during it (`recent`).
+
+A recorded program (program.py) pins the buffers its command stream touches: the pool hands
+them to no one else until the program unpins them, and a pinned buffer released meanwhile
+waits in `held` for that.
 """
 from __future__ import annotations
 
@@ -43,6 +47,8 @@ class BufferPool:
         # the finalizers of everything in it, the buffer's too (wgpu-py then releases its
         # handle), before Allocation.__del__ hands it back to the pool, dead.
         self._owned: list = []
+        self.pinned: dict = {}     # id(buffer) -> how many recorded programs use it
+        self.held: dict = {}       # id(buffer) -> (buffer, size class): pinned and released
 
     def acquire(self, nbytes: int, for_upload: bool = False) -> "Allocation":
         cls = size_class(nbytes)
@@ -62,8 +68,44 @@ class BufferPool:
 
     def release(self, buffer, cls: int) -> None:
         with self.lock:
+            if id(buffer) in self.pinned:
+                self.held[id(buffer)] = (buffer, cls)
+                return
             shelf = self.recent if self.batch_pending else self.free
             shelf.setdefault(cls, []).append(buffer)
+
+    def pin(self, buffers) -> None:
+        """Keep `buffers` from every later acquire (taken off the shelves if they are free)
+        until each pin is undone by unpin: programs sharing a buffer (a weight, a cached
+        small upload) each hold a pin on it."""
+        with self.lock:
+            new = set()
+            for b in {id(b): b for b in buffers}.values():
+                count = self.pinned.get(id(b), 0)
+                self.pinned[id(b)] = count + 1
+                if not count:
+                    new.add(id(b))
+            for shelves in (self.free, self.recent):
+                for cls, shelf in shelves.items():
+                    for b in shelf:
+                        if id(b) in new:
+                            self.held[id(b)] = (b, cls)
+                    shelf[:] = [b for b in shelf if id(b) not in new]
+
+    def unpin(self, buffers) -> None:
+        """Undo one pin of each of `buffers`; one no longer pinned that was released meanwhile
+        returns to the shelves."""
+        with self.lock:
+            for b in {id(b): b for b in buffers}.values():
+                count = self.pinned.get(id(b), 0) - 1
+                if count > 0:
+                    self.pinned[id(b)] = count
+                    continue
+                self.pinned.pop(id(b), None)
+                entry = self.held.pop(id(b), None)
+                if entry is not None:
+                    shelf = self.recent if self.batch_pending else self.free
+                    shelf.setdefault(entry[1], []).append(entry[0])
 
     def batch_submitted(self) -> None:
         with self.lock:

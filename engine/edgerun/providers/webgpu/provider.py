@@ -29,7 +29,7 @@ from ...ir import dtypes
 from ...ir.walk import all_nodes
 from ...ir.host_tensor import have_numpy
 from ..base import ExecutionProvider
-from . import host_values
+from . import host_values, program
 from .gpu import GPU_TYPES, NARROW_TYPES, GpuContext
 from .kernels import lookup
 from .kernels.registry import Unsupported
@@ -105,8 +105,15 @@ class WebGpuProvider(ExecutionProvider):
     def prepare_model(self, model, ahead: tuple = ()) -> None:
         """Learn value types, by shape inference, where a claimed operator's check needs them,
         and wherever numpy is absent (a page): there capability refuses up front the nodes
-        on tensors the GPU does not hold (see _operand_type_problem)."""
+        on tensors the GPU does not hold (see _operand_type_problem). Then capture the graph
+        (program.py) where this provider claims it whole, unless the provider option
+        `graph_capture` is False."""
         self.value_types = {}
+        self._learn_value_types(model)
+        if self.options.get("graph_capture", True):
+            program.capture(model, self, ahead)
+
+    def _learn_value_types(self, model) -> None:
         if have_numpy() and not any(getattr(lookup(n.op_type, n.domain), "typed", False)
                                     for n in all_nodes(model.graph)):
             return
@@ -125,6 +132,8 @@ class WebGpuProvider(ExecutionProvider):
         return self.gpu.stats
 
     def capability(self, node, opset):
+        if program.is_program(node):
+            return True, ""
         op = lookup(node.op_type, node.domain)
         if op is None:
             domain = node.domain or "ai.onnx"
@@ -162,6 +171,8 @@ class WebGpuProvider(ExecutionProvider):
         return ""
 
     def kernel(self, node, opset):
+        if program.is_program(node):
+            return program.bind_program(self, node)
         op = lookup(node.op_type, node.domain)
         gpu = self.gpu
         label = f"node '{node.name or '(unnamed)'}' ({node.op_type})"
@@ -180,6 +191,7 @@ class WebGpuProvider(ExecutionProvider):
         return run
 
     def refused(self, node, why) -> None:
+        self.gpu._taint(f"{why} (ran on the next provider)")
         self.gpu.stats["fallbacks"] += 1
         self.gpu.fallback_log.append(why)
         del self.gpu.fallback_log[:-100]

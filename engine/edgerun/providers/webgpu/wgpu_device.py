@@ -82,12 +82,15 @@ class WgpuDevice(GpuDevice):
         except Exception as e:   # noqa: BLE001 - say which kernel failed to compile
             raise GpuError(f"compiling WGSL kernel {label} failed: {e}") from e
 
-    def run_batch(self, params: bytes, dispatches: list) -> None:
+    def run_batch(self, params: bytes, dispatches: list, copies_before: tuple = (),
+                  copies_after: tuple = ()) -> None:
         if not dispatches:
             return
         params_buffer = self._params_for(len(params))
         self.device.queue.write_buffer(params_buffer, 0, params)
         encoder = self.device.create_command_encoder()
+        for source, target, nbytes in copies_before:
+            encoder.copy_buffer_to_buffer(source, 0, target, 0, nbytes)
         compute = encoder.begin_compute_pass()
         for d in dispatches:
             try:
@@ -98,6 +101,8 @@ class WgpuDevice(GpuDevice):
             except Exception as e:   # noqa: BLE001
                 raise GpuError(f"recording {d.label} failed: {e}") from e
         compute.end()
+        for source, target, nbytes in copies_after:
+            encoder.copy_buffer_to_buffer(source, 0, target, 0, nbytes)
         try:
             self.device.queue.submit([encoder.finish()])
         except Exception as e:   # noqa: BLE001
