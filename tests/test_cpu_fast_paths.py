@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
+from random_forests import random_tree_regressor
 
 from edgerun.ir import Node
 from edgerun.providers.cpu import registry
@@ -984,51 +985,6 @@ def test_plain_gru_fast_path_matches_onnxruntime(dtype, steps, batch, with_bias,
             np.testing.assert_allclose(g, expected, rtol=tol, atol=tol)
 
 
-def _random_tree_regressor(trees: int, depth: int, features: int, seed: int):
-    """A TreeEnsembleRegressor of random full-ish trees: every comparison mode, NaN tracked
-    to either side, some subtrees cut short into leaves."""
-    r = np.random.default_rng(seed)
-    attrs = {k: [] for k in ("nodes_treeids", "nodes_nodeids", "nodes_featureids", "nodes_modes",
-                             "nodes_values", "nodes_truenodeids", "nodes_falsenodeids",
-                             "nodes_missing_value_tracks_true", "target_treeids",
-                             "target_nodeids", "target_ids", "target_weights")}
-    modes = ["BRANCH_LEQ", "BRANCH_LT", "BRANCH_GTE", "BRANCH_GT", "BRANCH_EQ", "BRANCH_NEQ"]
-    for t in range(trees):
-        count = [0]
-
-        def grow(level):
-            node = count[0]
-            count[0] += 1
-            leaf = level == depth or (level > 1 and r.random() < 0.2)
-            attrs["nodes_treeids"].append(t)
-            attrs["nodes_nodeids"].append(node)
-            attrs["nodes_featureids"].append(int(r.integers(features)) if not leaf else 0)
-            attrs["nodes_modes"].append("LEAF" if leaf else modes[int(r.integers(6))])
-            attrs["nodes_values"].append(float(np.round(r.standard_normal(), 1)))
-            attrs["nodes_missing_value_tracks_true"].append(int(r.integers(2)))
-            index = len(attrs["nodes_truenodeids"])
-            attrs["nodes_truenodeids"].append(0)
-            attrs["nodes_falsenodeids"].append(0)
-            if leaf:
-                for target in range(2):
-                    attrs["target_treeids"].append(t)
-                    attrs["target_nodeids"].append(node)
-                    attrs["target_ids"].append(target)
-                    attrs["target_weights"].append(float(r.standard_normal()))
-                return node
-            attrs["nodes_truenodeids"][index] = grow(level + 1)
-            attrs["nodes_falsenodeids"][index] = grow(level + 1)
-            return node
-        grow(0)
-    node = helper.make_node("TreeEnsembleRegressor", ["x"], ["y"], domain="ai.onnx.ml",
-                            n_targets=2, aggregate_function="SUM", **attrs)
-    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info(
-        "x", TensorProto.FLOAT, [None, features])], [helper.make_tensor_value_info(
-            "y", TensorProto.FLOAT, None)])
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
-                                                   helper.make_opsetid("ai.onnx.ml", 3)])
-
-
 @pytest.mark.parametrize("rows", [1, 2, 7, 300])
 @pytest.mark.parametrize("trees,depth", [(1, 1), (20, 4), (6, 9)])
 def test_tree_methods_match_onnxruntime(rows, trees, depth):
@@ -1040,7 +996,7 @@ def test_tree_methods_match_onnxruntime(rows, trees, depth):
     import edgerun
     from edgerun.providers.cpu.ops import ml
 
-    model = _random_tree_regressor(trees, depth, 5, rows + trees).SerializeToString()
+    model = random_tree_regressor(trees, depth, 5, rows + trees).SerializeToString()
     x = np.round(rng.standard_normal((rows, 10)), 1).astype(np.float32)[:, ::2]
     x[rng.random(x.shape) < 0.1] = np.nan
     want = onnxruntime.InferenceSession(model, providers=["CPUExecutionProvider"]).run(

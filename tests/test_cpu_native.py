@@ -15,6 +15,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from conftest import ROOT, need
+from random_forests import random_tree_regressor
 from edgerun import InferenceSession
 from edgerun.providers.cpu.native import library, qgemm
 
@@ -377,3 +378,56 @@ def test_native_layer_norm_matches_onnxruntime_and_the_numpy_path(isa, monkeypat
             for other, name in ((theirs, "onnxruntime"), (numpy_path, "numpy path")):
                 np.testing.assert_allclose(ours, other, rtol=2e-6, atol=2e-6,
                                            err_msg=f"{name}, depth {depth}, axis {axis}")
+
+
+# ---- tree ensembles: one native call against the numpy path and onnxruntime ---------------
+
+@pytest.mark.parametrize("rows", [1, 3, 64, 517])
+@pytest.mark.parametrize("aggregate", ["SUM", "AVERAGE", "MIN", "MAX"])
+@pytest.mark.parametrize("double", [False, True])
+def test_native_tree_ensemble_is_the_numpy_path_and_matches_onnxruntime(rows, aggregate, double):
+    """cpu_kernels/forest.c: the same leaves and the same float64 sums as the numpy path, so
+    outputs equal bit for bit; and onnxruntime's within 1e-5. Batch 1 and beyond, NaN inputs,
+    values on thresholds, a strided feed, several weights per leaf, double thresholds."""
+    import onnxruntime
+
+    from edgerun.providers.cpu.ops import ml
+
+    if library.isa() == "none":
+        pytest.skip(f"no native kernels here: {library.status()}")
+    seed = rows * 7 + len(aggregate) + double
+    rng = np.random.default_rng(seed)
+    model = random_tree_regressor(12, 6, 5, seed, aggregate, targets=3, spread=True,
+                                  double=double).SerializeToString()
+    x = np.round(rng.standard_normal((rows, 10)), 1)[:, ::2]
+    x[rng.random(x.shape) < 0.1] = np.nan
+    x = x.astype(np.float64 if double else np.float32)
+    native = InferenceSession(model, providers=["cpu"]).run(None, {"x": x})[0]
+    with ml.forced_tree_method("level"):                  # the numpy path
+        numpy_path = InferenceSession(model, providers=["cpu"]).run(None, {"x": x})[0]
+    np.testing.assert_array_equal(native, numpy_path)
+    want = onnxruntime.InferenceSession(model, providers=["CPUExecutionProvider"]).run(
+        None, {"x": np.ascontiguousarray(x)})[0]
+    np.testing.assert_allclose(native, want, rtol=1e-5, atol=1e-5)
+
+
+def test_native_tree_ensemble_errors_name_the_problem():
+    """A feed with too few features and a weight whose target is out of range are errors
+    that say so, never a read out of bounds."""
+    if library.isa() == "none":
+        pytest.skip(f"no native kernels here: {library.status()}")
+    from onnx import load_from_string
+
+    model = random_tree_regressor(3, 3, 5, seed=3)
+    m = load_from_string(model.SerializeToString())
+    m.graph.input[0].type.tensor_type.shape.dim[1].dim_param = "F"      # any feature count
+    sess = InferenceSession(m.SerializeToString(), providers=["cpu"])
+    with pytest.raises(Exception, match=r"reads feature \d+ but the input has 2 features"):
+        sess.run(None, {"x": np.zeros((2, 2), np.float32)})
+    m = load_from_string(model.SerializeToString())
+    for attr in m.graph.node[0].attribute:
+        if attr.name == "n_targets":
+            attr.i = 1                                   # weights target 0 and 1
+    bad = InferenceSession(m.SerializeToString(), providers=["cpu"])
+    with pytest.raises(Exception, match=r"outside \[0, 1\)"):
+        bad.run(None, {"x": np.zeros((2, 5), np.float32)})

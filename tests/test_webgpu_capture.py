@@ -207,3 +207,25 @@ def test_inputs_whose_host_mirror_a_kernel_read_must_match_for_a_replay(gpu):
         feeds = {n: np.asarray(v) for n, v in zip(names, values)}
         _close(sess.run(None, feeds), cpu.run(None, feeds), f"Clip({lo}, {hi})")
     assert gpu.stats["replays"] - replays == 2        # the runs with the recorded bounds
+
+
+def test_releasing_the_session_unpins_its_programs_at_once(gpu):
+    """A page's InferenceSession.release() (web/bridge.py: WebSession.release) frees the
+    captured graph's buffers for the next session without waiting for the garbage collector;
+    the session still runs right after it (it records again)."""
+    from edgerun.web.bridge import WebSession
+
+    import gc
+    gc.collect()
+    pinned_before = len(gpu.pool.pinned)
+    model = _mlp_with_reshape()
+    web = WebSession(model, ["webgpu", "cpu"])
+    rng = np.random.default_rng(8)
+    feeds = _feeds(rng, 2, [2, 8])
+    for _ in range(2):
+        web.session.run(None, feeds)
+    assert len(gpu.pool.pinned) > pinned_before
+    web.release()
+    assert len(gpu.pool.pinned) == pinned_before
+    _close(web.session.run(None, feeds), edgerun.InferenceSession(model).run(None, feeds),
+           "after release")

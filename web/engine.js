@@ -110,6 +110,7 @@ export class PythonSession {
   }
 
   release() {
+    this.#session?.release();      // the GPU buffers a captured graph holds (bridge.py)
     this.#session?.destroy();
     this.#session = null;
   }

@@ -83,6 +83,10 @@ class ExecutionProvider:
         """This provider's kernel refused `node`'s inputs at run time and the session's next
         provider ran it (runtime/refusals.py): the place to count it in `stats`."""
 
+    def release(self) -> None:
+        """The session is done: free what the provider holds for it on its device now,
+        rather than when the garbage collector reaches the session."""
+
     def begin_run(self) -> None:
         pass
 

@@ -95,6 +95,13 @@ class WebSession:
                              f"execution provider; this session runs on "
                              f"{self.session.get_providers()}")
 
+    def release(self) -> None:
+        """InferenceSession.release() in the page: device memory the providers hold for the
+        session (a captured graph's pinned GPU buffers) is freed now, not at the next
+        garbage collection."""
+        for provider in self.session._providers:
+            provider.release()
+
     def _numeric_outputs(self) -> list:
         """The outputs a GPU buffer can hold: every tensor output but strings."""
         return [a.name for a in self.session.get_outputs()

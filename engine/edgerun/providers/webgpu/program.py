@@ -204,6 +204,7 @@ def bind_program(provider, node):
     body = node.attr("body")
     gpu = provider.gpu
     programs: OrderedDict = OrderedDict()     # signature -> Program, or None: not replayable
+    provider.captured.append(programs)
 
     def run(ctx, *values, **_):
         key = signature(values) if cancel.watched() is None else None
@@ -246,6 +247,15 @@ def bind_program(provider, node):
 
     run.body_on_device = provider.device   # type: ignore[attr-defined]
     return run
+
+
+def release_all(programs: OrderedDict) -> None:
+    """Drop every recorded program (their buffers return to the pool); later runs record
+    again."""
+    for program in programs.values():
+        if program is not None:
+            program.release()
+    programs.clear()
 
 
 def _own_copy(gpu, t: GpuTensor) -> GpuTensor:

@@ -101,16 +101,19 @@ class WebGpuProvider(ExecutionProvider):
         self.gpu = context or shared_context()
         self.value_types: dict = {}      # name -> ir.TypeInfo, for operators whose check
                                          # needs input types (CastLike's target)
+        self.captured: list = []         # each captured graph's programs (program.py)
 
     def prepare_model(self, model, ahead: tuple = ()) -> None:
         """Learn value types, by shape inference, where a claimed operator's check needs them,
         and wherever numpy is absent (a page): there capability refuses up front the nodes
         on tensors the GPU does not hold (see _operand_type_problem). Then capture the graph
-        (program.py) where this provider claims it whole, unless the provider option
-        `graph_capture` is False."""
+        (program.py) where this provider claims it whole: natively unless the provider
+        option `graph_capture` is False; in a page only where it is True (there, the JS
+        real-model set gave wrong results for its largest CNNs after a dozen sessions with
+        capture on: to be found before it is the default)."""
         self.value_types = {}
         self._learn_value_types(model)
-        if self.options.get("graph_capture", True):
+        if self.options.get("graph_capture", not IN_BROWSER):
             program.capture(model, self, ahead)
 
     def _learn_value_types(self, model) -> None:
@@ -189,6 +192,11 @@ class WebGpuProvider(ExecutionProvider):
                     raise Unsupported(f"a {narrow} operand (the kernel computes in 32 bits)")
             return op.run(gpu, ctx, *inputs, **attrs)
         return run
+
+    def release(self) -> None:
+        """Unpin the buffers of this session's recorded programs: the pool reuses them."""
+        for programs in self.captured:
+            program.release_all(programs)
 
     def refused(self, node, why) -> None:
         self.gpu._taint(f"{why} (ran on the next provider)")

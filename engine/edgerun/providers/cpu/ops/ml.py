@@ -21,6 +21,7 @@ import weakref
 
 import numpy as np
 
+from ..native import forest as native_forest
 from ..registry import kernel
 from .float_errors import ignored_float_errors
 from .forced import ForcedChoice
@@ -987,7 +988,18 @@ class _Forest:
         return result
 
     def aggregate(self, x: np.ndarray, n_targets: int, function: str):
-        """Per-row, per-target aggregated leaf weights [N, C] (float64) and which were hit."""
+        """Per-row, per-target aggregated leaf weights [N, C] (float64) and which were hit:
+        in one native call where the CPU kernels are built (cpu_kernels/forest.c: the same
+        decisions and sums), else by numpy."""
+        if function not in ("SUM", "AVERAGE", "MIN", "MAX"):
+            raise ValueError(f"aggregate_function must be AVERAGE, SUM, MIN or MAX, "
+                             f"got {function!r}")
+        tables = self._native_tables()
+        if tables is not None:
+            if x.shape[1] <= self.max_feature:
+                raise ValueError(f"a tree node reads feature {self.max_feature} but the input "
+                                 f"has {x.shape[1]} features")
+            return native_forest.aggregate(tables, x, n_targets, function)
         n = x.shape[0]
         scores = np.zeros((n, n_targets), dtype=np.float64)
         hit = np.zeros((n, n_targets), dtype=bool)
@@ -1019,6 +1031,15 @@ class _Forest:
         if function == "AVERAGE" and self.n_trees:
             scores /= self.n_trees
         return scores, hit
+
+    def _native_tables(self):
+        """The native kernel's tables (made once), or None: no native kernels here, a
+        method forced by a test, or a forest the kernel does not take."""
+        if FORCED_TREE_METHOD.value is not None or not native_forest.available():
+            return None
+        if not hasattr(self, "_tables"):
+            self._tables = native_forest.tables(self)
+        return self._tables
 
     def _weights_of(self, leaves: np.ndarray):
         """(row, target, value) for every weight of every reached leaf."""
