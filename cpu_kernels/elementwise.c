@@ -8,19 +8,6 @@
 #include <stdint.h>
 #include "isa.h"
 
-/* The body of a kernel compiled once per instruction set, and the exported function that
- * runs the one in use. */
-#define DISPATCHED(name, params, args)                                          \
-    TARGET_AVX512 static void name##_avx512 params { name##_body args; }         \
-    TARGET_AVX2 static void name##_avx2 params { name##_body args; }             \
-    static void name##_plain params { name##_body args; }                        \
-    EXPORT void er_cpu_##name params {                                           \
-        int isa = cpu_isa();                                                     \
-        if (isa == ISA_AVX512) name##_avx512 args;                               \
-        else if (isa == ISA_AVX2) name##_avx2 args;                              \
-        else name##_plain args;                                                  \
-    }
-
 /* ---- GELU: x * Phi(x), Phi = 0.5 + x P(x^2) / Q(x^2) clipped to [0, 1] -------------------- */
 /* providers/cpu/ops/erf.py's _gelu_block, whose fit the caller passes (p: 7 coefficients,
  * q: 5, lowest order first; x clipped to [-limit, limit] in float32 first). */

@@ -16,4 +16,17 @@ enum { ISA_NONE = 0, ISA_AVX2 = 1, ISA_AVX512 = 2 };
 /* The path in use (see isa.c). */
 int cpu_isa(void);
 
+/* The body of a kernel compiled once per instruction set, and the exported function that
+ * runs the one in use. */
+#define DISPATCHED(name, params, args)                                          \
+    TARGET_AVX512 static void name##_avx512 params { name##_body args; }         \
+    TARGET_AVX2 static void name##_avx2 params { name##_body args; }             \
+    static void name##_plain params { name##_body args; }                        \
+    EXPORT void er_cpu_##name params {                                           \
+        int isa = cpu_isa();                                                     \
+        if (isa == ISA_AVX512) name##_avx512 args;                               \
+        else if (isa == ISA_AVX2) name##_avx2 args;                              \
+        else name##_plain args;                                                  \
+    }
+
 #endif

@@ -229,3 +229,24 @@ def test_releasing_the_session_unpins_its_programs_at_once(gpu):
     assert len(gpu.pool.pinned) == pinned_before
     _close(web.session.run(None, feeds), edgerun.InferenceSession(model).run(None, feeds),
            "after release")
+
+
+def test_a_mirror_read_through_a_view_still_replays_with_the_same_values(gpu):
+    """Clip's bound reaches the kernel through a Reshape of the input: the mirror read is
+    keyed as the input's (shape [1]), so runs with the same bound replay."""
+    inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 4]),
+              helper.make_tensor_value_info("lo", TensorProto.FLOAT, [1])]
+    scalar = helper.make_tensor("scalar", TensorProto.INT64, [0], [])
+    nodes = [helper.make_node("Reshape", ["lo", "scalar"], ["lo0"]),
+             helper.make_node("Clip", ["x", "lo0"], ["y"])]
+    model = _model(nodes, inputs, [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                   [scalar])
+    sess = webgpu_session(model)
+    cpu = edgerun.InferenceSession(model, providers=["cpu"])
+    rng = np.random.default_rng(9)
+    replays = gpu.stats["replays"]
+    for lo in (0.25, 0.25, 0.25, -0.5):
+        feeds = {"x": rng.standard_normal((3, 4)).astype(np.float32),
+                 "lo": np.array([lo], np.float32)}
+        _close(sess.run(None, feeds), cpu.run(None, feeds), f"Clip({lo})")
+    assert gpu.stats["replays"] - replays == 2

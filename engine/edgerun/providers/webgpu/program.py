@@ -63,6 +63,7 @@ class Recorder:
     def __init__(self, inputs: list):
         self.events: list = []     # (WRITE, buffer, bytes) | (BATCH, params, dispatches)
         self.why_not = ""          # why the run cannot be replayed ("" = it can)
+        self._inputs = inputs
         self._input_of = {id(t.alloc): i for i, t in enumerate(inputs)
                           if isinstance(t, GpuTensor)}
         self.mirrors_read: dict = {}   # input index -> the host mirror's key a kernel read
@@ -71,8 +72,8 @@ class Recorder:
         """A kernel read the host mirror of `t`: if `t` is (a view of) an input, replays need
         that input's values to be the same."""
         i = self._input_of.get(id(t.alloc))
-        if i is not None:
-            self.mirrors_read[i] = _host_key(t.host)
+        if i is not None:                   # keyed as the input, whatever the view's shape
+            self.mirrors_read[i] = _host_key(self._inputs[i].host)
 
     def wrote(self, buffer, data) -> None:
         self.events.append((WRITE, buffer, bytes(data)))
@@ -232,18 +233,23 @@ def bind_program(provider, node):
         if not recorder.why_not:
             recorder.why_not = _unreplayable_output(outputs)
         if recorder.why_not:
-            programs[key] = None
+            keep(key, None)
             refused = gpu.programs_refused
             refused[recorder.why_not] = refused.get(recorder.why_not, 0) + 1
             return tuple(outputs)
-        program = programs[key] = Program(gpu, own, recorder.events, list(outputs),
-                                          recorder.mirrors_read)
+        program = Program(gpu, own, recorder.events, list(outputs), recorder.mirrors_read)
+        keep(key, program)
         gpu.stats["programs"] += 1
+        return program.copy_outputs()
+
+    def keep(key, program) -> None:
+        """Remember what the signature records as (None: not replayable), dropping the
+        least recently used signature past MAX_PROGRAMS."""
+        programs[key] = program
         if len(programs) > MAX_PROGRAMS:
             dropped = programs.popitem(last=False)[1]
             if dropped is not None:
                 dropped.release()
-        return program.copy_outputs()
 
     run.body_on_device = provider.device   # type: ignore[attr-defined]
     return run

@@ -45,6 +45,8 @@ SIGNATURES = {
     "er_cpu_dequantize": (None, [_P, _I64, _INT, ctypes.c_int32, ctypes.c_float, _P]),
     "er_cpu_forest": (_INT, [_P, _I64, _I64, _P, _P, _I64, _P, _P, _P, _P, _I64, _INT, _I64,
                              _P, _P]),
+    "er_cpu_lstm_f32": (None, [_P, _P, _P, _P, _P, _I64, _I64, _I64, _I64, _P]),
+    "er_cpu_gru_f32": (None, [_P, _P, _P, _P, _INT, _P, _P, _I64, _I64, _I64, _I64, _P]),
     "er_cpu_qgemm_packed_size": (_I64, [_I64, _I64]),
     "er_cpu_qgemm_pack_b": (None, [_P, _I64, _I64, _I64, _INT, _P, _P]),
     "er_cpu_qgemm": (_INT, [_P, _I64, _I64, _I64, _INT, _P, _I64, _P, _P, _I64, _INT, _P, _I64,

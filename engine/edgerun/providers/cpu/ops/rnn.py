@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from ....ir.unary_ops import rnn_activation
+from ..native import recurrent as native_recurrent
 from ..registry import kernel
 from .float_errors import ignored_float_errors
 from .unary import formula
@@ -239,6 +240,12 @@ def _plain_gru(ctx, x, w, r, b, initial_h, direction: str, linear_before_reset: 
         projected = np.stack([projected[0], projected[1, ::-1]], axis=1)
     else:
         projected = projected[0, ::-1, None] if direction == "reverse" else projected[0, :, None]
+    if x.dtype == np.float32 and native_recurrent.worth_it(batch, hidden, gates=3):
+        r_full = r_parts[0]                 # steps in C: R's z/r columns and hidden columns
+        r_zr, r_h = (r_full[..., :h2], r_full[..., h2:]) if linear_before_reset else r_parts
+        ys, h = native_recurrent.gru_f32(projected, r_zr, r_h, r_bias_h.reshape(dirs, hidden),
+                                         linear_before_reset, h.reshape(dirs, batch, hidden))
+        return _reordered(ys, direction), h
     ys = np.empty((steps, dirs, batch, hidden), x.dtype)
     hr = np.empty(projected.shape[1:], x.dtype)       # [D, B, 3H]: h @ R (its zr part)
     zr, diff = hr[..., :h2], np.empty(ys.shape[1:], x.dtype)
@@ -267,11 +274,7 @@ def _plain_gru(ctx, x, w, r, b, initial_h, direction: str, linear_before_reset: 
         h = ys[t]
         np.add(candidate, diff, out=h)      # (1 - z) * candidate + z * h
     h = h.copy()                            # ys is reordered below
-    if dirs == 2:
-        ys[:, 1] = ys[::-1, 1].copy()
-    elif direction == "reverse":
-        ys = ys[::-1].copy()
-    return ys, h
+    return _reordered(ys, direction), h
 
 
 @kernel("GRU")
@@ -419,6 +422,12 @@ def _plain_lstm(ctx, x, w, r, b, initial_h, initial_c, direction: str):
         projected = projected.reshape(steps, batch, 4 * hidden)
         if direction == "reverse":
             projected = projected[::-1]
+    if x.dtype == np.float32 and native_recurrent.worth_it(batch, hidden):   # steps in C
+        ys, h, c = native_recurrent.lstm_f32(projected.reshape(steps, dirs, batch, -1),
+                                             r_t.reshape(dirs, hidden, -1),
+                                             h.reshape(dirs, batch, hidden),
+                                             c.reshape(dirs, batch, hidden))
+        return _reordered(ys, direction), h, c
     ys = np.empty((steps, dirs, batch, hidden), x.dtype)
     gates = np.empty(projected.shape[1:], x.dtype)           # [B, 4H] or [2, B, 4H]
     ifo, cell = gates[..., :3 * hidden], gates[..., 3 * hidden:]
@@ -438,13 +447,18 @@ def _plain_lstm(ctx, x, w, r, b, initial_h, initial_c, direction: str):
         np.tanh(c, out=h)
         h *= o_gate
     h = h.copy()                            # ys is reordered below
-    if dirs == 2:
+    if dirs == 1:
+        h, c = h[None], c[None]
+    return _reordered(ys, direction), h, c
+
+
+def _reordered(ys: np.ndarray, direction: str) -> np.ndarray:
+    """ys in time order: reverse passes were computed over their steps reversed."""
+    if direction == "bidirectional":
         ys[:, 1] = ys[::-1, 1].copy()
     elif direction == "reverse":
         ys = ys[::-1].copy()
-    if dirs == 1:
-        h, c = h[None], c[None]
-    return ys, h, c
+    return ys
 
 
 def _lstm_cell(gates, c, hidden: int):
