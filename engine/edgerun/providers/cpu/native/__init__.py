@@ -1,5 +1,6 @@
 """Native kernels of the CPU provider: C (cpu_kernels/*.c) built per platform into one shared
 library, loaded with ctypes where one ships (library.py), for the work numpy cannot do at
 onnxruntime's speed: 8-bit integer products on the CPU's dot-product instructions
-(qgemm.py), and one-pass GELU, quantization and LayerNormalization (elementwise.py). Where
-none ships, or EDGERUN_NATIVE=0, every kernel keeps its numpy path."""
+(qgemm.py), one-pass GELU, quantization and LayerNormalization (elementwise.py), tree
+ensembles in one call (forest.py) and the LSTM/GRU step loops (recurrent.py). Where none
+ships, or EDGERUN_NATIVE=0, every kernel keeps its numpy path."""
