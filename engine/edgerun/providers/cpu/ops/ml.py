@@ -530,25 +530,34 @@ def zipmap(ctx, x, classlabels_int64s=None, classlabels_strings=None):
 # ---------------------------------------------------------------------------------------------
 
 
-def _linear_scores(x, coefficients, intercepts, targets: int) -> np.ndarray:
+def _linear_scores(ctx, x, coefficients, intercepts, targets: int) -> np.ndarray:
+    """x times the coefficients plus the intercepts, in float64, as float32 [N, targets]. The
+    weights are converted once per node (ctx.prepared): batch-1 calls are mostly this."""
     v = _rows_f32(x)
+    coef, bias = ctx.prepared(("linear", targets), (coefficients, intercepts),
+                              lambda: _linear_weights(coefficients, intercepts, targets))
+    if coef.shape[0] != v.shape[1]:
+        raise ValueError(f"the input has {v.shape[1]} features; the coefficients expect "
+                         f"{coef.shape[0]}")
+    scores = v.astype(np.float64) @ coef
+    if bias is not None:
+        scores += bias
+    return scores.astype(np.float32)
+
+
+def _linear_weights(coefficients, intercepts, targets: int) -> tuple:
+    """(coefficients as float64 [features, targets], intercepts as float64 or None)."""
     coef = np.asarray(coefficients, dtype=np.float32)
     if targets <= 0 or coef.size % targets:
         raise ValueError(f"{coef.size} coefficients do not split into {targets} targets")
-    coef = coef.reshape(targets, -1)
-    if coef.shape[1] != v.shape[1]:
-        raise ValueError(f"the input has {v.shape[1]} features; the coefficients expect "
-                         f"{coef.shape[1]}")
-    scores = v.astype(np.float64) @ coef.T.astype(np.float64)
-    if intercepts:
-        scores = scores + np.asarray(intercepts, dtype=np.float64)
-    return scores.astype(np.float32)
+    coef = np.ascontiguousarray(coef.reshape(targets, -1).T, dtype=np.float64)
+    return coef, (np.asarray(intercepts, dtype=np.float64) if len(intercepts) else None)
 
 
 @kernel("LinearRegressor", domain=ML)
 def linear_regressor(ctx, x, coefficients=None, intercepts=None, targets=1,
                      post_transform="NONE"):
-    scores = _linear_scores(x, coefficients or [], intercepts or [], targets)
+    scores = _linear_scores(ctx, x, coefficients or [], intercepts or [], targets)
     return _post_transform(scores, _check_transform(post_transform))
 
 
@@ -560,7 +569,7 @@ def linear_classifier(ctx, x, coefficients=None, intercepts=None, classlabels_in
     coefficients = coefficients or []
     features = _rows(x).shape[1]
     targets = len(intercepts) if intercepts else (len(coefficients) // max(features, 1))
-    scores = _linear_scores(x, coefficients, intercepts or [], targets)
+    scores = _linear_scores(ctx, x, coefficients, intercepts or [], targets)
     strings = bool(classlabels_strings)
     if targets == 1:
         if len(labels) == 2:
@@ -674,7 +683,7 @@ def svm_classifier(ctx, x, classlabels_ints=None, classlabels_strings=None, coef
             mode = np.int64(2 if post_transform == "NONE" else 0)
             final = _two_columns(pair_scores[:, 0], mode, post_transform)
     else:
-        scores = _linear_scores(v, coef, [], classes) + np.float32(rho[0])
+        scores = _linear_scores(ctx, v, coef, [], classes) + np.float32(rho[0])
         maxclass = np.argmax(scores, axis=1)
         max_weight = scores[np.arange(scores.shape[0]), maxclass]
         final = _post_transform(scores, post_transform)
