@@ -111,6 +111,12 @@ class GraphExecutor:
                 plan = self._plans[key] = self._place(ins, outs)
         return plan
 
+    def plan_on(self, device: str) -> GraphPlan:
+        """The plan whose inputs arrive on `device` and whose outputs stay there (the body
+        of a captured graph)."""
+        return self.plan_for(dict.fromkeys(self.input_names, device),
+                             dict.fromkeys(self.output_names, device))
+
     def _place(self, input_devices: dict, output_devices: dict) -> GraphPlan:
         placer = _ValuePlacer(self, self._host_names, input_devices)
         for b in self._bound:
@@ -173,9 +179,7 @@ class GraphExecutor:
                                          frozenset(visible), subgraph=True)
             self.subgraphs[id(sub)] = sub_executor
             if body_device is not None:
-                sub_executor.copy_steps = sub_executor.plan_for(
-                    dict.fromkeys(sub_executor.input_names, body_device),
-                    dict.fromkeys(sub_executor.output_names, body_device)).copies
+                sub_executor.copy_steps = sub_executor.plan_on(body_device).copies
             host_reads += [n for n in sorted(outer_scope_reads(sub)) if n in visible]
         static_ctx = None if _has_subgraphs(node) else KernelContext(node, opset)
         return _BoundUnit(node, provider, device, fn, static_ctx,
@@ -342,10 +346,7 @@ class GraphExecutor:
         if len(inputs) != len(sub.input_names):
             raise ValueError(f"subgraph '{graph.name}' takes {len(sub.input_names)} inputs, "
                              f"got {len(inputs)}")
-        plan = None
-        if on_device is not None:                 # inputs and outputs stay on that device
-            plan = sub.plan_for({n: on_device for n in sub.input_names},
-                                {n: on_device for n in sub.output_names})
+        plan = None if on_device is None else sub.plan_on(on_device)
         return sub.run(dict(zip(sub.input_names, inputs)), outer=env, profile=profile,
                        plan=plan)
 

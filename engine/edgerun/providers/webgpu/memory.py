@@ -71,8 +71,11 @@ class BufferPool:
             if id(buffer) in self.pinned:
                 self.held[id(buffer)] = (buffer, cls)
                 return
-            shelf = self.recent if self.batch_pending else self.free
-            shelf.setdefault(cls, []).append(buffer)
+            self._shelve(buffer, cls)
+
+    def _shelve(self, buffer, cls: int) -> None:
+        shelf = self.recent if self.batch_pending else self.free
+        shelf.setdefault(cls, []).append(buffer)
 
     def pin(self, buffers) -> None:
         """Keep `buffers` from every later acquire (taken off the shelves if they are free)
@@ -104,8 +107,7 @@ class BufferPool:
                 self.pinned.pop(id(b), None)
                 entry = self.held.pop(id(b), None)
                 if entry is not None:
-                    shelf = self.recent if self.batch_pending else self.free
-                    shelf.setdefault(entry[1], []).append(entry[0])
+                    self._shelve(*entry)
 
     def batch_submitted(self) -> None:
         with self.lock:

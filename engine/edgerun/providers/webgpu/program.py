@@ -149,10 +149,8 @@ class Program:
         out, copies = [], []
         for t in self.outputs:
             if isinstance(t, GpuTensor):
-                mine = self.gpu.empty(t.shape, t.dtype)
-                mine.host = t.host
-                if t.size:
-                    copies.append((t.buffer, mine.buffer, t.size * 4))
+                mine, copy = _fresh_copy(self.gpu, t)
+                copies += copy
                 out.append(mine)
             else:
                 out.append(host_values.copied(t))
@@ -264,11 +262,17 @@ def release_all(programs: OrderedDict) -> None:
     programs.clear()
 
 
-def _own_copy(gpu, t: GpuTensor) -> GpuTensor:
+def _fresh_copy(gpu, t: GpuTensor) -> tuple:
+    """(a new tensor like `t`, its host mirror too; the buffer copies that fill it)."""
     mine = gpu.empty(t.shape, t.dtype)
-    if t.size:
-        gpu.device.copy_buffer(t.buffer, mine.buffer, t.size * 4)
     mine.host = t.host
+    return mine, ([(t.buffer, mine.buffer, t.size * 4)] if t.size else [])
+
+
+def _own_copy(gpu, t: GpuTensor) -> GpuTensor:
+    mine, copies = _fresh_copy(gpu, t)
+    for copy in copies:
+        gpu.device.copy_buffer(*copy)
     return mine
 
 

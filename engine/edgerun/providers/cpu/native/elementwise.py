@@ -9,11 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .library import address, isa_code, library
-
-
-def available() -> bool:
-    return isa_code() > 0
+from .library import address, library
+from .library import available as available  # callers ask the module they use
 
 
 def gelu(x: np.ndarray, p: np.ndarray, q: np.ndarray, limit: float) -> np.ndarray:

@@ -8,14 +8,11 @@ from typing import Optional
 
 import numpy as np
 
-from .library import address, isa_code, library
+from .library import address, library
+from .library import available as available  # callers ask the module they use
 
 AGGREGATES = {"SUM": 0, "AVERAGE": 0, "MIN": 1, "MAX": 2}
 _INT32_MAX = 2**31 - 1
-
-
-def available() -> bool:
-    return isa_code() > 0
 
 
 # cpu_kernels/forest.c's Node: one node in 24 bytes

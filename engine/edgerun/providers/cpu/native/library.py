@@ -102,6 +102,12 @@ def isa_code() -> int:
     return _isa[0]
 
 
+def available() -> bool:
+    """Whether the native kernels run here (a library loaded, on a supported instruction
+    set)."""
+    return isa_code() > 0
+
+
 @contextlib.contextmanager
 def forced(name: str):
     """Run the native kernels on `name` (at most what the CPU has) inside the block (tests)."""

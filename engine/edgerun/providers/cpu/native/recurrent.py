@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .library import address, isa_code, library
+from .library import address, available, library
 
 
 # Products h R per step (batch x 4H x H multiply-adds) up to which the plain C loop beats ten
@@ -13,10 +13,6 @@ from .library import address, isa_code, library
 # 16 steps of H=64 at batch 1, 436 -> 277 us; H=512 at batch 1 and H=128 at batch 937 slower
 # in C than through BLAS).
 MAX_STEP_MACS = 1 << 16
-
-
-def available() -> bool:
-    return isa_code() > 0
 
 
 def worth_it(batch: int, hidden: int, gates: int = 4) -> bool:

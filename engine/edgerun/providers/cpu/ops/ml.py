@@ -905,9 +905,7 @@ class _Forest:
         enough) and by every node's decision (where N x nodes stays small). The first batch of
         each size class (a power of two) times each method once and keeps the fastest for that
         class, as FFT and convolution libraries choose their algorithm by measuring."""
-        if x.shape[1] <= self.max_feature:
-            raise ValueError(f"a tree node reads feature {self.max_feature} but the input has "
-                             f"{x.shape[1]} features")
+        self._check_features(x)
         forced = FORCED_TREE_METHOD.value
         if forced is not None:
             return self._candidates(x.shape[0]).get(forced, self._leaves_by_level)(x)
@@ -1005,9 +1003,7 @@ class _Forest:
                              f"got {function!r}")
         tables = self._native_tables()
         if tables is not None:
-            if x.shape[1] <= self.max_feature:
-                raise ValueError(f"a tree node reads feature {self.max_feature} but the input "
-                                 f"has {x.shape[1]} features")
+            self._check_features(x)
             return native_forest.aggregate(tables, x, n_targets, function)
         n = x.shape[0]
         scores = np.zeros((n, n_targets), dtype=np.float64)
@@ -1028,18 +1024,20 @@ class _Forest:
             elif function == "MIN":
                 block = np.full(size, np.inf)
                 np.minimum.at(block, flat, values)
-            elif function == "MAX":
+            else:                                   # MAX (checked above)
                 block = np.full(size, -np.inf)
                 np.maximum.at(block, flat, values)
-            else:
-                raise ValueError(f"aggregate_function must be AVERAGE, SUM, MIN or MAX, "
-                                 f"got {function!r}")
             block_hit = block_hit.reshape(-1, n_targets)
             scores[start:stop] = np.where(block_hit, block.reshape(-1, n_targets), 0.0)
             hit[start:stop] = block_hit
         if function == "AVERAGE" and self.n_trees:
             scores /= self.n_trees
         return scores, hit
+
+    def _check_features(self, x: np.ndarray) -> None:
+        if x.shape[1] <= self.max_feature:
+            raise ValueError(f"a tree node reads feature {self.max_feature} but the input has "
+                             f"{x.shape[1]} features")
 
     def _native_tables(self):
         """The native kernel's tables (made once), or None: no native kernels here, a

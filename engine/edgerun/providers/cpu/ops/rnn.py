@@ -241,8 +241,9 @@ def _plain_gru(ctx, x, w, r, b, initial_h, direction: str, linear_before_reset: 
     else:
         projected = projected[0, ::-1, None] if direction == "reverse" else projected[0, :, None]
     if x.dtype == np.float32 and native_recurrent.worth_it(batch, hidden, gates=3):
-        r_full = r_parts[0]                 # steps in C: R's z/r columns and hidden columns
-        r_zr, r_h = (r_full[..., :h2], r_full[..., h2:]) if linear_before_reset else r_parts
+        # steps in C, on R's z/r columns and its hidden columns
+        r_zr, r_h = (r_parts[0][..., :h2], r_parts[0][..., h2:]) if linear_before_reset \
+            else r_parts
         ys, h = native_recurrent.gru_f32(projected, r_zr, r_h, r_bias_h.reshape(dirs, hidden),
                                          linear_before_reset, h.reshape(dirs, batch, hidden))
         return _reordered(ys, direction), h
