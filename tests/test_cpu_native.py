@@ -500,3 +500,107 @@ def test_native_recurrences_match_onnxruntime_and_the_numpy_path(op, attrs, dire
         for got, mine, expected in zip(native, numpy_path, want):
             np.testing.assert_allclose(got, mine, rtol=1e-5, atol=1e-5)
             np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
+
+
+# ---- convolution: the direct depthwise conv and the bias-and-activation epilogue ----------
+
+# activation -> parameter sets to try (FusedConv's activation_params)
+NATIVE_ACTIVATIONS = {"Relu": [[]], "LeakyRelu": [[0.01], [1.5]], "Clip": [[0.0, 6.0], [-1, 1]],
+                      "HardSigmoid": [[0.2, 0.5], [1 / 6, 0.5]], "HardSwish": [[]]}
+
+
+@pytest.mark.parametrize("isa", ["avx2", "avx512_vnni"])
+def test_native_activations_are_the_numpy_in_place_ones_bit_for_bit(isa):
+    """conv.c's epilogue against fused.py's in-place activations it stands in for: equal bits,
+    NaN, infinities and signed zeros included, per-channel bias added first."""
+    from edgerun.providers.cpu.native import conv as native_conv
+    from edgerun.providers.cpu.ops import fused
+
+    if isa not in _isas():
+        pytest.skip(f"this CPU's native kernels are {library.isa()}")
+    rng = np.random.default_rng(11)
+    with library.forced(isa):
+        for name, param_sets in NATIVE_ACTIVATIONS.items():
+            for params in param_sets:
+                for size in SIZES:
+                    y = _floats(rng, 3 * size, specials=True).reshape(1, 3, size)
+                    bias = rng.standard_normal(3).astype(np.float32)
+                    act = native_conv.activation_code(name, params)
+                    got = native_conv.bias_activation(y.copy(), bias, act)
+                    with np.errstate(all="ignore"):      # the specials overflow and NaN
+                        want = fused.IN_PLACE[name](y + bias.reshape(1, 3, 1), params)
+                    np.testing.assert_array_equal(got.view(np.int32), want.view(np.int32),
+                                                  err_msg=f"{name}{params} size {size}")
+    assert native_conv.activation_code("Sigmoid", []) is None       # applied after instead
+    assert native_conv.activation_code("LeakyRelu", [-0.5]) is None
+
+
+# (input shape, multiplier, kernel, strides, dilations, pads or auto_pad): 1-D and 2-D, batch 1
+# and 3, rows past conv.c's 64-value chunks and 4096-value row blocks, strides 1-3 (its phase
+# planes), dilations, asymmetric and SAME padding, and padding wider than a tap's reach
+DEPTHWISE_CASES = [
+    ((1, 16, 112, 112), 1, (3, 3), (1, 1), (1, 1), (1, 1, 1, 1)),
+    ((1, 32, 57, 57), 1, (3, 3), (2, 2), (1, 1), (1, 1, 1, 1)),
+    ((3, 8, 14, 14), 1, (5, 5), (1, 1), (1, 1), (2, 2, 2, 2)),
+    ((1, 8, 15, 14), 2, (5, 5), (2, 2), (1, 1), (2, 2, 2, 2)),
+    ((2, 5, 17, 23), 3, (3, 5), (2, 3), (2, 1), (1, 2, 0, 3)),
+    ((1, 4, 9, 70), 1, (7, 7), (3, 3), (1, 1), "SAME_UPPER"),  # (onnxruntime: no dilation)
+    ((1, 6, 1, 1), 1, (3, 3), (1, 1), (1, 1), (1, 1, 1, 1)),
+    ((1, 3, 4, 5), 1, (3, 3), (1, 1), (1, 1), (3, 3, 3, 3)),
+    ((1, 64, 100), 1, (7,), (1,), (1,), (3, 3)),
+    ((3, 5, 31), 3, (4,), (3,), (2,), (0, 1)),
+    ((1, 2, 5000), 1, (9,), (2,), (1,), "SAME_LOWER"),
+    ((1, 4, 300), 1, (1,), (1,), (1,), (0, 0)),
+]
+
+
+@pytest.mark.parametrize("isa", ["avx2", "avx512_vnni"])
+@pytest.mark.parametrize("case", DEPTHWISE_CASES, ids=lambda c: f"{c[0]}x{c[1]}k{c[2]}s{c[3]}")
+def test_native_depthwise_conv_matches_onnxruntime(isa, case, monkeypatch):
+    """Depthwise Conv, alone and followed by each activation the optimizer fuses into
+    FusedConv, against onnxruntime (1e-4: sums in another order), the input a strided view;
+    the native method is the one that ran."""
+    import onnxruntime
+
+    from edgerun.providers.cpu.native import conv as native_conv
+    from edgerun.providers.cpu.ops import conv as conv_ops
+
+    if isa not in _isas():
+        pytest.skip(f"this CPU's native kernels are {library.isa()}")
+    calls = []
+    real = native_conv.depthwise_conv
+    monkeypatch.setattr(native_conv, "depthwise_conv", lambda *a: calls.append(1) or real(*a))
+    shape, multiplier, kernel, strides, dilations, pads = case
+    rng = np.random.default_rng(len(DEPTHWISE_CASES) + shape[-1])
+    channels = shape[1]
+    w = (rng.standard_normal((channels * multiplier, 1) + kernel) / np.prod(kernel) ** 0.5)
+    bias = rng.standard_normal(channels * multiplier) * 0.1
+    window = {"auto_pad": pads} if isinstance(pads, str) else {"pads": list(pads)}
+    for activation in [None] + list(NATIVE_ACTIVATIONS):
+        nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c" if activation else "y"],
+                                  group=channels, strides=list(strides),
+                                  dilations=list(dilations), **window)]
+        inits = [numpy_helper.from_array(w.astype(np.float32), "w"),
+                 numpy_helper.from_array(bias.astype(np.float32), "b")]
+        if activation == "Clip":
+            inits += [numpy_helper.from_array(np.float32(-0.5), "lo"),
+                      numpy_helper.from_array(np.float32(0.5), "hi")]
+            nodes.append(helper.make_node("Clip", ["c", "lo", "hi"], ["y"]))
+        elif activation:
+            nodes.append(helper.make_node(activation, ["c"], ["y"]))
+        graph = helper.make_graph(
+            nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(shape))],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)],
+                                  ir_version=9).SerializeToString()
+        x = rng.standard_normal(shape[:-1] + (2 * shape[-1],)).astype(np.float32)[..., ::2]
+        conv_ops._conv_plan.cache_clear()
+        calls.clear()
+        with library.forced(isa):
+            got = InferenceSession(model, providers=["cpu"]).run(None, {"x": x})[0]
+        assert calls, f"{case}: the native depthwise conv did not run"
+        want = onnxruntime.InferenceSession(model, providers=["CPUExecutionProvider"]).run(
+            None, {"x": x})[0]
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4,
+                                   err_msg=f"{case} with {activation}")
+

@@ -1,7 +1,7 @@
 """Every CPU fast path, forced on random shapes of its own, matches onnxruntime.
 
-The cost models pick Conv's method (pointwise, gather, Winograd, row mixing, depthwise,
-chunked, taps, flat, windows) and the pools' reduction path (whole input, per window, flat
+The cost models pick Conv's method (pointwise, gather, Winograd, native depthwise, row
+mixing, depthwise, chunked, taps, flat, windows) and the pools' reduction path (whole input, per window, flat
 planes, axis by axis) from shape, stride, batch and size thresholds, so the shapes of the
 test models reach only some of them. Here each is forced (conv.forced_method,
 pool.forced_path) on the difftest generator's random graphs, whose inputs arrive strided,

@@ -217,9 +217,29 @@ def conv(rng) -> Case:
     y = b.node("Conv", inputs, kernel_shape=kernel if chance(rng, 0.5) else None,
                strides=strides, dilations=dilations, pads=pads, auto_pad=auto_pad,
                group=group if group > 1 or chance(rng, 0.3) else None)
+    y, activation = _conv_activation(rng, b, opset, y)
     summary = describe(f"Conv[{regime}]", [x.shape, w.shape], strides=strides,
-                       dilations=dilations, pads=pads, auto_pad=auto_pad, group=group)
+                       dilations=dilations, pads=pads, auto_pad=auto_pad, group=group,
+                       activation=activation)
     return finish(b, "conv", summary, y)
+
+
+def _conv_activation(rng, b: GraphBuilder, opset: int, y) -> tuple:
+    """Half the time an activation after the Conv, which the optimizer fuses into FusedConv
+    (the CPU provider applies some in its native conv passes): (output, activation or None)."""
+    kinds = ["Relu", "LeakyRelu", "HardSigmoid", "Clip", "Sigmoid"] + \
+        (["HardSwish"] if opset >= 14 else [])
+    if not chance(rng, 0.5):
+        return y, None
+    kind = pick(rng, kinds)
+    if kind == "LeakyRelu":
+        return b.node(kind, y, alpha=float(pick(rng, [0.01, 0.2, 1.5]))), kind
+    if kind == "HardSigmoid":
+        return b.node(kind, y, alpha=float(pick(rng, [0.2, 1 / 6])), beta=0.5), kind
+    if kind == "Clip":
+        low, high = pick(rng, [(0.0, 6.0), (-0.5, 0.5), (-1.0, 1.0)])
+        return b.node(kind, y + [b.const(np.float32(low)), b.const(np.float32(high))]), kind
+    return b.node(kind, y), kind
 
 
 @family("conv_transpose")

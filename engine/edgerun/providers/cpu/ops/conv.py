@@ -22,7 +22,7 @@ import functools
 import math
 from dataclasses import dataclass
 
-from typing import Optional
+from typing import Callable, NamedTuple, Optional
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
@@ -34,6 +34,7 @@ from .conv_depthwise import (RowMixLayout, band_rows, row_mix_conv, row_mix_layo
 from .conv_gather import (GATHER_MAX_COLUMNS, GATHER_MAX_POSITIONS, GatherIndex,
                           channel_gather_index, gathered_conv)
 from .conv_winograd import winograd_conv, winograd_pays, winograd_weights
+from ..native import conv as native_conv
 from .forced import ForcedChoice
 
 
@@ -550,8 +551,8 @@ def _frozen(value):
     return tuple(_ints(value))
 
 
-CONV_METHODS = ("pointwise", "gather", "winograd", "row_mix", "depthwise", "chunked", "taps",
-                "flat", "windows")
+CONV_METHODS = ("pointwise", "gather", "winograd", "native_depthwise", "row_mix", "depthwise",
+                "chunked", "taps", "flat", "windows")
 # tests: within `forced_method(m)`, every Conv whose shapes m handles takes it instead of the
 # one the cost model picks (plans cached under the old choice are dropped)
 FORCED_METHOD = ForcedChoice("Conv method", CONV_METHODS,
@@ -563,11 +564,19 @@ def _clear_conv_plans() -> None:
     _conv_plan.cache_clear()
 
 
-def method_applies(method: str, x_shape, w_shape, group: int,
-                   geometry: WindowGeometry) -> bool:
-    """Whether `method` can run this conv (the cost model aside)."""
-    channels, kernel = x_shape[1], list(w_shape[2:])
-    depthwise = group > 1 and group == channels and w_shape[1] == 1
+def _is_depthwise(x_shape, w_shape, group: int) -> bool:
+    """One input channel per group (each feeding w_shape[0] / group output channels)."""
+    return group > 1 and group == x_shape[1] and w_shape[1] == 1
+
+
+def method_applies(method: str, x_shape, w_shape, group: int, geometry: WindowGeometry,
+                   native: bool = False) -> bool:
+    """Whether `method` can run this conv (the cost model aside); `native`: the native
+    kernels run here and the conv computes in float32."""
+    kernel = list(w_shape[2:])
+    depthwise = _is_depthwise(x_shape, w_shape, group)
+    if method == "native_depthwise":
+        return depthwise and native and len(x_shape) in (3, 4)
     if method == "pointwise":
         return all(k == 1 for k in kernel) and not any(geometry.pads_begin) and \
             not any(geometry.pads_end)
@@ -592,7 +601,7 @@ def method_applies(method: str, x_shape, w_shape, group: int,
 
 @functools.lru_cache(maxsize=1024)
 def _conv_plan(x_shape, w_shape, group, kernel_shape, strides, dilations, pads,
-               auto_pad, exact: bool = False) -> ConvPlan:
+               auto_pad, exact: bool = False, native: bool = False) -> ConvPlan:
     kernel = list(w_shape[2:])
     if kernel_shape and list(kernel_shape) != kernel:
         raise ValueError(f"kernel_shape {list(kernel_shape)} does not match W's spatial "
@@ -601,11 +610,11 @@ def _conv_plan(x_shape, w_shape, group, kernel_shape, strides, dilations, pads,
     if not x_shape[0] or not all(geometry.out_shape):      # an empty output
         return ConvPlan(geometry, "windows")
     forced = FORCED_METHOD.value
-    if forced and method_applies(forced, x_shape, w_shape, group, geometry) \
+    if forced and method_applies(forced, x_shape, w_shape, group, geometry, native) \
             and not (exact and forced == "winograd"):
         method = forced
     else:
-        method = _choose_method(x_shape, w_shape, group, geometry, exact)
+        method = _choose_method(x_shape, w_shape, group, geometry, exact, native)
     return _plan_for(method, x_shape, w_shape, geometry)
 
 
@@ -626,9 +635,11 @@ def _plan_for(method: str, x_shape, w_shape, geometry: WindowGeometry) -> ConvPl
 
 
 def _choose_method(x_shape, w_shape, group: int, geometry: WindowGeometry,
-                   exact: bool = False) -> str:
+                   exact: bool = False, native: bool = False) -> str:
     """The method the cost model rates fastest for this shape signature; with `exact`, one
     whose sums are plain products (integers held in floats stay exact: no Winograd)."""
+    if method_applies("native_depthwise", x_shape, w_shape, group, geometry, native):
+        return "native_depthwise"      # direct, in one pass: faster than numpy's on any size
     channels = x_shape[1]
     kernel = list(w_shape[2:])
     unpadded = not any(geometry.pads_begin) and not any(geometry.pads_end)
@@ -644,12 +655,12 @@ def _choose_method(x_shape, w_shape, group: int, geometry: WindowGeometry,
     if not exact and winograd_pays(x_shape, w_shape, group, geometry.strides,
                                    geometry.dilations, geometry.out_shape):
         return "winograd"
-    if len(x_shape) == 4 and group > 1 and group == channels and w_shape[1] == 1:
+    if len(x_shape) == 4 and _is_depthwise(x_shape, w_shape, group):
         return "row_mix"
     layout = layout_of(x_shape[2:], geometry)
     if len(layout.copies) > _MAX_PHASES:
         return "windows"
-    if group > 1 and group == channels and w_shape[1] == 1:
+    if _is_depthwise(x_shape, w_shape, group):
         return "depthwise"
     if _chunked_pays(x_shape, group, layout):
         # Chunked columns copy C * taps values per output position, one GEMM per chunk; the
@@ -687,19 +698,43 @@ def convolve(x, w, b=None, auto_pad="NOTSET", dilations=None, group=1, kernel_sh
     are prepared once (initializers come back as the same objects on every run). With
     `exact`, only methods whose sums are sums of the products (not Winograd's transforms):
     integer operands held in float32 give exact sums below 2**24 (ConvInteger)."""
+    return convolve_activated(x, w, b, None, None, auto_pad, dilations, group, kernel_shape,
+                              pads, strides, ctx, exact)[0]
+
+
+def convolve_activated(x, w, b, activation, activation_params, auto_pad="NOTSET",
+                       dilations=None, group=1, kernel_shape=None, pads=None, strides=None,
+                       ctx=None, exact=False) -> tuple:
+    """(y, activated): convolve's result, with FusedConv's `activation` already applied when
+    `activated` (the native methods apply the ones they know in the same pass); else the
+    caller applies it."""
     if x.ndim < 3 or w.ndim != x.ndim or x.shape[1] != w.shape[1] * group or \
             w.shape[0] % group or group < 1:
         _check_conv_shapes(x, w, group)
 
     def prepare():
-        """(plan, compute dtype, weights, bias, fn(x) running the whole conv or None)."""
+        """The PreparedConv of this node and input shape."""
         if 0 in x.shape[2:]:         # checked once per input shape, not on every call
             _check_conv_shapes(x, w, group)
-        plan = _conv_plan(x.shape, w.shape, group, _frozen(kernel_shape), _frozen(strides),
-                          _frozen(dilations), _frozen(pads), _frozen(auto_pad), exact)
         acc = compute_dtype(x.dtype)
+        native = acc == np.float32 and native_conv.available()
+        plan = _conv_plan(x.shape, w.shape, group, _frozen(kernel_shape), _frozen(strides),
+                          _frozen(dilations), _frozen(pads), _frozen(auto_pad), exact, native)
         weights = w.astype(acc, copy=False)
         bias = None if b is None else b.astype(acc, copy=False)
+        act = native_conv.activation_code(activation, activation_params) \
+            if native and activation is not None else None
+        if plan.method == "native_depthwise":
+            weights = np.ascontiguousarray(weights)
+            bias = None if bias is None else np.ascontiguousarray(bias)
+            fused = act or native_conv.activation_code(None, None)
+            return PreparedConv(plan, acc, None, None, lambda x: native_conv.depthwise_conv(
+                x, weights, bias, plan.geometry, fused), None, act is not None)
+        epilogue = None
+        if act is not None:        # bias and activation after the method, in one native pass
+            epilogue = (None if bias is None else np.ascontiguousarray(bias), act)
+            bias = None
+        whole = None
         if plan.method == "taps":
             weights = tap_weights(weights, plan.layout)
         elif plan.method == "chunked":
@@ -711,26 +746,43 @@ def convolve(x, w, b=None, auto_pad="NOTSET", dilations=None, group=1, kernel_sh
             mix = row_mix_weights(weights, plan.row_mix, g.strides, g.dilations)
             column_taps = tap_ranges(x.shape[3], g.out_shape[1], g.kernel[1], g.strides[1],
                                      g.dilations[1], g.pads_begin[1])
-            return plan, acc, None, None, row_mix_conv(
-                mix, bias, plan.row_mix, x.shape, g.strides[0], g.pads_begin[0], column_taps,
-                tuple(g.out_shape))
+            whole = row_mix_conv(mix, bias, plan.row_mix, x.shape, g.strides[0],
+                                 g.pads_begin[0], column_taps, tuple(g.out_shape))
         elif plan.method == "gather":
-            return plan, acc, None, None, gathered_conv(
-                weights.reshape(weights.shape[0], -1), bias, plan.gather, x.shape,
-                plan.geometry.out_shape)
+            whole = gathered_conv(weights.reshape(weights.shape[0], -1), bias, plan.gather,
+                                  x.shape, plan.geometry.out_shape)
         elif plan.method == "pointwise" and x.shape[0] == 1 and group == 1 and \
                 all(s == 1 for s in plan.geometry.strides):
-            return plan, acc, None, None, _single_image_pointwise(weights, bias, x.shape)
-        return plan, acc, weights, bias, None
+            whole = _single_image_pointwise(weights, bias, x.shape)
+        return PreparedConv(plan, acc, weights, bias, whole, epilogue, epilogue is not None)
 
     if ctx is None:
-        plan, acc, w, b, whole = prepare()
+        prepared = prepare()
     else:
-        plan, acc, w, b, whole = ctx.prepared(("conv", x.shape, x.dtype, exact), (w, b),
-                                              prepare)
-    x = x.astype(acc, copy=False)
-    if whole is not None:
-        return whole(x)
+        prepared = ctx.prepared(("conv", x.shape, x.dtype, exact, activation), (w, b), prepare)
+    x = x.astype(prepared.dtype, copy=False)
+    if prepared.whole is not None:
+        y = prepared.whole(x)
+    else:
+        y = _run_method(prepared.plan, x, prepared.weights, prepared.bias, group)
+    if prepared.epilogue is not None:
+        y = native_conv.bias_activation(np.ascontiguousarray(y), *prepared.epilogue)
+    return y, prepared.activated
+
+
+class PreparedConv(NamedTuple):
+    """What convolve_activated derives once per node and input shape."""
+    plan: ConvPlan
+    dtype: np.dtype                   # the compute dtype
+    weights: Optional[np.ndarray]     # as the method takes them (None: `whole` holds them)
+    bias: Optional[np.ndarray]        # what the method adds (None: none, or the epilogue's)
+    whole: Optional[Callable]         # fn(x) running the whole conv, or None: _run_method
+    epilogue: Optional[tuple]         # (bias, activation code): one native pass after it
+    activated: bool                   # whether the result has the activation applied
+
+
+def _run_method(plan, x, w, b, group):
+    """The conv by one of the numpy methods that take the prepared weights per call."""
     method = plan.method
     if method == "chunked":
         return _chunked_im2col(x, w, b, plan.geometry, plan.layout)

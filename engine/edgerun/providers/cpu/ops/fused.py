@@ -24,7 +24,7 @@ from ..registry import kernel
 from . import unary
 from .activations import gelu, hard_swish, leaky_relu_of, relu, sigmoid, sigmoid_fresh, tanh
 from .clamp import clip_to, maximum_of
-from .conv import convolve
+from .conv import convolve_activated
 from .float_errors import ignored_float_errors
 from .matmul import gemm, matmul
 from .normalization import layer_normalization
@@ -126,8 +126,11 @@ def _activate_fresh(ctx, y, out_dtype, activation, params):
 
 @kernel("FusedConv", domain=DOMAIN)
 def fused_conv(ctx, x, w, b=None, activation="Relu", activation_params=None, **conv_attrs):
-    return _activate_fresh(ctx, convolve(x, w, b, ctx=ctx, **conv_attrs), x.dtype, activation,
-                           activation_params)
+    y, activated = convolve_activated(x, w, b, activation, activation_params, ctx=ctx,
+                                      **conv_attrs)
+    if activated:
+        return y.astype(x.dtype, copy=False)
+    return _activate_fresh(ctx, y, x.dtype, activation, activation_params)
 
 
 @kernel("FusedGemm", domain=DOMAIN)

@@ -1,0 +1,194 @@
+/* Convolution pieces numpy runs in many passes: the depthwise convolution (one input channel
+ * per group, any kernel size, stride, dilation and padding, 1-D or 2-D) computed directly, and
+ * the bias-and-activation epilogue of a convolution's or a product's rows, both with the
+ * activation FusedConv carries applied in the same pass.
+ *
+ * Activations (codes shared with providers/cpu/native/conv.py's ACTIVATIONS), float32 in the
+ * numpy path's operation order, so an activation of the same sum is the same bit for bit:
+ *   1 Relu, 2 LeakyRelu (p[0]: alpha > 0), 3 Clip (p[0], p[1]), 4 HardSigmoid (p[0] alpha,
+ *   p[1] beta), 5 HardSwish; 0 none. */
+#include <stdint.h>
+#include "isa.h"
+
+enum { ACT_NONE = 0, ACT_RELU = 1, ACT_LEAKY_RELU = 2, ACT_CLIP = 3, ACT_HARD_SIGMOID = 4,
+       ACT_HARD_SWISH = 5 };
+
+/* NaN stays NaN in every branch, as np.maximum and np.clip keep it. */
+__attribute__((always_inline))
+static inline void activate(float *v, int64_t n, int act, const float *p) {
+    switch (act) {
+    case ACT_RELU:
+        for (int64_t i = 0; i < n; i++) v[i] = v[i] < 0.0f ? 0.0f : v[i];
+        break;
+    case ACT_LEAKY_RELU: {      /* max(x, alpha x) for alpha <= 1, min above: leaky_relu_of */
+        const float alpha = p[0];
+        if (alpha <= 1.0f) {
+            for (int64_t i = 0; i < n; i++) {
+                float s = v[i] * alpha;
+                v[i] = v[i] < s ? s : v[i];
+            }
+        } else {
+            for (int64_t i = 0; i < n; i++) {
+                float s = v[i] * alpha;
+                v[i] = v[i] > s ? s : v[i];
+            }
+        }
+        break;
+    }
+    case ACT_CLIP: {
+        const float low = p[0], high = p[1];
+        for (int64_t i = 0; i < n; i++) {
+            float s = v[i] < low ? low : v[i];
+            v[i] = s > high ? high : s;
+        }
+        break;
+    }
+    case ACT_HARD_SIGMOID: {
+        const float alpha = p[0], beta = p[1];
+        for (int64_t i = 0; i < n; i++) {
+            float s = v[i] * alpha;
+            s = s + beta;
+            s = s < 0.0f ? 0.0f : s;
+            v[i] = s > 1.0f ? 1.0f : s;
+        }
+        break;
+    }
+    case ACT_HARD_SWISH: {     /* x * clip(x * (1/6) + 1/2, 0, 1) */
+        const float sixth = (float)(1.0 / 6.0);
+        for (int64_t i = 0; i < n; i++) {
+            float gate = v[i] * sixth;
+            gate = gate + 0.5f;
+            gate = gate < 0.0f ? 0.0f : gate;
+            gate = gate > 1.0f ? 1.0f : gate;
+            v[i] = v[i] * gate;
+        }
+        break;
+    }
+    default:
+        break;
+    }
+}
+
+/* ---- bias and activation over rows ------------------------------------------------------ */
+/* y [rows, cols] in place: y[r] = act(y[r] + bias[r]) (bias may be NULL), with
+ * bias[r] indexed r % bias_period (the channels of a batch of images laid out (N, M, ...)). */
+__attribute__((always_inline))
+static inline void bias_activation_body(float *y, int64_t rows, int64_t cols, const float *bias,
+                                        int64_t bias_period, int act, const float *p) {
+    for (int64_t r = 0; r < rows; r++) {
+        float *row = y + r * cols;
+        if (bias) {
+            const float b = bias[r % bias_period];
+            for (int64_t i = 0; i < cols; i++) row[i] = row[i] + b;
+        }
+        activate(row, cols, act, p);
+    }
+}
+DISPATCHED(bias_activation, (float *y, int64_t rows, int64_t cols, const float *bias,
+                             int64_t bias_period, int act, const float *p),
+           (y, rows, cols, bias, bias_period, act, p))
+
+/* ---- depthwise convolution -------------------------------------------------------------- */
+/* geometry (int64 x 15): batch, channels, multiplier, in_h, in_w, out_h, out_w, kernel_h,
+ * kernel_w, stride_h, stride_w, dilation_h, dilation_w, pad_top, pad_left. Output channel m
+ * reads input channel m / multiplier with weights w[m] (kernel_h x kernel_w); 1-D convs are
+ * the rows of a 1-high image.
+ *
+ * Each input channel is copied once into its zero-padded plane, split by the strides into
+ * stride_h x stride_w phase planes of phase_h x phase_w (phase (a, b) holds the padded rows
+ * a, a + stride_h, ... and columns b, b + stride_w, ...). Output (oy, ox)'s tap (ky, kx) then
+ * reads phase (ky dh % sh, kx dw % sw) at (oy + ky dh / sh, ox + kx dw / sw): for a block of
+ * output rows, every tap is one contiguous multiply-add over rows x phase_w values (the
+ * columns past out_w are computed and dropped), which the compiler vectorises whatever the
+ * kernel, stride or width. Blocks of `block_rows` keep the accumulator in the L1 cache.
+ * Within a block, CHUNK outputs at a time are accumulated in registers over every tap.
+ * scratch: stride_h * stride_w * phase_h * phase_w + phase_w + CHUNK + block_rows * phase_w
+ * floats; tap_offsets: kernel_h * kernel_w int64. */
+#define CHUNK 64
+__attribute__((always_inline))
+static inline void depthwise_conv_body(const float *x, const float *w, const float *bias,
+                                       const int64_t *geometry, int act, const float *p,
+                                       float *y, float *scratch, int64_t *tap_offsets) {
+    const int64_t batch = geometry[0], channels = geometry[1], multiplier = geometry[2];
+    const int64_t in_h = geometry[3], in_w = geometry[4], out_h = geometry[5], out_w = geometry[6];
+    const int64_t kh = geometry[7], kw = geometry[8], sh = geometry[9], sw = geometry[10];
+    const int64_t dh = geometry[11], dw = geometry[12], pt = geometry[13], pl = geometry[14];
+    const int64_t reach_h = (out_h - 1) * sh + (kh - 1) * dh + 1;  /* padded rows read */
+    const int64_t reach_w = (out_w - 1) * sw + (kw - 1) * dw + 1;
+    const int64_t padded_h = in_h + pt > reach_h ? in_h + pt : reach_h;
+    const int64_t padded_w = in_w + pl > reach_w ? in_w + pl : reach_w;
+    const int64_t phase_h = (padded_h + sh - 1) / sh, phase_w = (padded_w + sw - 1) / sw;
+    const int64_t phase_size = phase_h * phase_w, phases = sh * sw;
+    const int64_t block_rows = out_h < 1 + 4096 / phase_w ? out_h : 1 + 4096 / phase_w;
+    const int64_t outputs = channels * multiplier;
+    const int64_t taps = kh * kw, tail = phase_w + CHUNK;
+    float *acc = scratch + phases * phase_size + tail;      /* past the planes' tail */
+    for (int64_t i = phases * phase_size; i < phases * phase_size + tail; i++)
+        scratch[i] = 0.0f;                 /* what the last chunk reads past the last plane */
+    for (int64_t ky = 0; ky < kh; ky++) {
+        for (int64_t kx = 0; kx < kw; kx++) {
+            const int64_t ry = ky * dh, rx = kx * dw;
+            tap_offsets[ky * kw + kx] = ((ry % sh) * sw + rx % sw) * phase_size
+                + (ry / sh) * phase_w + rx / sw;
+        }
+    }
+    for (int64_t n = 0; n < batch; n++) {
+        for (int64_t c = 0; c < channels; c++) {
+            const float *plane = x + (n * channels + c) * in_h * in_w;
+            for (int64_t i = 0; i < phases * phase_size; i++) scratch[i] = 0.0f;
+            for (int64_t iy = 0; iy < in_h; iy++) {
+                const int64_t py = iy + pt;
+                const float *src_row = plane + iy * in_w;
+                float *dst_row = scratch + ((py % sh) * sw * phase_h + py / sh) * phase_w;
+                if (sw == 2) {          /* pairs of columns: a loop the compiler vectorises */
+                    float *even = dst_row + (pl % 2) * phase_size + pl / 2;
+                    float *odd = dst_row + ((pl + 1) % 2) * phase_size + (pl + 1) / 2;
+                    for (int64_t j = 0; j < in_w / 2; j++) {
+                        even[j] = src_row[2 * j];
+                        odd[j] = src_row[2 * j + 1];
+                    }
+                    if (in_w % 2) even[in_w / 2] = src_row[in_w - 1];
+                    continue;
+                }
+                for (int64_t b = 0; b < sw; b++) {        /* the columns of phase b */
+                    const int64_t ix0 = ((b - pl) % sw + sw) % sw;
+                    float *dst = dst_row + b * phase_size + (ix0 + pl) / sw;
+                    for (int64_t ix = ix0, j = 0; ix < in_w; ix += sw, j++) dst[j] = src_row[ix];
+                }
+            }
+            for (int64_t k = 0; k < multiplier; k++) {
+                const int64_t m = c * multiplier + k;
+                const float *wm = w + m * kh * kw;
+                const float b = bias ? bias[m] : 0.0f;
+                float *out = y + (n * outputs + m) * out_h * out_w;
+                for (int64_t oy0 = 0; oy0 < out_h; oy0 += block_rows) {
+                    const int64_t rows = out_h - oy0 < block_rows ? out_h - oy0 : block_rows;
+                    const int64_t count = rows * phase_w;
+                    const float *origin = scratch + oy0 * phase_w;
+                    /* CHUNK outputs at a time stay in registers through every tap */
+                    for (int64_t i0 = 0; i0 < count; i0 += CHUNK) {
+                        float a[CHUNK];
+                        for (int j = 0; j < CHUNK; j++) a[j] = b;
+                        for (int64_t t = 0; t < taps; t++) {
+                            const float *src = origin + tap_offsets[t] + i0;
+                            const float wv = wm[t];
+                            for (int j = 0; j < CHUNK; j++) a[j] = a[j] + wv * src[j];
+                        }
+                        const int64_t valid = count - i0 < CHUNK ? count - i0 : CHUNK;
+                        for (int64_t j = 0; j < valid; j++) acc[i0 + j] = a[j];
+                    }
+                    for (int64_t r = 0; r < rows; r++) {
+                        float *row = acc + r * phase_w;
+                        activate(row, out_w, act, p);
+                        float *dst = out + (oy0 + r) * out_w;
+                        for (int64_t ox = 0; ox < out_w; ox++) dst[ox] = row[ox];
+                    }
+                }
+            }
+        }
+    }
+}
+DISPATCHED(depthwise_conv, (const float *x, const float *w, const float *bias,
+                            const int64_t *geometry, int act, const float *p, float *y,
+                            float *scratch, int64_t *tap_offsets),
+           (x, w, bias, geometry, act, p, y, scratch, tap_offsets))

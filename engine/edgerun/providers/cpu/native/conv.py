@@ -1,0 +1,88 @@
+"""Convolution pieces in one native pass each (cpu_kernels/conv.c): the depthwise convolution
+computed directly (any kernel, stride, dilation and padding, 1-D or 2-D, with a channel
+multiplier), and the bias-and-activation epilogue of rows; both apply FusedConv's activation
+in the same pass when it is one of ACTIVATIONS."""
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+
+from .library import address, library
+from .library import available as available  # callers ask the module they use
+
+# activation name -> (code in conv.c, fn(params) -> the two float32 parameters it reads)
+ACTIVATIONS = {
+    "Relu": (1, lambda p: (0.0, 0.0)),
+    "LeakyRelu": (2, lambda p: (p[0] if p else 0.01, 0.0)),
+    "Clip": (3, lambda p: (p[0] if len(p) > 0 else -np.inf, p[1] if len(p) > 1 else np.inf)),
+    "HardSigmoid": (4, lambda p: (p[0] if len(p) > 0 else 0.2, p[1] if len(p) > 1 else 0.5)),
+    "HardSwish": (5, lambda p: (0.0, 0.0)),
+}
+
+
+def activation_code(activation: Optional[str], params) -> Optional[tuple]:
+    """(code, float32 parameters) of an activation the native pass applies; (0, ...) for
+    none; None for one it does not (the caller applies it afterwards)."""
+    if activation is None:
+        return 0, np.zeros(2, np.float32)
+    entry = ACTIVATIONS.get(activation)
+    if entry is None:
+        return None
+    params = list(params or ())
+    if activation == "LeakyRelu" and not (params[0] if params else 0.01) > 0:
+        return None       # leaky_relu_of's form holds for a positive alpha only
+    return entry[0], np.asarray(entry[1](params), np.float32)
+
+
+def depthwise_conv(x: np.ndarray, w: np.ndarray, bias: Optional[np.ndarray], geometry,
+                   act: tuple) -> np.ndarray:
+    """The depthwise Conv of float32 x (N, C, [H,] W) by w (C * multiplier, 1, [kh,] kw) and
+    optional bias, over a WindowGeometry, with activation `act` (activation_code's)."""
+    two_d = x.ndim == 4
+    n, channels = x.shape[:2]
+    in_h, in_w = (x.shape[2], x.shape[3]) if two_d else (1, x.shape[2])
+    out_h, out_w = (geometry.out_shape[0], geometry.out_shape[1]) if two_d else \
+        (1, geometry.out_shape[0])
+    axes = (0, 1) if two_d else (None, 0)
+
+    def along(values, default):
+        return [default if a is None else values[a] for a in axes]
+
+    kh, kw = along(geometry.kernel, 1)
+    sh, sw = along(geometry.strides, 1)
+    dh, dw = along(geometry.dilations, 1)
+    pt, pl = along(geometry.pads_begin, 0)
+    outputs = w.shape[0]
+    shape = np.array([n, channels, outputs // channels, in_h, in_w, out_h, out_w, kh, kw,
+                      sh, sw, dh, dw, pt, pl], np.int64)
+    x = np.ascontiguousarray(x, np.float32)
+    y = np.empty((n, outputs) + tuple(geometry.out_shape), np.float32)
+    scratch = np.empty(_depthwise_scratch(in_h, in_w, out_h, out_w, kh, kw, sh, sw, dh, dw,
+                                          pt, pl), np.float32)
+    library().er_cpu_depthwise_conv(address(x), address(w), address(bias), address(shape),
+                                    act[0], address(act[1]), address(y), address(scratch),
+                                    address(np.empty(kh * kw, np.int64)))
+    return y
+
+
+CHUNK = 64      # conv.c's outputs accumulated in registers at a time
+
+
+def _depthwise_scratch(in_h, in_w, out_h, out_w, kh, kw, sh, sw, dh, dw, pt, pl) -> int:
+    """Floats of conv.c's depthwise scratch: the padded phase planes, a zero tail, the
+    accumulator of a block of rows."""
+    padded_h = max(in_h + pt, (out_h - 1) * sh + (kh - 1) * dh + 1)
+    padded_w = max(in_w + pl, (out_w - 1) * sw + (kw - 1) * dw + 1)
+    phase_h, phase_w = -(-padded_h // sh), -(-padded_w // sw)
+    block_rows = min(out_h, 1 + 4096 // phase_w)
+    return sh * sw * phase_h * phase_w + phase_w + CHUNK + block_rows * phase_w
+
+
+def bias_activation(y: np.ndarray, bias: Optional[np.ndarray], act: tuple) -> np.ndarray:
+    """y (N, M, ...) float32 C-contiguous, in place: act(y + bias[m]) (bias may be None)."""
+    channels = y.shape[1]
+    rows = y.shape[0] * channels
+    library().er_cpu_bias_activation(address(y), rows, y.size // rows if rows else 0,
+                                     address(bias), channels, act[0], address(act[1]))
+    return y
