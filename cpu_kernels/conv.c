@@ -192,3 +192,160 @@ DISPATCHED(depthwise_conv, (const float *x, const float *w, const float *bias,
                             const int64_t *geometry, int act, const float *p, float *y,
                             float *scratch, int64_t *tap_offsets),
            (x, w, bias, geometry, act, p, y, scratch, tap_offsets))
+
+/* ---- direct convolution ------------------------------------------------------------------ */
+/* Conv of x (N, C, in_h, in_w) by weights packed as [group][M_g / 8 blocks][C_g][taps][8]
+ * (output channels in blocks of CONV_MB = 8, the last block zero-padded), 1-D convs as 1-high
+ * images. geometry (int64 x 16): batch, channels, outputs, group, in_h, in_w, out_h, out_w,
+ * kernel_h, kernel_w, stride_h, stride_w, dilation_h, dilation_w, pad_top, pad_left.
+ *
+ * The layout is the depthwise conv's, per block of output rows: the rows of every input
+ * channel of a group that the block reads are copied into zero-padded phase planes, so each
+ * tap of the block is one contiguous run of values (columns past out_w computed and
+ * dropped). A tile of 8 output channels x `width` consecutive outputs is accumulated in
+ * registers over every input channel and tap: each input vector loaded feeds 8 multiply-adds.
+ * Then bias and activation, and the valid columns go to y.
+ * scratch: direct_conv_scratch() floats (providers/cpu/native/conv.py computes the same). */
+#define CONV_MB 8
+#define CONV_MAX_W 32
+
+__attribute__((always_inline))
+static inline void direct_conv_impl(const float *x, const float *wp, const float *bias,
+                                    const int64_t *geometry, int act, const float *p, float *y,
+                                    float *scratch, const int64_t *tap_offsets,
+                                    const int64_t block_rows, const int width) {
+#pragma clang fp contract(fast)
+    const int64_t batch = geometry[0], channels = geometry[1], outputs = geometry[2];
+    const int64_t group = geometry[3], in_h = geometry[4], in_w = geometry[5];
+    const int64_t out_h = geometry[6], out_w = geometry[7], kh = geometry[8], kw = geometry[9];
+    const int64_t sh = geometry[10], sw = geometry[11], dh = geometry[12], dw = geometry[13];
+    const int64_t pt = geometry[14], pl = geometry[15];
+    const int64_t cg = channels / group, mg = outputs / group;
+    const int64_t m_blocks = (mg + CONV_MB - 1) / CONV_MB, taps = kh * kw;
+    const int64_t reach_w = (out_w - 1) * sw + (kw - 1) * dw + 1;
+    const int64_t padded_w = in_w + pl > reach_w ? in_w + pl : reach_w;
+    const int64_t phase_w = (padded_w + sw - 1) / sw;
+    const int64_t rows_reach = block_rows + ((kh - 1) * dh) / sh;   /* phase rows a block reads */
+    const int64_t plane = rows_reach * phase_w;                     /* one phase plane */
+    const int64_t channel_stride = sh * sw * plane;
+    const int64_t planes = cg * channel_stride;
+    const int64_t tail = phase_w + CONV_MAX_W;     /* what the last chunk reads past */
+    float *tile_out = scratch + planes + tail;                 /* CONV_MB x block values */
+    for (int64_t i = planes; i < planes + tail; i++) scratch[i] = 0.0f;
+    for (int64_t n = 0; n < batch; n++) {
+        for (int64_t g = 0; g < group; g++) {
+            const float *xg = x + (n * channels + g * cg) * in_h * in_w;
+            for (int64_t oy0 = 0; oy0 < out_h; oy0 += block_rows) {
+                const int64_t rows = out_h - oy0 < block_rows ? out_h - oy0 : block_rows;
+                const int64_t count = rows * phase_w;
+                /* the phase planes of this block: phase (a, b) row j is padded row
+                 * (oy0 + j) * sh + a, its column q padded column q * sw + b */
+                for (int64_t c = 0; c < cg; c++) {
+                    for (int64_t a = 0; a < sh; a++) {
+                        for (int64_t j = 0; j < rows_reach; j++) {
+                            const int64_t iy = (oy0 + j) * sh + a - pt;
+                            float *dst_row = scratch + c * channel_stride + (a * sw * rows_reach + j) * phase_w;
+                            for (int64_t b = 0; b < sw; b++)
+                                for (int64_t q = 0; q < phase_w; q++) dst_row[b * plane + q] = 0.0f;
+                            if (iy < 0 || iy >= in_h) continue;
+                            const float *src_row = xg + (c * in_h + iy) * in_w;
+                            if (sw == 1) {
+                                for (int64_t ix = 0; ix < in_w; ix++) dst_row[ix + pl] = src_row[ix];
+                                continue;
+                            }
+                            for (int64_t b = 0; b < sw; b++) {
+                                const int64_t ix0 = ((b - pl) % sw + sw) % sw;
+                                float *dst = dst_row + b * plane + (ix0 + pl) / sw;
+                                for (int64_t ix = ix0, q = 0; ix < in_w; ix += sw, q++) dst[q] = src_row[ix];
+                            }
+                        }
+                    }
+                }
+                for (int64_t mb = 0; mb < m_blocks; mb++) {
+                    const float *wb = wp + (g * m_blocks + mb) * cg * taps * CONV_MB;
+                    const int64_t m0 = g * mg + mb * CONV_MB;
+                    const int64_t live = mg - mb * CONV_MB < CONV_MB ? mg - mb * CONV_MB : CONV_MB;
+                    float start[CONV_MB];
+                    for (int k = 0; k < CONV_MB; k++) start[k] = bias && k < live ? bias[m0 + k] : 0.0f;
+                    for (int64_t i0 = 0; i0 < count; i0 += width) {
+                        float acc[CONV_MB][CONV_MAX_W];
+                        for (int k = 0; k < CONV_MB; k++)
+                            for (int j = 0; j < width; j++) acc[k][j] = start[k];
+                        for (int64_t c = 0; c < cg; c++) {
+                            const float *base = scratch + c * channel_stride + i0;
+                            const float *wc = wb + c * taps * CONV_MB;
+                            for (int64_t t = 0; t < taps; t++) {
+                                const float *src = base + tap_offsets[t];
+                                const float *wt = wc + t * CONV_MB;
+                                for (int k = 0; k < CONV_MB; k++) {
+                                    const float wv = wt[k];
+                                    for (int j = 0; j < width; j++) acc[k][j] += wv * src[j];
+                                }
+                            }
+                        }
+                        const int64_t valid = count - i0 < width ? count - i0 : width;
+                        for (int k = 0; k < CONV_MB; k++)
+                            for (int64_t j = 0; j < valid; j++) tile_out[k * count + i0 + j] = acc[k][j];
+                    }
+                    for (int64_t k = 0; k < live; k++) {
+                        float *out = y + ((n * outputs + m0 + k) * out_h + oy0) * out_w;
+                        for (int64_t r = 0; r < rows; r++) {
+                            float *row = tile_out + k * count + r * phase_w;
+                            activate(row, out_w, act, p);
+                            for (int64_t ox = 0; ox < out_w; ox++) out[r * out_w + ox] = row[ox];
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/* Offsets of each tap (ky, kx) from an output's position in the phase planes (see above):
+ * ((ky dh % sh) sw + kx dw % sw) plane + (ky dh / sh) phase_w + kx dw / sw. */
+EXPORT void er_cpu_conv_tap_offsets(const int64_t *geometry, int64_t block_rows,
+                                    int64_t *tap_offsets) {
+    const int64_t out_w = geometry[7], kh = geometry[8], kw = geometry[9];
+    const int64_t sh = geometry[10], sw = geometry[11], dh = geometry[12], dw = geometry[13];
+    const int64_t in_w = geometry[5], pl = geometry[15];
+    const int64_t reach_w = (out_w - 1) * sw + (kw - 1) * dw + 1;
+    const int64_t padded_w = in_w + pl > reach_w ? in_w + pl : reach_w;
+    const int64_t phase_w = (padded_w + sw - 1) / sw;
+    const int64_t plane = (block_rows + ((kh - 1) * dh) / sh) * phase_w;
+    for (int64_t ky = 0; ky < kh; ky++) {
+        for (int64_t kx = 0; kx < kw; kx++) {
+            const int64_t ry = ky * dh, rx = kx * dw;
+            tap_offsets[ky * kw + kx] = ((ry % sh) * sw + rx % sw) * plane
+                + (ry / sh) * phase_w + rx / sw;
+        }
+    }
+}
+
+TARGET_AVX512 static void direct_conv_avx512(const float *x, const float *wp, const float *bias,
+                                             const int64_t *geometry, int act, const float *p,
+                                             float *y, float *scratch, const int64_t *tap_offsets,
+                                             int64_t block_rows) {
+    direct_conv_impl(x, wp, bias, geometry, act, p, y, scratch, tap_offsets, block_rows, 32);
+}
+TARGET_AVX2 static void direct_conv_avx2(const float *x, const float *wp, const float *bias,
+                                         const int64_t *geometry, int act, const float *p,
+                                         float *y, float *scratch, const int64_t *tap_offsets,
+                                         int64_t block_rows) {
+    direct_conv_impl(x, wp, bias, geometry, act, p, y, scratch, tap_offsets, block_rows, 8);
+}
+static void direct_conv_plain(const float *x, const float *wp, const float *bias,
+                              const int64_t *geometry, int act, const float *p, float *y,
+                              float *scratch, const int64_t *tap_offsets, int64_t block_rows) {
+    direct_conv_impl(x, wp, bias, geometry, act, p, y, scratch, tap_offsets, block_rows, 4);
+}
+EXPORT void er_cpu_direct_conv(const float *x, const float *wp, const float *bias,
+                               const int64_t *geometry, int act, const float *p, float *y,
+                               float *scratch, const int64_t *tap_offsets, int64_t block_rows) {
+    int isa = cpu_isa();
+    if (isa == ISA_AVX512)
+        direct_conv_avx512(x, wp, bias, geometry, act, p, y, scratch, tap_offsets, block_rows);
+    else if (isa == ISA_AVX2)
+        direct_conv_avx2(x, wp, bias, geometry, act, p, y, scratch, tap_offsets, block_rows);
+    else
+        direct_conv_plain(x, wp, bias, geometry, act, p, y, scratch, tap_offsets, block_rows);
+}

@@ -560,6 +560,46 @@ def test_native_depthwise_conv_matches_onnxruntime(isa, case, monkeypatch):
     """Depthwise Conv, alone and followed by each activation the optimizer fuses into
     FusedConv, against onnxruntime (1e-4: sums in another order), the input a strided view;
     the native method is the one that ran."""
+    shape, multiplier, kernel, strides, dilations, pads = case
+    channels = shape[1]
+    _check_native_conv(isa, monkeypatch, "depthwise_conv", shape,
+                       (channels * multiplier, 1) + kernel, channels, strides, dilations, pads)
+
+
+# (input shape, output channels, group, kernel, strides, dilations, pads or auto_pad): first
+# layers on 1-3 channels, output channels that are not a multiple of conv.c's tiles of 8,
+# groups, rows shorter and longer than a tile's 32 outputs, row blocks (a 4096-value 1-D row),
+# strides 1-3, dilations, asymmetric and SAME padding, batch 1 and more
+DIRECT_CASES = [
+    ((1, 3, 64, 64), 16, 1, (3, 3), (2, 2), (1, 1), (1, 1, 1, 1)),
+    ((1, 1, 90, 40), 13, 1, (3, 3), (1, 1), (1, 1), (1, 1, 1, 1)),
+    ((2, 24, 31, 17), 40, 1, (5, 3), (2, 1), (1, 2), (2, 1, 0, 1)),
+    ((1, 32, 14, 14), 32, 4, (3, 3), (1, 1), (1, 1), (1, 1, 1, 1)),
+    ((1, 6, 9, 70), 9, 3, (7, 7), (3, 3), (1, 1), "SAME_UPPER"),
+    ((3, 5, 6, 5), 7, 1, (2, 2), (1, 1), (1, 1), (0, 0, 1, 1)),
+    ((1, 8, 3, 3), 4, 1, (3, 3), (1, 1), (1, 1), (3, 3, 3, 3)),
+    ((1, 16, 40, 40), 24, 1, (1, 1), (1, 1), (1, 1), (1, 1, 1, 1)),
+    ((1, 64, 100), 64, 1, (5,), (1,), (1,), (2, 2)),
+    ((2, 4, 4100), 6, 2, (3,), (2,), (1,), "SAME_LOWER"),    # (onnxruntime: no dilation)
+    ((1, 12, 333), 20, 1, (4,), (3,), (1,), (0, 3)),
+]
+
+
+@pytest.mark.parametrize("isa", ["avx2", "avx512_vnni"])
+@pytest.mark.parametrize("case", DIRECT_CASES, ids=lambda c: f"{c[0]}m{c[1]}g{c[2]}k{c[3]}s{c[4]}")
+def test_native_direct_conv_matches_onnxruntime(isa, case, monkeypatch):
+    """conv.c's direct conv (every conv but depthwise and unpadded pointwise ones), alone and
+    with each fused activation, against onnxruntime (1e-4)."""
+    shape, outputs, group, kernel, strides, dilations, pads = case
+    _check_native_conv(isa, monkeypatch, "DirectConv", shape,
+                       (outputs, shape[1] // group) + kernel, group, strides, dilations, pads)
+
+
+def _check_native_conv(isa, monkeypatch, native_name, shape, w_shape, group, strides,
+                       dilations, pads):
+    """A Conv (with bias) of these shapes, alone and followed by each activation the
+    optimizer fuses, on the CPU provider against onnxruntime (1e-4: sums in another order),
+    the input a strided view; `native_name` of native/conv.py is what ran."""
     import onnxruntime
 
     from edgerun.providers.cpu.native import conv as native_conv
@@ -568,17 +608,16 @@ def test_native_depthwise_conv_matches_onnxruntime(isa, case, monkeypatch):
     if isa not in _isas():
         pytest.skip(f"this CPU's native kernels are {library.isa()}")
     calls = []
-    real = native_conv.depthwise_conv
-    monkeypatch.setattr(native_conv, "depthwise_conv", lambda *a: calls.append(1) or real(*a))
-    shape, multiplier, kernel, strides, dilations, pads = case
-    rng = np.random.default_rng(len(DEPTHWISE_CASES) + shape[-1])
-    channels = shape[1]
-    w = (rng.standard_normal((channels * multiplier, 1) + kernel) / np.prod(kernel) ** 0.5)
-    bias = rng.standard_normal(channels * multiplier) * 0.1
+    real = getattr(native_conv, native_name)
+    monkeypatch.setattr(native_conv, native_name, lambda *a: calls.append(1) or real(*a))
+    rng = np.random.default_rng(shape[-1] * 7 + w_shape[0])
+    kernel = w_shape[2:]
+    w = rng.standard_normal(w_shape) / np.prod(w_shape[1:]) ** 0.5
+    bias = rng.standard_normal(w_shape[0]) * 0.1
     window = {"auto_pad": pads} if isinstance(pads, str) else {"pads": list(pads)}
     for activation in [None] + list(NATIVE_ACTIVATIONS):
         nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c" if activation else "y"],
-                                  group=channels, strides=list(strides),
+                                  group=group, strides=list(strides), kernel_shape=list(kernel),
                                   dilations=list(dilations), **window)]
         inits = [numpy_helper.from_array(w.astype(np.float32), "w"),
                  numpy_helper.from_array(bias.astype(np.float32), "b")]
@@ -598,9 +637,8 @@ def test_native_depthwise_conv_matches_onnxruntime(isa, case, monkeypatch):
         calls.clear()
         with library.forced(isa):
             got = InferenceSession(model, providers=["cpu"]).run(None, {"x": x})[0]
-        assert calls, f"{case}: the native depthwise conv did not run"
+        assert calls, f"{shape} {w_shape}: native {native_name} did not run"
         want = onnxruntime.InferenceSession(model, providers=["CPUExecutionProvider"]).run(
             None, {"x": x})[0]
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4,
-                                   err_msg=f"{case} with {activation}")
-
+                                   err_msg=f"{shape} {w_shape} with {activation}")

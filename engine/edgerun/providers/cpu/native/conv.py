@@ -79,6 +79,66 @@ def _depthwise_scratch(in_h, in_w, out_h, out_w, kh, kw, sh, sw, dh, dw, pt, pl)
     return sh * sw * phase_h * phase_w + phase_w + CHUNK + block_rows * phase_w
 
 
+CONV_MB = 8             # conv.c's output channels per register tile
+CONV_MAX_W = 32         # and its widest run of outputs per tile
+_BLOCK_BYTES = 256 << 10    # the phase planes of one block of output rows: about L2's share
+
+
+def pack_direct_weights(w: np.ndarray, group: int) -> np.ndarray:
+    """W (M, C/group, *kernel) as conv.c's direct conv reads it: [group][M_g / 8][C_g][taps][8],
+    float32, the last block of each group's output channels zero-padded."""
+    m, cg = w.shape[:2]
+    taps = int(np.prod(w.shape[2:]))
+    mg = m // group
+    blocks = -(-mg // CONV_MB)
+    padded = np.zeros((group, blocks * CONV_MB, cg, taps), np.float32)
+    padded[:, :mg] = w.reshape(group, mg, cg, taps)
+    packed = padded.reshape(group, blocks, CONV_MB, cg, taps).transpose(0, 1, 3, 4, 2)
+    return np.ascontiguousarray(packed)
+
+
+class DirectConv:
+    """The direct conv of one input shape: fn(x) -> y (float32), its layout computed once."""
+
+    def __init__(self, x_shape: tuple, w_shape: tuple, group: int, geometry, act: tuple):
+        two_d = len(x_shape) == 4
+        n, channels = x_shape[:2]
+        in_h, in_w = (x_shape[2], x_shape[3]) if two_d else (1, x_shape[2])
+        out = list(geometry.out_shape)
+        out_h, out_w = (out[0], out[1]) if two_d else (1, out[0])
+        pick = (lambda v, d: (v[0], v[1])) if two_d else (lambda v, d: (d, v[0]))
+        kh, kw = pick(geometry.kernel, 1)
+        sh, sw = pick(geometry.strides, 1)
+        dh, dw = pick(geometry.dilations, 1)
+        pt, pl = pick(geometry.pads_begin, 0)
+        cg = channels // group
+        padded_w = max(in_w + pl, (out_w - 1) * sw + (kw - 1) * dw + 1)
+        phase_w = -(-padded_w // sw)
+        reach = (kh - 1) * dh // sh
+        row_bytes = cg * sh * sw * phase_w * 4
+        block_rows = int(min(out_h, max(1, _BLOCK_BYTES // row_bytes - reach)))
+        self.geometry = np.array([n, channels, w_shape[0], group, in_h, in_w, out_h, out_w,
+                                  kh, kw, sh, sw, dh, dw, pt, pl], np.int64)
+        self.block_rows = block_rows
+        planes = cg * sh * sw * (block_rows + reach) * phase_w
+        self.scratch_size = planes + phase_w + CONV_MAX_W + CONV_MB * block_rows * phase_w
+        self.tap_offsets = np.empty(kh * kw, np.int64)
+        library().er_cpu_conv_tap_offsets(address(self.geometry), block_rows,
+                                          address(self.tap_offsets))
+        self.out_shape = (n, w_shape[0]) + tuple(out)
+        self.act = act
+
+    def __call__(self, x: np.ndarray, packed: np.ndarray, bias: Optional[np.ndarray]):
+        x = np.ascontiguousarray(x, np.float32)
+        y = np.empty(self.out_shape, np.float32)
+        scratch = np.empty(self.scratch_size, np.float32)
+        library().er_cpu_direct_conv(address(x), address(packed), address(bias),
+                                     address(self.geometry), self.act[0], address(self.act[1]),
+                                     address(y), address(scratch), address(self.tap_offsets),
+                                     self.block_rows)
+        return y
+
+
 def bias_activation(y: np.ndarray, bias: Optional[np.ndarray], act: tuple) -> np.ndarray:
     """y (N, M, ...) float32 C-contiguous, in place: act(y + bias[m]) (bias may be None)."""
     channels = y.shape[1]
