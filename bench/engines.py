@@ -47,10 +47,14 @@ def _import_edgerun():
     import edgerun  # noqa: F401
 
 
-def _open_edgerun(path):
-    import edgerun
-    sess = edgerun.InferenceSession(path, providers=["CPUExecutionProvider"])
-    return lambda feeds: sess.run(None, feeds)
+def _edgerun_opener(threads: int):
+    def open_edgerun(path):
+        import edgerun
+        so = edgerun.SessionOptions()
+        so.intra_op_num_threads = threads    # 0: BLAS's default, every core for native kernels
+        sess = edgerun.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+        return lambda feeds: sess.run(None, feeds)
+    return open_edgerun
 
 
 WEBGPU = "WebGpuExecutionProvider"    # engine/edgerun/providers/registry.py
@@ -140,14 +144,14 @@ ONE_BLAS_THREAD = tuple((name, "1") for name in ("OPENBLAS_NUM_THREADS", "OMP_NU
                                                    "MKL_NUM_THREADS"))
 
 ENGINES = {e.name: e for e in [
-    Engine("edgerun", "edgerun CPU (1 BLAS thread)", _import_edgerun, _open_edgerun,
+    Engine("edgerun", "edgerun CPU (1 thread)", _import_edgerun, _edgerun_opener(1),
            env=ONE_BLAS_THREAD),
     Engine("ort_1thread", "onnxruntime 1 thread", _import_onnxruntime, _ort_opener(1)),
     Engine("ort_default", "onnxruntime default threads", _import_onnxruntime, _ort_opener(0)),
     Engine("reference", "onnx ReferenceEvaluator (1 BLAS thread)", _import_reference,
            _open_reference, runs_once=True, env=ONE_BLAS_THREAD),
-    Engine("edgerun_threads", "edgerun CPU (default BLAS threads)", _import_edgerun,
-           _open_edgerun),
+    Engine("edgerun_threads", "edgerun CPU (default threads)", _import_edgerun,
+           _edgerun_opener(0)),
     Engine("edgerun_webgpu", "edgerun WebGPU (wgpu-native; CPU fallback 1 BLAS thread)",
            _prepare_webgpu, _webgpu_opener(True), env=ONE_BLAS_THREAD),
     Engine("edgerun_webgpu_uncaptured", "edgerun WebGPU, graph capture off", _prepare_webgpu,

@@ -88,7 +88,7 @@ DISPATCHED(bias_activation, (float *y, int64_t rows, int64_t cols, const float *
                              int64_t bias_period, int act, const float *p),
            (y, rows, cols, bias, bias_period, act, p))
 
-/* ---- depthwise convolution -------------------------------------------------------------- */
+/* ---- depthwise convolution and pools ---------------------------------------------------- */
 /* geometry (int64 x 15): batch, channels, multiplier, in_h, in_w, out_h, out_w, kernel_h,
  * kernel_w, stride_h, stride_w, dilation_h, dilation_w, pad_top, pad_left. Output channel m
  * reads input channel m / multiplier with weights w[m] (kernel_h x kernel_w); 1-D convs are
@@ -103,12 +103,20 @@ DISPATCHED(bias_activation, (float *y, int64_t rows, int64_t cols, const float *
  * kernel, stride or width. Blocks of `block_rows` keep the accumulator in the L1 cache.
  * Within a block, CHUNK outputs at a time are accumulated in registers over every tap.
  * scratch: stride_h * stride_w * phase_h * phase_w + phase_w + CHUNK + block_rows * phase_w
- * floats; tap_offsets: kernel_h * kernel_w int64. */
+ * floats; tap_offsets: kernel_h * kernel_w int64. Only input channels [range[0], range[1])
+ * (and their output channels) are computed: threads split the channels. */
 #define CHUNK 64
+enum { WINDOW_CONV = 0, WINDOW_MAX = 1, WINDOW_AVERAGE = 2 };
+
+/* The depthwise conv's loops, shared with the pools: `mode` WINDOW_CONV sums the taps
+ * weighted by w (plus bias, then the activation), WINDOW_MAX takes their maximum (NaN wins, as
+ * np.maximum; padding reads -inf) and WINDOW_AVERAGE their sum, divided by divisor[out
+ * position] unless divisor is NULL (padding reads 0). */
 __attribute__((always_inline))
-static inline void depthwise_conv_body(const float *x, const float *w, const float *bias,
-                                       const int64_t *geometry, int act, const float *p,
-                                       float *y, float *scratch, int64_t *tap_offsets) {
+static inline void window_body(const float *x, const float *w, const float *bias,
+                               const int64_t *geometry, int act, const float *p, float *y,
+                               float *scratch, int64_t *tap_offsets, const int64_t *range,
+                               int mode, const float *divisor) {
     const int64_t batch = geometry[0], channels = geometry[1], multiplier = geometry[2];
     const int64_t in_h = geometry[3], in_w = geometry[4], out_h = geometry[5], out_w = geometry[6];
     const int64_t kh = geometry[7], kw = geometry[8], sh = geometry[9], sw = geometry[10];
@@ -122,9 +130,10 @@ static inline void depthwise_conv_body(const float *x, const float *w, const flo
     const int64_t block_rows = out_h < 1 + 4096 / phase_w ? out_h : 1 + 4096 / phase_w;
     const int64_t outputs = channels * multiplier;
     const int64_t taps = kh * kw, tail = phase_w + CHUNK;
+    const float fill = mode == WINDOW_MAX ? -__builtin_inff() : 0.0f;   /* the padding */
     float *acc = scratch + phases * phase_size + tail;      /* past the planes' tail */
     for (int64_t i = phases * phase_size; i < phases * phase_size + tail; i++)
-        scratch[i] = 0.0f;                 /* what the last chunk reads past the last plane */
+        scratch[i] = fill;                 /* what the last chunk reads past the last plane */
     for (int64_t ky = 0; ky < kh; ky++) {
         for (int64_t kx = 0; kx < kw; kx++) {
             const int64_t ry = ky * dh, rx = kx * dw;
@@ -133,9 +142,9 @@ static inline void depthwise_conv_body(const float *x, const float *w, const flo
         }
     }
     for (int64_t n = 0; n < batch; n++) {
-        for (int64_t c = 0; c < channels; c++) {
+        for (int64_t c = range[0]; c < range[1]; c++) {
             const float *plane = x + (n * channels + c) * in_h * in_w;
-            for (int64_t i = 0; i < phases * phase_size; i++) scratch[i] = 0.0f;
+            for (int64_t i = 0; i < phases * phase_size; i++) scratch[i] = fill;
             for (int64_t iy = 0; iy < in_h; iy++) {
                 const int64_t py = iy + pt;
                 const float *src_row = plane + iy * in_w;
@@ -158,8 +167,8 @@ static inline void depthwise_conv_body(const float *x, const float *w, const flo
             }
             for (int64_t k = 0; k < multiplier; k++) {
                 const int64_t m = c * multiplier + k;
-                const float *wm = w + m * kh * kw;
-                const float b = bias ? bias[m] : 0.0f;
+                const float *wm = w ? w + m * kh * kw : 0;
+                const float b = mode == WINDOW_MAX ? -__builtin_inff() : (bias ? bias[m] : 0.0f);
                 float *out = y + (n * outputs + m) * out_h * out_w;
                 for (int64_t oy0 = 0; oy0 < out_h; oy0 += block_rows) {
                     const int64_t rows = out_h - oy0 < block_rows ? out_h - oy0 : block_rows;
@@ -169,18 +178,36 @@ static inline void depthwise_conv_body(const float *x, const float *w, const flo
                     for (int64_t i0 = 0; i0 < count; i0 += CHUNK) {
                         float a[CHUNK];
                         for (int j = 0; j < CHUNK; j++) a[j] = b;
-                        for (int64_t t = 0; t < taps; t++) {
-                            const float *src = origin + tap_offsets[t] + i0;
-                            const float wv = wm[t];
-                            for (int j = 0; j < CHUNK; j++) a[j] = a[j] + wv * src[j];
+                        if (mode == WINDOW_CONV) {
+                            for (int64_t t = 0; t < taps; t++) {
+                                const float *src = origin + tap_offsets[t] + i0;
+                                const float wv = wm[t];
+                                for (int j = 0; j < CHUNK; j++) a[j] = a[j] + wv * src[j];
+                            }
+                        } else if (mode == WINDOW_MAX) {
+                            for (int64_t t = 0; t < taps; t++) {
+                                const float *src = origin + tap_offsets[t] + i0;
+                                for (int j = 0; j < CHUNK; j++)
+                                    a[j] = (src[j] > a[j] || src[j] != src[j]) ? src[j] : a[j];
+                            }
+                        } else {
+                            for (int64_t t = 0; t < taps; t++) {
+                                const float *src = origin + tap_offsets[t] + i0;
+                                for (int j = 0; j < CHUNK; j++) a[j] = a[j] + src[j];
+                            }
                         }
                         const int64_t valid = count - i0 < CHUNK ? count - i0 : CHUNK;
                         for (int64_t j = 0; j < valid; j++) acc[i0 + j] = a[j];
                     }
                     for (int64_t r = 0; r < rows; r++) {
                         float *row = acc + r * phase_w;
-                        activate(row, out_w, act, p);
                         float *dst = out + (oy0 + r) * out_w;
+                        if (mode == WINDOW_AVERAGE && divisor) {
+                            const float *d = divisor + (oy0 + r) * out_w;
+                            for (int64_t ox = 0; ox < out_w; ox++) dst[ox] = row[ox] / d[ox];
+                            continue;
+                        }
+                        activate(row, out_w, act, p);
                         for (int64_t ox = 0; ox < out_w; ox++) dst[ox] = row[ox];
                     }
                 }
@@ -188,10 +215,29 @@ static inline void depthwise_conv_body(const float *x, const float *w, const flo
         }
     }
 }
+__attribute__((always_inline))
+static inline void depthwise_conv_body(const float *x, const float *w, const float *bias,
+                                       const int64_t *geometry, int act, const float *p,
+                                       float *y, float *scratch, int64_t *tap_offsets,
+                                       const int64_t *range) {
+    window_body(x, w, bias, geometry, act, p, y, scratch, tap_offsets, range, WINDOW_CONV, 0);
+}
 DISPATCHED(depthwise_conv, (const float *x, const float *w, const float *bias,
                             const int64_t *geometry, int act, const float *p, float *y,
-                            float *scratch, int64_t *tap_offsets),
-           (x, w, bias, geometry, act, p, y, scratch, tap_offsets))
+                            float *scratch, int64_t *tap_offsets, const int64_t *range),
+           (x, w, bias, geometry, act, p, y, scratch, tap_offsets, range))
+
+/* MaxPool (mode 1) and AveragePool (mode 2, divisor: out_h x out_w counts) of float32 x:
+ * the depthwise conv's geometry with multiplier 1 and its scratch. */
+__attribute__((always_inline))
+static inline void pool_body(const float *x, const int64_t *geometry, int mode,
+                             const float *divisor, float *y, float *scratch,
+                             int64_t *tap_offsets, const int64_t *range) {
+    window_body(x, 0, 0, geometry, 0, 0, y, scratch, tap_offsets, range, mode, divisor);
+}
+DISPATCHED(pool, (const float *x, const int64_t *geometry, int mode, const float *divisor,
+                  float *y, float *scratch, int64_t *tap_offsets, const int64_t *range),
+           (x, geometry, mode, divisor, y, scratch, tap_offsets, range))
 
 /* ---- direct convolution ------------------------------------------------------------------ */
 /* Conv of x (N, C, in_h, in_w) by weights packed as [group][M_g / 8 blocks][C_g][taps][8]
@@ -205,7 +251,9 @@ DISPATCHED(depthwise_conv, (const float *x, const float *w, const float *bias,
  * dropped). A tile of 8 output channels x `width` consecutive outputs is accumulated in
  * registers over every input channel and tap: each input vector loaded feeds 8 multiply-adds.
  * Then bias and activation, and the valid columns go to y.
- * scratch: direct_conv_scratch() floats (providers/cpu/native/conv.py computes the same). */
+ * Only output rows [range[0], range[1]) and channel blocks [range[2], range[3]) of each
+ * group are computed: threads split the rows, or the blocks of a 1-row output.
+ * scratch: providers/cpu/native/conv.py's DirectConv.scratch_size floats. */
 #define CONV_MB 8
 #define CONV_MAX_W 32
 
@@ -213,7 +261,8 @@ __attribute__((always_inline))
 static inline void direct_conv_impl(const float *x, const float *wp, const float *bias,
                                     const int64_t *geometry, int act, const float *p, float *y,
                                     float *scratch, const int64_t *tap_offsets,
-                                    const int64_t block_rows, const int width) {
+                                    const int64_t block_rows, const int64_t *range,
+                                    const int width) {
 #pragma clang fp contract(fast)
     const int64_t batch = geometry[0], channels = geometry[1], outputs = geometry[2];
     const int64_t group = geometry[3], in_h = geometry[4], in_w = geometry[5];
@@ -235,8 +284,8 @@ static inline void direct_conv_impl(const float *x, const float *wp, const float
     for (int64_t n = 0; n < batch; n++) {
         for (int64_t g = 0; g < group; g++) {
             const float *xg = x + (n * channels + g * cg) * in_h * in_w;
-            for (int64_t oy0 = 0; oy0 < out_h; oy0 += block_rows) {
-                const int64_t rows = out_h - oy0 < block_rows ? out_h - oy0 : block_rows;
+            for (int64_t oy0 = range[0]; oy0 < range[1]; oy0 += block_rows) {
+                const int64_t rows = range[1] - oy0 < block_rows ? range[1] - oy0 : block_rows;
                 const int64_t count = rows * phase_w;
                 /* the phase planes of this block: phase (a, b) row j is padded row
                  * (oy0 + j) * sh + a, its column q padded column q * sw + b */
@@ -261,7 +310,7 @@ static inline void direct_conv_impl(const float *x, const float *wp, const float
                         }
                     }
                 }
-                for (int64_t mb = 0; mb < m_blocks; mb++) {
+                for (int64_t mb = range[2]; mb < range[3]; mb++) {
                     const float *wb = wp + (g * m_blocks + mb) * cg * taps * CONV_MB;
                     const int64_t m0 = g * mg + mb * CONV_MB;
                     const int64_t live = mg - mb * CONV_MB < CONV_MB ? mg - mb * CONV_MB : CONV_MB;
@@ -324,28 +373,36 @@ EXPORT void er_cpu_conv_tap_offsets(const int64_t *geometry, int64_t block_rows,
 TARGET_AVX512 static void direct_conv_avx512(const float *x, const float *wp, const float *bias,
                                              const int64_t *geometry, int act, const float *p,
                                              float *y, float *scratch, const int64_t *tap_offsets,
-                                             int64_t block_rows) {
-    direct_conv_impl(x, wp, bias, geometry, act, p, y, scratch, tap_offsets, block_rows, 32);
+                                             int64_t block_rows, const int64_t *range) {
+    direct_conv_impl(x, wp, bias, geometry, act, p, y, scratch, tap_offsets, block_rows, range,
+                     32);
 }
 TARGET_AVX2 static void direct_conv_avx2(const float *x, const float *wp, const float *bias,
                                          const int64_t *geometry, int act, const float *p,
                                          float *y, float *scratch, const int64_t *tap_offsets,
-                                         int64_t block_rows) {
-    direct_conv_impl(x, wp, bias, geometry, act, p, y, scratch, tap_offsets, block_rows, 8);
+                                         int64_t block_rows, const int64_t *range) {
+    direct_conv_impl(x, wp, bias, geometry, act, p, y, scratch, tap_offsets, block_rows, range,
+                     8);
 }
 static void direct_conv_plain(const float *x, const float *wp, const float *bias,
                               const int64_t *geometry, int act, const float *p, float *y,
-                              float *scratch, const int64_t *tap_offsets, int64_t block_rows) {
-    direct_conv_impl(x, wp, bias, geometry, act, p, y, scratch, tap_offsets, block_rows, 4);
+                              float *scratch, const int64_t *tap_offsets, int64_t block_rows,
+                              const int64_t *range) {
+    direct_conv_impl(x, wp, bias, geometry, act, p, y, scratch, tap_offsets, block_rows, range,
+                     4);
 }
 EXPORT void er_cpu_direct_conv(const float *x, const float *wp, const float *bias,
                                const int64_t *geometry, int act, const float *p, float *y,
-                               float *scratch, const int64_t *tap_offsets, int64_t block_rows) {
+                               float *scratch, const int64_t *tap_offsets, int64_t block_rows,
+                               const int64_t *range) {
     int isa = cpu_isa();
     if (isa == ISA_AVX512)
-        direct_conv_avx512(x, wp, bias, geometry, act, p, y, scratch, tap_offsets, block_rows);
+        direct_conv_avx512(x, wp, bias, geometry, act, p, y, scratch, tap_offsets, block_rows,
+                           range);
     else if (isa == ISA_AVX2)
-        direct_conv_avx2(x, wp, bias, geometry, act, p, y, scratch, tap_offsets, block_rows);
+        direct_conv_avx2(x, wp, bias, geometry, act, p, y, scratch, tap_offsets, block_rows,
+                         range);
     else
-        direct_conv_plain(x, wp, bias, geometry, act, p, y, scratch, tap_offsets, block_rows);
+        direct_conv_plain(x, wp, bias, geometry, act, p, y, scratch, tap_offsets, block_rows,
+                          range);
 }

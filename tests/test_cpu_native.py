@@ -642,3 +642,109 @@ def _check_native_conv(isa, monkeypatch, native_name, shape, w_shape, group, str
             None, {"x": x})[0]
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4,
                                    err_msg=f"{shape} {w_shape} with {activation}")
+
+
+def test_native_threads_split_work_and_give_the_same_bits(monkeypatch):
+    """intra_op_num_threads splits a large direct conv's rows (and a one-row output's channel
+    blocks, and a depthwise conv's channels) over threads; every output is computed as on one
+    thread, so the results are equal bit for bit. A small conv is not split."""
+    from edgerun import SessionOptions
+    from edgerun.providers.cpu.native import parallel
+
+    if library.isa() == "none":
+        pytest.skip(f"no native kernels here: {library.status()}")
+    assert parallel.split(10, 3) == [(0, 3), (3, 6), (6, 10)]
+    assert parallel.split(2, 4) == [(0, 1), (1, 2)]
+    splits = []
+    real = parallel.run_parts
+    monkeypatch.setattr(parallel, "run_parts", lambda fn, parts: splits.append(parts) or
+                        real(fn, parts))
+    rng = np.random.default_rng(3)
+    for x_shape, w_shape, group in [((1, 32, 96, 96), (32, 32, 3, 3), 1),
+                                    ((1, 128, 1, 900), (256, 128, 1, 5), 1),
+                                    ((2, 256, 150, 150), (256, 1, 3, 3), 256),
+                                    ((1, 8, 8, 8), (8, 8, 3, 3), 1)]:
+        conv = helper.make_node("Conv", ["x", "w"], ["y"], group=group, pads=[1, 1, 1, 1]
+                                if w_shape[2] == 3 else [0, 2, 0, 2])
+        graph = helper.make_graph(
+            [conv], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x_shape))],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+            [numpy_helper.from_array(rng.standard_normal(w_shape).astype(np.float32), "w")])
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)],
+                                  ir_version=9).SerializeToString()
+        x = rng.standard_normal(x_shape).astype(np.float32)
+        results = []
+        for threads in (1, 2):
+            options = SessionOptions()
+            options.intra_op_num_threads = threads
+            splits.clear()
+            results.append(InferenceSession(model, options, providers=["cpu"]).run(
+                None, {"x": x})[0])
+            assert max(splits) == (1 if threads == 1 or x_shape[1] == 8 else 2), \
+                (x_shape, threads, splits)
+        np.testing.assert_array_equal(results[0], results[1], err_msg=str(x_shape))
+
+
+def test_native_parts_raise_the_first_error():
+    from edgerun.providers.cpu.native import parallel
+
+    def fails(i):
+        if i == 1:
+            raise ValueError("part 1")
+
+    with pytest.raises(ValueError, match="part 1"):
+        parallel.run_parts(fails, 3)
+
+
+# (input shape, kernel, strides, dilations, pads or auto_pad, ceil_mode): 1-D and 2-D, the
+# tiles of 2x2 stride 2, overlapping windows, dilation (MaxPool), ceil_mode windows past the
+# input, padding on one side, windows of padding alone
+POOL_CASES = [
+    ((1, 8, 90, 60), (2, 2), (2, 2), (1, 1), (0, 0, 0, 0), 0),
+    ((2, 5, 17, 23), (3, 3), (2, 2), (1, 1), (1, 1, 1, 1), 1),
+    ((1, 3, 30, 41), (5, 3), (1, 2), (2, 1), (2, 0, 1, 2), 0),
+    ((1, 4, 7, 7), (3, 3), (1, 1), (1, 1), "SAME_UPPER", 0),
+    ((3, 6, 100), (4,), (3,), (1,), (1, 2), 1),
+    ((1, 2, 5000), (3,), (2,), (2,), (2, 2), 0),
+]
+
+
+@pytest.mark.parametrize("op", ["MaxPool", "AveragePool"])
+@pytest.mark.parametrize("case", POOL_CASES, ids=lambda c: f"{c[0]}k{c[1]}s{c[2]}")
+def test_native_pools_match_onnxruntime(op, case, monkeypatch):
+    """MaxPool (no indices) and AveragePool (both count_include_pad forms) through conv.c's
+    window loops against onnxruntime (exact for MaxPool, 1e-5 for sums in another order),
+    the input a strided view with infinities for MaxPool."""
+    import onnxruntime
+
+    from edgerun.providers.cpu.native import conv as native_conv
+
+    if library.isa() == "none":
+        pytest.skip(f"no native kernels here: {library.status()}")
+    shape, kernel, strides, dilations, pads, ceil_mode = case
+    calls = []
+    real = native_conv.pool
+    monkeypatch.setattr(native_conv, "pool", lambda *a, **k: calls.append(1) or real(*a, **k))
+    rng = np.random.default_rng(shape[-1])
+    window = {"auto_pad": pads} if isinstance(pads, str) else {"pads": list(pads)}
+    variants = [{"dilations": list(dilations)}] if op == "MaxPool" else \
+        [{"count_include_pad": 0}, {"count_include_pad": 1}]
+    for attrs in variants:
+        if op == "AveragePool" and ceil_mode and attrs["count_include_pad"]:
+            continue        # onnxruntime's divisor there counts positions past the padding
+        node = helper.make_node(op, ["x"], ["y"], kernel_shape=list(kernel),
+                                strides=list(strides), ceil_mode=ceil_mode, **window, **attrs)
+        graph = helper.make_graph(
+            [node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(shape))],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)],
+                                  ir_version=9).SerializeToString()
+        x = rng.standard_normal(shape[:-1] + (2 * shape[-1],)).astype(np.float32)[..., ::2]
+        if op == "MaxPool":
+            x[0, 0, ..., :2] = [np.inf, -np.inf]   # (NaN: onnxruntime's max skips it)
+        calls.clear()
+        got = InferenceSession(model, providers=["cpu"]).run(None, {"x": x})[0]
+        assert calls, f"{case}: the native pool did not run"
+        want = onnxruntime.InferenceSession(model, providers=["CPUExecutionProvider"]).run(
+            None, {"x": x})[0]
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6, err_msg=f"{case} {attrs}")

@@ -2,7 +2,8 @@
 
 Threads: numpy's BLAS (OpenBLAS) sizes its own thread pool. With
 `SessionOptions.intra_op_num_threads = n > 0` each run limits BLAS to n threads (through
-threadpoolctl), the counterpart of onnxruntime's intra-op pool; 0 leaves BLAS's default.
+threadpoolctl), the counterpart of onnxruntime's intra-op pool; 0 leaves BLAS's default. The
+native kernels split their work over the same count (native/parallel.py; 0: every core).
 Oversubscribed BLAS threads are slow on a busy machine, so benchmarks and servers running
 many sessions set it.
 """
@@ -18,6 +19,7 @@ from ...runtime.attributes import kernel_attributes
 from ...runtime.kernel_context import KernelContext
 from ..base import ExecutionProvider
 from . import registry
+from .native import parallel
 
 
 class CPUProvider(ExecutionProvider):
@@ -46,6 +48,7 @@ class CPUProvider(ExecutionProvider):
             self._blas = _blas_controller()
 
     def begin_run(self) -> None:
+        parallel.set_threads(self._threads)
         if self._blas is not None:
             self._active.restore = _limit_threads(self._blas, self._threads)
 

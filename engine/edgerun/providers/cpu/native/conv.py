@@ -8,6 +8,7 @@ from typing import Optional
 
 import numpy as np
 
+from . import parallel
 from .library import address, library
 from .library import available as available  # callers ask the module they use
 
@@ -35,34 +36,61 @@ def activation_code(activation: Optional[str], params) -> Optional[tuple]:
     return entry[0], np.asarray(entry[1](params), np.float32)
 
 
+def _as_2d(x_shape: tuple, geometry) -> tuple:
+    """(in_h, in_w, out_h, out_w, kh, kw, sh, sw, dh, dw, pt, pl) of a 1-D or 2-D window
+    geometry, a 1-D one as the rows of a 1-high image."""
+    spatial = list(x_shape[2:])
+    fields = [spatial, list(geometry.out_shape), geometry.kernel, geometry.strides,
+              geometry.dilations, geometry.pads_begin]
+    defaults = [1, 1, 1, 1, 1, 0]
+    if len(spatial) == 2:
+        return tuple(v for values in fields for v in values[:2])
+    return tuple(v for values, d in zip(fields, defaults) for v in (d, values[0]))
+
+
 def depthwise_conv(x: np.ndarray, w: np.ndarray, bias: Optional[np.ndarray], geometry,
                    act: tuple) -> np.ndarray:
     """The depthwise Conv of float32 x (N, C, [H,] W) by w (C * multiplier, 1, [kh,] kw) and
     optional bias, over a WindowGeometry, with activation `act` (activation_code's)."""
-    two_d = x.ndim == 4
-    n, channels = x.shape[:2]
-    in_h, in_w = (x.shape[2], x.shape[3]) if two_d else (1, x.shape[2])
-    out_h, out_w = (geometry.out_shape[0], geometry.out_shape[1]) if two_d else \
-        (1, geometry.out_shape[0])
-    axes = (0, 1) if two_d else (None, 0)
+    return _windows(x, w.shape[0], geometry, lambda lib, x, shape, *rest:
+                    lib.er_cpu_depthwise_conv(x, address(w), address(bias), shape, act[0],
+                                              address(act[1]), *rest))
 
-    def along(values, default):
-        return [default if a is None else values[a] for a in axes]
 
-    kh, kw = along(geometry.kernel, 1)
-    sh, sw = along(geometry.strides, 1)
-    dh, dw = along(geometry.dilations, 1)
-    pt, pl = along(geometry.pads_begin, 0)
-    outputs = w.shape[0]
-    shape = np.array([n, channels, outputs // channels, in_h, in_w, out_h, out_w, kh, kw,
-                      sh, sw, dh, dw, pt, pl], np.int64)
+def pool(x: np.ndarray, geometry, average: bool, divisor: Optional[np.ndarray] = None):
+    """The maximum, or the sum (divided by `divisor`, float32 of out_shape, if given), of
+    every window of float32 x (N, C, [H,] W) over a WindowGeometry: MaxPool without indices
+    (windows of padding alone give -inf), AveragePool."""
+    mode = WINDOW_AVERAGE if average else WINDOW_MAX
+    divisor = None if divisor is None else np.ascontiguousarray(divisor, np.float32)
+    return _windows(x, x.shape[1], geometry, lambda lib, x, shape, *rest:
+                    lib.er_cpu_pool(x, shape, mode, address(divisor), *rest))
+
+
+WINDOW_MAX, WINDOW_AVERAGE = 1, 2     # conv.c's window modes
+
+
+def _windows(x: np.ndarray, outputs: int, geometry, call) -> np.ndarray:
+    """conv.c's depthwise window loops over x (as float32, C-contiguous) into a fresh y of
+    `outputs` channels, the channels split over threads: call(library, x, geometry, y,
+    scratch, tap offsets, channel range), each an address."""
     x = np.ascontiguousarray(x, np.float32)
+    n, channels = x.shape[:2]
+    dims = _as_2d(x.shape, geometry)
+    shape = np.array((n, channels, outputs // channels) + dims, np.int64)
     y = np.empty((n, outputs) + tuple(geometry.out_shape), np.float32)
-    scratch = np.empty(_depthwise_scratch(in_h, in_w, out_h, out_w, kh, kw, sh, sw, dh, dw,
-                                          pt, pl), np.float32)
-    library().er_cpu_depthwise_conv(address(x), address(w), address(bias), address(shape),
-                                    act[0], address(act[1]), address(y), address(scratch),
-                                    address(np.empty(kh * kw, np.int64)))
+    size = _depthwise_scratch(*dims)
+    taps = dims[4] * dims[5]
+    ranges = parallel.split(channels, parallel.parts_for(y.size * taps, channels))
+
+    def part(i: int) -> None:
+        # (held in locals: a temporary's address outlives the array)
+        scratch, offsets = np.empty(size, np.float32), np.empty(taps, np.int64)
+        channel_range = np.array(ranges[i], np.int64)
+        call(library(), address(x), address(shape), address(y), address(scratch),
+             address(offsets), address(channel_range))
+
+    parallel.run_parts(part, len(ranges))
     return y
 
 
@@ -127,15 +155,33 @@ class DirectConv:
                                           address(self.tap_offsets))
         self.out_shape = (n, w_shape[0]) + tuple(out)
         self.act = act
+        self.out_h = out_h
+        self.m_blocks = -(-(w_shape[0] // group) // CONV_MB)
+        self.macs = int(np.prod(self.out_shape)) * cg * kh * kw
+
+    def ranges(self) -> list:
+        """[(row begin, row end, block begin, block end)] per thread: rows split, or the
+        channel blocks of a one-row output."""
+        if self.out_h > 1:
+            parts = parallel.parts_for(self.macs, self.out_h)
+            return [(r0, r1, 0, self.m_blocks) for r0, r1 in parallel.split(self.out_h, parts)]
+        parts = parallel.parts_for(self.macs, self.m_blocks)
+        return [(0, 1, b0, b1) for b0, b1 in parallel.split(self.m_blocks, parts)]
 
     def __call__(self, x: np.ndarray, packed: np.ndarray, bias: Optional[np.ndarray]):
         x = np.ascontiguousarray(x, np.float32)
         y = np.empty(self.out_shape, np.float32)
-        scratch = np.empty(self.scratch_size, np.float32)
-        library().er_cpu_direct_conv(address(x), address(packed), address(bias),
-                                     address(self.geometry), self.act[0], address(self.act[1]),
-                                     address(y), address(scratch), address(self.tap_offsets),
-                                     self.block_rows)
+        ranges = self.ranges()
+
+        def part(i: int) -> None:
+            scratch = np.empty(self.scratch_size, np.float32)
+            work = np.array(ranges[i], np.int64)     # (a local: see depthwise_conv)
+            library().er_cpu_direct_conv(
+                address(x), address(packed), address(bias), address(self.geometry),
+                self.act[0], address(self.act[1]), address(y), address(scratch),
+                address(self.tap_offsets), self.block_rows, address(work))
+
+        parallel.run_parts(part, len(ranges))
         return y
 
 

@@ -22,6 +22,7 @@ from .conv import (_ints, compute_dtype, kernel_positions, pad_spatial, padded_i
                    sliding_windows, tap_ranges)
 from .reduction import trailing_sum
 from .forced import ForcedChoice
+from ..native import conv as native_conv
 
 
 # ---------------------------------------------------------------- shared helpers
@@ -86,7 +87,9 @@ def _separable_reduce(x, geometry, fill, combine):
     strided map costs more than the flat path saves); a stride-1 last axis is padded and
     reduced over the flattened rows. A fresh (N, C, *out_shape) array."""
     kernel, out_shape = geometry.kernel, geometry.out_shape
-    path = _reduce_path(x, geometry)
+    path = _reduce_path(x, geometry, combine)
+    if path == "native":
+        return native_conv.pool(x, geometry, average=combine is np.add)
     if path == "whole":
         return _whole_input_reduce(x, combine)
     if path == "tiles":
@@ -109,23 +112,28 @@ def _separable_reduce(x, geometry, fill, combine):
     return np.array(rows[..., :out_shape[-1]])      # a copy: rows may be x itself
 
 
-REDUCE_PATHS = ("whole", "tiles", "windows", "flat", "axes")
+REDUCE_PATHS = ("native", "whole", "tiles", "windows", "flat", "axes")
 # tests: within `forced_path(p)`, every pool whose shapes p handles reduces along it
 FORCED_PATH = ForcedChoice("pool path", REDUCE_PATHS)
 forced_path = FORCED_PATH.forced
 
 
-def _reduce_path(x, geometry) -> str:
-    """How `_separable_reduce` runs: one reduction of a whole input, one per window, over
-    flattened 2-D planes, or axis by axis (whichever is cheapest, or the forced one)."""
+def _reduce_path(x, geometry, combine=np.maximum) -> str:
+    """How `_separable_reduce` runs: natively (conv.c's window loops, float32 1-D and 2-D
+    maxima and sums), or one numpy reduction of a whole input, one per window, over flattened
+    2-D planes, or axis by axis (whichever is cheapest, or the forced one)."""
+    native = x.dtype == np.float32 and x.ndim in (3, 4) and native_conv.available() and \
+        combine in (np.maximum, np.add)
     forced = FORCED_PATH.value
     if forced is not None:
         applies = {"whole": _is_whole_input(x, geometry), "flat": x.ndim == 4,
-                   "tiles": _is_tiled(x, geometry)}
+                   "tiles": _is_tiled(x, geometry), "native": native}
         if applies.get(forced, True):             # windows and axes handle every pool
             return forced
     if _is_whole_input(x, geometry):
         return "whole"
+    if native:
+        return "native"
     if _is_tiled(x, geometry):
         return "tiles"
     if math.prod(geometry.out_shape) < math.prod(geometry.kernel):

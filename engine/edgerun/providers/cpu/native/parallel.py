@@ -1,0 +1,73 @@
+"""Threads for the native kernels: the CPU provider's counterpart of onnxruntime's intra-op
+pool. ctypes releases the GIL during a call, so parts of one kernel's work (ranges of rows or
+channels) run at once on a process-wide pool of Python threads.
+
+The count is SessionOptions.intra_op_num_threads, set for the calling thread at the start of
+each run (CPUProvider.begin_run); 0, or a call outside a run, means every core this process
+may use, as onnxruntime's default. Work is split only where each part has at least
+MIN_PART_MACS multiply-adds: a handoff to the pool costs tens of microseconds.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import concurrent.futures
+import os
+import threading
+
+MIN_PART_MACS = 1 << 23      # ~50-100 us of a native kernel's work on one core
+
+_local = threading.local()
+_pool: list = []             # the shared executor, made on first use
+_pool_lock = threading.Lock()
+
+
+def cores() -> int:
+    """The cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def set_threads(count: int) -> None:
+    """The thread count for native kernels called from this thread (0: every core)."""
+    _local.threads = count
+
+
+def threads() -> int:
+    count = getattr(_local, "threads", 0)
+    return count if count > 0 else cores()
+
+
+def parts_for(macs: int, limit: int) -> int:
+    """How many parts to split `macs` multiply-adds into (at most `limit`, at least 1)."""
+    return max(1, min(threads(), limit, macs // MIN_PART_MACS))
+
+
+def split(length: int, parts: int) -> list:
+    """[(begin, end)] of `parts` near-equal ranges covering range(length)."""
+    bounds = [length * i // parts for i in range(parts + 1)]
+    return [(bounds[i], bounds[i + 1]) for i in range(parts) if bounds[i] < bounds[i + 1]]
+
+
+def run_parts(fn: Callable[[int], None], parts: int) -> None:
+    """fn(0), ..., fn(parts - 1), the first in this thread and the rest on the pool; returns
+    when all are done, raising the first error."""
+    if parts <= 1:
+        fn(0)
+        return
+    pending = [_executor().submit(fn, i) for i in range(1, parts)]
+    try:
+        fn(0)
+    finally:
+        for future in pending:
+            future.result()
+
+
+def _executor() -> concurrent.futures.ThreadPoolExecutor:
+    with _pool_lock:
+        if not _pool:
+            _pool.append(concurrent.futures.ThreadPoolExecutor(
+                max_workers=max(1, cores() - 1), thread_name_prefix="edgerun-native"))
+        return _pool[0]
