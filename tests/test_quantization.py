@@ -478,6 +478,60 @@ def test_static_qdq_small_models_are_onnxruntimes(tmp_path, model, case):
     np.testing.assert_allclose(got, _ort_run(ours, feeds)[0], rtol=0.05, atol=0.05)
 
 
+# (activation type, weight type, per-column weight scales, weight zero point, rows, K, N):
+# both 8-bit types each side, one scale or one per column, symmetric weights without a zero
+# point, a single row, depths and widths off the native kernel's blocks
+QDQ_MATMULS = [("uint8", "int8", False, True, 7, 64, 32), ("int8", "int8", True, False, 1, 100, 37),
+               ("uint8", "uint8", True, True, 5, 33, 9), ("int8", "uint8", False, True, 3, 8, 130)]
+
+
+@pytest.mark.parametrize("case", QDQ_MATMULS, ids=lambda c: "-".join(map(str, c)))
+def test_qdq_matmul_runs_as_an_integer_product(case, tmp_path):
+    """MatMul(DequantizeLinear(QuantizeLinear(x)), DequantizeLinear(W)) becomes
+    MatMulIntegerToFloat (fuse_qdq_matmul) and agrees with onnxruntime, with and without its
+    own optimizations (whose QDQ fusion does the same), within 1e-5 of the output's scale."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    a_type, w_type, per_column, w_zero, rows, depth, width = case
+    rng = np.random.default_rng(depth + width)
+    w_info = np.iinfo(w_type)
+    weights = rng.integers(w_info.min, w_info.max + 1, (depth, width)).astype(w_type)
+    w_scale = rng.uniform(0.001, 0.01, width if per_column else ()).astype(np.float32)
+    inits = [numpy_helper.from_array(weights, "w"), numpy_helper.from_array(w_scale, "ws"),
+             numpy_helper.from_array(np.float32(0.02), "xs"),
+             numpy_helper.from_array(np.array(3 if a_type == "uint8" else -2, a_type), "xz")]
+    w_inputs = ["w", "ws"]
+    if w_zero:
+        zero = rng.integers(-3, 4, w_scale.shape).astype(w_type) if w_type == "int8" else \
+            rng.integers(120, 136, w_scale.shape).astype(w_type)
+        inits.append(numpy_helper.from_array(np.asarray(zero, w_type), "wz"))
+        w_inputs.append("wz")
+    nodes = [helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["q"]),
+             helper.make_node("DequantizeLinear", ["q", "xs", "xz"], ["a"]),
+             helper.make_node("DequantizeLinear", w_inputs, ["b"], axis=1),
+             helper.make_node("MatMul", ["a", "b"], ["y"])]
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, rows, depth])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)], ir_version=9)
+    path = str(tmp_path / "qdq_matmul.onnx")
+    onnx.save(model, path)
+    feeds = {"x": rng.uniform(-2, 2, (2, rows, depth)).astype(np.float32)}
+    options = edgerun.SessionOptions()
+    options.optimized_model_filepath = str(tmp_path / "optimized.onnx")
+    got = edgerun.InferenceSession(path, options, providers=["cpu"]).run(None, feeds)[0]
+    ops = {n.op_type for n in onnx.load(options.optimized_model_filepath).graph.node}
+    assert "MatMulIntegerToFloat" in ops and "MatMul" not in ops, ops
+    scale = float(np.abs(got).max())
+    for level in (ort.GraphOptimizationLevel.ORT_DISABLE_ALL,
+                  ort.GraphOptimizationLevel.ORT_ENABLE_ALL):
+        so = ort.SessionOptions()
+        so.graph_optimization_level = level
+        want = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"]).run(
+            None, feeds)[0]
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-5 * scale, err_msg=str(level))
+
+
 # --- refusals ------------------------------------------------------------------------------
 
 def test_unsupported_requests_are_refused_by_name(tmp_path, holdout):

@@ -13,30 +13,33 @@ main graph and on every subgraph (If/Loop/Scan bodies), in the order of PASSES:
 | 1     | constants_to_initializers | basic    | Constant nodes -> initializers                 | Constant                 |
 | 2     | eliminate_identity        | basic    | Identity, inference Dropout removed            | Identity, Dropout        |
 | 3     | infer_types               | basic    | shape inference, once; operand types checked   | (main graph only)        |
-| 4     | constant_folding          | basic    | nodes of constants evaluated now               | any node                 |
-| 5     | fold_shapes               | basic    | static Shape-derived values -> constants       | (main graph only)        |
-| 6     | constant_folding          | basic    | again, over what fold_shapes made constant     | any node                 |
-| 7     | fuse_conv_bn              | basic    | Conv + BatchNormalization -> Conv              | BatchNormalization       |
-| 8     | fuse_conv_mul             | basic    | Conv + per-channel Mul -> Conv, W and B scaled | Conv                     |
-| 9     | fuse_conv_add             | basic    | Conv + per-channel Add -> Conv with bias       | Conv                     |
-| 10    | fuse_bn_mul_add           | basic    | BatchNorm + per-channel Mul/Add -> BatchNorm   | BatchNormalization       |
-| 11    | fuse_matmul_add           | basic    | 2-D MatMul + Add -> Gemm                       | MatMul                   |
-| 12    | fold_scaler               | basic    | ML Scaler [+ Cast] + Gemm -> Cast + Gemm       | Scaler                   |
-| 13    | eliminate_dead            | basic    | unread nodes and initializers removed          | any node                 |
-| 14    | fuse_gelu                 | extended | Erf / Tanh GELU formulas -> Gelu               | Erf, Tanh, Pow           |
-| 15    | fuse_layer_norm           | extended | ReduceMean ... Add formula -> LayerNorm        | ReduceMean               |
-| 16    | fuse_attention            | extended | MatMul/Softmax/MatMul -> Attention             | Softmax                  |
-| 17    | fuse_hard_swish           | extended | x * HardSigmoid(x) or x * Clip(x+3,0,6)/6      | HardSigmoid, Clip        |
+| 4     | fuse_qdq_matmul           | extended | MatMul of DequantizeLinear(8-bit) and constant | DequantizeLinear         |
+|       |                           |          | DequantizeLinear(8-bit weights) -> com.micro-  |                          |
+|       |                           |          | soft MatMulIntegerToFloat (before folding)     |                          |
+| 5     | constant_folding          | basic    | nodes of constants evaluated now               | any node                 |
+| 6     | fold_shapes               | basic    | static Shape-derived values -> constants       | (main graph only)        |
+| 7     | constant_folding          | basic    | again, over what fold_shapes made constant     | any node                 |
+| 8     | fuse_conv_bn              | basic    | Conv + BatchNormalization -> Conv              | BatchNormalization       |
+| 9     | fuse_conv_mul             | basic    | Conv + per-channel Mul -> Conv, W and B scaled | Conv                     |
+| 10    | fuse_conv_add             | basic    | Conv + per-channel Add -> Conv with bias       | Conv                     |
+| 11    | fuse_bn_mul_add           | basic    | BatchNorm + per-channel Mul/Add -> BatchNorm   | BatchNormalization       |
+| 12    | fuse_matmul_add           | basic    | 2-D MatMul + Add -> Gemm                       | MatMul                   |
+| 13    | fold_scaler               | basic    | ML Scaler [+ Cast] + Gemm -> Cast + Gemm       | Scaler                   |
+| 14    | eliminate_dead            | basic    | unread nodes and initializers removed          | any node                 |
+| 15    | fuse_gelu                 | extended | Erf / Tanh GELU formulas -> Gelu               | Erf, Tanh, Pow           |
+| 16    | fuse_layer_norm           | extended | ReduceMean ... Add formula -> LayerNorm        | ReduceMean               |
+| 17    | fuse_attention            | extended | MatMul/Softmax/MatMul -> Attention             | Softmax                  |
+| 18    | fuse_hard_swish           | extended | x * HardSigmoid(x) or x * Clip(x+3,0,6)/6      | HardSigmoid, Clip        |
 |       |                           |          | -> HardSwish                                   |                          |
-| 18    | fuse_activation           | extended | Conv/Gemm/MatMul + activation -> Fused*        | Conv, Gemm, MatMul       |
-| 19    | fuse_matmul_integer_to_float | extended | MatMulInteger + Cast + Mul [+ Add]          | MatMulInteger            |
+| 19    | fuse_activation           | extended | Conv/Gemm/MatMul + activation -> Fused*        | Conv, Gemm, MatMul       |
+| 20    | fuse_matmul_integer_to_float | extended | MatMulInteger + Cast + Mul [+ Add]          | MatMulInteger            |
 |       |                           |          | -> com.microsoft MatMulIntegerToFloat          |                          |
-| 20    | fuse_quantize_dequantize  | extended | QuantizeLinear -> DequantizeLinear pair ->     | QuantizeLinear           |
+| 21    | fuse_quantize_dequantize  | extended | QuantizeLinear -> DequantizeLinear pair ->     | QuantizeLinear           |
 |       |                           |          | com.edgerun QuantizeDequantize (where the      |                          |
 |       |                           |          | session's providers run it: the CPU's)         |                          |
-| 21    | float16_as_float32        | extended | a float16 model computes in float32 between    | (main graph) float16     |
+| 22    | float16_as_float32        | extended | a float16 model computes in float32 between    | (main graph) float16     |
 |       |                           |          | its inputs and outputs, as onnxruntime's CPU   |                          |
-| 22    | eliminate_dead            | extended | what the fusions left unread                   | any node                 |
+| 23    | eliminate_dead            | extended | what the fusions left unread                   | any node                 |
 
 A pass is skipped on a graph that has none of the operators in its last column: building a
 pass's view of a graph costs more than most passes, and models with many small subgraphs
@@ -78,6 +81,7 @@ from .fuse_gelu import fuse_gelu
 from .fuse_hard_swish import fuse_hard_swish
 from .fuse_layer_norm import fuse_layer_norm
 from .fuse_matmul_add import fuse_matmul_add
+from .fuse_qdq_matmul import fuse_qdq_matmul
 from .fuse_matmul_integer_to_float import fuse_matmul_integer_to_float
 from .fuse_quantize_dequantize import fuse_quantize_dequantize
 from .graph_edit import GraphView, PassContext, subgraphs
@@ -92,6 +96,7 @@ PASSES = [
     (constants_to_initializers, BASIC, {"Constant"}),
     (eliminate_identity, BASIC, {"Identity", "Dropout"}),
     (infer_types, BASIC, MAIN_GRAPH),
+    (fuse_qdq_matmul, EXTENDED, {"DequantizeLinear"}),
     (constant_folding, BASIC, None),
     (fold_shapes, BASIC, MAIN_GRAPH),
     (constant_folding, BASIC, None),
