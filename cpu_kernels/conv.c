@@ -88,6 +88,21 @@ DISPATCHED(bias_activation, (float *y, int64_t rows, int64_t cols, const float *
                              int64_t bias_period, int act, const float *p),
            (y, rows, cols, bias, bias_period, act, p))
 
+/* ---- an activation alone ---------------------------------------------------------------- */
+/* y = act(x) over n values, in blocks that stay in the L1 cache between the copy and the
+ * activation's pass. */
+__attribute__((always_inline))
+static inline void activation_body(const float *x, float *y, int64_t n, int act,
+                                   const float *p) {
+    for (int64_t i0 = 0; i0 < n; i0 += 2048) {
+        const int64_t count = n - i0 < 2048 ? n - i0 : 2048;
+        for (int64_t i = 0; i < count; i++) y[i0 + i] = x[i0 + i];
+        activate(y + i0, count, act, p);
+    }
+}
+DISPATCHED(activation, (const float *x, float *y, int64_t n, int act, const float *p),
+           (x, y, n, act, p))
+
 /* ---- depthwise convolution and pools ---------------------------------------------------- */
 /* geometry (int64 x 15): batch, channels, multiplier, in_h, in_w, out_h, out_w, kernel_h,
  * kernel_w, stride_h, stride_w, dilation_h, dilation_w, pad_top, pad_left. Output channel m

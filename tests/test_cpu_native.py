@@ -511,8 +511,9 @@ NATIVE_ACTIVATIONS = {"Relu": [[]], "LeakyRelu": [[0.01], [1.5]], "Clip": [[0.0,
 
 @pytest.mark.parametrize("isa", ["avx2", "avx512_vnni"])
 def test_native_activations_are_the_numpy_in_place_ones_bit_for_bit(isa):
-    """conv.c's epilogue against fused.py's in-place activations it stands in for: equal bits,
-    NaN, infinities and signed zeros included, per-channel bias added first."""
+    """conv.c's epilogue (per-channel bias added first) and its activation alone (HardSwish
+    and LeakyRelu nodes) against fused.py's in-place activations they stand in for: equal
+    bits, NaN, infinities and signed zeros included."""
     from edgerun.providers.cpu.native import conv as native_conv
     from edgerun.providers.cpu.ops import fused
 
@@ -531,6 +532,11 @@ def test_native_activations_are_the_numpy_in_place_ones_bit_for_bit(isa):
                         want = fused.IN_PLACE[name](y + bias.reshape(1, 3, 1), params)
                     np.testing.assert_array_equal(got.view(np.int32), want.view(np.int32),
                                                   err_msg=f"{name}{params} size {size}")
+                    alone = native_conv.activated(y, name, params)    # the op by itself
+                    with np.errstate(all="ignore"):
+                        want = fused.IN_PLACE[name](y.copy(), params)
+                    np.testing.assert_array_equal(alone.view(np.int32), want.view(np.int32),
+                                                  err_msg=f"{name}{params} size {size} alone")
     assert native_conv.activation_code("Sigmoid", []) is None       # applied after instead
     assert native_conv.activation_code("LeakyRelu", [-0.5]) is None
 

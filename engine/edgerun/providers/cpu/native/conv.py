@@ -185,6 +185,17 @@ class DirectConv:
         return y
 
 
+def activated(x: np.ndarray, activation: str, params=()) -> Optional[np.ndarray]:
+    """A fresh act(x) of float32 C-contiguous x in one native pass, or None where the native
+    kernels do not take it (another dtype or layout, an activation they lack)."""
+    act = activation_code(activation, params)
+    if act is None or x.dtype != np.float32 or not x.flags.c_contiguous or not available():
+        return None
+    y = np.empty(x.shape, np.float32)
+    library().er_cpu_activation(address(x), address(y), x.size, act[0], address(act[1]))
+    return y
+
+
 def bias_activation(y: np.ndarray, bias: Optional[np.ndarray], act: tuple) -> np.ndarray:
     """y (N, M, ...) float32 C-contiguous, in place: act(y + bias[m]) (bias may be None)."""
     channels = y.shape[1]

@@ -13,6 +13,7 @@ from .clamp import clip_to, maximum_of, minimum_of
 from .elementwise import float_math, is_float
 from .erf import erf, gelu_erf
 from .unary import apply, in_dtype
+from ..native import conv as native_conv
 
 
 # exp(-x) of arguments up to these stays finite (exp(88) < 3.4e38): clamping there costs
@@ -56,6 +57,9 @@ def leaky_relu_of(x: np.ndarray, alpha: float, out=None):
 
 @kernel("LeakyRelu")
 def leaky_relu(ctx, x, alpha=0.01, **_legacy):
+    y = native_conv.activated(x, "LeakyRelu", [alpha])     # the same bits in one pass
+    if y is not None:
+        return y
     if _is_float32_or_64(x):
         y = leaky_relu_of(x, alpha)
         if y is not None:
@@ -80,6 +84,9 @@ def sigmoid(ctx, x, **_legacy):
 
 @kernel("HardSwish")
 def hard_swish(ctx, x):
+    y = native_conv.activated(x, "HardSwish")       # the same bits in one pass
+    if y is not None:
+        return y
     if x.ndim and (x.dtype == np.float32 or x.dtype == np.float64):   # one buffer, in place
         y = np.multiply(x, x.dtype.type(1 / 6))
         y += x.dtype.type(0.5)
