@@ -351,11 +351,12 @@ def _magnitude_bound(x: np.ndarray, zero_point) -> float:
     return float(max(int(info.max) - int(z.min()), int(z.max()) - int(info.min)))
 
 
-def _centered_operand(ctx, name: str, x, zero_point) -> "_Centered":
-    """_Centered(x, zero_point), built once per node while x is the same array (weights)."""
-    if ctx is None:
-        return _Centered(x, zero_point)
-    return ctx.prepared(name, (x, zero_point), lambda: _Centered(x, zero_point))
+def _centered_operand(ctx, name: str, x, zero_point, shaped=None) -> "_Centered":
+    """_Centered(x, shaped(zero_point)) (the zero point as given without `shaped`), built
+    once per node while x and zero_point are the same arrays (weights)."""
+    def build():
+        return _Centered(x, zero_point if shaped is None else shaped(zero_point))
+    return build() if ctx is None else ctx.prepared(name, (x, zero_point), build)
 
 
 def _integer_product(ctx, a, a_zero_point, b, b_zero_point) -> np.ndarray:
@@ -517,7 +518,8 @@ def _integer_conv(ctx, x, x_zero_point, w, w_zero_point, group, strides, pads, d
     kernel) sums below 2**24 there (every partial sum then exact), else im2col in float64.
     The weight is centered once per node (_centered_operand)."""
     left = _Centered(x, x_zero_point)
-    right = _centered_operand(ctx, "integer_conv_w", w, _weight_zero_point(w_zero_point, w))
+    right = _centered_operand(ctx, "integer_conv_w", w, w_zero_point,
+                              lambda z: _weight_zero_point(z, w))
     if _exact_in_float32(math.prod(w.shape[1:]), left, right):
         return convolve(left.values, right.values, None, auto_pad, dilations, group,
                         kernel_shape, pads, strides, ctx, exact=True)
