@@ -532,6 +532,34 @@ def test_qdq_matmul_runs_as_an_integer_product(case, tmp_path):
         np.testing.assert_allclose(got, want, rtol=0, atol=1e-5 * scale, err_msg=str(level))
 
 
+def test_integer_conv_prepares_its_weights_once(monkeypatch):
+    """ConvInteger with per-channel weight zero points: the centered weights (and the conv's
+    plan over them) are built in the first run only (they were rebuilt on every run while
+    the zero point was reshaped into a fresh array per call)."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    from edgerun.runtime.kernel_context import KernelContext
+
+    rng = np.random.default_rng(2)
+    inits = [numpy_helper.from_array(rng.integers(0, 255, (6, 3, 3, 3)).astype(np.uint8), "w"),
+             numpy_helper.from_array(np.array(7, np.uint8), "xz"),
+             numpy_helper.from_array(rng.integers(120, 130, 6).astype(np.uint8), "wz")]
+    node = helper.make_node("ConvInteger", ["x", "w", "xz", "wz"], ["y"], pads=[1, 1, 1, 1])
+    graph = helper.make_graph(
+        [node], "g", [helper.make_tensor_value_info("x", TensorProto.UINT8, [1, 3, 12, 12])],
+        [helper.make_tensor_value_info("y", TensorProto.INT32, None)], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)], ir_version=9)
+    feeds = {"x": rng.integers(0, 255, (1, 3, 12, 12)).astype(np.uint8)}
+    sess = edgerun.InferenceSession(model.SerializeToString(), providers=["cpu"])
+    first = sess.run(None, feeds)[0]
+    builds = []
+    real = KernelContext.prepared
+    monkeypatch.setattr(KernelContext, "prepared", lambda self, key, sources, build: real(
+        self, key, sources, lambda: builds.append(key) or build()))
+    np.testing.assert_array_equal(sess.run(None, feeds)[0], first)
+    assert not builds, builds
+
+
 # --- refusals ------------------------------------------------------------------------------
 
 def test_unsupported_requests_are_refused_by_name(tmp_path, holdout):

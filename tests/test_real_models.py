@@ -28,3 +28,25 @@ def test_matches_onnxruntime(variant):
         if e.size > 1 and e.dtype.kind == "f":
             assert np.ptp(e) > 1e-6, f"{name}: {arg.name} is constant: parity would prove nothing"
         np.testing.assert_allclose(g, e, rtol=RTOL, atol=ATOL, err_msg=f"{name}: {arg.name}")
+
+
+@pytest.mark.parametrize("variant", variant_ids())
+def test_a_second_run_prepares_nothing(variant, monkeypatch):
+    """What kernels derive from weights (packed, centered, transposed; conv plans) is built
+    in the first run and reused: a second run of the same shapes builds nothing. (A cache key
+    made of a fresh array, such as a zero point reshaped on every call, would rebuild the
+    weights on every run.)"""
+    from edgerun.runtime.kernel_context import KernelContext
+
+    path, feeds = model_variant(*variant.split("/"))
+    sess = edgerun.InferenceSession(path)
+    sess.run(None, feeds)
+    builds = []
+    real = KernelContext.prepared
+
+    def counting(self, key, sources, build):
+        return real(self, key, sources, lambda: builds.append((self.node.op_type, key)) or build())
+
+    monkeypatch.setattr(KernelContext, "prepared", counting)
+    sess.run(None, feeds)
+    assert not builds, f"{variant}: rebuilt on the second run: {builds[:5]}"
