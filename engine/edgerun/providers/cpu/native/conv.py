@@ -196,6 +196,17 @@ def activated(x: np.ndarray, activation: str, params=()) -> Optional[np.ndarray]
     return y
 
 
+def activate_in_place(y: np.ndarray, activation: str, params=()) -> bool:
+    """y = act(y) for a float32 C-contiguous y in one native pass; False (y untouched) where
+    the native kernels do not take it."""
+    act = activation_code(activation, params)
+    if act is None or y.dtype != np.float32 or not y.flags.c_contiguous or \
+            not y.flags.writeable or not available():
+        return False
+    library().er_cpu_bias_activation(address(y), 1, y.size, None, 1, act[0], address(act[1]))
+    return True
+
+
 def bias_activation(y: np.ndarray, bias: Optional[np.ndarray], act: tuple) -> np.ndarray:
     """y (N, M, ...) float32 C-contiguous, in place: act(y + bias[m]) (bias may be None)."""
     channels = y.shape[1]

@@ -25,6 +25,7 @@ from . import unary
 from .activations import gelu, hard_swish, leaky_relu_of, relu, sigmoid, sigmoid_fresh, tanh
 from .clamp import clip_to, maximum_of
 from .conv import convolve_activated
+from ..native import conv as native_conv
 from .float_errors import ignored_float_errors
 from .matmul import gemm, matmul
 from .normalization import layer_normalization
@@ -121,6 +122,8 @@ def _activate_fresh(ctx, y, out_dtype, activation, params):
     fn = IN_PLACE.get(activation)
     if fn is None or y.dtype != out_dtype or y.dtype not in _IN_PLACE_DTYPES:
         return _activate(ctx, y.astype(out_dtype, copy=False), activation, params)
+    if native_conv.activate_in_place(y, activation, params or ()):     # the same bits
+        return y
     return fn(y, params or ())
 
 
