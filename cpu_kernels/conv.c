@@ -121,17 +121,16 @@ DISPATCHED(activation, (const float *x, float *y, int64_t n, int act, const floa
  * floats; tap_offsets: kernel_h * kernel_w int64. Only input channels [range[0], range[1])
  * (and their output channels) are computed: threads split the channels. */
 #define CHUNK 64
-enum { WINDOW_CONV = 0, WINDOW_MAX = 1, WINDOW_AVERAGE = 2 };
+enum { WINDOW_CONV = 0, WINDOW_MAX = 1, WINDOW_SUM = 2 };
 
 /* The depthwise conv's loops, shared with the pools: `mode` WINDOW_CONV sums the taps
  * weighted by w (plus bias, then the activation), WINDOW_MAX takes their maximum (NaN wins, as
- * np.maximum; padding reads -inf) and WINDOW_AVERAGE their sum, divided by divisor[out
- * position] unless divisor is NULL (padding reads 0). */
+ * np.maximum; padding reads -inf) and WINDOW_SUM their sum (padding reads 0). */
 __attribute__((always_inline))
 static inline void window_body(const float *x, const float *w, const float *bias,
                                const int64_t *geometry, int act, const float *p, float *y,
                                float *scratch, int64_t *tap_offsets, const int64_t *range,
-                               int mode, const float *divisor) {
+                               int mode) {
     const int64_t batch = geometry[0], channels = geometry[1], multiplier = geometry[2];
     const int64_t in_h = geometry[3], in_w = geometry[4], out_h = geometry[5], out_w = geometry[6];
     const int64_t kh = geometry[7], kw = geometry[8], sh = geometry[9], sw = geometry[10];
@@ -217,12 +216,7 @@ static inline void window_body(const float *x, const float *w, const float *bias
                     for (int64_t r = 0; r < rows; r++) {
                         float *row = acc + r * phase_w;
                         float *dst = out + (oy0 + r) * out_w;
-                        if (mode == WINDOW_AVERAGE && divisor) {
-                            const float *d = divisor + (oy0 + r) * out_w;
-                            for (int64_t ox = 0; ox < out_w; ox++) dst[ox] = row[ox] / d[ox];
-                            continue;
-                        }
-                        activate(row, out_w, act, p);
+                        activate(row, out_w, act, p);      /* (act 0 for the pools) */
                         for (int64_t ox = 0; ox < out_w; ox++) dst[ox] = row[ox];
                     }
                 }
@@ -235,24 +229,23 @@ static inline void depthwise_conv_body(const float *x, const float *w, const flo
                                        const int64_t *geometry, int act, const float *p,
                                        float *y, float *scratch, int64_t *tap_offsets,
                                        const int64_t *range) {
-    window_body(x, w, bias, geometry, act, p, y, scratch, tap_offsets, range, WINDOW_CONV, 0);
+    window_body(x, w, bias, geometry, act, p, y, scratch, tap_offsets, range, WINDOW_CONV);
 }
 DISPATCHED(depthwise_conv, (const float *x, const float *w, const float *bias,
                             const int64_t *geometry, int act, const float *p, float *y,
                             float *scratch, int64_t *tap_offsets, const int64_t *range),
            (x, w, bias, geometry, act, p, y, scratch, tap_offsets, range))
 
-/* MaxPool (mode 1) and AveragePool (mode 2, divisor: out_h x out_w counts) of float32 x:
- * the depthwise conv's geometry with multiplier 1 and its scratch. */
+/* Every window's maximum (mode 1: MaxPool) or sum (mode 2: AveragePool's and LpPool's) of
+ * float32 x: the depthwise conv's geometry with multiplier 1, and its scratch. */
 __attribute__((always_inline))
-static inline void pool_body(const float *x, const int64_t *geometry, int mode,
-                             const float *divisor, float *y, float *scratch,
-                             int64_t *tap_offsets, const int64_t *range) {
-    window_body(x, 0, 0, geometry, 0, 0, y, scratch, tap_offsets, range, mode, divisor);
+static inline void pool_body(const float *x, const int64_t *geometry, int mode, float *y,
+                             float *scratch, int64_t *tap_offsets, const int64_t *range) {
+    window_body(x, 0, 0, geometry, 0, 0, y, scratch, tap_offsets, range, mode);
 }
-DISPATCHED(pool, (const float *x, const int64_t *geometry, int mode, const float *divisor,
-                  float *y, float *scratch, int64_t *tap_offsets, const int64_t *range),
-           (x, geometry, mode, divisor, y, scratch, tap_offsets, range))
+DISPATCHED(pool, (const float *x, const int64_t *geometry, int mode, float *y, float *scratch,
+                  int64_t *tap_offsets, const int64_t *range),
+           (x, geometry, mode, y, scratch, tap_offsets, range))
 
 /* ---- direct convolution ------------------------------------------------------------------ */
 /* Conv of x (N, C, in_h, in_w) by weights packed as [group][M_g / 8 blocks][C_g][taps][8]

@@ -1,7 +1,12 @@
-"""Convolution pieces in one native pass each (cpu_kernels/conv.c): the depthwise convolution
-computed directly (any kernel, stride, dilation and padding, 1-D or 2-D, with a channel
-multiplier), and the bias-and-activation epilogue of rows; both apply FusedConv's activation
-in the same pass when it is one of ACTIVATIONS."""
+"""Convolutions, pools and activations in native passes (cpu_kernels/conv.c), float32, 1-D
+and 2-D, any kernel, stride, dilation and padding:
+- depthwise_conv: computed directly over padded phase planes (a channel multiplier too);
+- pool: every window's maximum or sum, on the depthwise conv's loops;
+- DirectConv: every other conv that is not a plain GEMM, 8 output channels x 32 outputs in
+  registers over every input channel and tap;
+- activated / activate_in_place / bias_activation: FusedConv's activations (ACTIVATIONS)
+  alone or as a conv's epilogue, bit for bit the numpy in-place ones.
+The convs apply their activation in the same pass. Work is split over threads (parallel.py)."""
 from __future__ import annotations
 
 from typing import Optional
@@ -57,17 +62,15 @@ def depthwise_conv(x: np.ndarray, w: np.ndarray, bias: Optional[np.ndarray], geo
                                               address(act[1]), *rest))
 
 
-def pool(x: np.ndarray, geometry, average: bool, divisor: Optional[np.ndarray] = None):
-    """The maximum, or the sum (divided by `divisor`, float32 of out_shape, if given), of
-    every window of float32 x (N, C, [H,] W) over a WindowGeometry: MaxPool without indices
-    (windows of padding alone give -inf), AveragePool."""
-    mode = WINDOW_AVERAGE if average else WINDOW_MAX
-    divisor = None if divisor is None else np.ascontiguousarray(divisor, np.float32)
+def pool(x: np.ndarray, geometry, total: bool) -> np.ndarray:
+    """Every window's maximum (MaxPool without indices: windows of padding alone give -inf),
+    or with `total` its sum, of float32 x (N, C, [H,] W) over a WindowGeometry."""
+    mode = WINDOW_SUM if total else WINDOW_MAX
     return _windows(x, x.shape[1], geometry, lambda lib, x, shape, *rest:
-                    lib.er_cpu_pool(x, shape, mode, address(divisor), *rest))
+                    lib.er_cpu_pool(x, shape, mode, *rest))
 
 
-WINDOW_MAX, WINDOW_AVERAGE = 1, 2     # conv.c's window modes
+WINDOW_MAX, WINDOW_SUM = 1, 2     # conv.c's window modes
 
 
 def _windows(x: np.ndarray, outputs: int, geometry, call) -> np.ndarray:
@@ -129,16 +132,8 @@ class DirectConv:
     """The direct conv of one input shape: fn(x) -> y (float32), its layout computed once."""
 
     def __init__(self, x_shape: tuple, w_shape: tuple, group: int, geometry, act: tuple):
-        two_d = len(x_shape) == 4
         n, channels = x_shape[:2]
-        in_h, in_w = (x_shape[2], x_shape[3]) if two_d else (1, x_shape[2])
-        out = list(geometry.out_shape)
-        out_h, out_w = (out[0], out[1]) if two_d else (1, out[0])
-        pick = (lambda v, d: (v[0], v[1])) if two_d else (lambda v, d: (d, v[0]))
-        kh, kw = pick(geometry.kernel, 1)
-        sh, sw = pick(geometry.strides, 1)
-        dh, dw = pick(geometry.dilations, 1)
-        pt, pl = pick(geometry.pads_begin, 0)
+        in_h, in_w, out_h, out_w, kh, kw, sh, sw, dh, dw, pt, pl = _as_2d(x_shape, geometry)
         cg = channels // group
         padded_w = max(in_w + pl, (out_w - 1) * sw + (kw - 1) * dw + 1)
         phase_w = -(-padded_w // sw)
@@ -153,7 +148,7 @@ class DirectConv:
         self.tap_offsets = np.empty(kh * kw, np.int64)
         library().er_cpu_conv_tap_offsets(address(self.geometry), block_rows,
                                           address(self.tap_offsets))
-        self.out_shape = (n, w_shape[0]) + tuple(out)
+        self.out_shape = (n, w_shape[0]) + tuple(geometry.out_shape)
         self.act = act
         self.out_h = out_h
         self.m_blocks = -(-(w_shape[0] // group) // CONV_MB)

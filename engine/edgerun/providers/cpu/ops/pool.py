@@ -89,7 +89,7 @@ def _separable_reduce(x, geometry, fill, combine):
     kernel, out_shape = geometry.kernel, geometry.out_shape
     path = _reduce_path(x, geometry, combine)
     if path == "native":
-        return native_conv.pool(x, geometry, average=combine is np.add)
+        return native_conv.pool(x, geometry, total=combine is np.add)
     if path == "whole":
         return _whole_input_reduce(x, combine)
     if path == "tiles":
