@@ -582,7 +582,7 @@ DIRECT_CASES = [
     ((2, 24, 31, 17), 40, 1, (5, 3), (2, 1), (1, 2), (2, 1, 0, 1)),
     ((1, 32, 14, 14), 32, 4, (3, 3), (1, 1), (1, 1), (1, 1, 1, 1)),
     ((1, 6, 9, 70), 9, 3, (7, 7), (3, 3), (1, 1), "SAME_UPPER"),
-    ((3, 5, 6, 5), 7, 1, (2, 2), (1, 1), (1, 1), (0, 0, 1, 1)),
+    ((3, 5, 8, 7), 7, 1, (2, 2), (1, 1), (1, 1), (0, 0, 1, 1)),
     ((1, 8, 3, 3), 4, 1, (3, 3), (1, 1), (1, 1), (3, 3, 3, 3)),
     ((1, 16, 40, 40), 24, 1, (1, 1), (1, 1), (1, 1), (1, 1, 1, 1)),
     ((1, 64, 100), 64, 1, (5,), (1,), (1,), (2, 2)),
@@ -754,3 +754,22 @@ def test_native_pools_match_onnxruntime(op, case, monkeypatch):
         want = onnxruntime.InferenceSession(model, providers=["CPUExecutionProvider"]).run(
             None, {"x": x})[0]
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6, err_msg=f"{case} {attrs}")
+
+
+def test_direct_conv_leaves_batches_of_tiny_outputs_to_one_gemm():
+    """The direct conv runs image by image in tiles of 32 outputs: a batch of images whose
+    outputs are shorter than a tile (silero v6 over 937 windows: 4 positions each) takes a
+    numpy method's one GEMM over the batch instead; a long output or a single image keeps it."""
+    from edgerun.ir.conv_rules import window_geometry
+    from edgerun.providers.cpu.ops import conv as conv_ops
+
+    if library.isa() == "none":
+        pytest.skip(f"no native kernels here: {library.status()}")
+
+    def method(x_shape, w_shape):
+        geometry = window_geometry(x_shape[2:], list(w_shape[2:]), [1], [1], [1, 1])
+        return conv_ops._choose_method(x_shape, w_shape, 1, geometry, native=True)
+
+    assert method((937, 129, 4), (128, 129, 3)) != "native_direct"
+    assert method((937, 129, 40), (128, 129, 3)) == "native_direct"
+    assert method((1, 129, 40), (128, 129, 3)) == "native_direct"

@@ -578,7 +578,11 @@ def method_applies(method: str, x_shape, w_shape, group: int, geometry: WindowGe
     if method == "native_depthwise":
         return depthwise and native and len(x_shape) in (3, 4)
     if method == "native_direct":
-        return not depthwise and native and len(x_shape) in (3, 4)
+        # image by image, in tiles of CONV_MAX_W outputs: an image's output smaller than a
+        # tile leaves most of each idle (a large batch of short sequences: one GEMM over the
+        # whole batch is faster)
+        return not depthwise and native and len(x_shape) in (3, 4) and \
+            (x_shape[0] == 1 or math.prod(geometry.out_shape) >= native_conv.CONV_MAX_W)
     if method == "pointwise":
         return all(k == 1 for k in kernel) and not any(geometry.pads_begin) and \
             not any(geometry.pads_end)
