@@ -573,7 +573,8 @@ def test_native_depthwise_conv_matches_onnxruntime(isa, case, monkeypatch):
 
 
 # (input shape, output channels, group, kernel, strides, dilations, pads or auto_pad): first
-# layers on 1-3 channels, output channels that are not a multiple of conv.c's tiles of 8,
+# layers on 1-3 channels, output channels that are not a multiple of conv.c's tiles of 8
+# (kernels along one axis with at most 16 per group: _direct_conv_pays),
 # groups, rows shorter and longer than a tile's 32 outputs, row blocks (a 4096-value 1-D row),
 # strides 1-3, dilations, asymmetric and SAME padding, batch 1 and more
 DIRECT_CASES = [
@@ -584,10 +585,10 @@ DIRECT_CASES = [
     ((1, 6, 9, 70), 9, 3, (7, 7), (3, 3), (1, 1), "SAME_UPPER"),
     ((3, 5, 8, 7), 7, 1, (2, 2), (1, 1), (1, 1), (0, 0, 1, 1)),
     ((1, 8, 3, 3), 4, 1, (3, 3), (1, 1), (1, 1), (3, 3, 3, 3)),
-    ((1, 16, 40, 40), 24, 1, (1, 1), (1, 1), (1, 1), (1, 1, 1, 1)),
-    ((1, 64, 100), 64, 1, (5,), (1,), (1,), (2, 2)),
+    ((1, 16, 40, 40), 12, 1, (1, 1), (1, 1), (1, 1), (1, 1, 1, 1)),
+    ((1, 64, 100), 16, 1, (5,), (1,), (1,), (2, 2)),
     ((2, 4, 4100), 6, 2, (3,), (2,), (1,), "SAME_LOWER"),    # (onnxruntime: no dilation)
-    ((1, 12, 333), 20, 1, (4,), (3,), (1,), (0, 3)),
+    ((1, 12, 333), 13, 1, (4,), (3,), (1,), (0, 3)),
 ]
 
 
@@ -667,7 +668,7 @@ def test_native_threads_split_work_and_give_the_same_bits(monkeypatch):
                         real(fn, parts))
     rng = np.random.default_rng(3)
     for x_shape, w_shape, group in [((1, 32, 96, 96), (32, 32, 3, 3), 1),
-                                    ((1, 128, 1, 900), (256, 128, 1, 5), 1),
+                                    ((1, 128, 1, 2000), (16, 128, 1, 5), 1),
                                     ((2, 256, 150, 150), (256, 1, 3, 3), 256),
                                     ((1, 8, 8, 8), (8, 8, 3, 3), 1)]:
         conv = helper.make_node("Conv", ["x", "w"], ["y"], group=group, pads=[1, 1, 1, 1]
@@ -770,6 +771,8 @@ def test_direct_conv_leaves_batches_of_tiny_outputs_to_one_gemm():
         geometry = window_geometry(x_shape[2:], list(w_shape[2:]), [1], [1], [1, 1])
         return conv_ops._choose_method(x_shape, w_shape, 1, geometry, native=True)
 
-    assert method((937, 129, 4), (128, 129, 3)) != "native_direct"
-    assert method((937, 129, 40), (128, 129, 3)) == "native_direct"
-    assert method((1, 129, 40), (128, 129, 3)) == "native_direct"
+    assert method((937, 129, 4), (16, 129, 3)) != "native_direct"
+    assert method((937, 129, 40), (16, 129, 3)) == "native_direct"
+    assert method((1, 129, 40), (16, 129, 3)) == "native_direct"
+    # a kernel along one axis with many output channels: BLAS's per-tap products (taps)
+    assert method((1, 129, 40), (128, 129, 3)) != "native_direct"

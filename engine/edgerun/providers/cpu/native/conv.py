@@ -11,8 +11,11 @@ from __future__ import annotations
 
 from typing import Optional
 
+import functools
+
 import numpy as np
 
+from ....ir.conv_rules import WindowGeometry
 from . import parallel
 from .library import address, library
 from .library import available as available  # callers ask the module they use
@@ -78,23 +81,52 @@ def _windows(x: np.ndarray, outputs: int, geometry, call) -> np.ndarray:
     `outputs` channels, the channels split over threads: call(library, x, geometry, y,
     scratch, tap offsets, channel range), each an address."""
     x = np.ascontiguousarray(x, np.float32)
-    n, channels = x.shape[:2]
-    dims = _as_2d(x.shape, geometry)
-    shape = np.array((n, channels, outputs // channels) + dims, np.int64)
-    y = np.empty((n, outputs) + tuple(geometry.out_shape), np.float32)
-    size = _depthwise_scratch(*dims)
-    taps = dims[4] * dims[5]
-    ranges = parallel.split(channels, parallel.parts_for(y.size * taps, channels))
+    layout = _window_layout(x.shape, outputs, tuple(tuple(v) for v in (
+        geometry.out_shape, geometry.kernel, geometry.strides, geometry.dilations,
+        geometry.pads_begin)))
+    y = np.empty(layout.out_shape, np.float32)
+    ranges = layout.ranges(parallel.parts_for(layout.macs, x.shape[1]))
+    x_address, y_address = address(x), address(y)
 
     def part(i: int) -> None:
-        # (held in locals: a temporary's address outlives the array)
-        scratch, offsets = np.empty(size, np.float32), np.empty(taps, np.int64)
-        channel_range = np.array(ranges[i], np.int64)
-        call(library(), address(x), address(shape), address(y), address(scratch),
-             address(offsets), address(channel_range))
+        scratch, offsets = np.empty(layout.scratch, np.float32), np.empty(layout.taps, np.int64)
+        call(library(), x_address, layout.shape_address, y_address, address(scratch),
+             address(offsets), ranges[i][1])
 
     parallel.run_parts(part, len(ranges))
     return y
+
+
+class _WindowLayout:
+    """What _windows computes once per input shape and geometry."""
+
+    def __init__(self, x_shape: tuple, outputs: int, fields: tuple):
+        out_shape, kernel, strides, dilations, pads = fields
+        n, channels = x_shape[:2]
+        geometry = WindowGeometry(list(out_shape), list(pads), [], list(kernel),
+                                  list(strides), list(dilations))
+        dims = _as_2d(x_shape, geometry)
+        self.shape = np.array((n, channels, outputs // channels) + dims, np.int64)
+        self.shape_address = address(self.shape)
+        self.out_shape = (n, outputs) + tuple(out_shape)
+        self.scratch = _depthwise_scratch(*dims)
+        self.taps = dims[4] * dims[5]
+        self.macs = int(np.prod(self.out_shape)) * self.taps
+        self.channels = channels
+        self._ranges: dict = {}
+
+    def ranges(self, parts: int) -> list:
+        """[(channel range array, its address)] of each part."""
+        found = self._ranges.get(parts)
+        if found is None:
+            arrays = [np.array(r, np.int64) for r in parallel.split(self.channels, parts)]
+            found = self._ranges[parts] = [(a, address(a)) for a in arrays]
+        return found
+
+
+@functools.lru_cache(maxsize=256)
+def _window_layout(x_shape: tuple, outputs: int, fields: tuple) -> _WindowLayout:
+    return _WindowLayout(x_shape, outputs, fields)
 
 
 CHUNK = 64      # conv.c's outputs accumulated in registers at a time
@@ -129,9 +161,12 @@ def pack_direct_weights(w: np.ndarray, group: int) -> np.ndarray:
 
 
 class DirectConv:
-    """The direct conv of one input shape: fn(x) -> y (float32), its layout computed once."""
+    """The direct conv of one input shape and its packed weights: fn(x) -> y (float32), the
+    layout and every constant's address computed once (a small conv's call is mostly this
+    bookkeeping)."""
 
-    def __init__(self, x_shape: tuple, w_shape: tuple, group: int, geometry, act: tuple):
+    def __init__(self, x_shape: tuple, w_shape: tuple, group: int, geometry, act: tuple,
+                 packed: np.ndarray, bias: Optional[np.ndarray]):
         n, channels = x_shape[:2]
         in_h, in_w, out_h, out_w, kh, kw, sh, sw, dh, dw, pt, pl = _as_2d(x_shape, geometry)
         cg = channels // group
@@ -140,41 +175,48 @@ class DirectConv:
         reach = (kh - 1) * dh // sh
         row_bytes = cg * sh * sw * phase_w * 4
         block_rows = int(min(out_h, max(1, _BLOCK_BYTES // row_bytes - reach)))
-        self.geometry = np.array([n, channels, w_shape[0], group, in_h, in_w, out_h, out_w,
-                                  kh, kw, sh, sw, dh, dw, pt, pl], np.int64)
-        self.block_rows = block_rows
+        self._held = [np.array([n, channels, w_shape[0], group, in_h, in_w, out_h, out_w,
+                                kh, kw, sh, sw, dh, dw, pt, pl], np.int64),
+                      np.empty(kh * kw, np.int64), packed, bias, act[1]]
+        geometry_array, offsets = self._held[:2]
+        library().er_cpu_conv_tap_offsets(address(geometry_array), block_rows, address(offsets))
         planes = cg * sh * sw * (block_rows + reach) * phase_w
         self.scratch_size = planes + phase_w + CONV_MAX_W + CONV_MB * block_rows * phase_w
-        self.tap_offsets = np.empty(kh * kw, np.int64)
-        library().er_cpu_conv_tap_offsets(address(self.geometry), block_rows,
-                                          address(self.tap_offsets))
         self.out_shape = (n, w_shape[0]) + tuple(geometry.out_shape)
-        self.act = act
         self.out_h = out_h
         self.m_blocks = -(-(w_shape[0] // group) // CONV_MB)
         self.macs = int(np.prod(self.out_shape)) * cg * kh * kw
+        # the constant arguments after x: weights, bias, geometry, activation, its parameters
+        self._before = (address(packed), address(bias), address(geometry_array), act[0],
+                        address(act[1]))
+        self._offsets, self._block_rows = address(offsets), block_rows
+        self._ranges: dict = {}        # parts -> [(range array, its address)]
 
-    def ranges(self) -> list:
-        """[(row begin, row end, block begin, block end)] per thread: rows split, or the
-        channel blocks of a one-row output."""
-        if self.out_h > 1:
-            parts = parallel.parts_for(self.macs, self.out_h)
-            return [(r0, r1, 0, self.m_blocks) for r0, r1 in parallel.split(self.out_h, parts)]
-        parts = parallel.parts_for(self.macs, self.m_blocks)
-        return [(0, 1, b0, b1) for b0, b1 in parallel.split(self.m_blocks, parts)]
+    def ranges(self, parts: int) -> list:
+        """[(range array, address)] of each part: [row begin, row end, block begin, block
+        end], rows split, or the channel blocks of a one-row output."""
+        found = self._ranges.get(parts)
+        if found is None:
+            if self.out_h > 1:
+                bounds = [(r0, r1, 0, self.m_blocks) for r0, r1 in parallel.split(self.out_h, parts)]
+            else:
+                bounds = [(0, 1, b0, b1) for b0, b1 in parallel.split(self.m_blocks, parts)]
+            arrays = [np.array(b, np.int64) for b in bounds]
+            found = self._ranges[parts] = [(a, address(a)) for a in arrays]
+        return found
 
-    def __call__(self, x: np.ndarray, packed: np.ndarray, bias: Optional[np.ndarray]):
+    def __call__(self, x: np.ndarray) -> np.ndarray:
         x = np.ascontiguousarray(x, np.float32)
         y = np.empty(self.out_shape, np.float32)
-        ranges = self.ranges()
+        limit = self.out_h if self.out_h > 1 else self.m_blocks
+        ranges = self.ranges(parallel.parts_for(self.macs, limit))
+        x_address, y_address = address(x), address(y)
+        run = library().er_cpu_direct_conv
 
         def part(i: int) -> None:
             scratch = np.empty(self.scratch_size, np.float32)
-            work = np.array(ranges[i], np.int64)     # (a local: see depthwise_conv)
-            library().er_cpu_direct_conv(
-                address(x), address(packed), address(bias), address(self.geometry),
-                self.act[0], address(self.act[1]), address(y), address(scratch),
-                address(self.tap_offsets), self.block_rows, address(work))
+            run(x_address, *self._before, y_address, address(scratch), self._offsets,
+                self._block_rows, ranges[i][1])
 
         parallel.run_parts(part, len(ranges))
         return y
