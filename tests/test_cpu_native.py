@@ -200,7 +200,7 @@ def test_native_integer_products_match_onnxruntime(isa, to_float, monkeypatch):
 
 # ---- elementwise kernels: equal to the numpy paths bit for bit, and to onnxruntime ---------
 
-SIZES = [1, 7, 8, 15, 16, 17, 33, 100, 1000, 4099]
+SIZES = [1, 7, 8, 15, 16, 17, 33, 100, 1000, 4099, 6000]
 
 
 def _floats(rng, size: int, specials: bool) -> np.ndarray:
@@ -533,6 +533,9 @@ def test_native_activations_are_the_numpy_in_place_ones_bit_for_bit(isa):
                     np.testing.assert_array_equal(got.view(np.int32), want.view(np.int32),
                                                   err_msg=f"{name}{params} size {size}")
                     alone = native_conv.activated(y, name, params)    # the op by itself
+                    if not native_conv.pass_pays(name, y.size):
+                        assert alone is None        # numpy's one or two passes are cheaper
+                        continue
                     with np.errstate(all="ignore"):
                         want = fused.IN_PLACE[name](y.copy(), params)
                     np.testing.assert_array_equal(alone.view(np.int32), want.view(np.int32),

@@ -20,14 +20,26 @@ from . import parallel
 from .library import address, library
 from .library import available as available  # callers ask the module they use
 
-# activation name -> (code in conv.c, fn(params) -> the two float32 parameters it reads)
+# activation name -> (code in conv.c, fn(params) -> the two float32 parameters it reads,
+# passes numpy makes over the values for it)
 ACTIVATIONS = {
-    "Relu": (1, lambda p: (0.0, 0.0)),
-    "LeakyRelu": (2, lambda p: (p[0] if p else 0.01, 0.0)),
-    "Clip": (3, lambda p: (p[0] if len(p) > 0 else -np.inf, p[1] if len(p) > 1 else np.inf)),
-    "HardSigmoid": (4, lambda p: (p[0] if len(p) > 0 else 0.2, p[1] if len(p) > 1 else 0.5)),
-    "HardSwish": (5, lambda p: (0.0, 0.0)),
+    "Relu": (1, lambda p: (0.0, 0.0), 1),
+    "LeakyRelu": (2, lambda p: (p[0] if p else 0.01, 0.0), 2),
+    "Clip": (3, lambda p: (p[0] if len(p) > 0 else -np.inf, p[1] if len(p) > 1 else np.inf), 1),
+    "HardSigmoid": (4, lambda p: (p[0] if len(p) > 0 else 0.2, p[1] if len(p) > 1 else 0.5), 3),
+    "HardSwish": (5, lambda p: (0.0, 0.0), 4),
 }
+# A native call costs about two numpy calls (~3 us): a pass of one or two numpy calls over
+# fewer values than this is cheaper in numpy (silero's small FusedConvs: +15 us a run).
+NATIVE_PASS_MIN_VALUES = 1 << 14
+
+
+def pass_pays(activation: Optional[str], size: int, with_bias: bool = False) -> bool:
+    """Whether one native pass beats numpy's for this activation (and a bias add) over
+    `size` values."""
+    entry = ACTIVATIONS.get(activation) if activation else None
+    passes = (entry[2] if entry else 0) + (1 if with_bias else 0)
+    return passes > 2 or size >= NATIVE_PASS_MIN_VALUES
 
 
 def activation_code(activation: Optional[str], params) -> Optional[tuple]:
@@ -225,8 +237,11 @@ class DirectConv:
 def activated(x: np.ndarray, activation: str, params=()) -> Optional[np.ndarray]:
     """A fresh act(x) of float32 C-contiguous x in one native pass, or None where the native
     kernels do not take it (another dtype or layout, an activation they lack)."""
+    if x.dtype != np.float32 or not pass_pays(activation, x.size) or \
+            not x.flags.c_contiguous or not available():
+        return None
     act = activation_code(activation, params)
-    if act is None or x.dtype != np.float32 or not x.flags.c_contiguous or not available():
+    if act is None:
         return None
     y = np.empty(x.shape, np.float32)
     library().er_cpu_activation(address(x), address(y), x.size, act[0], address(act[1]))
@@ -236,9 +251,11 @@ def activated(x: np.ndarray, activation: str, params=()) -> Optional[np.ndarray]
 def activate_in_place(y: np.ndarray, activation: str, params=()) -> bool:
     """y = act(y) for a float32 C-contiguous y in one native pass; False (y untouched) where
     the native kernels do not take it."""
+    if y.dtype != np.float32 or not pass_pays(activation, y.size) or \
+            not y.flags.c_contiguous or not y.flags.writeable or not available():
+        return False
     act = activation_code(activation, params)
-    if act is None or y.dtype != np.float32 or not y.flags.c_contiguous or \
-            not y.flags.writeable or not available():
+    if act is None:
         return False
     library().er_cpu_bias_activation(address(y), 1, y.size, None, 1, act[0], address(act[1]))
     return True

@@ -761,7 +761,9 @@ def convolve_activated(x, w, b, activation, activation_params, auto_pad="NOTSET"
             return PreparedConv(plan, acc, None, None, lambda x: native_conv.depthwise_conv(
                 x, weights, bias, plan.geometry, fused), None, act is not None)
         epilogue = None
-        if act is not None:        # bias and activation after the method, in one native pass
+        out_size = x.shape[0] * w.shape[0] * math.prod(plan.geometry.out_shape)
+        if act is not None and native_conv.pass_pays(activation, out_size, bias is not None):
+            # bias and activation after the method, in one native pass
             epilogue = (None if bias is None else np.ascontiguousarray(bias), act)
             bias = None
         whole = None
