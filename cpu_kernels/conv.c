@@ -1,7 +1,8 @@
-/* Convolution pieces numpy runs in many passes: the depthwise convolution (one input channel
- * per group, any kernel size, stride, dilation and padding, 1-D or 2-D) computed directly, and
- * the bias-and-activation epilogue of a convolution's or a product's rows, both with the
- * activation FusedConv carries applied in the same pass.
+/* Convolutions, pools and activations numpy runs in many passes, float32, 1-D (as 1-high
+ * images) and 2-D, any kernel size, stride, dilation and padding: the depthwise convolution
+ * and the pools (window_body), the direct convolution of every other conv (direct_conv_impl),
+ * and the bias-and-activation epilogue of a convolution's or a product's rows, the convs
+ * applying the activation FusedConv carries in the same pass.
  *
  * Activations (codes shared with providers/cpu/native/conv.py's ACTIVATIONS), float32 in the
  * numpy path's operation order, so an activation of the same sum is the same bit for bit:
@@ -103,6 +104,30 @@ static inline void activation_body(const float *x, float *y, int64_t n, int act,
 DISPATCHED(activation, (const float *x, float *y, int64_t n, int act, const float *p),
            (x, y, n, act, p))
 
+/* ---- phase planes ------------------------------------------------------------------------ */
+/* One input row into its phase rows: column ix goes to phase (ix + pl) % sw at column
+ * (ix + pl) / sw, phase b's row starting at dst + b * phase_stride (the padding around is
+ * the caller's). Stride 2 takes column pairs in a loop the compiler vectorises. */
+__attribute__((always_inline))
+static inline void split_row_into_phases(const float *src, int64_t in_w, int64_t pl,
+                                         int64_t sw, float *dst, int64_t phase_stride) {
+    if (sw == 2) {
+        float *even = dst + (pl % 2) * phase_stride + pl / 2;
+        float *odd = dst + ((pl + 1) % 2) * phase_stride + (pl + 1) / 2;
+        for (int64_t j = 0; j < in_w / 2; j++) {
+            even[j] = src[2 * j];
+            odd[j] = src[2 * j + 1];
+        }
+        if (in_w % 2) even[in_w / 2] = src[in_w - 1];
+        return;
+    }
+    for (int64_t b = 0; b < sw; b++) {        /* the columns of phase b */
+        const int64_t ix0 = ((b - pl) % sw + sw) % sw;
+        float *phase = dst + b * phase_stride + (ix0 + pl) / sw;
+        for (int64_t ix = ix0, j = 0; ix < in_w; ix += sw, j++) phase[j] = src[ix];
+    }
+}
+
 /* ---- depthwise convolution and pools ---------------------------------------------------- */
 /* geometry (int64 x 15): batch, channels, multiplier, in_h, in_w, out_h, out_w, kernel_h,
  * kernel_w, stride_h, stride_w, dilation_h, dilation_w, pad_top, pad_left. Output channel m
@@ -161,23 +186,9 @@ static inline void window_body(const float *x, const float *w, const float *bias
             for (int64_t i = 0; i < phases * phase_size; i++) scratch[i] = fill;
             for (int64_t iy = 0; iy < in_h; iy++) {
                 const int64_t py = iy + pt;
-                const float *src_row = plane + iy * in_w;
-                float *dst_row = scratch + ((py % sh) * sw * phase_h + py / sh) * phase_w;
-                if (sw == 2) {          /* pairs of columns: a loop the compiler vectorises */
-                    float *even = dst_row + (pl % 2) * phase_size + pl / 2;
-                    float *odd = dst_row + ((pl + 1) % 2) * phase_size + (pl + 1) / 2;
-                    for (int64_t j = 0; j < in_w / 2; j++) {
-                        even[j] = src_row[2 * j];
-                        odd[j] = src_row[2 * j + 1];
-                    }
-                    if (in_w % 2) even[in_w / 2] = src_row[in_w - 1];
-                    continue;
-                }
-                for (int64_t b = 0; b < sw; b++) {        /* the columns of phase b */
-                    const int64_t ix0 = ((b - pl) % sw + sw) % sw;
-                    float *dst = dst_row + b * phase_size + (ix0 + pl) / sw;
-                    for (int64_t ix = ix0, j = 0; ix < in_w; ix += sw, j++) dst[j] = src_row[ix];
-                }
+                split_row_into_phases(plane + iy * in_w, in_w, pl, sw,
+                                      scratch + ((py % sh) * sw * phase_h + py / sh) * phase_w,
+                                      phase_size);
             }
             for (int64_t k = 0; k < multiplier; k++) {
                 const int64_t m = c * multiplier + k;
@@ -305,16 +316,8 @@ static inline void direct_conv_impl(const float *x, const float *wp, const float
                             for (int64_t b = 0; b < sw; b++)
                                 for (int64_t q = 0; q < phase_w; q++) dst_row[b * plane + q] = 0.0f;
                             if (iy < 0 || iy >= in_h) continue;
-                            const float *src_row = xg + (c * in_h + iy) * in_w;
-                            if (sw == 1) {
-                                for (int64_t ix = 0; ix < in_w; ix++) dst_row[ix + pl] = src_row[ix];
-                                continue;
-                            }
-                            for (int64_t b = 0; b < sw; b++) {
-                                const int64_t ix0 = ((b - pl) % sw + sw) % sw;
-                                float *dst = dst_row + b * plane + (ix0 + pl) / sw;
-                                for (int64_t ix = ix0, q = 0; ix < in_w; ix += sw, q++) dst[q] = src_row[ix];
-                            }
+                            split_row_into_phases(xg + (c * in_h + iy) * in_w, in_w, pl, sw,
+                                                  dst_row, plane);
                         }
                     }
                 }
@@ -378,39 +381,24 @@ EXPORT void er_cpu_conv_tap_offsets(const int64_t *geometry, int64_t block_rows,
     }
 }
 
-TARGET_AVX512 static void direct_conv_avx512(const float *x, const float *wp, const float *bias,
-                                             const int64_t *geometry, int act, const float *p,
-                                             float *y, float *scratch, const int64_t *tap_offsets,
-                                             int64_t block_rows, const int64_t *range) {
-    direct_conv_impl(x, wp, bias, geometry, act, p, y, scratch, tap_offsets, block_rows, range,
-                     32);
+/* The tile's width is each instruction set's: 2 zmm, 1 ymm, 4 floats (the 8 x width
+ * accumulators must fit the registers), so the body is not DISPATCHED's one signature. */
+#define DIRECT_CONV_PARAMS const float *x, const float *wp, const float *bias,            \
+    const int64_t *geometry, int act, const float *p, float *y, float *scratch,          \
+    const int64_t *tap_offsets, int64_t block_rows, const int64_t *range
+#define DIRECT_CONV_ARGS x, wp, bias, geometry, act, p, y, scratch, tap_offsets, block_rows, range
+TARGET_AVX512 static void direct_conv_avx512(DIRECT_CONV_PARAMS) {
+    direct_conv_impl(DIRECT_CONV_ARGS, 32);
 }
-TARGET_AVX2 static void direct_conv_avx2(const float *x, const float *wp, const float *bias,
-                                         const int64_t *geometry, int act, const float *p,
-                                         float *y, float *scratch, const int64_t *tap_offsets,
-                                         int64_t block_rows, const int64_t *range) {
-    direct_conv_impl(x, wp, bias, geometry, act, p, y, scratch, tap_offsets, block_rows, range,
-                     8);
+TARGET_AVX2 static void direct_conv_avx2(DIRECT_CONV_PARAMS) {
+    direct_conv_impl(DIRECT_CONV_ARGS, 8);
 }
-static void direct_conv_plain(const float *x, const float *wp, const float *bias,
-                              const int64_t *geometry, int act, const float *p, float *y,
-                              float *scratch, const int64_t *tap_offsets, int64_t block_rows,
-                              const int64_t *range) {
-    direct_conv_impl(x, wp, bias, geometry, act, p, y, scratch, tap_offsets, block_rows, range,
-                     4);
+static void direct_conv_plain(DIRECT_CONV_PARAMS) {
+    direct_conv_impl(DIRECT_CONV_ARGS, 4);
 }
-EXPORT void er_cpu_direct_conv(const float *x, const float *wp, const float *bias,
-                               const int64_t *geometry, int act, const float *p, float *y,
-                               float *scratch, const int64_t *tap_offsets, int64_t block_rows,
-                               const int64_t *range) {
+EXPORT void er_cpu_direct_conv(DIRECT_CONV_PARAMS) {
     int isa = cpu_isa();
-    if (isa == ISA_AVX512)
-        direct_conv_avx512(x, wp, bias, geometry, act, p, y, scratch, tap_offsets, block_rows,
-                           range);
-    else if (isa == ISA_AVX2)
-        direct_conv_avx2(x, wp, bias, geometry, act, p, y, scratch, tap_offsets, block_rows,
-                         range);
-    else
-        direct_conv_plain(x, wp, bias, geometry, act, p, y, scratch, tap_offsets, block_rows,
-                          range);
+    if (isa == ISA_AVX512) direct_conv_avx512(DIRECT_CONV_ARGS);
+    else if (isa == ISA_AVX2) direct_conv_avx2(DIRECT_CONV_ARGS);
+    else direct_conv_plain(DIRECT_CONV_ARGS);
 }
