@@ -131,9 +131,15 @@ class _WindowLayout:
         """[(channel range array, its address)] of each part."""
         found = self._ranges.get(parts)
         if found is None:
-            arrays = [np.array(r, np.int64) for r in parallel.split(self.channels, parts)]
-            found = self._ranges[parts] = [(a, address(a)) for a in arrays]
+            found = self._ranges[parts] = _held(parallel.split(self.channels, parts))
         return found
+
+
+def _held(bounds: list) -> list:
+    """[(int64 array of each bound tuple, its address)]: kept with the layout, so the
+    address stays valid (a temporary's would not)."""
+    arrays = [np.array(b, np.int64) for b in bounds]
+    return [(a, address(a)) for a in arrays]
 
 
 @functools.lru_cache(maxsize=256)
@@ -213,8 +219,7 @@ class DirectConv:
                 bounds = [(r0, r1, 0, self.m_blocks) for r0, r1 in parallel.split(self.out_h, parts)]
             else:
                 bounds = [(0, 1, b0, b1) for b0, b1 in parallel.split(self.m_blocks, parts)]
-            arrays = [np.array(b, np.int64) for b in bounds]
-            found = self._ranges[parts] = [(a, address(a)) for a in arrays]
+            found = self._ranges[parts] = _held(bounds)
         return found
 
     def __call__(self, x: np.ndarray) -> np.ndarray:

@@ -747,19 +747,19 @@ def convolve_activated(x, w, b, activation, activation_params, auto_pad="NOTSET"
         bias = None if b is None else b.astype(acc, copy=False)
         act = native_conv.activation_code(activation, activation_params) \
             if native and activation is not None else None
-        if plan.method == "native_direct":
-            packed = native_conv.pack_direct_weights(weights, group)
-            bias = None if bias is None else np.ascontiguousarray(bias)
-            direct = native_conv.DirectConv(x.shape, w.shape, group, plan.geometry,
-                                            act or native_conv.activation_code(None, None),
-                                            packed, bias)
-            return PreparedConv(plan, acc, None, None, direct, None, act is not None)
-        if plan.method == "native_depthwise":
-            weights = np.ascontiguousarray(weights)
+        if plan.method in ("native_direct", "native_depthwise"):   # the activation inside
             bias = None if bias is None else np.ascontiguousarray(bias)
             fused = act or native_conv.activation_code(None, None)
-            return PreparedConv(plan, acc, None, None, lambda x: native_conv.depthwise_conv(
-                x, weights, bias, plan.geometry, fused), None, act is not None)
+            if plan.method == "native_direct":
+                run = native_conv.DirectConv(x.shape, w.shape, group, plan.geometry, fused,
+                                             native_conv.pack_direct_weights(weights, group),
+                                             bias)
+            else:
+                weights = np.ascontiguousarray(weights)
+
+                def run(x):
+                    return native_conv.depthwise_conv(x, weights, bias, plan.geometry, fused)
+            return PreparedConv(plan, acc, None, None, run, None, act is not None)
         epilogue = None
         out_size = x.shape[0] * w.shape[0] * math.prod(plan.geometry.out_shape)
         if act is not None and native_conv.pass_pays(activation, out_size, bias is not None):
