@@ -103,10 +103,4 @@ def _is_float32(view: GraphView, plus) -> bool:
 
 
 def _declared_float32(view: GraphView, name: str) -> bool:
-    types = view.ctx.inferred_types
-    if name in types and types[name].elem_type:
-        return types[name].elem_type == FLOAT
-    for v in list(view.graph.inputs) + list(view.graph.value_info) + list(view.graph.outputs):
-        if v.name == name and v.type is not None:
-            return v.type.elem_type == FLOAT
-    return False
+    return view.declared_elem_type(name) == FLOAT

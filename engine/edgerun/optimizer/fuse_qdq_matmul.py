@@ -64,9 +64,7 @@ def _eight_bit(view: GraphView, name: str):
     if view.constant(name) is not None:
         code = view.elem_type_of_constant(name)
     else:
-        for v in list(view.graph.inputs) + list(view.graph.value_info):
-            if v.name == name and v.type is not None:
-                code = v.type.elem_type
+        code = view.declared_elem_type(name)
         producer = view.produced_by(name, "QuantizeLinear")
         if code is None and producer is not None and _input(producer, 2):
             zero = view.constant(_input(producer, 2))

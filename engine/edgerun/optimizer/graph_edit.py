@@ -228,6 +228,17 @@ class GraphView:
             return None
         return float(flat_values(value)[0])
 
+    def declared_elem_type(self, name: str):
+        """The element type inference found for `name` (fold_shapes' record), else the one
+        the graph declares (inputs, value_info, outputs), else None."""
+        inferred = self.ctx.inferred_types.get(name)
+        if inferred is not None and inferred.elem_type:
+            return inferred.elem_type
+        for v in list(self.graph.inputs) + list(self.graph.value_info) + list(self.graph.outputs):
+            if v.name == name and v.type is not None:
+                return v.type.elem_type
+        return None
+
     def elem_type_of_constant(self, name: str) -> int:
         t = self.graph.initializers.get(name)
         if t is None and self.constant(name) is not None:
