@@ -37,6 +37,18 @@ static inline int goes_true(int mode, double v, double t) {
     }
 }
 
+/* A forest's tables, filled once per node by native/forest.py (its FOREST dtype). */
+typedef struct {
+    const Node *nodes;       /* a leaf's next[] both point to itself */
+    const int32_t *roots;
+    int64_t n_trees;
+    const int32_t *leaf_start, *leaf_count, *w_target;
+    const double *w_value;
+    int64_t max_steps;
+    int64_t mode;            /* the one comparison every decision node makes, or -1: mixed */
+    const int32_t *depths;   /* each tree's deepest leaf (decisions from the root) */
+} Forest;
+
 /* The leaf a row reaches from `node`, or -1 past max_steps decisions (a cycle). */
 static inline int64_t leaf_of(const double *row, const Node *nodes, int64_t node,
                               int64_t max_steps) {
@@ -50,39 +62,92 @@ static inline int64_t leaf_of(const double *row, const Node *nodes, int64_t node
     return -1;
 }
 
+/* Adds the weights of `leaf` to one row's scores; 2 for a weight's target outside
+ * [0, n_targets), else 0. */
+static inline int add_leaf(const Forest *f, int64_t leaf, double *s, uint8_t *h,
+                           int64_t n_targets, int aggregate) {
+    int64_t start = f->leaf_start[leaf], stop = start + f->leaf_count[leaf];
+    for (int64_t w = start; w < stop; w++) {
+        int64_t c = f->w_target[w];
+        if (c < 0 || c >= n_targets) return 2;
+        double v = f->w_value[w];
+        if (!h[c]) {
+            s[c] = aggregate == AGG_SUM ? 0.0 + v : v;
+            h[c] = 1;
+        } else if (aggregate == AGG_SUM) {
+            s[c] += v;
+        } else if (aggregate == AGG_MIN) {      /* a NaN wins, as np.minimum's */
+            s[c] = (v != v || v < s[c]) ? v : s[c];
+        } else {
+            s[c] = (v != v || v > s[c]) ? v : s[c];
+        }
+    }
+    return 0;
+}
+
+/* Rows one at a time, each walked until its leaf: any comparison mode, cycles detected. */
+static int rows_one_by_one(const double *x, int64_t n, int64_t n_features, const Forest *f,
+                           int64_t n_targets, int aggregate, double *scores, uint8_t *hit) {
+    for (int64_t t = 0; t < f->n_trees; t++) {
+        for (int64_t r = 0; r < n; r++) {
+            int64_t leaf = leaf_of(x + r * n_features, f->nodes, f->roots[t], f->max_steps);
+            if (leaf < 0) return 1;
+            int code = add_leaf(f, leaf, scores + r * n_targets, hit + r * n_targets,
+                                n_targets, aggregate);
+            if (code) return code;
+        }
+    }
+    return 0;
+}
+
+/* LANES rows walked in lockstep, each tree to its full depth (a row that reached its leaf
+ * stays there: a leaf points to itself). The walks are independent, so the core overlaps
+ * their loads, and no branch waits on where a row's walk ends. Every decision node makes
+ * comparison MODE. */
+enum { LANES = 8 };
+#define ROWS_IN_LOCKSTEP(NAME, MODE)                                                         \
+    static int NAME(const double *x, int64_t n, int64_t n_features, const Forest *f,         \
+                    int64_t n_targets, int aggregate, double *scores, uint8_t *hit) {        \
+        const Node *nodes = f->nodes;                                                        \
+        for (int64_t t = 0; t < f->n_trees; t++) {                                           \
+            int32_t depth = f->depths[t];                                                    \
+            for (int64_t r0 = 0; r0 < n; r0 += LANES) {                                      \
+                const double *row[LANES];                                                    \
+                int32_t at[LANES];                                                           \
+                for (int i = 0; i < LANES; i++) {    /* past the last row: repeat it */      \
+                    row[i] = x + (r0 + i < n ? r0 + i : n - 1) * n_features;                 \
+                    at[i] = f->roots[t];                                                     \
+                }                                                                            \
+                for (int32_t d = 0; d < depth; d++) {                                        \
+                    for (int i = 0; i < LANES; i++) {                                        \
+                        const Node *p = nodes + at[i];                                       \
+                        double v = row[i][p->feature];                                       \
+                        at[i] = p->next[goes_true(MODE, v, p->threshold) |                   \
+                                        (p->missing_true & (v != v))];                       \
+                    }                                                                        \
+                }                                                                            \
+                for (int i = 0; i < LANES && r0 + i < n; i++) {                              \
+                    int code = add_leaf(f, at[i], scores + (r0 + i) * n_targets,             \
+                                        hit + (r0 + i) * n_targets, n_targets, aggregate);   \
+                    if (code) return code;                                                   \
+                }                                                                            \
+            }                                                                                \
+        }                                                                                    \
+        return 0;                                                                            \
+    }
+ROWS_IN_LOCKSTEP(rows_in_lockstep_leq, LEQ)
+ROWS_IN_LOCKSTEP(rows_in_lockstep_lt, LT)
+
 /* scores [n, n_targets] and hit [n, n_targets] (zeroed by the caller): the aggregate of
  * each row's leaf weights per target, and whether any weight reached it. Trees are the
  * outer loop (one tree's nodes stay in cache for every row); each (row, target) still
  * receives its weights in tree order, the numpy path's. Returns 0, 1 for a cycle, 2 for a
  * weight whose target is outside [0, n_targets). */
-EXPORT int er_cpu_forest(const double *x, int64_t n, int64_t n_features, const Node *nodes,
-                         const int32_t *roots, int64_t n_trees, const int32_t *leaf_start,
-                         const int32_t *leaf_count, const int32_t *w_target,
-                         const double *w_value, int64_t n_targets, int aggregate,
-                         int64_t max_steps, double *scores, uint8_t *hit) {
-    for (int64_t t = 0; t < n_trees; t++) {
-        for (int64_t r = 0; r < n; r++) {
-            int64_t leaf = leaf_of(x + r * n_features, nodes, roots[t], max_steps);
-            if (leaf < 0) return 1;
-            double *s = scores + r * n_targets;
-            uint8_t *h = hit + r * n_targets;
-            int64_t start = leaf_start[leaf], stop = start + leaf_count[leaf];
-            for (int64_t w = start; w < stop; w++) {
-                int64_t c = w_target[w];
-                if (c < 0 || c >= n_targets) return 2;
-                double v = w_value[w];
-                if (!h[c]) {
-                    s[c] = aggregate == AGG_SUM ? 0.0 + v : v;
-                    h[c] = 1;
-                } else if (aggregate == AGG_SUM) {
-                    s[c] += v;
-                } else if (aggregate == AGG_MIN) {      /* a NaN wins, as np.minimum's */
-                    s[c] = (v != v || v < s[c]) ? v : s[c];
-                } else {
-                    s[c] = (v != v || v > s[c]) ? v : s[c];
-                }
-            }
-        }
-    }
-    return 0;
+EXPORT int er_cpu_forest(const double *x, int64_t n, int64_t n_features, const Forest *f,
+                         int64_t n_targets, int aggregate, double *scores, uint8_t *hit) {
+    if (n >= LANES && f->depths && f->mode == LEQ)
+        return rows_in_lockstep_leq(x, n, n_features, f, n_targets, aggregate, scores, hit);
+    if (n >= LANES && f->depths && f->mode == LT)
+        return rows_in_lockstep_lt(x, n, n_features, f, n_targets, aggregate, scores, hit);
+    return rows_one_by_one(x, n, n_features, f, n_targets, aggregate, scores, hit);
 }

@@ -9,10 +9,11 @@ MODES = ["BRANCH_LEQ", "BRANCH_LT", "BRANCH_GTE", "BRANCH_GT", "BRANCH_EQ", "BRA
 
 def random_tree_regressor(trees: int, depth: int, features: int, seed: int,
                           aggregate: str = "SUM", targets: int = 2, spread: bool = False,
-                          double: bool = False):
+                          double: bool = False, modes: tuple = tuple(MODES)):
     """Each leaf has one weight per target; with `spread`, two weights on random targets
     instead (several weights per leaf, targets some leaves never reach). `double`: the
-    thresholds (nodes_values_as_tensor) and the input are float64."""
+    thresholds (nodes_values_as_tensor) and the input are float64. `modes`: the comparisons
+    the decision nodes draw from."""
     r = np.random.default_rng(seed)
     attrs: dict = {k: [] for k in (
         "nodes_treeids", "nodes_nodeids", "nodes_featureids", "nodes_modes", "nodes_values",
@@ -28,7 +29,7 @@ def random_tree_regressor(trees: int, depth: int, features: int, seed: int,
             attrs["nodes_treeids"].append(t)
             attrs["nodes_nodeids"].append(node)
             attrs["nodes_featureids"].append(int(r.integers(features)) if not leaf else 0)
-            attrs["nodes_modes"].append("LEAF" if leaf else MODES[int(r.integers(6))])
+            attrs["nodes_modes"].append("LEAF" if leaf else modes[int(r.integers(len(modes)))])
             attrs["nodes_values"].append(float(np.round(r.standard_normal(), 1)))
             attrs["nodes_missing_value_tracks_true"].append(int(r.integers(2)))
             index = len(attrs["nodes_truenodeids"])

@@ -382,23 +382,27 @@ def test_native_layer_norm_matches_onnxruntime_and_the_numpy_path(isa, monkeypat
 
 # ---- tree ensembles: one native call against the numpy path and onnxruntime ---------------
 
-@pytest.mark.parametrize("rows", [1, 3, 64, 517])
+@pytest.mark.parametrize("rows", [1, 3, 9, 64, 517])
 @pytest.mark.parametrize("aggregate", ["SUM", "AVERAGE", "MIN", "MAX"])
 @pytest.mark.parametrize("double", [False, True])
-def test_native_tree_ensemble_is_the_numpy_path_and_matches_onnxruntime(rows, aggregate, double):
+@pytest.mark.parametrize("modes", [("BRANCH_LEQ",), ("BRANCH_LT",), ("BRANCH_GTE", "BRANCH_LT")])
+def test_native_tree_ensemble_is_the_numpy_path_and_matches_onnxruntime(rows, aggregate, double,
+                                                                        modes):
     """cpu_kernels/forest.c: the same leaves and the same float64 sums as the numpy path, so
     outputs equal bit for bit; and onnxruntime's within 1e-5. Batch 1 and beyond, NaN inputs,
-    values on thresholds, a strided feed, several weights per leaf, double thresholds."""
+    values on thresholds, a strided feed, several weights per leaf, double thresholds. Forests
+    of one comparison walk 8 rows in lockstep from 8 rows on (a partial last block at 9 and
+    517), mixed ones row by row."""
     import onnxruntime
 
     from edgerun.providers.cpu.ops import ml
 
     if library.isa() == "none":
         pytest.skip(f"no native kernels here: {library.status()}")
-    seed = rows * 7 + len(aggregate) + double
+    seed = rows * 7 + len(aggregate) + double + len(modes)
     rng = np.random.default_rng(seed)
     model = random_tree_regressor(12, 6, 5, seed, aggregate, targets=3, spread=True,
-                                  double=double).SerializeToString()
+                                  double=double, modes=modes).SerializeToString()
     x = np.round(rng.standard_normal((rows, 10)), 1)[:, ::2]
     x[rng.random(x.shape) < 0.1] = np.nan
     x = x.astype(np.float64 if double else np.float32)

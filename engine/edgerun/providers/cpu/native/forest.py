@@ -8,16 +8,24 @@ from typing import Optional
 
 import numpy as np
 
+from . import parallel
 from .library import address, library
 from .library import available as available  # callers ask the module they use
 
 AGGREGATES = {"SUM": 0, "AVERAGE": 0, "MIN": 1, "MAX": 2}
+VISIT_MACS = 200        # a node visit (~2 ns) in the multiply-adds parallel.py counts work in
 _INT32_MAX = 2**31 - 1
 
 
 # cpu_kernels/forest.c's Node: one node in 24 bytes
 NODE = np.dtype([("threshold", "<f8"), ("feature", "<i4"), ("next", "<i4", (2,)),
                  ("mode", "i1"), ("missing_true", "u1"), ("unused", "<i2")])
+# cpu_kernels/forest.c's Forest: the tables' addresses and sizes, passed as one pointer
+FOREST = np.dtype([("nodes", "<u8"), ("roots", "<u8"), ("n_trees", "<i8"),
+                   ("leaf_start", "<u8"), ("leaf_count", "<u8"), ("w_target", "<u8"),
+                   ("w_value", "<u8"), ("max_steps", "<i8"), ("mode", "<i8"),
+                   ("depths", "<u8")])
+_LEAF = 7
 
 
 class Tables:
@@ -29,7 +37,10 @@ class Tables:
         nodes = np.zeros(forest.mode.size, NODE)
         nodes["threshold"] = forest.threshold
         nodes["feature"] = forest.feature
-        nodes["next"] = forest.children.reshape(-1, 2)
+        leaf = forest.mode == _LEAF
+        # a leaf points to itself: rows walked in lockstep stay on theirs
+        nodes["next"] = np.where(leaf[:, None], np.arange(leaf.size)[:, None],
+                                 forest.children.reshape(-1, 2))
         nodes["mode"] = forest.mode
         nodes["missing_true"] = forest.missing_true
         self.nodes = nodes
@@ -38,11 +49,40 @@ class Tables:
         self.leaf_count = np.ascontiguousarray(forest.leaf_count, np.int32)
         self.w_target = np.ascontiguousarray(forest.w_target, np.int32)
         self.w_value = np.ascontiguousarray(forest.w_value, np.float64)
-        self.max_steps = int(forest.mode.size)
-        # the tables' addresses, taken once (the arrays live as long as this object)
-        self.nodes_at, self.roots_at = address(self.nodes), address(self.roots)
-        self.leaves_at = (address(self.leaf_start), address(self.leaf_count),
-                          address(self.w_target), address(self.w_value))
+        decisions = np.unique(forest.mode[forest.mode != _LEAF])
+        header = np.zeros(1, FOREST)
+        header["nodes"], header["roots"] = address(self.nodes), address(self.roots)
+        header["n_trees"] = self.roots.size
+        header["leaf_start"], header["leaf_count"] = (address(self.leaf_start),
+                                                      address(self.leaf_count))
+        header["w_target"], header["w_value"] = address(self.w_target), address(self.w_value)
+        header["max_steps"] = forest.mode.size
+        header["mode"] = decisions[0] if decisions.size == 1 else -1
+        depths = tree_depths(forest.children.reshape(-1, 2), leaf, forest.roots)
+        self.depths = None if depths is None else np.ascontiguousarray(depths, np.int32)
+        header["depths"] = 0 if self.depths is None else address(self.depths)
+        self.visits_per_row = forest.mode.size if depths is None else int(depths.sum())
+        self.header = header      # holds the addresses of arrays this object keeps alive
+        self.header_at = address(header)
+        self.n_trees = self.roots.size
+
+
+def tree_depths(children: np.ndarray, leaf: np.ndarray, roots: np.ndarray):
+    """Each tree's deepest leaf (decisions from its root), level by level over every path;
+    None where the nodes are not trees (a cycle, or paths that meet: more paths than
+    nodes at one level)."""
+    depths = np.zeros(roots.size, np.int64)
+    current, owner = roots, np.arange(roots.size)
+    for level in range(leaf.size + 1):
+        interior = ~leaf[current]
+        if not interior.any():
+            return depths
+        current = children[current[interior]].reshape(-1)
+        owner = np.repeat(owner[interior], 2)
+        if current.size > 2 * leaf.size:
+            return None
+        depths[owner] = level + 1
+    return None
 
 
 def tables(forest) -> Optional[Tables]:
@@ -72,14 +112,33 @@ def aggregate(t: Tables, x: np.ndarray, n_targets: int, function: str) -> tuple:
     n = x.shape[0]
     scores = np.zeros((n, n_targets), np.float64)
     hit = np.zeros((n, n_targets), np.uint8)
-    code = library().er_cpu_forest(address(x), n, x.shape[1], t.nodes_at, t.roots_at,
-                                   t.roots.size, *t.leaves_at, n_targets, AGGREGATES[function],
-                                   t.max_steps, address(scores), address(hit))
+    code = _walk(t, x, n_targets, AGGREGATES[function], scores, hit)
     if code == 1:
         raise ValueError("tree ensemble: a tree has a cycle (a node is reached twice on a "
                          "path)")
     if code == 2:
         raise ValueError(f"a leaf weight targets an index outside [0, {n_targets})")
-    if function == "AVERAGE" and t.roots.size:
-        scores /= t.roots.size
+    if function == "AVERAGE" and t.n_trees:
+        scores /= t.n_trees
     return scores, hit.view(bool)
+
+
+def _walk(t: Tables, x: np.ndarray, n_targets: int, aggregate: int, scores: np.ndarray,
+          hit: np.ndarray) -> int:
+    """The kernel over x's rows, in parts on the native threads where there is work enough;
+    its return code (the worst part's). Rows are independent: the same sums either way."""
+    n, features = x.shape
+    kernel = library().er_cpu_forest
+    x_at, scores_at, hit_at = address(x), address(scores), address(hit)
+    parts = parallel.parts_for(n * t.visits_per_row * VISIT_MACS, n)
+    if parts == 1:
+        return kernel(x_at, n, features, t.header_at, n_targets, aggregate, scores_at, hit_at)
+    ranges = parallel.split(n, parts)
+    codes = [0] * len(ranges)
+
+    def part(i: int) -> None:
+        r0, r1 = ranges[i]
+        codes[i] = kernel(x_at + r0 * features * 8, r1 - r0, features, t.header_at, n_targets,
+                          aggregate, scores_at + r0 * n_targets * 8, hit_at + r0 * n_targets)
+    parallel.run_parts(part, len(ranges))
+    return max(codes)

@@ -48,11 +48,22 @@ def _rows_f32(x: np.ndarray) -> np.ndarray:
     return _rows(np.asarray(x)).astype(np.float32, copy=False)
 
 
+_LABELS: dict = {}     # id(a node's label list) -> (the list, it as an array)
+
+
 def _label_array(labels, indices) -> np.ndarray:
-    """labels[indices] as an int64 or string (object) array."""
-    if labels and isinstance(labels[0], str):
-        return np.array(labels, dtype=object)[indices]
-    return np.asarray(labels, dtype=np.int64)[indices]
+    """labels[indices] as an int64 or string (object) array. The list becomes an array once:
+    a node's attribute list lives as long as its plan, and the entry holds it (no recycled
+    id can match)."""
+    entry = _LABELS.get(id(labels))
+    if entry is None or entry[0] is not labels:
+        strings = bool(labels) and isinstance(labels[0], str)
+        entry = (labels, np.array(labels, dtype=object) if strings
+                 else np.asarray(labels, dtype=np.int64))
+        if len(_LABELS) >= 256:
+            _LABELS.clear()
+        _LABELS[id(labels)] = entry
+    return entry[1][indices]
 
 
 class _Cache:
@@ -126,8 +137,9 @@ def _probit(v: np.ndarray) -> np.ndarray:
 
 
 def _softmax_rows(s: np.ndarray) -> np.ndarray:
-    e = np.exp(s - s.max(axis=1, keepdims=True))
-    return e / e.sum(axis=1, keepdims=True)
+    e = np.exp(s - np.maximum.reduce(s, axis=1, keepdims=True))
+    e /= np.add.reduce(e, axis=1, keepdims=True)
+    return e
 
 
 def _softmax_zero_rows(s: np.ndarray) -> np.ndarray:
@@ -158,18 +170,25 @@ def _post_transform(scores: np.ndarray, transform: str) -> np.ndarray:
 def _two_columns(score: np.ndarray, mode, transform: str) -> np.ndarray:
     """Expand a single binary score per row into [negative class, positive class] columns.
 
-    Under LOGISTIC: [logistic(-s), logistic(s)]. Otherwise by `mode` per row: 0/1 ->
-    [1 - s, s] (probability-like weights), 2/3 -> [-s, s] (signed weights), -1 -> [s, 0].
-    PROBIT gives [probit(s), 0].
+    Under LOGISTIC: [logistic(-s), logistic(s)]. Otherwise by `mode` per row (or one mode for
+    every row): 0/1 -> [1 - s, s] (probability-like weights), 2/3 -> [-s, s] (signed weights),
+    -1 -> [s, 0]. PROBIT gives [probit(s), 0].
     """
-    out = np.zeros((score.shape[0], 2), dtype=score.dtype)
+    out = np.empty((score.shape[0], 2), dtype=score.dtype)
     if transform == "PROBIT":
         out[:, 0] = _probit(score)
+        out[:, 1] = 0
         return out
     if transform == "LOGISTIC":
-        out[:, 0], out[:, 1] = _logistic(-score), _logistic(score)
+        out[:, 0] = -score
+        out[:, 1] = score
+        return _logistic(out)
+    if np.ndim(mode) == 0:          # one mode: no per-row selection (batch-1 calls are short)
+        m = int(mode)
+        out[:, 0] = 1 - score if m in (0, 1) else (-score if m in (2, 3) else score)
+        out[:, 1] = score if m in (0, 1, 2, 3) else 0
         return out
-    mode = np.broadcast_to(mode, score.shape)
+    mode = np.asarray(mode)
     prob = (mode == 0) | (mode == 1)
     signed = (mode == 2) | (mode == 3)
     out[:, 0] = np.where(prob, 1 - score, np.where(signed, -score, score))
@@ -210,15 +229,15 @@ def normalizer(ctx, x, norm="MAX"):
         raise ValueError(f"Normalizer: expected rank 1 or 2, got rank {x.ndim}")
     v = _rows_f32(x)
     if norm == "MAX":
-        scale = v.max(axis=1, keepdims=True)
+        scale = np.maximum.reduce(v, axis=1, keepdims=True)
     elif norm == "L1":
-        scale = np.abs(v).sum(axis=1, keepdims=True)
+        scale = np.add.reduce(np.abs(v), axis=1, keepdims=True)
     elif norm == "L2":
-        scale = np.sqrt((v * v).sum(axis=1, keepdims=True))
+        scale = np.sqrt(np.add.reduce(v * v, axis=1, keepdims=True))
     else:
         raise ValueError(f"Normalizer: norm must be MAX, L1 or L2, got {norm!r}")
-    safe = np.where(scale == 0, np.float32(1), scale)
-    return (v / safe).astype(np.float32).reshape(x.shape)
+    scale[scale == 0] = 1
+    return np.divide(v, scale, dtype=np.float32).reshape(x.shape)
 
 
 @kernel("Scaler", domain=ML)
@@ -581,7 +600,7 @@ def linear_classifier(ctx, x, coefficients=None, intercepts=None, classlabels_in
         if len(labels) == 2:
             return label, _two_columns(scores[:, 0], np.int64(0), post_transform)
         return label, _post_transform(scores, post_transform)
-    label = _label_array(labels, np.argmax(scores, axis=1))
+    label = _label_array(labels, scores.argmax(axis=1))
     return label, _post_transform(scores, post_transform)
 
 
@@ -597,21 +616,33 @@ def _kernel_params(kernel_params) -> tuple:
     return 0.0, 0.0, 0.0
 
 
-def _svm_kernel(x: np.ndarray, vectors: np.ndarray, kind: str, params: tuple) -> np.ndarray:
-    """[N, V] kernel values between the rows of x and the support vectors (float64)."""
-    gamma, coef0, degree = params
-    if kind == "RBF":
-        sq = ((x * x).sum(axis=1)[:, None] + (vectors * vectors).sum(axis=1)[None, :]
-              - 2.0 * (x @ vectors.T))
-        return np.exp(-gamma * np.maximum(sq, 0.0))
-    dot = x @ vectors.T
-    if kind == "LINEAR":
-        return dot
-    if kind == "POLY":
-        return (gamma * dot + coef0) ** degree
-    if kind == "SIGMOID":
-        return np.tanh(gamma * dot + coef0)
-    raise ValueError(f"kernel_type must be LINEAR, POLY, RBF or SIGMOID, got {kind!r}")
+class _SupportVectors:
+    """A node's support vectors [V, F] in float64, with what every run's kernel reads of
+    them made once: their transpose (contiguous) and their squared norms."""
+
+    def __init__(self, values, count: int):
+        self.vectors = _f32_as_f64(values).reshape(count, -1)
+        self.transposed = np.ascontiguousarray(self.vectors.T)
+        self.norms = (self.vectors * self.vectors).sum(axis=1)
+
+    @property
+    def features(self) -> int:
+        return self.vectors.shape[1]
+
+    def kernel(self, x: np.ndarray, kind: str, params: tuple) -> np.ndarray:
+        """[N, V] kernel values between the rows of x and the support vectors (float64)."""
+        gamma, coef0, degree = params
+        dot = x @ self.transposed
+        if kind == "RBF":
+            sq = (x * x).sum(axis=1)[:, None] + self.norms - 2.0 * dot
+            return np.exp(-gamma * np.maximum(sq, 0.0))
+        if kind == "LINEAR":
+            return dot
+        if kind == "POLY":
+            return (gamma * dot + coef0) ** degree
+        if kind == "SIGMOID":
+            return np.tanh(gamma * dot + coef0)
+        raise ValueError(f"kernel_type must be LINEAR, POLY, RBF or SIGMOID, got {kind!r}")
 
 
 @kernel("SVMRegressor", domain=ML)
@@ -621,11 +652,11 @@ def svm_regressor(ctx, x, coefficients=None, kernel_params=None, kernel_type="LI
     v = _rows_f32(x).astype(np.float64)
     coef, vectors = _cache.get(ctx, "svm", lambda: (
         _f32_as_f64(coefficients),
-        _f32_as_f64(support_vectors).reshape(n_supports, -1) if n_supports > 0 else None))
+        _SupportVectors(support_vectors, n_supports) if n_supports > 0 else None))
     bias = float(np.float32((rho or [0.0])[0]))
     if n_supports > 0:
-        _check_features(v, vectors.shape[1])
-        scores = _svm_kernel(v, vectors, kernel_type, _kernel_params(kernel_params)) @ coef
+        _check_features(v, vectors.features)
+        scores = vectors.kernel(v, kernel_type, _kernel_params(kernel_params)) @ coef
     else:
         _check_features(v, coef.size)
         scores = v @ coef
@@ -656,13 +687,14 @@ def svm_classifier(ctx, x, classlabels_ints=None, classlabels_strings=None, coef
     counts = [int(c) for c in (vectors_per_class or [])]
 
     def build():        # once per node: the attribute lists as arrays (a run at batch 1 is short)
-        return (_f32_as_f64(coefficients), _f32_as_f64(rho or [0.0]),
-                _f32_as_f64(support_vectors).reshape(sum(counts), -1) if sum(counts) else None,
+        coef = _f32_as_f64(coefficients)
+        return (coef, _f32_as_f64(rho or [0.0]),
+                _SupportVectors(support_vectors, sum(counts)) if sum(counts) else None,
                 np.asarray(prob_a or [], dtype=np.float32),
-                np.asarray(prob_b or [], dtype=np.float32))
-    coef, rho, vectors, prob_a, prob_b = _cache.get(ctx, "svm", build)
+                np.asarray(prob_b or [], dtype=np.float32), bool((coef >= 0).all()),
+                _kernel_params(kernel_params))
+    coef, rho, vectors, prob_a, prob_b, all_positive, params = _cache.get(ctx, "svm", build)
     have_proba = prob_a.size > 0
-    all_positive = bool((coef >= 0).all())
     v = _rows_f32(x).astype(np.float64)
     pairs = classes * (classes - 1) // 2
 
@@ -670,10 +702,9 @@ def svm_classifier(ctx, x, classlabels_ints=None, classlabels_strings=None, coef
         if len(counts) != classes:
             raise ValueError(f"SVMClassifier: {len(counts)} vectors_per_class for {classes} "
                              f"classes")
-        votes, pair_scores = _svc_pairwise(v, coef, rho, counts, vectors, kernel_type,
-                                           _kernel_params(kernel_params))
-        maxclass = np.argmax(votes, axis=1)
-        max_weight = np.zeros(v.shape[0], dtype=np.float32)
+        maxclass, pair_scores = _svc_pairwise(v, coef, rho, counts, vectors, kernel_type,
+                                              params)
+        max_weight = None
         if have_proba:
             scores = _svc_probabilities(pair_scores, prob_a, prob_b, classes)
             final = _post_transform(scores, post_transform)
@@ -684,21 +715,16 @@ def svm_classifier(ctx, x, classlabels_ints=None, classlabels_strings=None, coef
             final = _two_columns(pair_scores[:, 0], mode, post_transform)
     else:
         scores = _linear_scores(ctx, v, coef, [], classes) + np.float32(rho[0])
-        maxclass = np.argmax(scores, axis=1)
+        maxclass = scores.argmax(axis=1)
         max_weight = scores[np.arange(scores.shape[0]), maxclass]
         final = _post_transform(scores, post_transform)
 
     label = _label_array(labels, maxclass)
-    if pairs == 1:
-        # binary: onnxruntime's choice between the positive label and the top class
-        if have_proba:
-            positive = np.zeros(label.shape, dtype=bool)
-        elif all_positive:
-            positive = max_weight >= 0.5
-        else:
-            positive = max_weight > 0
+    if pairs == 1 and max_weight is not None and not have_proba:
+        # binary linear: onnxruntime's choice between the positive label and the top class
+        # (with support vectors its weight stays 0: the top class is the label)
+        positive = max_weight >= 0.5 if all_positive else max_weight > 0
         label = np.where(positive, _label_array(labels, np.ones_like(maxclass)), label)
-        label = label.astype(object if classlabels_strings else np.int64)
     return label, final
 
 
@@ -709,12 +735,17 @@ def _f32_as_f64(values) -> np.ndarray:
 
 
 def _svc_pairwise(v, coef, rho, counts, vectors, kernel_type, params):
-    """libsvm one-vs-one decision values [N, pairs] and the votes [N, classes]."""
+    """The class with the most one-vs-one votes [N] and libsvm's decision values
+    [N, pairs]."""
     total = sum(counts)
-    _check_features(v, vectors.shape[1])
-    kernels = _svm_kernel(v, vectors, kernel_type, params)          # [N, total]
+    _check_features(v, vectors.features)
+    kernels = vectors.kernel(v, kernel_type, params)                # [N, total]
     classes = len(counts)
     coef = coef.reshape(-1, total)
+    if classes == 2:            # one pair, whose coefficients are the first row throughout
+        s = kernels @ coef[0] + rho[0]
+        # votes (s > 0, s <= 0): class 1 wins only where s <= 0 (NaN ties: class 0)
+        return (s <= 0).astype(np.int64), s.astype(np.float32).reshape(-1, 1)
     starts = np.concatenate([[0], np.cumsum(counts)])
     n = v.shape[0]
     scores = np.zeros((n, classes * (classes - 1) // 2), dtype=np.float64)
@@ -729,16 +760,20 @@ def _svc_pairwise(v, coef, rho, counts, vectors, kernel_type, params):
             votes[:, i] += s > 0
             votes[:, j] += s <= 0
             k += 1
-    return votes, scores.astype(np.float32)
+    return votes.argmax(axis=1), scores.astype(np.float32)
 
 
 def _svc_probabilities(pair_scores, prob_a, prob_b, classes: int) -> np.ndarray:
     """Platt-scaled pairwise probabilities coupled into class probabilities (libsvm)."""
     n = pair_scores.shape[0]
-    a = np.asarray(prob_a, dtype=np.float32)[:pair_scores.shape[1]]
-    b = np.asarray(prob_b, dtype=np.float32)[:pair_scores.shape[1]]
+    a = prob_a[:pair_scores.shape[1]]
+    b = prob_b[:pair_scores.shape[1]]
     p = 1 - _logistic(pair_scores * a + b)
-    p = np.clip(p, np.float32(1e-7), np.float32(1 - 1e-7))
+    np.maximum(p, np.float32(1e-7), out=p)
+    np.minimum(p, np.float32(1 - 1e-7), out=p)
+    if classes == 2 and n <= _SCALAR_COUPLING_ROWS:
+        return np.array([_couple_two(r01, 1 - r01) for r01 in p[:, 0]],
+                        np.float32).reshape(n, 2)
     r = np.zeros((n, classes, classes), dtype=np.float32)
     iu, ju = _pairs(classes)
     r[:, iu, ju] = p
@@ -1369,7 +1404,7 @@ def tree_ensemble_regressor(ctx, x, aggregate_function="SUM", base_values=None,
             _weights_list(target_weights, target_weights_as_tensor), dtype)
         return (forest, int(max(target_ids or [0])) + 1,
                 _base_values(base_values, base_values_as_tensor))
-    forest, targets_seen, base = _cache.get(ctx, np.dtype(dtype).name, build)
+    forest, targets_seen, base = _cache.get(ctx, dtype, build)
     if n_targets is None:
         n_targets = targets_seen
     scores, hit = forest.aggregate(v, n_targets, aggregate_function)
@@ -1407,7 +1442,7 @@ def tree_ensemble_classifier(ctx, x, base_values=None, base_values_as_tensor=Non
             class_nodeids or [], class_ids or [], weights, dtype)
         return (forest, len(set(class_ids or [])) == 1, bool((weights >= 0).all()),
                 _base_values(base_values, base_values_as_tensor))
-    forest, binary_case, all_positive, base = _cache.get(ctx, np.dtype(dtype).name, build)
+    forest, binary_case, all_positive, base = _cache.get(ctx, dtype, build)
     scores, hit = forest.aggregate(v, classes, "SUM")
     if classes > 2 or classes == 1:
         label, z = _multiclass_tree_scores(scores, hit, base, post_transform)
@@ -1428,7 +1463,7 @@ def _multiclass_tree_scores(scores, hit, base, transform):
         hit = hit.copy()
         hit[:, :k] = True
     ranked = np.where(hit, scores, -np.inf)
-    label = np.argmax(ranked, axis=1)
+    label = ranked.argmax(axis=1)
     return label, _post_transform(scores.astype(np.float32), transform)
 
 
@@ -1441,6 +1476,9 @@ def _binary_tree_scores(scores, hit, base, transform, binary_case: bool, all_pos
     values, the single class-0 score is expanded to two columns (see `_two_columns`); the
     positive class then needs a score above 0.5 (all weights positive) or above 0.
     """
+    if 0 < scores.shape[0] <= _ROWS_ONE_BY_ONE:
+        return _binary_tree_scores_by_row(scores, hit, base, transform, binary_case,
+                                          all_positive)
     s0, s1 = scores[:, 0], scores[:, 1]
     h0, h1 = hit[:, 0], hit[:, 1]
     n = s0.shape[0]
@@ -1475,6 +1513,66 @@ def _binary_tree_scores(scores, hit, base, transform, binary_case: bool, all_pos
     return positive.astype(np.int64), z
 
 
+# rows up to which a two-class tree ensemble's scores are read row by row on Python floats
+# (~2 us a row) rather than vectorised over rows (~25 us of numpy calls, nearly all fixed):
+# the same values either way
+_ROWS_ONE_BY_ONE = 8
+
+
+def _binary_tree_scores_by_row(scores, hit, base, transform, binary_case, all_positive):
+    """_binary_tree_scores for a few rows: each row's case decided on Python floats (float64,
+    as the vectorised code computes), its two columns transformed in float32 as there."""
+    base = base.tolist()
+    positives, pairs, kinds = [], [], []
+    for (s0, s1), (h0, h1) in zip(scores.tolist(), hit.tolist()):
+        mode, two = -1, True
+        if len(base) == 2:
+            new_s1 = base[1] + s0 if h1 else s1
+            s0 = (-new_s1 if h0 else 0.0) if h1 else (s0 + base[0] if h0 else 0.0)
+            s1 = new_s1
+        elif len(base) == 1:
+            if h0:
+                s0 = s0 + base[0]
+            two = h1
+        elif not base:
+            mode, two = 3, h1
+        weight = s1 if two and h1 else (s0 if h0 else 0.0)
+        positive = weight > (0.5 if binary_case and all_positive else 0)
+        if binary_case:
+            mode = (0 if positive else 1) if all_positive else (2 if positive else 3)
+        positives.append(positive)
+        pair, kind = _row_columns(s0, s1, two, mode, transform)
+        pairs.append(pair)
+        kinds.append(kind)
+    if kinds.count(kinds[0]) == len(kinds) and kinds[0] != "PROBIT_FIRST":
+        z = _post_transform(np.array(pairs, dtype=np.float32), kinds[0])
+    else:
+        z = np.concatenate([_row_transformed(pair, kind) for pair, kind in zip(pairs, kinds)])
+    return np.array(positives, dtype=np.int64), z
+
+
+def _row_columns(s0: float, s1: float, two: bool, mode: int, transform: str) -> tuple:
+    """One row's two columns before their transform, and the transform they take: both
+    scores under the node's transform, or one score expanded as _two_columns does."""
+    if two:
+        return (s0, s1), transform
+    if transform == "LOGISTIC":
+        return (-s0, s0), transform
+    if transform == "PROBIT":
+        return (s0, 0.0), "PROBIT_FIRST"
+    s = float(np.float32(s0))          # expanded in float32, as _two_columns computes
+    if mode in (0, 1):
+        return (1.0 - s, s), "NONE"
+    return ((-s, s) if mode in (2, 3) else (s, 0.0)), "NONE"
+
+
+def _row_transformed(pair: tuple, kind: str) -> np.ndarray:
+    row = np.array([pair], dtype=np.float32)
+    if kind == "PROBIT_FIRST":
+        return _two_columns(row[:, 0], np.int64(-1), "PROBIT")
+    return _post_transform(row, kind)
+
+
 @kernel("TreeEnsemble", domain=ML, since=5)
 def tree_ensemble(ctx, x, aggregate_function=1, leaf_targetids=None, leaf_weights=None,
                   membership_values=None, n_targets=None, nodes_falseleafs=None,
@@ -1489,7 +1587,7 @@ def tree_ensemble(ctx, x, aggregate_function=1, leaf_targetids=None, leaf_weight
     out_dtype = x.dtype if np.issubdtype(x.dtype, np.floating) else np.float32
     v = _tree_input(x)
     dtype = _threshold_dtype(v, None if nodes_splits is None else np.asarray(nodes_splits))
-    forest = _cache.get(ctx, np.dtype(dtype).name, lambda: _forest_v5(
+    forest = _cache.get(ctx, dtype, lambda: _forest_v5(
         nodes_featureids or [], nodes_modes if nodes_modes is not None else [], nodes_splits,
         nodes_truenodeids or [], nodes_falsenodeids or [], nodes_trueleafs or [],
         nodes_falseleafs or [], nodes_missing_value_tracks_true, membership_values,
