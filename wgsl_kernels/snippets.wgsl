@@ -69,3 +69,42 @@ fn half_bits(v: f32) -> u32 {
 fn as_half(v: f32) -> f32 {
   return unpack2x16float(half_bits(v)).x;
 }
+
+// 4x4 tiles shared along K by {{KLANES}} work items (1 unless a kernel is given more: the
+// KLANES kernels of matmul.wgsl and conv.wgsl). A workgroup's work items take TILES
+// consecutive tiles lane by lane, so neighbours read neighbouring columns; each lane sums
+// every KLANES-th step of K, and tile_total adds the lanes' tiles in workgroup memory.
+const TILES = {{WG}}u / {{KLANES}}u;
+var<workgroup> partial_tiles: array<vec4<f32>, {{WG}} * 4>;
+
+// The tile work item `item` helps compute, unclamped.
+fn tile_at(item: u32) -> u32 { return (item / {{WG}}u) * TILES + (item % {{WG}}u) % TILES; }
+
+fn k_lane(local: u32) -> u32 { return local / TILES; }
+
+// The tile of work item `item`, clamped to the last of the pu(0) / KLANES tiles.
+fn tile_of(item: u32) -> u32 { return min(tile_at(item), pu(0u) / {{KLANES}}u - 1u); }
+
+// Whether work item `item` stores its tile: the first lane of a tile that exists.
+fn tile_writer(item: u32, local: u32) -> bool {
+  return k_lane(local) == 0u && tile_at(item) < pu(0u) / {{KLANES}}u;
+}
+
+// Each lane's tile rows summed into the first lane's (every work item of the workgroup
+// calls this: it holds barriers); the first lane's return value is the whole tile.
+fn tile_total(local: u32, acc: array<vec4<f32>, 4>) -> array<vec4<f32>, 4> {
+  if ({{KLANES}}u == 1u) { return acc; }
+  let lane = k_lane(local);
+  for (var r = 0u; r < 4u; r++) { partial_tiles[4u * local + r] = acc[r]; }
+  workgroupBarrier();
+  for (var s = {{KLANES}}u / 2u; s > 0u; s = s / 2u) {
+    if (lane < s) {
+      for (var r = 0u; r < 4u; r++) {
+        partial_tiles[4u * local + r] += partial_tiles[4u * (local + s * TILES) + r];
+      }
+    }
+    workgroupBarrier();
+  }
+  return array<vec4<f32>, 4>(partial_tiles[4u * local], partial_tiles[4u * local + 1u],
+                             partial_tiles[4u * local + 2u], partial_tiles[4u * local + 3u]);
+}
