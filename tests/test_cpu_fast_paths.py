@@ -1411,3 +1411,18 @@ def test_two_class_tree_ensembles_row_by_row_and_vectorised_match_onnxruntime(
         rows = mine.run(None, {"x": x[start:start + ml._ROWS_ONE_BY_ONE, :4]})
         np.testing.assert_array_equal(rows[0], vectorised[0][start:start + ml._ROWS_ONE_BY_ONE])
         np.testing.assert_array_equal(rows[1], vectorised[1][start:start + ml._ROWS_ONE_BY_ONE])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_row_reductions_column_by_column_equal_numpys(dtype):
+    """ml._row_reduce folds fewer than 8 columns one by one (numpy's reduce over a short last
+    axis runs row by row): the same sums and maxima as numpy's own reduce, on both sides of
+    that limit, with NaN and infinities in the rows."""
+    from edgerun.providers.cpu.ops import ml
+
+    for columns in range(1, 11):
+        s = (rng.standard_normal((50, columns)) * 10).astype(dtype)
+        s[0, 0], s[1, -1], s[2, 0] = np.nan, np.inf, -np.inf
+        for ufunc in (np.add, np.maximum):
+            np.testing.assert_array_equal(ml._row_reduce(ufunc, s),
+                                          ufunc.reduce(s, axis=1, keepdims=True))

@@ -24,7 +24,7 @@ main graph and on every subgraph (If/Loop/Scan bodies), in the order of PASSES:
 | 10    | fuse_conv_add             | basic    | Conv + per-channel Add -> Conv with bias       | Conv                     |
 | 11    | fuse_bn_mul_add           | basic    | BatchNorm + per-channel Mul/Add -> BatchNorm   | BatchNormalization       |
 | 12    | fuse_matmul_add           | basic    | 2-D MatMul + Add -> Gemm                       | MatMul                   |
-| 13    | fold_scaler               | basic    | ML Scaler [+ Cast] + Gemm -> Cast + Gemm       | Scaler                   |
+| 13    | fold_scaler               | basic    | ML Scaler [+ Cast] + Gemm/Linear* -> one node  | Scaler                   |
 | 14    | eliminate_dead            | basic    | unread nodes and initializers removed          | any node                 |
 | 15    | fuse_gelu                 | extended | Erf / Tanh GELU formulas -> Gelu               | Erf, Tanh, Pow           |
 | 16    | fuse_layer_norm           | extended | ReduceMean ... Add formula -> LayerNorm        | ReduceMean               |

@@ -136,18 +136,32 @@ def _probit(v: np.ndarray) -> np.ndarray:
     return (np.float32(np.sqrt(2)) * _erf_inv(2 * v32 - 1)).astype(v.dtype, copy=False)
 
 
+def _row_reduce(ufunc, s: np.ndarray) -> np.ndarray:
+    """`ufunc` folded along each row of [N, C] `s`, as [N, 1]. Below 8 columns (numpy's
+    pairwise-summation block, under which its reduce also adds left to right) column by
+    column: numpy reduces a short last axis row by row, ~30 ns a row (178 rows of 3 scores:
+    5 us against 1)."""
+    columns = s.shape[1]
+    if not 1 < columns < 8:
+        return ufunc.reduce(s, axis=1, keepdims=True)
+    out = ufunc(s[:, 0:1], s[:, 1:2])
+    for j in range(2, columns):
+        ufunc(out, s[:, j:j + 1], out=out)
+    return out
+
+
 def _softmax_rows(s: np.ndarray) -> np.ndarray:
-    e = np.exp(s - np.maximum.reduce(s, axis=1, keepdims=True))
-    e /= np.add.reduce(e, axis=1, keepdims=True)
+    e = np.exp(s - _row_reduce(np.maximum, s))
+    e /= _row_reduce(np.add, e)
     return e
 
 
 def _softmax_zero_rows(s: np.ndarray) -> np.ndarray:
     """Softmax over the non-zero scores only; zero scores stay (about) zero."""
-    vmax = s.max(axis=1, keepdims=True)
+    vmax = _row_reduce(np.maximum, s)
     nonzero = np.abs(s) > 1e-7
     e = np.where(nonzero, np.exp(s - vmax), s * np.exp(-vmax))
-    total = np.where(nonzero, e, 0).sum(axis=1, keepdims=True)
+    total = _row_reduce(np.add, np.where(nonzero, e, 0))
     with ignored_float_errors():
         return e / total
 
@@ -229,11 +243,11 @@ def normalizer(ctx, x, norm="MAX"):
         raise ValueError(f"Normalizer: expected rank 1 or 2, got rank {x.ndim}")
     v = _rows_f32(x)
     if norm == "MAX":
-        scale = np.maximum.reduce(v, axis=1, keepdims=True)
+        scale = _row_reduce(np.maximum, v)
     elif norm == "L1":
-        scale = np.add.reduce(np.abs(v), axis=1, keepdims=True)
+        scale = _row_reduce(np.add, np.abs(v))
     elif norm == "L2":
-        scale = np.sqrt(np.add.reduce(v * v, axis=1, keepdims=True))
+        scale = np.sqrt(_row_reduce(np.add, v * v))
     else:
         raise ValueError(f"Normalizer: norm must be MAX, L1 or L2, got {norm!r}")
     scale[scale == 0] = 1
