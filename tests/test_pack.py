@@ -212,7 +212,7 @@ def test_ios_pack_has_briefcase_project_coreml_packages_and_runs(tmp_path):
         ct = None
     need(ct is not None, "coremltools", "pip install coremltools==9.0")
     manifest = _manifest(out, "ios")
-    assert [a["nodes"] for a in manifest["coreml"]] == [6, 2]    # MLP, then the Reshape
+    assert [a["nodes"] for a in manifest["coreml"]] == [5, 2]    # MLP, then the Reshape
     for artifact in manifest["coreml"]:
         path = os.path.join(out, python_dir, "edgerun_app", "model", artifact["mlpackage"])
         spec = ct.models.MLModel(path, skip_model_load=True).get_spec()
