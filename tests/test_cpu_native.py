@@ -783,3 +783,42 @@ def test_direct_conv_leaves_batches_of_tiny_outputs_to_one_gemm():
     assert method((1, 129, 40), (16, 129, 3)) == "native_direct"
     # a kernel along one axis with many output channels: BLAS's per-tap products (taps)
     assert method((1, 129, 40), (128, 129, 3)) != "native_direct"
+
+
+def test_large_products_split_on_the_providers_threads(monkeypatch):
+    """native/parallel.py's matmul: a product past the part size in parts over a's rows, b's
+    columns (the more of them) or a batch, on the run's threads, each part one BLAS call:
+    the same values as one np.matmul, into a given output too; small ones, strided outputs
+    and other dtypes are np.matmul itself. (BLAS stays at one thread in runs.)"""
+    from edgerun.providers.cpu.native import parallel
+
+    calls = []
+    plain = parallel.run_parts
+    monkeypatch.setattr(parallel, "run_parts", lambda fn, parts: (calls.append(parts),
+                                                                   plain(fn, parts))[1])
+    monkeypatch.setattr(parallel, "MIN_PART_MACS", 1 << 12)
+    parallel.set_threads(3)
+    try:
+        rng = np.random.default_rng(5)
+        for a_shape, b_shape in [((97, 40), (40, 30)), ((5, 40), (40, 301)),
+                                 ((2, 30, 40), (40, 20)), ((7, 33, 20), (7, 20, 41))]:
+            a = rng.standard_normal(a_shape).astype(np.float32)
+            b = rng.standard_normal(b_shape).astype(np.float32)
+            taken = len(calls)
+            np.testing.assert_allclose(parallel.matmul(a, b), np.matmul(a, b), rtol=1e-6,
+                                       atol=1e-6)
+            assert len(calls) == taken + 1 and calls[-1] == 3, (a_shape, b_shape)
+        out = np.empty((97, 30), np.float32)
+        a, b = rng.standard_normal((97, 40)).astype(np.float32), rng.standard_normal(
+            (40, 30)).astype(np.float32)
+        assert parallel.matmul(a, b, out=out) is out
+        np.testing.assert_allclose(out, a @ b, rtol=1e-6, atol=1e-6)
+        taken = len(calls)
+        wide = np.empty((97, 60), np.float32)
+        parallel.matmul(a, b, out=wide[:, ::2])                  # strided: np.matmul itself
+        parallel.matmul(a.astype(np.float64), b)                  # mixed types: np.matmul
+        parallel.matmul(a[:2, :3], b[:3, :2])                     # small: one part
+        assert len(calls) == taken
+        np.testing.assert_allclose(wide[:, ::2], a @ b, rtol=1e-6, atol=1e-6)
+    finally:
+        parallel.set_threads(0)
