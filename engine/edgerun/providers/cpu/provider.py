@@ -44,14 +44,13 @@ class CPUProvider(ExecutionProvider):
     def configure(self, sess_options) -> None:
         self._custom_ops = custom_ops.enabled(sess_options)
         self._threads = int(getattr(sess_options, "intra_op_num_threads", 0) or 0)
-        self._blas = _blas_controller(warn=self._threads > 0)
+        if self._threads > 0:
+            self._blas = _blas_controller()
 
     def begin_run(self) -> None:
-        # BLAS runs on one thread whatever the count: large products split on this
-        # provider's own threads (native/parallel.py), one pool and not two fighting
         parallel.set_threads(self._threads)
         if self._blas is not None:
-            self._active.restore = _limit_threads(self._blas, 1)
+            self._active.restore = _limit_threads(self._blas, self._threads)
 
     def end_run(self) -> None:
         restore = getattr(self._active, "restore", None)
@@ -77,18 +76,16 @@ class CPUProvider(ExecutionProvider):
 _CONTROLLER = None
 
 
-def _blas_controller(warn: bool = True):
+def _blas_controller():
     """threadpoolctl's handles on numpy's BLAS libraries, found once per process (it scans
-    the loaded libraries); None without threadpoolctl (a warning says so where `warn`)."""
+    the loaded libraries)."""
     global _CONTROLLER
     if _CONTROLLER is None:
         try:
             from threadpoolctl import ThreadpoolController
         except ImportError:
-            if warn:
-                warnings.warn("intra_op_num_threads needs threadpoolctl to limit BLAS "
-                              "threads: pip install threadpoolctl", RuntimeWarning,
-                              stacklevel=3)
+            warnings.warn("intra_op_num_threads needs threadpoolctl to limit BLAS threads: "
+                          "pip install threadpoolctl", RuntimeWarning, stacklevel=3)
             return None
         _CONTROLLER = ThreadpoolController().select(user_api="blas").lib_controllers
     return _CONTROLLER

@@ -35,7 +35,6 @@ from .conv_gather import (GATHER_MAX_COLUMNS, GATHER_MAX_POSITIONS, GatherIndex,
                           channel_gather_index, gathered_conv)
 from .conv_winograd import winograd_conv, winograd_pays, winograd_weights
 from ..native import conv as native_conv
-from ..native import parallel
 from .forced import ForcedChoice
 
 
@@ -341,7 +340,7 @@ def _grouped_matmul(columns, w, group: int):
     out_shape = columns.shape[2 + rank:]
     per_window = w.shape[1] * math.prod(w.shape[2:])
     if n == 1 and group == 1:       # one plain GEMM
-        y = parallel.matmul(w.reshape(m, per_window), columns.reshape(per_window, -1))
+        y = w.reshape(m, per_window) @ columns.reshape(per_window, -1)
         return y.reshape((1, m) + tuple(out_shape))
     cols = columns.reshape(n, group, per_window, math.prod(out_shape))
     weights = w.reshape(group, m // group, per_window)
@@ -352,7 +351,7 @@ def _group_gemm(w2, columns, batch: int, group: int):
     """W (group, M/group, K) times columns (N * group * K, P) viewed per group: (N, M, P)."""
     per_group, k = w2.shape[1], w2.shape[2]
     if batch == 1 and group == 1:
-        y = parallel.matmul(w2[0], columns.reshape(k, -1))
+        y = w2[0] @ columns.reshape(k, -1)
     else:
         y = np.matmul(w2, columns.reshape(batch, group, k, -1))
     return y.reshape(batch, group * per_group, -1)
@@ -375,7 +374,7 @@ def _single_image_pointwise(w, b, x_shape: tuple):
     channels, shape = x_shape[1], (1, w.shape[0]) + tuple(x_shape[2:])
 
     def pointwise(x):
-        y = parallel.matmul(w2, x.reshape(channels, -1))
+        y = w2 @ x.reshape(channels, -1)
         if bias is not None:
             y += bias
         return y.reshape(shape)
@@ -535,10 +534,10 @@ def _tap_gemms(x, w_taps, b, geometry: WindowGeometry, layout: TapLayout):
     for j, (_, phase, offset) in enumerate(layout.taps):
         rows = buffers[phase][:, offset:offset + span]
         if y is None:
-            y = parallel.matmul(w_taps[j], rows)
+            y = w_taps[j] @ rows
             partial = np.empty_like(y)
         else:
-            parallel.matmul(w_taps[j], rows, out=partial)
+            np.matmul(w_taps[j], rows, out=partial)
             y += partial
     return grid_to_output(y, 1, w_taps.shape[1], geometry, layout, b)
 

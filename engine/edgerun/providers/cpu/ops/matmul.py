@@ -6,7 +6,6 @@ keeps the input's dtype.
 """
 import numpy as np
 
-from ..native import parallel
 from ..registry import kernel
 
 
@@ -86,7 +85,7 @@ def matmul(ctx, a, b):
         if calls[0] > 1:
             return _matmul_by_panels(a, ctx.prepared("panels", (b,), lambda: _panels(b)))
     work = _compute_dtype(a.dtype)
-    result = parallel.matmul(_as_compute(a, work), _weight_as_compute(ctx, "b", b, work))
+    result = np.matmul(_as_compute(a, work), _weight_as_compute(ctx, "b", b, work))
     return np.asarray(result).astype(a.dtype, copy=False)
 
 
@@ -101,7 +100,7 @@ def gemm(ctx, a, b, c=None, alpha=1.0, beta=1.0, transA=0, transB=0, broadcast=0
     right = right.T if transB else right
     if left.shape[1] != right.shape[0]:
         raise ValueError(f"Gemm inner dimensions differ: A' is {left.shape}, B' is {right.shape}")
-    result = parallel.matmul(left, right)       # fresh: scaled and biased in place
+    result = left @ right                       # fresh: scaled and biased in place
     if alpha != 1.0:
         result *= _scalar(alpha, work)
     if c is not None and beta != 0.0:
