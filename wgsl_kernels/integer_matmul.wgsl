@@ -1,54 +1,26 @@
 // Integer matmul family: (A - a_zero_point) (B - b_zero_point) of 8-bit tensors (one i32
-// word an element, packed.wgsl) over batches of A ([batch, M, K]) and one B [K, N], int32
-// sums (wrapping, as ONNX allows: in any order the same). Each output element is summed by
-// {{KLANES}} work items of a workgroup (a power of two dividing it), each taking every
-// KLANES-th step of K, their parts meeting in workgroup memory (kernels/matmul.py's k_lanes
-// chooses; 1 on software adapters). A workgroup's work items take ELEMS = {{WG}} / KLANES
-// consecutive elements lane by lane, so neighbours read neighbouring columns of B. Work
-// items past the last element compute on it and store nothing. A's zero point is one value
-// or one per row, B's one or one per column.
-// params (both kernels): n (elements * KLANES), M, N, K, a_per_row, b_per_col, then the
-// kernel's own
+// word an element, packed.wgsl) over batches of A ([batch, M, K]) and one B [K, N], one
+// output element per work item, int32 sums (wrapping, as ONNX allows). A's zero point is one
+// value or one per row, B's one or one per column.
+// params (both kernels): n, M, N, K, a_per_row, b_per_col, then the kernel's own
 @group(0) @binding(2) var<storage, read> a: array<i32>;
 @group(0) @binding(3) var<storage, read> b: array<i32>;
 @group(0) @binding(4) var<storage, read> a_zero_point: array<i32>;
 @group(0) @binding(5) var<storage, read> b_zero_point: array<i32>;
 
-const ELEMS = {{WG}}u / {{KLANES}}u;
-var<workgroup> partial_dots: array<i32, {{WG}}>;
-
-// The output element work item `item` helps sum, unclamped.
-fn element_at(item: u32) -> u32 { return (item / {{WG}}u) * ELEMS + (item % {{WG}}u) % ELEMS; }
-
-// ... clamped to the last element.
-fn element_of(item: u32) -> u32 { return min(element_at(item), pu(0u) / {{KLANES}}u - 1u); }
-
-fn is_writer(item: u32, local: u32) -> bool {
-  return local < ELEMS && element_at(item) < pu(0u) / {{KLANES}}u;
-}
-
-// Element i's sum, complete in its first lane (every work item calls this: barriers).
-fn centered_dot(i: u32, local: u32) -> i32 {
+fn centered_dot(i: u32) -> i32 {
   let M = pu(1u);
   let N = pu(2u);
   let K = pu(3u);
-  let lane = local / ELEMS;
   let col = i % N;
   let first = (i / N) * K;             // the row of A this element reads
   let za = a_zero_point[((i / N) % M) * pu(4u)];
   let zb = b_zero_point[col * pu(5u)];
   var acc = 0;
-  for (var k = lane; k < K; k += {{KLANES}}u) {
+  for (var k = 0u; k < K; k++) {
     acc += (a[first + k] - za) * (b[k * N + col] - zb);
   }
-  if ({{KLANES}}u == 1u) { return acc; }
-  partial_dots[local] = acc;
-  workgroupBarrier();
-  for (var s = {{KLANES}}u / 2u; s > 0u; s = s / 2u) {
-    if (lane < s) { partial_dots[local] += partial_dots[local + s * ELEMS]; }
-    workgroupBarrier();
-  }
-  return partial_dots[local];
+  return acc;
 }
 
 //! kernel integer
@@ -56,12 +28,10 @@ fn centered_dot(i: u32, local: u32) -> i32 {
 @group(0) @binding(1) var<storage, read_write> out: array<i32>;
 
 @compute @workgroup_size({{WG}})
-fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-        @builtin(local_invocation_index) local: u32) {
-  let item = flat_index(gid, nwg);
-  let i = element_of(item);
-  let dot = centered_dot(i, local);
-  if (is_writer(item, local)) { out[i] = dot; }
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+  let i = flat_index(gid, nwg);
+  if (i >= pu(0u)) { return; }
+  out[i] = centered_dot(i);
 }
 
 //! kernel scaled
@@ -73,13 +43,10 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
 @group(0) @binding(8) var<storage, read> bias: array<f32>;
 
 @compute @workgroup_size({{WG}})
-fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-        @builtin(local_invocation_index) local: u32) {
-  let item = flat_index(gid, nwg);
-  let i = element_of(item);
-  let dot = centered_dot(i, local);
-  if (!is_writer(item, local)) { return; }
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+  let i = flat_index(gid, nwg);
+  if (i >= pu(0u)) { return; }
   let col = i % pu(2u);
   let scale = a_scale[0] * b_scale[col * pu(6u)];
-  out[i] = f32(dot) * scale + bias[col];
+  out[i] = f32(centered_dot(i)) * scale + bias[col];
 }

@@ -1,16 +1,9 @@
 // Matrix family: batched C = act(alpha * A·B + beta * bias), register-blocked.
-// Each 4x4 tile of C is computed in registers by {{KLANES}} work items (a power of two
-// dividing the workgroup): each sums every KLANES-th step of K, and their partial tiles meet
-// in workgroup memory, halving. A workgroup's work items take TILES = {{WG}} / KLANES
-// consecutive tiles lane by lane, so neighbours read neighbouring columns of B. KLANES 1 (one work item per tile, no barrier taken) suits
-// CPU-like adapters (lavapipe, SwiftShader), where barriers are expensive; a GPU with few
-// tiles to run takes more lanes, so that enough work items hide its memory latency. No
-// shared-memory tiling of A and B: on CPU-like adapters that was ~7x slower. A and B are
-// read through strides, so transposed operands (Gemm transA/transB) cost nothing extra.
-// Rows/columns past the edge are clamped on load and skipped on store; work items past the
-// last tile compute on the last one and store nothing. ACT is an expression over `x`,
-// `act_alpha`, `act_beta`.
-
+// Each work item computes a 4x4 tile of C in registers, with no shared memory: on CPU-like
+// adapters (lavapipe, SwiftShader) barriers are expensive and this was ~7x faster than
+// classic shared-memory tiling. A and B are read through strides, so transposed operands
+// (Gemm transA/transB) cost nothing extra. Rows/columns past the edge are clamped on load
+// and skipped on store. ACT is an expression over `x`, `act_alpha`, `act_beta`.
 
 //! kernel matmul
 // params: n, M, N, K, tilesN, tilesMN, sam, sak, sbk, sbn, scm, scn, alpha, beta,
@@ -29,11 +22,9 @@ fn epilogue(acc: f32, cidx: u32) -> f32 {
 }
 
 @compute @workgroup_size({{WG}})
-fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-        @builtin(local_invocation_index) local: u32) {
-  let item = flat_index(gid, nwg);
-  let i = tile_of(item);
-  let lane = k_lane(local);
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+  let i = flat_index(gid, nwg);
+  if (i >= pu(0u)) { return; }
   let M = pu(1u);
   let N = pu(2u);
   let K = pu(3u);
@@ -67,7 +58,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
   var acc1 = vec4<f32>(0.0);
   var acc2 = vec4<f32>(0.0);
   var acc3 = vec4<f32>(0.0);
-  for (var k = lane; k < K; k += {{KLANES}}u) {
+  for (var k = 0u; k < K; k++) {
     let ko = k * sbk;
     let bv = vec4<f32>(b[cb.x + ko], b[cb.y + ko], b[cb.z + ko], b[cb.w + ko]);
     let ka = k * sak;
@@ -76,9 +67,8 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     acc2 += a[ra.z + ka] * bv;
     acc3 += a[ra.w + ka] * bv;
   }
-  let rows = tile_total(local, array<vec4<f32>, 4>(acc0, acc1, acc2, acc3));
-  if (!tile_writer(item, local)) { return; }
   let obase = batch * M * N;
+  let rows = array<vec4<f32>, 4>(acc0, acc1, acc2, acc3);
   for (var r = 0u; r < 4u; r++) {
     let m = m0 + r;
     if (m >= M) { break; }
@@ -108,11 +98,9 @@ fn epilogue(acc: f32, cidx: u32) -> f32 {
 }
 
 @compute @workgroup_size({{WG}})
-fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-        @builtin(local_invocation_index) local: u32) {
-  let item = flat_index(gid, nwg);
-  let i = tile_of(item);
-  let lane = k_lane(local);
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+  let i = flat_index(gid, nwg);
+  if (i >= pu(0u)) { return; }
   let M = pu(1u);
   let N = pu(2u);
   let K4 = pu(3u) / 4u;
@@ -144,13 +132,13 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
   var acc1 = vec4<f32>(0.0);
   var acc2 = vec4<f32>(0.0);
   var acc3 = vec4<f32>(0.0);
-  var bk = bbase + n4 + 4u * lane * sbk;
-  for (var k = lane; k < K4; k += {{KLANES}}u) {
+  var bk = bbase + n4;
+  for (var k = 0u; k < K4; k++) {
     let b0 = b[bk];
     let b1 = b[bk + sbk];
     let b2 = b[bk + 2u * sbk];
     let b3 = b[bk + 3u * sbk];
-    bk += 4u * {{KLANES}}u * sbk;
+    bk += 4u * sbk;
     let a0 = a[r0 + k];
     let a1 = a[r1 + k];
     let a2 = a[r2 + k];
@@ -160,10 +148,9 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     acc2 += a2.x * b0 + a2.y * b1 + a2.z * b2 + a2.w * b3;
     acc3 += a3.x * b0 + a3.y * b1 + a3.z * b2 + a3.w * b3;
   }
-  let rows = tile_total(local, array<vec4<f32>, 4>(acc0, acc1, acc2, acc3));
-  if (!tile_writer(item, local)) { return; }
   let obase = batch * M * N;
   let n0 = n4 * 4u;
+  let rows = array<vec4<f32>, 4>(acc0, acc1, acc2, acc3);
   for (var r = 0u; r < 4u; r++) {
     let m = m0 + r;
     if (m >= M) { break; }

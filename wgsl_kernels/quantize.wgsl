@@ -82,35 +82,19 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
 //! kernel dynamic_scale
 // The partials folded into scale = (high - low) / 255 (1 for a range of 0, as onnxruntime)
 // and zero_point = round(0 - low / scale) saturated to [0, 255], as f32 pair out[0], out[1].
-// One workgroup: each invocation folds every {{WG}}th partial, and the invocations' folds
-// meet in workgroup memory, halving. params: n ({{WG}}), partials
+// params: n (1), partials
 @group(0) @binding(1) var<storage, read_write> out: array<f32>;
 @group(0) @binding(2) var<storage, read> partials: array<f32>;
 
-var<workgroup> lows: array<f32, {{WG}}>;
-var<workgroup> highs: array<f32, {{WG}}>;
-
 @compute @workgroup_size({{WG}})
-fn main(@builtin(local_invocation_index) local: u32) {
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+  if (flat_index(gid, nwg) != 0u) { return; }
   var low = 0.0;
   var high = 0.0;
-  for (var t = local; t < pu(1u); t += {{WG}}u) {
+  for (var t = 0u; t < pu(1u); t++) {
     low = min(low, partials[2u * t]);
     high = max(high, partials[2u * t + 1u]);
   }
-  lows[local] = low;
-  highs[local] = high;
-  workgroupBarrier();
-  for (var s = {{WG}}u / 2u; s > 0u; s = s / 2u) {
-    if (local < s) {
-      lows[local] = min(lows[local], lows[local + s]);
-      highs[local] = max(highs[local], highs[local + s]);
-    }
-    workgroupBarrier();
-  }
-  if (local != 0u) { return; }
-  low = lows[0];
-  high = highs[0];
   var scale = 1.0;
   if (high != low) { scale = (high - low) / 255.0; }
   out[0] = scale;

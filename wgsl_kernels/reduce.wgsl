@@ -1,5 +1,118 @@
-// Reduction family: LRN, ArgMax/ArgMin, Einsum, DFT. One output element per work item; the
-// reduced elements are walked serially (rows.wgsl shares long rows between invocations).
+// Reduction family: reductions over arbitrary axes, Softmax, LayerNormalization, LRN.
+// One output row per work item; the reduced elements are walked serially (no shared memory).
+
+//! kernel reduce
+// Each output element reduces the elements at base + offset(r), r < R; the kept and the
+// reduced dims are given as (dims, input strides), innermost last, at most 6 of each.
+// {{MAP}} maps an element `v`, {{COMBINE}} folds `v` into `acc`, {{FINAL}} turns `acc`
+// into the result (`count` is R as f32).
+// params: n, R, krank, kdims[6] @3, kstrides[6] @9, rrank @15, rdims[6] @16, rstrides[6] @22
+@group(0) @binding(1) var<storage, read_write> out: array<f32>;
+@group(0) @binding(2) var<storage, read> x: array<f32>;
+
+fn reduced_offset(r: u32) -> u32 {
+  var rest = r;
+  var off = 0u;
+  for (var d = i32(pu(15u)) - 1; d >= 0; d--) {
+    let k = u32(d);
+    let dim = pu(16u + k);
+    off += (rest % dim) * pu(22u + k);
+    rest = rest / dim;
+  }
+  return off;
+}
+
+@compute @workgroup_size({{WG}})
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+  let i = flat_index(gid, nwg);
+  if (i >= pu(0u)) { return; }
+  var rest = i;
+  var base = 0u;
+  for (var d = i32(pu(2u)) - 1; d >= 0; d--) {
+    let k = u32(d);
+    let dim = pu(3u + k);
+    base += (rest % dim) * pu(9u + k);
+    rest = rest / dim;
+  }
+  let R = pu(1u);
+  let count = f32(R);
+  var v = x[base];
+  var acc = {{MAP}};
+  for (var r = 1u; r < R; r++) {
+    v = x[base + reduced_offset(r)];
+    v = {{MAP}};
+    acc = {{COMBINE}};
+  }
+  out[i] = {{FINAL}};
+}
+
+//! kernel softmax
+// Rows of length L with stride `inner`. {{LOG}} is 1 for LogSoftmax.
+// params: n (= outer * inner), L, inner
+@group(0) @binding(1) var<storage, read_write> out: array<f32>;
+@group(0) @binding(2) var<storage, read> x: array<f32>;
+
+@compute @workgroup_size({{WG}})
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+  let i = flat_index(gid, nwg);
+  if (i >= pu(0u)) { return; }
+  let L = pu(1u);
+  let inner = pu(2u);
+  let base = (i / inner) * L * inner + i % inner;
+  var mx = x[base];
+  for (var j = 1u; j < L; j++) { mx = max(mx, x[base + j * inner]); }
+  var sum = 0.0;
+  for (var j = 0u; j < L; j++) { sum += exp(x[base + j * inner] - mx); }
+  if ({{LOG}} == 1) {
+    let shift = mx + log(sum);
+    for (var j = 0u; j < L; j++) { out[base + j * inner] = x[base + j * inner] - shift; }
+  } else {
+    let inv = 1.0 / sum;
+    for (var j = 0u; j < L; j++) { out[base + j * inner] = exp(x[base + j * inner] - mx) * inv; }
+  }
+}
+
+//! kernel layernorm
+// LayerNormalization ({{RMS}} 0) or RMSNormalization ({{RMS}} 1) of rows of `cols` elements:
+// (x - mean) * inv * scale + bias, inv = 1 / sqrt(variance + epsilon), where RMS takes mean 0
+// and has no bias. scale[j * scale_stride], bias[j * bias_stride]: stride 0 reads one value
+// (a zero buffer stands for an absent bias). With {{STATS}} 1 each row's mean and inv are
+// written too (LayerNormalization's Mean and InvStdDev outputs).
+// params: n (rows), cols, epsilon, scale_stride, bias_stride
+@group(0) @binding(1) var<storage, read_write> out: array<f32>;
+@group(0) @binding(2) var<storage, read> x: array<f32>;
+@group(0) @binding(3) var<storage, read> scale: array<f32>;
+@group(0) @binding(4) var<storage, read> bias: array<f32>;
+@group(0) @binding(5) var<storage, read_write> mean_out: array<f32>;
+@group(0) @binding(6) var<storage, read_write> inv_out: array<f32>;
+
+@compute @workgroup_size({{WG}})
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+  let i = flat_index(gid, nwg);
+  if (i >= pu(0u)) { return; }
+  let cols = pu(1u);
+  let base = i * cols;
+  var mean = 0.0;
+  if ({{RMS}} == 0) {
+    for (var j = 0u; j < cols; j++) { mean += x[base + j]; }
+    mean = mean / f32(cols);
+  }
+  var variance = 0.0;
+  for (var j = 0u; j < cols; j++) {
+    let d = x[base + j] - mean;
+    variance += d * d;
+  }
+  let inv = 1.0 / sqrt(variance / f32(cols) + pf(2u));
+  let ss = pu(3u);
+  let bs = pu(4u);
+  for (var j = 0u; j < cols; j++) {
+    out[base + j] = (x[base + j] - mean) * inv * scale[j * ss] + bias[j * bs];
+  }
+  if ({{STATS}} == 1) {
+    mean_out[i] = mean;
+    inv_out[i] = inv;
+  }
+}
 
 //! kernel lrn
 // Local response normalization across channels of [N, C, inner].

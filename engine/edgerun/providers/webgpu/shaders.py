@@ -69,7 +69,7 @@ class ShaderLibrary:
             raise KeyError(f"{family}.wgsl has no kernel '{kernel}' "
                            f"(it has {', '.join(sorted(sections))})")
         header, _ = self._family("snippets")
-        values = {"WG": WORKGROUP_SIZE, "KLANES": 1, **subs}
+        values = {"WG": WORKGROUP_SIZE, **subs}
         return fill(header + prelude + sections[kernel], values, f"{family}/{kernel}")
 
 
