@@ -1,12 +1,13 @@
 """Where a WebGPU replay's time goes, on the adapter wgpu opens: the cost of a dispatch of a
 trivial kernel (chained in one pass, or one submit each), then per benchmark row the whole
-replay's time against the sum of its dispatches run one at a time (each submitted alone and
-waited for, less the trivial kernel's cost measured the same way), grouped by kernel.
+replay's time against its kernels' GPU time: each recorded dispatch in a compute pass of its
+own with timestamps written at the pass's start and end (the 'timestamp-query' feature; the
+values are read as nanoseconds), grouped by kernel.
 
     python bench/gpu_check/dispatch_profile.py ppocr_mobile_cls_batch1 minilm_l6_int8_seq16
 
 A replay far slower than its kernels' sum is host- or barrier-bound (per-dispatch cost); a
-kernel whose isolated time dominates is the one to make faster.
+kernel whose time dominates is the one to make faster.
 """
 from __future__ import annotations
 
@@ -43,6 +44,20 @@ def _timed(fn) -> float:
     start = time.perf_counter()
     fn()
     return time.perf_counter() - start
+
+
+def _request_timestamps() -> None:
+    """The devices wgpu opens in this process ask for the 'timestamp-query' feature."""
+    import wgpu
+
+    adapter_class = type(wgpu.gpu.request_adapter_sync())
+    plain = adapter_class.request_device_sync
+
+    def with_timestamps(self, **kwargs):
+        kwargs["required_features"] = list(kwargs.get("required_features") or []) + [
+            "timestamp-query"]
+        return plain(self, **kwargs)
+    adapter_class.request_device_sync = with_timestamps
 
 
 def trivial_dispatch_costs(gpu) -> float:
@@ -86,7 +101,43 @@ def kernel_name(label: str) -> str:
     return f"{match.group(1)}: {match.group(2)}" if match else label
 
 
-def profile_row(name: str, case, gpu, baseline: float) -> None:
+def kernel_times(gpu, program) -> list:
+    """(kernel name, GPU seconds) of each of the program's dispatches, all recorded into one
+    command buffer, each in its own timestamped compute pass."""
+    import wgpu
+
+    device = gpu.device
+    native = device.device
+    batches = [(params, d) for kind, params, dispatches in program.events
+               if kind == programs_module.BATCH for d in dispatches]
+    count = 2 * len(batches)
+    queries = native.create_query_set(type="timestamp", count=count)
+    resolved = native.create_buffer(size=8 * count, usage=wgpu.BufferUsage.QUERY_RESOLVE
+                                    | wgpu.BufferUsage.COPY_SRC)
+    times = []
+    for start in range(0, len(batches), 1):
+        params, d = batches[start]
+        params_buffer = device._params_for(len(params))
+        native.queue.write_buffer(params_buffer, 0, params)
+        encoder = native.create_command_encoder()
+        compute = encoder.begin_compute_pass(timestamp_writes={
+            "query_set": queries, "beginning_of_pass_write_index": 2 * start,
+            "end_of_pass_write_index": 2 * start + 1})
+        compute.set_pipeline(d.pipeline)
+        compute.set_bind_group(0, device._bind_groups.get(d, params_buffer))
+        compute.dispatch_workgroups(*d.groups)
+        compute.end()
+        native.queue.submit([encoder.finish()])
+    encoder = native.create_command_encoder()
+    encoder.resolve_query_set(queries, 0, count, resolved, 0)
+    native.queue.submit([encoder.finish()])
+    stamps = np.frombuffer(native.queue.read_buffer(resolved, 0, 8 * count), np.uint64)
+    for i, (_, d) in enumerate(batches):
+        times.append((kernel_name(d.label), float(stamps[2 * i + 1] - stamps[2 * i]) * 1e-9))
+    return times
+
+
+def profile_row(name: str, case, gpu) -> None:
     path, feeds = case()
     session = edgerun.InferenceSession(path, providers=["webgpu", "cpu"])
     for _ in range(3):
@@ -99,35 +150,31 @@ def profile_row(name: str, case, gpu, baseline: float) -> None:
               f"({gpu.programs_refused or session.explain().get('graph_capture')})")
         return
     program = recorded[-1]
-    device = gpu.device
+    best: dict = {}
+    for _ in range(3):                      # each dispatch's best of three
+        for i, (kernel, seconds) in enumerate(kernel_times(gpu, program)):
+            best[i] = (kernel, min(seconds, best.get(i, (kernel, seconds))[1]))
     per_kernel: dict = collections.defaultdict(list)
-    sync = program.outputs[0].buffer if hasattr(program.outputs[0], "buffer") else None
-    for kind, params, dispatches in program.events:
-        if kind != programs_module.BATCH:
-            continue
-        for d in dispatches:
-            def alone(d=d, params=params):
-                device.run_batch(params, [d])
-                device.read_buffer(sync or d.bindings[0].buffer, 4)
-            per_kernel[kernel_name(d.label)].append(best_of(alone, repeat=3) - baseline)
+    for kernel, seconds in best.values():
+        per_kernel[kernel].append(seconds)
     total = sum(sum(v) for v in per_kernel.values())
     print(f"\n{name}: replay {replay * 1e3:.2f} ms; {program.dispatches} dispatches in "
-          f"{program.batches} submits; kernels alone (less the trivial dispatch's "
-          f"{baseline * 1e6:.0f} us) sum to {total * 1e3:.2f} ms")
+          f"{program.batches} submits; their kernels' GPU time {total * 1e3:.2f} ms")
     rows = sorted(per_kernel.items(), key=lambda kv: -sum(kv[1]))
-    for kernel, times in rows[:15]:
+    for kernel, times in rows[:12]:
         print(f"  {sum(times) * 1e3:8.3f} ms  x{len(times):<4d} median "
               f"{np.median(times) * 1e6:8.1f} us  {kernel[:90]}")
 
 
 def main(names) -> None:
+    _request_timestamps()
     gpu = shared_context()
     print("adapter:", gpu.device.description, flush=True)
-    baseline = trivial_dispatch_costs(gpu)
+    trivial_dispatch_costs(gpu)
     cases = all_cases()
     for name in names:
         try:
-            profile_row(name, cases[name], gpu, baseline)
+            profile_row(name, cases[name], gpu)
         except Exception as e:   # noqa: BLE001 - report and go on to the next row
             print(f"\n{name}: failed: {type(e).__name__}: {e}")
         sys.stdout.flush()
