@@ -1321,13 +1321,12 @@ def test_two_class_svm_coupling_on_scalars_equals_the_vectorised_code():
     values = np.concatenate([rng.random(3000), rng.random(300) * 1e-6,
                              1 - rng.random(300) * 1e-6, [0.5]]).astype(np.float32)
     values = np.clip(values, np.float32(1e-7), np.float32(1 - 1e-7))
-    r = np.zeros((values.size, 2, 2), np.float32)
-    r[:, 0, 1], r[:, 1, 0] = values, 1 - values
-    vectorised = ml._couple_probabilities(r)                   # more rows than the limit
-    assert r.shape[0] > ml._SCALAR_COUPLING_ROWS
+    p = values.reshape(-1, 1)                                   # P(class 0 over class 1)
+    vectorised = ml._couple_probabilities(p, 2)                 # more rows than the limit
+    assert p.shape[0] > ml._SCALAR_COUPLING_ROWS
     for start in range(0, values.size, ml._SCALAR_COUPLING_ROWS):
-        rows = r[start:start + ml._SCALAR_COUPLING_ROWS]
-        np.testing.assert_array_equal(ml._couple_probabilities(rows),
+        rows = p[start:start + ml._SCALAR_COUPLING_ROWS]
+        np.testing.assert_array_equal(ml._couple_probabilities(rows, 2),
                                       vectorised[start:start + ml._SCALAR_COUPLING_ROWS])
 
 

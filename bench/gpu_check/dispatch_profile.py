@@ -60,9 +60,9 @@ def _request_timestamps() -> None:
     adapter_class.request_device_sync = with_timestamps
 
 
-def trivial_dispatch_costs(gpu) -> float:
-    """Per-dispatch microseconds of a trivial kernel chained in one pass (n = 1..400), and
-    of one submitted and waited for alone; returns the latter (the per-kernel baseline)."""
+def trivial_dispatch_costs(gpu) -> None:
+    """Prints the per-dispatch microseconds of a trivial kernel chained in one pass
+    (n = 1..400), and of one submitted and waited for alone."""
     import wgpu
 
     device = gpu.device.device
@@ -92,7 +92,6 @@ def trivial_dispatch_costs(gpu) -> float:
               flush=True)
     alone = best_of(lambda: chain(1, True), repeat=30)
     print(f"one trivial dispatch submitted and waited for: {alone * 1e6:.1f} us")
-    return alone
 
 
 def kernel_name(label: str) -> str:
@@ -102,8 +101,8 @@ def kernel_name(label: str) -> str:
 
 
 def kernel_times(gpu, program) -> list:
-    """(kernel name, GPU seconds) of each of the program's dispatches, all recorded into one
-    command buffer, each in its own timestamped compute pass."""
+    """(kernel name, GPU seconds) of each of the program's dispatches, each submitted in a
+    compute pass of its own that writes a timestamp at its start and end."""
     import wgpu
 
     device = gpu.device
@@ -114,15 +113,13 @@ def kernel_times(gpu, program) -> list:
     queries = native.create_query_set(type="timestamp", count=count)
     resolved = native.create_buffer(size=8 * count, usage=wgpu.BufferUsage.QUERY_RESOLVE
                                     | wgpu.BufferUsage.COPY_SRC)
-    times = []
-    for start in range(0, len(batches), 1):
-        params, d = batches[start]
+    for i, (params, d) in enumerate(batches):
         params_buffer = device._params_for(len(params))
         native.queue.write_buffer(params_buffer, 0, params)
         encoder = native.create_command_encoder()
         compute = encoder.begin_compute_pass(timestamp_writes={
-            "query_set": queries, "beginning_of_pass_write_index": 2 * start,
-            "end_of_pass_write_index": 2 * start + 1})
+            "query_set": queries, "beginning_of_pass_write_index": 2 * i,
+            "end_of_pass_write_index": 2 * i + 1})
         compute.set_pipeline(d.pipeline)
         compute.set_bind_group(0, device._bind_groups.get(d, params_buffer))
         compute.dispatch_workgroups(*d.groups)
@@ -132,9 +129,8 @@ def kernel_times(gpu, program) -> list:
     encoder.resolve_query_set(queries, 0, count, resolved, 0)
     native.queue.submit([encoder.finish()])
     stamps = np.frombuffer(native.queue.read_buffer(resolved, 0, 8 * count), np.uint64)
-    for i, (_, d) in enumerate(batches):
-        times.append((kernel_name(d.label), float(stamps[2 * i + 1] - stamps[2 * i]) * 1e-9))
-    return times
+    return [(kernel_name(d.label), float(stamps[2 * i + 1] - stamps[2 * i]) * 1e-9)
+            for i, (_, d) in enumerate(batches)]
 
 
 def profile_row(name: str, case, gpu) -> None:

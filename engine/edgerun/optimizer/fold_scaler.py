@@ -67,20 +67,30 @@ def _folded(view: GraphView, scaler: ir.Node, gemm: ir.Node):
         return None
     transposed = bool(gemm.attr("transB", 0))
     weights = (b.T if transposed else b).astype(np.float64)         # (features, N)
-    features, n = weights.shape
-    offset = _per_feature(scaler.attr("offset"), features, 0.0)
-    scale = _per_feature(scaler.attr("scale"), features, 1.0)
-    if offset is None or scale is None or (c is not None and c.size not in (1, n)):
+    folded = _scaled(scaler, weights, MAX_OFFSET_TIMES_SCALE)
+    if folded is None or (c is not None and c.size not in (1, weights.shape[1])):
         return None
-    if np.abs(offset * scale).max(initial=0.0) > MAX_OFFSET_TIMES_SCALE:
-        return None
+    scaled_weights, shift = folded
     alpha, beta = float(gemm.attr("alpha", 1.0)), float(gemm.attr("beta", 1.0))
-    scaled_weights = scale[:, None] * weights
-    bias = -alpha * ((offset * scale) @ weights)
+    bias = -alpha * shift
     if c is not None:
         bias = bias + beta * c.astype(np.float64).reshape(-1)
     new_b = scaled_weights.T if transposed else scaled_weights
     return new_b.astype(np.float32), bias.astype(np.float32)
+
+
+def _scaled(scaler: ir.Node, weights, limit: float):
+    """(scale[:, None] * weights, (offset * scale) @ weights) for weights (features, N) in
+    float64: the folded step's weights and what its bias loses; None where the Scaler's
+    attributes do not fit the features or some |offset * scale| exceeds `limit`."""
+    import numpy as np
+
+    features = weights.shape[0]
+    offset = _per_feature(scaler.attr("offset"), features, 0.0)
+    scale = _per_feature(scaler.attr("scale"), features, 1.0)
+    if offset is None or scale is None or np.abs(offset * scale).max(initial=0.0) > limit:
+        return None
+    return scale[:, None] * weights, (offset * scale) @ weights
 
 
 def _per_feature(values, features: int, default: float):
@@ -140,19 +150,16 @@ def _fold_into_linear_model(view: GraphView, ctx: PassContext, scaler, cast, mod
                int(model.attr("targets", 1)) if model.op_type == "LinearRegressor" else 0)
     if targets <= 0 or coef.size % targets:
         return False                # left to the kernel, which says what does not fit
-    weights = coef.reshape(targets, -1).T                       # (features, targets)
-    features = weights.shape[0]
-    offset = _per_feature(scaler.attr("offset"), features, 0.0)
-    scale = _per_feature(scaler.attr("scale"), features, 1.0)
-    if offset is None or scale is None or \
-            np.abs(offset * scale).max(initial=0.0) > MAX_OFFSET_TIMES_SCALE_LINEAR:
+    folded = _scaled(scaler, coef.reshape(targets, -1).T, MAX_OFFSET_TIMES_SCALE_LINEAR)
+    if folded is None:
         return False
-    bias = -((offset * scale) @ weights)
+    scaled_weights, shift = folded                              # (features, targets)
+    bias = -shift
     if intercepts:
         bias = bias + np.asarray(intercepts, np.float64)
     attributes = dict(model.attributes)
     attributes["coefficients"] = attr_floats(
-        "coefficients", (scale[:, None] * weights).T.reshape(-1).astype(np.float32))
+        "coefficients", scaled_weights.T.reshape(-1).astype(np.float32))
     attributes["intercepts"] = attr_floats("intercepts", bias.astype(np.float32))
     x = _float_x(view, ctx, scaler, cast)
     folded = ir.Node(op_type=model.op_type, domain=model.domain, inputs=[x],

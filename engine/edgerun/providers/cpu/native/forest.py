@@ -25,7 +25,6 @@ FOREST = np.dtype([("nodes", "<u8"), ("roots", "<u8"), ("n_trees", "<i8"),
                    ("leaf_start", "<u8"), ("leaf_count", "<u8"), ("w_target", "<u8"),
                    ("w_value", "<u8"), ("max_steps", "<i8"), ("mode", "<i8"),
                    ("depths", "<u8")])
-_LEAF = 7
 
 
 class Tables:
@@ -37,7 +36,7 @@ class Tables:
         nodes = np.zeros(forest.mode.size, NODE)
         nodes["threshold"] = forest.threshold
         nodes["feature"] = forest.feature
-        leaf = forest.mode == _LEAF
+        leaf = forest.is_leaf
         # a leaf points to itself: rows walked in lockstep stay on theirs
         nodes["next"] = np.where(leaf[:, None], np.arange(leaf.size)[:, None],
                                  forest.children.reshape(-1, 2))
@@ -49,7 +48,7 @@ class Tables:
         self.leaf_count = np.ascontiguousarray(forest.leaf_count, np.int32)
         self.w_target = np.ascontiguousarray(forest.w_target, np.int32)
         self.w_value = np.ascontiguousarray(forest.w_value, np.float64)
-        decisions = np.unique(forest.mode[forest.mode != _LEAF])
+        decisions = np.unique(forest.mode[~leaf])
         header = np.zeros(1, FOREST)
         header["nodes"], header["roots"] = address(self.nodes), address(self.roots)
         header["n_trees"] = self.roots.size

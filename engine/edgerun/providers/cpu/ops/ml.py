@@ -779,20 +779,12 @@ def _svc_pairwise(v, coef, rho, counts, vectors, kernel_type, params):
 
 def _svc_probabilities(pair_scores, prob_a, prob_b, classes: int) -> np.ndarray:
     """Platt-scaled pairwise probabilities coupled into class probabilities (libsvm)."""
-    n = pair_scores.shape[0]
     a = prob_a[:pair_scores.shape[1]]
     b = prob_b[:pair_scores.shape[1]]
     p = 1 - _logistic(pair_scores * a + b)
     np.maximum(p, np.float32(1e-7), out=p)
     np.minimum(p, np.float32(1 - 1e-7), out=p)
-    if classes == 2 and n <= _SCALAR_COUPLING_ROWS:
-        return np.array([_couple_two(r01, 1 - r01) for r01 in p[:, 0]],
-                        np.float32).reshape(n, 2)
-    r = np.zeros((n, classes, classes), dtype=np.float32)
-    iu, ju = _pairs(classes)
-    r[:, iu, ju] = p
-    r[:, ju, iu] = 1 - p
-    return _couple_probabilities(r)
+    return _couple_probabilities(p, classes)
 
 
 @functools.lru_cache(maxsize=64)
@@ -806,15 +798,21 @@ def _pairs(classes: int) -> tuple:
 _SCALAR_COUPLING_ROWS = 8
 
 
-def _couple_probabilities(r: np.ndarray) -> np.ndarray:
-    """Wu, Lin & Weng's pairwise coupling (libsvm's multiclass_probability), all rows at once.
+def _couple_probabilities(p: np.ndarray, k: int) -> np.ndarray:
+    """Wu, Lin & Weng's pairwise coupling (libsvm's multiclass_probability) of the pairwise
+    probabilities p [N, pairs] (pair (i, j), i < j, in libsvm's order: P(i over j)) into
+    [N, k] class probabilities, all rows at once.
 
     Each row iterates until its own stopping test passes, as the per-row algorithm does.
     """
-    n, k, _ = r.shape
+    n = p.shape[0]
     if k == 2 and n <= _SCALAR_COUPLING_ROWS:
-        return np.array([_couple_two(r[i, 0, 1], r[i, 1, 0]) for i in range(n)],
+        return np.array([_couple_two(r01, 1 - r01) for r01 in p[:, 0]],
                         np.float32).reshape(n, 2)
+    r = np.zeros((n, k, k), dtype=np.float32)
+    iu, ju = _pairs(k)
+    r[:, iu, ju] = p
+    r[:, ju, iu] = 1 - p
     rt = np.swapaxes(r, 1, 2)
     q = -(rt * r)                                       # Q[t, j] = -r[j, t] * r[t, j]
     diag = (rt * rt).sum(axis=2) - (np.diagonal(r, axis1=1, axis2=2) ** 2)
