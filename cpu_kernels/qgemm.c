@@ -30,33 +30,110 @@ EXPORT int64_t er_cpu_qgemm_packed_size(int64_t k, int64_t n) {
     return ((n + NR - 1) / NR) * ((k + 3) / 4) * NR * 4;
 }
 
-/* Packs B [k, n] (row stride ldb elements) and sums its columns (of B'). */
-EXPORT void er_cpu_qgemm_pack_b(const uint8_t *b, int64_t ldb, int64_t k, int64_t n, int b_signed,
-                                int8_t *packed, int32_t *colsum) {
-    int64_t k4 = (k + 3) / 4;
-    memset(colsum, 0, (size_t)n * sizeof(int32_t));
-    for (int64_t p = 0; p < n; p += NR) {
-        int8_t *panel = packed + (p / NR) * k4 * NR * 4;
-        for (int64_t g = 0; g < k4; g++) {
-            for (int c = 0; c < NR; c++) {
-                for (int t = 0; t < 4; t++) {
-                    int64_t row = 4 * g + t, col = p + c;
-                    int8_t v = 0;
-                    if (row < k && col < n) {
-                        uint8_t raw = b[row * ldb + col];
-                        v = b_signed ? (int8_t)raw : (int8_t)(raw ^ 0x80);
-                        colsum[col] += v;
-                    }
-                    panel[(g * NR + c) * 4 + t] = v;
-                }
+/* One group of 4 rows of K by NR columns of B, byte by byte (a CPU without AVX2): padding
+ * is 0 in B', and adds nothing. */
+static void pack_group_plain(const uint8_t *b, int64_t ldb, int64_t k, int64_t n, uint8_t flip,
+                             int64_t g, int64_t p, int8_t *dst, int32_t *colsum) {
+    for (int c = 0; c < NR; c++) {
+        for (int t = 0; t < 4; t++) {
+            int64_t row = 4 * g + t, col = p + c;
+            int8_t v = 0;
+            if (row < k && col < n) {
+                v = (int8_t)(b[row * ldb + col] ^ flip);
+                colsum[col] += v;
             }
+            dst[c * 4 + t] = v;
         }
     }
 }
 
+/* One group of `rows` (1 to 4) rows of K by NR = 32 columns of B: the rows' bytes
+ * interleaved column by column (a 4 x 32 byte transpose by unpacks; rows past `rows` are 0
+ * in B'), and each column's 4 bytes summed into sums (four registers of 8 columns) by
+ * multiply-adds with ones. */
+TARGET_AVX2 __attribute__((always_inline))
+static inline void pack_group_avx2(const uint8_t *src, int64_t ldb, int rows, __m256i flip,
+                                   int8_t *dst, __m256i sums[4]) {
+    __m256i r[4];
+    for (int t = 0; t < 4; t++)
+        r[t] = t < rows ? _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(src + t * ldb)), flip)
+                        : _mm256_setzero_si256();
+    __m256i lo01 = _mm256_unpacklo_epi8(r[0], r[1]), hi01 = _mm256_unpackhi_epi8(r[0], r[1]);
+    __m256i lo23 = _mm256_unpacklo_epi8(r[2], r[3]), hi23 = _mm256_unpackhi_epi8(r[2], r[3]);
+    /* 128-bit lane 0 holds columns 0-15, lane 1 columns 16-31, 4 columns a quarter */
+    __m256i q0 = _mm256_unpacklo_epi16(lo01, lo23), q1 = _mm256_unpackhi_epi16(lo01, lo23);
+    __m256i q2 = _mm256_unpacklo_epi16(hi01, hi23), q3 = _mm256_unpackhi_epi16(hi01, hi23);
+    __m256i out[4] = {_mm256_permute2x128_si256(q0, q1, 0x20), _mm256_permute2x128_si256(q2, q3, 0x20),
+                      _mm256_permute2x128_si256(q0, q1, 0x31), _mm256_permute2x128_si256(q2, q3, 0x31)};
+    const __m256i ones8 = _mm256_set1_epi8(1), ones16 = _mm256_set1_epi16(1);
+    for (int q = 0; q < 4; q++) {
+        _mm256_storeu_si256((__m256i *)(dst + 32 * q), out[q]);
+        sums[q] = _mm256_add_epi32(sums[q], _mm256_madd_epi16(_mm256_maddubs_epi16(ones8, out[q]), ones16));
+    }
+}
+
+/* A panel of NR columns starting at column p (all of them inside B) over every group of K. */
+TARGET_AVX2 __attribute__((always_inline))
+static inline void pack_panel_avx2(const uint8_t *b, int64_t ldb, int64_t k, int64_t p,
+                                   __m256i flip, int8_t *panel, int32_t *colsum) {
+    __m256i sums[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(),
+                       _mm256_setzero_si256(), _mm256_setzero_si256()};
+    for (int64_t row = 0; row < k; row += 4)
+        pack_group_avx2(b + row * ldb + p, ldb, k - row < 4 ? (int)(k - row) : 4, flip,
+                        panel + row * NR, sums);
+    for (int q = 0; q < 4; q++) _mm256_storeu_si256((__m256i *)(colsum + 8 * q), sums[q]);
+}
+
+TARGET_AVX2
+static void pack_b_avx2(const uint8_t *b, int64_t ldb, int64_t k, int64_t n, uint8_t flip,
+                        int8_t *packed, int32_t *colsum) {
+    int64_t k4 = (k + 3) / 4;
+    __m256i flips = _mm256_set1_epi8((char)flip);
+    int64_t whole = n / NR * NR;
+    for (int64_t p = 0; p < whole; p += NR)
+        pack_panel_avx2(b, ldb, k, p, flips, packed + (p / NR) * k4 * NR * 4, colsum + p);
+    if (whole == n) return;
+    /* the last columns, through 4 rows at a time of a zero-padded copy (flip ^ flip = 0) */
+    int cols = (int)(n - whole);
+    uint8_t rows[4][NR];
+    int32_t sums[NR];
+    __m256i acc[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(),
+                      _mm256_setzero_si256(), _mm256_setzero_si256()};
+    int8_t *panel = packed + (whole / NR) * k4 * NR * 4;
+    for (int64_t row = 0; row < k; row += 4) {
+        int count = k - row < 4 ? (int)(k - row) : 4;
+        for (int t = 0; t < count; t++) {
+            memset(rows[t], flip, NR);
+            memcpy(rows[t], b + (row + t) * ldb + whole, (size_t)cols);
+        }
+        pack_group_avx2(&rows[0][0], NR, count, flips, panel + row * NR, acc);
+    }
+    for (int q = 0; q < 4; q++) _mm256_storeu_si256((__m256i *)(sums + 8 * q), acc[q]);
+    memcpy(colsum + whole, sums, (size_t)cols * sizeof(int32_t));
+}
+
+static void pack_b_plain(const uint8_t *b, int64_t ldb, int64_t k, int64_t n, uint8_t flip,
+                         int8_t *packed, int32_t *colsum) {
+    int64_t k4 = (k + 3) / 4;
+    for (int64_t p = 0; p < n; p += NR)
+        for (int64_t g = 0; g < k4; g++)
+            pack_group_plain(b, ldb, k, n, flip, g, p, packed + ((p / NR) * k4 + g) * NR * 4, colsum);
+}
+
+/* Packs B [k, n] (row stride ldb elements) and sums its columns (of B'). Weights are packed
+ * once, but a convolution's columns are packed at every call, hence the vector path. */
+EXPORT void er_cpu_qgemm_pack_b(const uint8_t *b, int64_t ldb, int64_t k, int64_t n, int b_signed,
+                                int8_t *packed, int32_t *colsum) {
+    uint8_t flip = b_signed ? 0 : 0x80;
+    memset(colsum, 0, (size_t)n * sizeof(int32_t));
+    if (cpu_isa() != ISA_NONE) pack_b_avx2(b, ldb, k, n, flip, packed, colsum);
+    else pack_b_plain(b, ldb, k, n, flip, packed, colsum);
+}
+
 /* A' rows padded to k4*4 bytes (and to a whole block of MR rows), with their sums. */
-static void pack_a(const uint8_t *a, int64_t lda, int64_t m, int64_t k, int a_signed,
-                   uint8_t *packed, int32_t *rowsum) {
+__attribute__((always_inline))
+static inline void qgemm_pack_a_body(const uint8_t *a, int64_t lda, int64_t m, int64_t k, int a_signed,
+                               uint8_t *packed, int32_t *rowsum) {
     int64_t width = (k + 3) / 4 * 4;
     uint8_t flip = a_signed ? 0x80 : 0;
     for (int64_t i = 0; i < m; i++) {
@@ -72,6 +149,10 @@ static void pack_a(const uint8_t *a, int64_t lda, int64_t m, int64_t k, int a_si
         rowsum[i] = sum;
     }
 }
+DISPATCHED(qgemm_pack_a, (const uint8_t *a, int64_t lda, int64_t m, int64_t k, int a_signed,
+                          uint8_t *packed, int32_t *rowsum), (a, lda, m, k, a_signed, packed, rowsum))
+
+EXPORT int64_t er_cpu_qgemm_packed_a_size(int64_t m, int64_t k) { return m * ((k + 3) / 4 * 4); }
 
 /* What the epilogue needs of a call. */
 typedef struct {
@@ -191,33 +272,29 @@ static void block_vnni(const uint8_t *a, int64_t width, int64_t i0, int mr, cons
 
 typedef void (*BlockFn)(const uint8_t *, int64_t, int64_t, int, const int8_t *, int64_t, const Epilogue *);
 
-/* out[m, n] (row stride ldc) = the product of A [m, k] (row stride lda) and the packed B,
- * with za (m values, or 1 broadcast) and zb (n values, or 1), as int32 when b_scale is NULL,
- * else as float32 times a_scale * b_scale (b_scale: n values, or 1; the product formed in
- * float32) plus bias (n values, or NULL).
+/* out[m, n] (row stride ldc) = the product of A packed by er_cpu_qgemm_pack_a (with its row
+ * sums) and the packed B, with za (m values, or 1 broadcast) and zb (n values, or 1), as
+ * int32 when b_scale is NULL, else as float32 times a_scale * b_scale (b_scale: n values, or
+ * 1; the product formed in float32) plus bias (n values, or NULL).
  * Returns 0; -1 when scratch memory could not be had, -2 on a CPU with neither path. */
-EXPORT int er_cpu_qgemm(const uint8_t *a, int64_t lda, int64_t m, int64_t k, int a_signed,
-                        const int32_t *za, int64_t za_count,
-                        const int8_t *packed, const int32_t *colsum, int64_t n, int b_signed,
-                        const int32_t *zb, int64_t zb_count,
-                        float a_scale, const float *b_scale, int64_t b_scale_count,
-                        const float *bias, void *out, int64_t ldc) {
+EXPORT int er_cpu_qgemm_packed(const uint8_t *a_packed, const int32_t *rowsum, int64_t m, int64_t k,
+                               int a_signed, const int32_t *za, int64_t za_count,
+                               const int8_t *packed, const int32_t *colsum, int64_t n, int b_signed,
+                               const int32_t *zb, int64_t zb_count,
+                               float a_scale, const float *b_scale, int64_t b_scale_count,
+                               const float *bias, void *out, int64_t ldc) {
     int64_t width = (k + 3) / 4 * 4;
-    size_t a_bytes = (size_t)m * width;
-    uint8_t *a_packed = malloc(a_bytes ? a_bytes : 1);
-    int32_t *rowsum = malloc((size_t)(m ? m : 1) * sizeof(int32_t));
     int32_t *za_full = malloc((size_t)(m ? m : 1) * sizeof(int32_t));
     int32_t *zb_full = malloc((size_t)(n ? n : 1) * sizeof(int32_t));
     int32_t *colfix = malloc((size_t)(n ? n : 1) * sizeof(int32_t));
     float *scale = b_scale ? malloc((size_t)(n ? n : 1) * sizeof(float)) : NULL;
     int status = 0;
-    if (!a_packed || !rowsum || !za_full || !zb_full || !colfix || (b_scale && !scale)) {
+    if (!za_full || !zb_full || !colfix || (b_scale && !scale)) {
         status = -1;
         goto done;
     }
     if (scale)
         for (int64_t j = 0; j < n; j++) scale[j] = a_scale * b_scale[b_scale_count > 1 ? j : 0];
-    pack_a(a, lda, m, k, a_signed, a_packed, rowsum);
     for (int64_t i = 0; i < m; i++)
         za_full[i] = (za ? za[za_count > 1 ? i : 0] : 0) + (a_signed ? 128 : 0);
     for (int64_t j = 0; j < n; j++) {
@@ -235,6 +312,26 @@ EXPORT int er_cpu_qgemm(const uint8_t *a, int64_t lda, int64_t m, int64_t k, int
             block(a_packed, width, i0, m - i0 < MR ? (int)(m - i0) : MR, panel, j0, &e);
     }
 done:
-    free(a_packed); free(rowsum); free(za_full); free(zb_full); free(colfix); free(scale);
+    free(za_full); free(zb_full); free(colfix); free(scale);
+    return status;
+}
+
+/* er_cpu_qgemm_packed of A [m, k] (row stride lda), packed here. */
+EXPORT int er_cpu_qgemm(const uint8_t *a, int64_t lda, int64_t m, int64_t k, int a_signed,
+                        const int32_t *za, int64_t za_count,
+                        const int8_t *packed, const int32_t *colsum, int64_t n, int b_signed,
+                        const int32_t *zb, int64_t zb_count,
+                        float a_scale, const float *b_scale, int64_t b_scale_count,
+                        const float *bias, void *out, int64_t ldc) {
+    uint8_t *a_packed = malloc((size_t)(m ? er_cpu_qgemm_packed_a_size(m, k) : 1));
+    int32_t *rowsum = malloc((size_t)(m ? m : 1) * sizeof(int32_t));
+    int status = -1;
+    if (a_packed && rowsum) {
+        er_cpu_qgemm_pack_a(a, lda, m, k, a_signed, a_packed, rowsum);
+        status = er_cpu_qgemm_packed(a_packed, rowsum, m, k, a_signed, za, za_count, packed, colsum,
+                                     n, b_signed, zb, zb_count, a_scale, b_scale, b_scale_count,
+                                     bias, out, ldc);
+    }
+    free(a_packed); free(rowsum);
     return status;
 }

@@ -1165,10 +1165,16 @@ CONV_INTEGER_CASES = [((1, 4, 9, 8), (6, 4, 3, 3), {"pads": [1, 1, 1, 1]}),
 
 @pytest.mark.parametrize("method", [None] + [m for m in conv_ops.CONV_METHODS if m != "winograd"])
 @pytest.mark.parametrize("x_shape,w_shape,attrs", CONV_INTEGER_CASES)
-def test_conv_integer_is_exact_against_onnxruntime(x_shape, w_shape, attrs, method):
-    """ConvInteger (uint8 x int8, zero points on both) on Conv's float32 methods below the
-    exact bound (each forced where it applies; never Winograd, whose transforms round) and
-    by im2col in float64 past it: exact int32."""
+def test_conv_integer_is_exact_against_onnxruntime(x_shape, w_shape, attrs, method,
+                                                  monkeypatch):
+    """ConvInteger (uint8 x int8, zero points on both) on the native integer products (no
+    method forced, where they run), and on Conv's float32 methods below the exact bound
+    (each forced where it applies, the native path off as where no library ships; never
+    Winograd, whose transforms round) and by im2col in float64 past it: exact int32."""
+    from edgerun.providers.cpu.ops import quantization
+
+    if method:
+        monkeypatch.setattr(quantization, "_native_integer_conv", lambda *args: None)
     x = rng.integers(0, 256, x_shape).astype(np.uint8)
     w = rng.integers(-128, 128, w_shape).astype(np.int8)
     inputs = {"x": x, "w": w, "xz": np.array(131, np.uint8), "wz": np.array(-3, np.int8)}

@@ -783,3 +783,103 @@ def test_direct_conv_leaves_batches_of_tiny_outputs_to_one_gemm():
     assert method((1, 129, 40), (16, 129, 3)) == "native_direct"
     # a kernel along one axis with many output channels: BLAS's per-tap products (taps)
     assert method((1, 129, 40), (128, 129, 3)) != "native_direct"
+
+
+# ---- integer convolutions (native/qconv.py): im2col + the 8-bit products -------------------
+
+def _integer_conv_case(rng, index: int) -> dict:
+    """A random ConvInteger: batch 1-3, 1-D or 2-D windows (one 3-D case, which keeps numpy's
+    path), 1-3 groups of 2-20 input channels (a single-channel input too), outputs per group
+    crossing the 8-row blocks, positions crossing the 32-column panels, every 8-bit type
+    pair, zero points absent, per tensor or per output channel, pads explicit or automatic,
+    strides and dilations up to 2, x a strided view in some cases."""
+    rank = 3 if index == 5 else int(rng.choice([1, 2, 2]))
+    group = int(rng.choice([1, 1, 2, 3]))
+    per_group = 1 if index == 7 else int(rng.integers(2, 21))
+    group = 1 if per_group == 1 else group
+    outputs = group * int(rng.integers(1, 20))
+    kernel = [int(rng.integers(1, 4)) for _ in range(rank)]
+    strides = [int(rng.integers(1, 3)) for _ in range(rank)]
+    dilations = [int(rng.integers(1, 3)) for _ in range(rank)]
+    spatial = [int(rng.integers((k - 1) * d + 1, (k - 1) * d + (12 if rank == 3 else 40)))
+               for k, d in zip(kernel, dilations)]
+    if index % 6 == 0:                                  # a plain pointwise conv
+        kernel, strides, dilations = [1] * rank, [1] * rank, [1] * rank
+    window = {"auto_pad": str(rng.choice(["SAME_UPPER", "SAME_LOWER", "VALID"]))} \
+        if index % 4 == 1 and all(s == 1 for s in strides) else \
+        {"pads": [int(p) for p in rng.integers(0, 3, 2 * rank)] if index % 6 else [0] * 2 * rank}
+    x_type, w_type = rng.choice([np.uint8, np.int8]), rng.choice([np.uint8, np.int8])
+    shape = (int(rng.integers(1, 4)), group * per_group, *spatial)
+    low, high = RANGES[x_type]
+    x = rng.integers(low, high + 1, shape[:-1] + (2 * shape[-1],)).astype(x_type)
+    x = x[..., ::2] if index % 3 == 0 else np.ascontiguousarray(x[..., :shape[-1]])
+    low, high = RANGES[w_type]
+    w = rng.integers(low, high + 1, (outputs, per_group, *kernel)).astype(w_type)
+    zero_form = index % 3
+    xz = None if zero_form == 0 else np.array(rng.integers(*RANGES[x_type]), x_type)
+    wz = None if zero_form == 0 else np.array(rng.integers(*RANGES[w_type]), w_type) \
+        if zero_form == 1 else rng.integers(*RANGES[w_type], outputs).astype(w_type)
+    return {"x": x, "w": w, "xz": xz, "wz": wz,
+            "attrs": {"group": group, "kernel_shape": kernel, "strides": strides,
+                      "dilations": dilations, **window}}
+
+
+def _integer_conv_model(case: dict) -> bytes:
+    types = {np.dtype(np.uint8): TensorProto.UINT8, np.dtype(np.int8): TensorProto.INT8}
+    inits = [numpy_helper.from_array(case["w"], "w")]
+    names = ["x", "w"]
+    for name in ("xz", "wz"):
+        if case[name] is not None:
+            inits.append(numpy_helper.from_array(case[name], name))
+            names.append(name)
+        elif name == "xz" and case["wz"] is not None:
+            names.append("")
+    graph = helper.make_graph(
+        [helper.make_node("ConvInteger", names, ["y"], **case["attrs"])], "g",
+        [helper.make_tensor_value_info("x", types[case["x"].dtype], list(case["x"].shape))],
+        [helper.make_tensor_value_info("y", TensorProto.INT32, None)], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)],
+                             ir_version=9).SerializeToString()
+
+
+@pytest.mark.parametrize("isa", ["avx2", "avx512_vnni"])
+def test_native_integer_conv_matches_onnxruntime(isa, monkeypatch):
+    """ConvInteger on native/qconv.py (im2col padded with x's zero point, the weights packed
+    once, every image and group in one call) equals the exact convolution of the centered
+    integers (numpy's float64 im2col path) on 40 random cases, and onnxruntime where it
+    implements the form (uint8 x): exactly, int32."""
+    import onnxruntime as ort
+
+    from edgerun.providers.cpu.native import qconv
+    from edgerun.providers.cpu.ops import quantization
+
+    if isa not in _isas():
+        pytest.skip(f"this CPU's native products are {library.isa()}")
+    calls = []
+    real = qconv.columns
+    monkeypatch.setattr(qconv, "columns", lambda *a: calls.append(1) or real(*a))
+    rng = np.random.default_rng(41)
+    compared = 0
+    with library.forced(isa):
+        for index in range(40):
+            case = _integer_conv_case(rng, index)
+            x, w, attrs = case["x"], case["w"], case["attrs"]
+            got = InferenceSession(_integer_conv_model(case), providers=["cpu"]).run(
+                None, {"x": x})[0]
+            centered_x = x.astype(np.float64) - (0 if case["xz"] is None else float(case["xz"]))
+            wz = 0 if case["wz"] is None else case["wz"].astype(np.float64).reshape(
+                (-1,) + (1,) * (w.ndim - 1))
+            exact = quantization._conv_exact(
+                centered_x, w.astype(np.float64) - wz, attrs["group"], attrs["strides"],
+                attrs.get("pads"), attrs["dilations"], attrs.get("auto_pad", "NOTSET"))
+            detail = f"case {index}: x {x.dtype}{list(x.shape)} w {w.dtype}{list(w.shape)} {attrs}"
+            assert got.dtype == np.int32, detail
+            np.testing.assert_array_equal(got, exact.astype(np.int32), err_msg=detail)
+            if x.dtype == np.uint8 and (case["wz"] is None or case["wz"].size == 1):
+                want = ort.InferenceSession(_integer_conv_model(case),
+                                            providers=["CPUExecutionProvider"]).run(
+                    None, {"x": np.ascontiguousarray(x)})[0]
+                np.testing.assert_array_equal(got, want, err_msg=detail)
+                compared += 1
+    assert compared >= 10, compared
+    assert len(calls) >= 30, "the native integer conv was not taken"

@@ -56,7 +56,7 @@ def activation_code(activation: Optional[str], params) -> Optional[tuple]:
     return entry[0], np.asarray(entry[1](params), np.float32)
 
 
-def _as_2d(x_shape: tuple, geometry) -> tuple:
+def planar_dims(x_shape: tuple, geometry) -> tuple:
     """(in_h, in_w, out_h, out_w, kh, kw, sh, sw, dh, dw, pt, pl) of a 1-D or 2-D window
     geometry, a 1-D one as the rows of a 1-high image."""
     spatial = list(x_shape[2:])
@@ -117,7 +117,7 @@ class _WindowLayout:
         n, channels = x_shape[:2]
         geometry = WindowGeometry(list(out_shape), list(pads), [], list(kernel),
                                   list(strides), list(dilations))
-        dims = _as_2d(x_shape, geometry)
+        dims = planar_dims(x_shape, geometry)
         self.shape = np.array((n, channels, outputs // channels) + dims, np.int64)
         self.shape_address = address(self.shape)
         self.out_shape = (n, outputs) + tuple(out_shape)
@@ -186,7 +186,7 @@ class DirectConv:
     def __init__(self, x_shape: tuple, w_shape: tuple, group: int, geometry, act: tuple,
                  packed: np.ndarray, bias: Optional[np.ndarray]):
         n, channels = x_shape[:2]
-        in_h, in_w, out_h, out_w, kh, kw, sh, sw, dh, dw, pt, pl = _as_2d(x_shape, geometry)
+        in_h, in_w, out_h, out_w, kh, kw, sh, sw, dh, dw, pt, pl = planar_dims(x_shape, geometry)
         cg = channels // group
         padded_w = max(in_w + pl, (out_w - 1) * sw + (kw - 1) * dw + 1)
         phase_w = -(-padded_w // sw)

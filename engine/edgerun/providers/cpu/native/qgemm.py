@@ -30,11 +30,12 @@ class PackedB:
         self.signed = b.dtype.char == "b"
         self.packed = np.empty(lib.er_cpu_qgemm_packed_size(self.k, self.n), np.int8)
         self.colsum = np.empty(self.n, np.int32)
-        lib.er_cpu_qgemm_pack_b(b.ctypes.data, b.strides[0], self.k, self.n, int(self.signed),
-                                self.packed.ctypes.data, self.colsum.ctypes.data)
-        self.zb = _as_int32(b_zero_point)
-        self._pointers = (self.packed.ctypes.data, self.colsum.ctypes.data, self.n,
-                          int(self.signed), address(self.zb), _count(self.zb))
+        packed, colsum = address(self.packed), address(self.colsum)
+        lib.er_cpu_qgemm_pack_b(address(b), b.strides[0], self.k, self.n, int(self.signed),
+                                packed, colsum)
+        self.zb = as_int32(b_zero_point)
+        self._pointers = (packed, colsum, self.n, int(self.signed), address(self.zb),
+                          count(self.zb))
 
 
 def applicable(a: np.ndarray, a_zero_point, b: np.ndarray, b_zero_point) -> bool:
@@ -44,11 +45,11 @@ def applicable(a: np.ndarray, a_zero_point, b: np.ndarray, b_zero_point) -> bool
     if b.ndim != 2 or a.ndim < 1 or a.shape[-1] != b.shape[0] or not a.size or not b.size:
         return False
     rows = a.shape[-2] if a.ndim >= 2 else 1
-    return _zero_points_fit(a_zero_point, a.dtype.char, rows) and \
-        _zero_points_fit(b_zero_point, b.dtype.char, b.shape[1])
+    return zero_points_fit(a_zero_point, a.dtype.char, rows) and \
+        zero_points_fit(b_zero_point, b.dtype.char, b.shape[1])
 
 
-def _zero_points_fit(zero_point, char: str, count: int) -> bool:
+def zero_points_fit(zero_point, char: str, count: int) -> bool:
     if zero_point is None:
         return True
     z = np.asarray(zero_point)
@@ -57,38 +58,45 @@ def _zero_points_fit(zero_point, char: str, count: int) -> bool:
 
 def product(a: np.ndarray, a_zero_point, packed: PackedB, a_scale: float = 1.0,
             b_scale: Optional[np.ndarray] = None,
-            bias: Optional[np.ndarray] = None) -> np.ndarray:
+            bias: Optional[np.ndarray] = None, out: Optional[np.ndarray] = None) -> np.ndarray:
     """(a - a_zero_point) @ (B - its zero point) as int32 [..., N]; with `b_scale` (float32,
     one value or [N]), that as float32 times float32(a_scale * b_scale) plus `bias` ([N]
-    float32 or None). `applicable` must hold for a, a_zero_point and B."""
+    float32 or None). `applicable` must hold for a, a_zero_point and B. `out`, when given, is
+    a C-contiguous [M, N] array of the result's type, written and returned."""
     k, n = packed.k, packed.n
     rows = a if a.ndim == 2 else a.reshape(-1, k)
     m = rows.shape[0]
     if rows.strides[-1] != 1 or (m > 1 and rows.strides[0] < k):
         rows = np.ascontiguousarray(rows)
-    za = _as_int32(a_zero_point)
+    za = as_int32(a_zero_point)
     if za is not None and za.size > 1 and m != za.size:          # per-row points, batched A
         za = np.ascontiguousarray(np.broadcast_to(za, (m // za.size, za.size)).reshape(-1))
-    out = np.empty((m, n), np.int32 if b_scale is None else np.float32)
+    if out is None:
+        out = np.empty((m, n), np.int32 if b_scale is None else np.float32)
     if b_scale is not None:
         b_scale = np.ascontiguousarray(b_scale, np.float32)
     status = library().er_cpu_qgemm(
         address(rows), rows.strides[0] if m > 1 else k, m, k, int(a.dtype.char == "b"),
-        address(za), _count(za), *packed._pointers, a_scale, address(b_scale),
-        _count(b_scale), address(bias), address(out), n)
+        address(za), count(za), *packed._pointers, a_scale, address(b_scale),
+        count(b_scale), address(bias), address(out), n)
     if status:
-        raise MemoryError(f"the native integer product of [{m}, {k}] by [{k}, {n}] found no "
-                          f"scratch memory") if status == -1 else \
-            RuntimeError("the native integer product has no instruction set on this CPU")
+        raise_status(status, m, k, n)
     return out.reshape(a.shape[:-1] + (n,))
 
 
-def _as_int32(zero_point) -> Optional[np.ndarray]:
+def raise_status(status: int, m: int, k: int, n: int):
+    if status == -1:
+        raise MemoryError(f"the native integer product of [{m}, {k}] by [{k}, {n}] found no "
+                          f"scratch memory")
+    raise RuntimeError("the native integer product has no instruction set on this CPU")
+
+
+def as_int32(zero_point) -> Optional[np.ndarray]:
     if zero_point is None:
         return None
     return np.ascontiguousarray(np.asarray(zero_point).reshape(-1), np.int32)
 
 
-def _count(array: Optional[np.ndarray]) -> int:
+def count(array: Optional[np.ndarray]) -> int:
     return 0 if array is None else array.size
 

@@ -31,7 +31,7 @@ import numpy as np
 
 from ....ir import dtypes
 from ..native import elementwise as native
-from ..native import qgemm
+from ..native import qconv, qgemm
 from ..registry import kernel
 from .cast import FLOAT8_CODES, cast_array
 from .clamp import clip_to
@@ -293,6 +293,8 @@ def _per_row(param, a: np.ndarray):
 
 
 def _wrap_int32(exact: np.ndarray) -> np.ndarray:
+    if exact.dtype == np.int32:           # the native products' sums, wrapped already
+        return exact
     if exact.dtype == np.float32:         # exact integers below 2**24: no rounding, no wrap
         return exact.astype(np.int32)
     return np.rint(exact).astype(np.int64).astype(np.int32)
@@ -473,31 +475,42 @@ def _conv_pads(in_sizes, kernel_sizes, strides, dilations, pads, auto_pad):
     return list(pads[:rank]), list(pads[rank:])
 
 
+def _windows(x, kernel_sizes, strides, pads, dilations, auto_pad, pad_value=0):
+    """x's convolution windows, padded with `pad_value`: a view (N, C, *out, *kernel) of
+    every stride-th position's dilation-th taps."""
+    spatial = x.shape[2:]
+    rank = len(spatial)
+    strides = list(strides or [1] * rank)
+    dilations = list(dilations or [1] * rank)
+    begins, ends = _conv_pads(spatial, kernel_sizes, strides, dilations, pads, auto_pad)
+    padded = np.pad(x, [(0, 0), (0, 0)] + list(zip(begins, ends)), constant_values=pad_value)
+    extents = [(k - 1) * d + 1 for k, d in zip(kernel_sizes, dilations)]
+    windows = np.lib.stride_tricks.sliding_window_view(padded, extents, axis=tuple(range(2, 2 + rank)))
+    return windows[(slice(None), slice(None))
+                   + tuple(slice(None, None, s) for s in strides)
+                   + tuple(slice(None, None, d) for d in dilations)]
+
+
+def _check_groups(x, w, group) -> None:
+    channels, out_channels = x.shape[1], w.shape[0]
+    if channels != w.shape[1] * group or out_channels % group:
+        raise ValueError(
+            f"input has {channels} channels, weight {tuple(w.shape)} with group {group} expects "
+            f"{w.shape[1] * group}")
+
+
 def _conv_exact(x, w, group, strides, pads, dilations, auto_pad):
     """N-D grouped convolution of float64 arrays holding integers, by im2col + matmul (the
     path past float32's exact bound; below it _integer_conv takes Conv's own methods).
 
     x: (N, C, *spatial), w: (M, C/group, *kernel) -> (N, M, *out).
     """
+    _check_groups(x, w, group)
     n, channels = x.shape[:2]
-    spatial = x.shape[2:]
-    rank = len(spatial)
+    rank = x.ndim - 2
     out_channels = w.shape[0]
     kernel_sizes = w.shape[2:]
-    strides = list(strides or [1] * rank)
-    dilations = list(dilations or [1] * rank)
-    if channels != w.shape[1] * group or out_channels % group:
-        raise ValueError(
-            f"input has {channels} channels, weight {tuple(w.shape)} with group {group} expects "
-            f"{w.shape[1] * group}")
-    begins, ends = _conv_pads(spatial, kernel_sizes, strides, dilations, pads, auto_pad)
-    padded = np.pad(x, [(0, 0), (0, 0)] + list(zip(begins, ends)))
-    extents = [(k - 1) * d + 1 for k, d in zip(kernel_sizes, dilations)]
-    windows = np.lib.stride_tricks.sliding_window_view(padded, extents, axis=tuple(range(2, 2 + rank)))
-    # windows: (N, C, *positions, *extents); keep every stride-th position, dilation-th tap.
-    windows = windows[(slice(None), slice(None))
-                      + tuple(slice(None, None, s) for s in strides)
-                      + tuple(slice(None, None, d) for d in dilations)]
+    windows = _windows(x, kernel_sizes, strides, pads, dilations, auto_pad)
     out_sizes = windows.shape[2:2 + rank]
     positions, taps = math.prod(out_sizes), math.prod(kernel_sizes)
     per_group_in, per_group_out = channels // group, out_channels // group
@@ -511,12 +524,41 @@ def _conv_exact(x, w, group, strides, pads, dilations, auto_pad):
     return result
 
 
+def _native_integer_conv(ctx, x, x_zero_point, w, w_zero_point, group, strides, pads,
+                         dilations, auto_pad):
+    """conv(x - x_zero_point, w - w_zero_point) as int32 on the integer product kernels
+    (native/qconv.py), or None where they do not apply: depthwise convs (one input channel a
+    group: products of one row, which the float path's direct kernels do better), windows of
+    other than 1 or 2 axes, operands the products do not take."""
+    n, channels = x.shape[:2]
+    out_channels = w.shape[0]
+    if channels == group or x.ndim < 3 or channels != w.shape[1] * group or out_channels % group:
+        return None
+    x_point = None if x_zero_point is None else np.asarray(x_zero_point)
+    w_point = None if w_zero_point is None else np.asarray(w_zero_point).reshape(-1)
+    if not qconv.applicable(x, x_point, w, w_point):
+        return None
+    point = 0 if x_point is None else int(x_point.reshape(()))
+    found = qconv.columns(x, w.shape[2:], strides, pads, dilations, auto_pad, point)
+    if found is None:
+        return None
+    cols, out_sizes = found
+    weights = ctx.prepared("integer_conv_rows", (w, w_zero_point),
+                           lambda: qconv.ConvWeights(w, w_point, group)) if ctx is not None \
+        else qconv.ConvWeights(w, w_point, group)
+    return weights.times(cols, point).reshape((n, out_channels) + out_sizes)
+
+
 def _integer_conv(ctx, x, x_zero_point, w, w_zero_point, group, strides, pads, dilations,
                   auto_pad, kernel_shape) -> np.ndarray:
     """conv(x - x_zero_point, w - w_zero_point) as exact integers in floats: Conv's own
     methods in float32 (Winograd aside) when a product of the weight's depth (C/group x
     kernel) sums below 2**24 there (every partial sum then exact), else im2col in float64.
     The weight is centered once per node (_centered_operand)."""
+    native_result = _native_integer_conv(ctx, x, x_zero_point, w, w_zero_point, group, strides,
+                                         pads, dilations, auto_pad)
+    if native_result is not None:
+        return native_result
     left = _Centered(x, x_zero_point)
     right = _centered_operand(ctx, "integer_conv_w", w, w_zero_point,
                               lambda z: _weight_zero_point(z, w))
