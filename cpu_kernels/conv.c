@@ -89,6 +89,23 @@ DISPATCHED(bias_activation, (float *y, int64_t rows, int64_t cols, const float *
                              int64_t bias_period, int act, const float *p),
            (y, rows, cols, bias, bias_period, act, p))
 
+/* ---- a per-channel affine map (BatchNormalization) ---------------------------------------- */
+/* y [rows, cols] = x * factor[r % period] + shift[r % period]: the multiply, then the add, each
+ * rounded to float32 (numpy's two passes, bit for bit). */
+__attribute__((always_inline))
+static inline void channel_affine_body(const float *x, float *y, int64_t rows, int64_t cols,
+                                       const float *factor, const float *shift, int64_t period) {
+    for (int64_t r = 0; r < rows; r++) {
+        const float f = factor[r % period], b = shift[r % period];
+        const float *src = x + r * cols;
+        float *dst = y + r * cols;
+        for (int64_t i = 0; i < cols; i++) dst[i] = src[i] * f + b;
+    }
+}
+DISPATCHED(channel_affine, (const float *x, float *y, int64_t rows, int64_t cols,
+                            const float *factor, const float *shift, int64_t period),
+           (x, y, rows, cols, factor, shift, period))
+
 /* ---- an activation alone ---------------------------------------------------------------- */
 /* y = act(x) over n values, in blocks that stay in the L1 cache between the copy and the
  * activation's pass. */

@@ -883,3 +883,40 @@ def test_native_integer_conv_matches_onnxruntime(isa, monkeypatch):
                 compared += 1
     assert compared >= 10, compared
     assert len(calls) >= 30, "the native integer conv was not taken"
+
+
+@pytest.mark.parametrize("isa", ["avx2", "avx512_vnni"])
+@pytest.mark.parametrize("shape", [(1, 3, 128, 129), (2, 200, 2, 96), (3, 33, 1000), (1, 8, 1, 1)])
+def test_native_batch_norm_is_the_numpy_path_and_matches_onnxruntime(isa, shape, monkeypatch):
+    """BatchNormalization's one native pass (x * factor + shift per channel) gives numpy's two
+    passes bit for bit (a strided input too; tiny inputs keep numpy's path), and
+    onnxruntime's values within 1e-5."""
+    import onnxruntime as ort
+
+    from edgerun.providers.cpu.native import conv as native_conv
+
+    if isa not in _isas():
+        pytest.skip(f"this CPU's native kernels are {library.isa()}")
+    rng = np.random.default_rng(shape[1])
+    channels = shape[1]
+    params = [rng.standard_normal(channels).astype(np.float32) for _ in range(3)]
+    params.append((rng.random(channels) + 0.1).astype(np.float32))
+    inits = [numpy_helper.from_array(p, n) for p, n in zip(params, "sbmv")]
+    graph = helper.make_graph(
+        [helper.make_node("BatchNormalization", ["x", "s", "b", "m", "v"], ["y"], epsilon=1e-3)],
+        "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(shape))],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 15)],
+                              ir_version=9).SerializeToString()
+    x = (rng.standard_normal(shape[:-1] + (2 * shape[-1],)) * 4).astype(np.float32)[..., ::2]
+    calls = []
+    real = native_conv.channel_affine
+    monkeypatch.setattr(native_conv, "channel_affine", lambda *a: calls.append(1) or real(*a))
+    with library.forced(isa):
+        got = InferenceSession(model, providers=["cpu"]).run(None, {"x": x})[0]
+    assert bool(calls) == (x.size >= native_conv.NATIVE_PASS_MIN_VALUES)
+    monkeypatch.setattr(native_conv, "available", lambda: False)
+    numpy_path = InferenceSession(model, providers=["cpu"]).run(None, {"x": x})[0]
+    np.testing.assert_array_equal(got, numpy_path)
+    want = ort.InferenceSession(model, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)

@@ -266,6 +266,18 @@ def activate_in_place(y: np.ndarray, activation: str, params=()) -> bool:
     return True
 
 
+def channel_affine(x: np.ndarray, factor: np.ndarray, shift: np.ndarray) -> np.ndarray:
+    """x (N, C, ...) float32 times factor[c] plus shift[c] (float32, C values each) in one pass:
+    numpy's x * factor + shift bit for bit."""
+    x = np.ascontiguousarray(x)
+    y = np.empty(x.shape, np.float32)
+    channels = x.shape[1]
+    rows = x.shape[0] * channels
+    library().er_cpu_channel_affine(address(x), address(y), rows, x.size // rows if rows else 0,
+                                    address(factor), address(shift), channels)
+    return y
+
+
 def bias_activation(y: np.ndarray, bias: Optional[np.ndarray], act: tuple) -> np.ndarray:
     """y (N, M, ...) float32 C-contiguous, in place: act(y + bias[m]) (bias may be None)."""
     channels = y.shape[1]

@@ -49,12 +49,24 @@ def quantize(x: np.ndarray, scale, zero_point: int, dtype) -> np.ndarray:
 
 def quantize_dequantize(x: np.ndarray, scale, zero_point: int, dtype) -> np.ndarray:
     """DequantizeLinear(QuantizeLinear(x)) of float32 x through `dtype` (uint8 or int8)."""
-    x = _contiguous(x, np.float32)
+    low, high = _RANGES[np.dtype(dtype).char]
+    return quantize_dequantize_with(x, (float(scale), int(zero_point), low, high))
+
+
+def pair_operands(scale: np.ndarray, zero_point, dtype) -> tuple:
+    """The pair's scalar operands (scale, zero point, low, high) for quantize_dequantize_with:
+    one float32 scale, a zero point or none, through `dtype` (uint8 or int8)."""
+    point = 0 if zero_point is None else int(zero_point.reshape(()))
+    return (float(scale.reshape(())), point) + _RANGES[np.dtype(dtype).char]
+
+
+def quantize_dequantize_with(x: np.ndarray, operands: tuple) -> np.ndarray:
+    """quantize_dequantize with its operands worked out (pair_operands)."""
+    if not x.flags.c_contiguous:
+        x = np.ascontiguousarray(x)
     out = np.empty(x.shape, np.float32)
     if x.size:
-        low, high = _RANGES[np.dtype(dtype).char]
-        library().er_cpu_quantize_dequantize(address(x), x.size, float(scale),
-                                             int(zero_point), low, high, address(out))
+        library().er_cpu_quantize_dequantize(address(x), x.size, *operands, address(out))
     return out
 
 

@@ -11,6 +11,7 @@ import math
 import numpy as np
 
 from ....ir.dtypes import numpy_dtype
+from ..native import conv as native_conv
 from ..native import elementwise as native
 from ..registry import kernel
 from .reduction import trailing_sum
@@ -73,9 +74,11 @@ def _channel_shape(param: np.ndarray, rank: int) -> np.ndarray:
 # --- BatchNormalization ---------------------------------------------------------------
 
 def _batch_norm_inference(x, scale, bias, mean, var, epsilon, ctx=None):
-    """y = x * factor + shift: two passes over x. The per-channel factor = scale /
-    sqrt(var + eps) and shift = bias - mean * factor are computed in float64 (they are small),
-    once per node while the parameters are the same arrays (constants) when `ctx` is given."""
+    """y = x * factor + shift: two numpy passes over x, or one native pass (float32, per-
+    channel parameters, enough values to pay for the call; the same bits). The per-channel
+    factor = scale / sqrt(var + eps) and shift = bias - mean * factor are computed in float64
+    (they are small), once per node while the parameters are the same arrays (constants)
+    when `ctx` is given."""
     work = _work_dtype(x.dtype)
 
     def coefficients():
@@ -90,6 +93,9 @@ def _batch_norm_inference(x, scale, bias, mean, var, epsilon, ctx=None):
     else:
         factor, shift = ctx.prepared(("batch_norm", x.ndim, work), (scale, bias, mean, var),
                                      coefficients)
+    if work == np.float32 and x.dtype == np.float32 and factor.size == x.shape[1] and \
+            x.size >= native_conv.NATIVE_PASS_MIN_VALUES and native_conv.available():
+        return native_conv.channel_affine(x, factor, shift)
     y = np.multiply(_as(x, work), factor)
     y += shift
     return y.astype(x.dtype, copy=False)

@@ -236,13 +236,28 @@ def dequantize_linear(ctx, x, x_scale, x_zero_point=None, axis=1, block_size=0, 
 def quantize_dequantize(ctx, x, scale, zero_point=None, axis=1, saturate=1, block_size=0,
                         output_dtype=0, precision=0):
     """DequantizeLinear(QuantizeLinear(x)) with one scale and zero point (the optimizer's
-    fusion of a QDQ model's activation pairs; QuantizeLinear's attributes)."""
+    fusion of a QDQ model's activation pairs; QuantizeLinear's attributes). A QDQ model runs
+    hundreds of these on small tensors, so the native pass's operands are worked out once
+    per node (the scale and zero point are its constants)."""
+    if ctx is not None and x.dtype == np.float32 and native.available():
+        pass_operands = ctx.prepared("quantize_dequantize", (scale, zero_point), lambda: _pair_operands(
+            x, scale, zero_point, output_dtype, block_size, precision))
+        if pass_operands is not None:
+            return native.quantize_dequantize_with(x, pass_operands)
     code = _quantized_code(zero_point, output_dtype)
     if _is_8bit_float32_per_tensor(x, scale, zero_point, code, block_size, precision):
         return _quantize_dequantize_float32_per_tensor(x, scale, zero_point, code)
     q = quantize_linear(ctx, x, scale, zero_point, axis, saturate, block_size, output_dtype,
                         precision)
     return dequantize_linear(ctx, q, scale, zero_point, axis, block_size)
+
+
+def _pair_operands(x, scale, zero_point, output_dtype: int, block_size, precision):
+    """The native pass's operands of a float32 8-bit per-tensor pair, else None."""
+    code = _quantized_code(zero_point, output_dtype)
+    if not _is_8bit_float32_per_tensor(x, scale, zero_point, code, block_size, precision):
+        return None
+    return native.pair_operands(scale, zero_point, dtypes.numpy_dtype(code))
 
 
 def _quantize_dequantize_float32_per_tensor(x, scale, zero_point, code: int):
