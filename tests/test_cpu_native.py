@@ -143,14 +143,15 @@ def _exact(case: dict) -> np.ndarray:
 
 
 def _counting(monkeypatch) -> list:
+    """Calls of the native products: qgemm.product, or MatMulIntegerToFloat's bound B."""
     calls = []
-    original = qgemm.product
+    for owner, name in ((qgemm, "product"), (qgemm.ScaledB, "times")):
+        original = getattr(owner, name)
 
-    @functools.wraps(original)
-    def counted(*args, **kwargs):
-        calls.append(1)
-        return original(*args, **kwargs)
-    monkeypatch.setattr(qgemm, "product", counted)
+        def counted(*args, original=original, **kwargs):
+            calls.append(1)
+            return original(*args, **kwargs)
+        monkeypatch.setattr(owner, name, functools.wraps(original)(counted))
     return calls
 
 
@@ -920,3 +921,51 @@ def test_native_batch_norm_is_the_numpy_path_and_matches_onnxruntime(isa, shape,
     np.testing.assert_array_equal(got, numpy_path)
     want = ort.InferenceSession(model, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("isa", ["avx2", "avx512_vnni"])
+@pytest.mark.parametrize("shape", [(1, 12, 16, 16), (3, 1000), (4, 5, 17), (64, 5), (1, 1, 300)])
+def test_native_softmax_matches_onnxruntime_and_float64(isa, shape, monkeypatch):
+    """Softmax along the last axis in one native pass (cpu_kernels/softmax.c, a polynomial
+    exp): within 2e-6 relative of float64's softmax and of onnxruntime (and 1e-10 absolute:
+    float32's x - max alone is off by up to half an ulp of it), rows holding an
+    attention mask (-3.4e38 and -inf), a row of -inf (NaN, as numpy's path), a NaN and
+    values near exp's limits included; a strided input; the native pass was what ran."""
+    import onnxruntime as ort
+
+    from edgerun.providers.cpu.native import elementwise
+
+    if isa not in _isas():
+        pytest.skip(f"this CPU's native kernels are {library.isa()}")
+    rng = np.random.default_rng(shape[-1])
+    x = (rng.standard_normal(shape[:-1] + (2 * shape[-1],)) * 8).astype(np.float32)[..., ::2]
+    rows = x.reshape(-1, shape[-1])
+    if rows.shape[0] >= 4 and shape[-1] >= 4:
+        rows[0, shape[-1] // 2:] = -3.4e38
+        rows[1, -2:] = -np.inf
+        rows[2, :] = -np.inf
+        rows[3, 0] = np.nan
+        rows[-1, :2] = [80.0, -80.0]
+    x = rows.reshape(shape)
+    graph = helper.make_graph(
+        [helper.make_node("Softmax", ["x"], ["y"], axis=-1)], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(shape))],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)],
+                              ir_version=9).SerializeToString()
+    calls = []
+    real = elementwise.softmax_rows
+    monkeypatch.setattr(elementwise, "softmax_rows", lambda v: calls.append(1) or real(v))
+    with library.forced(isa), np.errstate(invalid="ignore", over="ignore"):
+        got = InferenceSession(model, providers=["cpu"]).run(None, {"x": x})[0]
+        wide = x.astype(np.float64)
+        peak = np.max(wide, axis=-1, keepdims=True)
+        peak = np.where(np.isfinite(peak), peak, 0)
+        e = np.exp(wide - peak)
+        exact = e / e.sum(axis=-1, keepdims=True)
+    assert calls, "the native softmax did not run"
+    np.testing.assert_allclose(got, exact, rtol=2e-6, atol=1e-10, equal_nan=True)
+    want = ort.InferenceSession(model, providers=["CPUExecutionProvider"]).run(
+        None, {"x": np.ascontiguousarray(x)})[0]
+    finite = np.isfinite(want) & np.isfinite(got)
+    np.testing.assert_allclose(got[finite], want[finite], rtol=2e-6, atol=1e-10)

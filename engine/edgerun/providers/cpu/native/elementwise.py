@@ -1,9 +1,10 @@
-"""Elementwise float32 kernels in one pass each (cpu_kernels/elementwise.c): GELU's erf form,
-DynamicQuantizeLinear (two passes, its scalars computed between them), 8-bit QuantizeLinear,
-DequantizeLinear and their pair with one scale and zero point, each equal bit for bit to the
-numpy path it stands in for (the same operations in the same order and precision); and
-LayerNormalization, whose row statistics are summed in double (so within ~1e-7 of the numpy
-path's float32 sums, not bit for bit). Callers use them where `available()` and keep numpy's
+"""Elementwise float32 kernels in one pass each (cpu_kernels/elementwise.c, softmax.c): GELU's
+erf form, DynamicQuantizeLinear (two passes, its scalars computed between them), 8-bit
+QuantizeLinear, DequantizeLinear and their pair with one scale and zero point, each equal bit
+for bit to the numpy path it stands in for (the same operations in the same order and
+precision); LayerNormalization, whose row statistics are summed in double (so within ~1e-7 of
+the numpy path's float32 sums, not bit for bit); and Softmax along the last axis, whose exp is
+a polynomial (within ~1e-6 relative). Callers use them where `available()` and keep numpy's
 path elsewhere."""
 from __future__ import annotations
 
@@ -77,6 +78,17 @@ def dequantize(x: np.ndarray, zero_point: int, scale) -> np.ndarray:
     if x.size:
         library().er_cpu_dequantize(address(x), x.size, int(x.dtype.char == "b"),
                                     int(zero_point), float(scale), address(out))
+    return out
+
+
+def softmax_rows(x: np.ndarray) -> np.ndarray:
+    """Softmax of float32 x along its last axis (cpu_kernels/softmax.c: within ~1e-6 of
+    numpy's path, its exp a polynomial)."""
+    x = _contiguous(x, np.float32)
+    out = np.empty(x.shape, np.float32)
+    if x.size:
+        length = x.shape[-1]
+        library().er_cpu_softmax_rows(address(x), address(out), x.size // length, length)
     return out
 
 

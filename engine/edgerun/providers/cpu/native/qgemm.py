@@ -38,6 +38,48 @@ class PackedB:
                           count(self.zb))
 
 
+class ScaledB:
+    """MatMulIntegerToFloat's constant operands, B packed and its bias ([N] float32 or None),
+    bound once, so that `times` makes one native call (its scales may change every run: in
+    quantize_dynamic's files b_scale is a_scale x w_scale)."""
+    __slots__ = ("packed", "bias", "_b")
+
+    def __init__(self, b: np.ndarray, b_zero_point, bias):
+        self.packed = PackedB(b, b_zero_point)
+        self.bias = None if bias is None else np.ascontiguousarray(bias, np.float32)
+        self._b = self.packed._pointers
+
+    def takes(self, a: np.ndarray, a_zero_point, b_scale: np.ndarray) -> bool:
+        """Whether `times` takes these: an 8-bit A [..., K], not empty, its zero point of its
+        type and one value, or none; a float32 b_scale of one value or one a column."""
+        return a.dtype.char in EIGHT_BIT and a.ndim >= 1 and a.shape[-1] == self.packed.k and \
+            a.size > 0 and (a_zero_point is None or (a_zero_point.dtype.char == a.dtype.char
+                                                     and a_zero_point.size == 1)) and \
+            b_scale.dtype == np.float32 and b_scale.ndim <= 1 and \
+            b_scale.size in (1, self.packed.n)
+
+    def times(self, a: np.ndarray, a_zero_point, a_scale: float,
+              b_scale: np.ndarray) -> np.ndarray:
+        """float32 (a - a_zero_point) @ (B - zb) * (a_scale * b_scale) + bias, for operands
+        that `takes`."""
+        k, n = self.packed.k, self.packed.n
+        rows = a if a.ndim == 2 else a.reshape(-1, k)
+        m = rows.shape[0]
+        if rows.strides[-1] != 1 or (m > 1 and rows.strides[0] < k):
+            rows = np.ascontiguousarray(rows)
+        if not b_scale.flags.c_contiguous:
+            b_scale = np.ascontiguousarray(b_scale)
+        point = _POINTS[0 if a_zero_point is None else int(a_zero_point.reshape(()))]
+        out = np.empty(a.shape[:-1] + (n,), np.float32)
+        status = library().er_cpu_qgemm(address(rows), rows.strides[0] if m > 1 else k, m, k,
+                                        int(rows.dtype.char == "b"), point[1], 1, *self._b,
+                                        a_scale, address(b_scale), b_scale.size,
+                                        address(self.bias), address(out), n)
+        if status:
+            raise_status(status, m, k, n)
+        return out
+
+
 def applicable(a: np.ndarray, a_zero_point, b: np.ndarray, b_zero_point) -> bool:
     """Whether these operands take the native product (see the module docstring)."""
     if not isa_code() or a.dtype.char not in EIGHT_BIT or b.dtype.char not in EIGHT_BIT:
@@ -89,6 +131,11 @@ def raise_status(status: int, m: int, k: int, n: int):
         raise MemoryError(f"the native integer product of [{m}, {k}] by [{k}, {n}] found no "
                           f"scratch memory")
     raise RuntimeError("the native integer product has no instruction set on this CPU")
+
+
+# every 8-bit zero point as a one-value int32 array, with its address
+_POINTS = {z: (array, address(array)) for z in range(-128, 256)
+           for array in [np.full(1, z, np.int32)]}
 
 
 def as_int32(zero_point) -> Optional[np.ndarray]:

@@ -435,6 +435,12 @@ def matmul_integer_to_float(ctx, A, B, a_scale, b_scale, a_zero_point=None, b_ze
     times a_scale * b_scale (each one value, or b_scale one per column), plus bias. What the
     optimizer makes of MatMulInteger -> Cast -> Mul [-> Add]: float32 of the int32 product,
     scaled in place (the chain's values, one pass instead of three)."""
+    if ctx is not None and a_scale.size == 1:
+        bound = ctx.prepared("qgemm_scaled_b", (B, b_zero_point, bias), lambda: (
+            qgemm.ScaledB(B, b_zero_point, bias) if _scaled_b_fits(B, b_zero_point, bias)
+            else None))
+        if bound is not None and bound.takes(A, a_zero_point, b_scale):
+            return bound.times(A, a_zero_point, float(a_scale.reshape(())), b_scale)
     if np.size(a_scale) == 1 and np.ndim(b_scale) <= 1 and np.size(b_scale) in (1, B.shape[-1]) \
             and (bias is None or (bias.dtype == np.float32 and bias.shape == (B.shape[-1],)
                                   and bias.flags.c_contiguous)):
@@ -449,6 +455,15 @@ def matmul_integer_to_float(ctx, A, B, a_scale, b_scale, a_zero_point=None, b_ze
     if bias is not None:
         y += bias
     return y
+
+
+def _scaled_b_fits(b, b_zero_point, bias) -> bool:
+    """Whether MatMulIntegerToFloat's B side binds as qgemm.ScaledB: an 8-bit [K, N] B with
+    its zero point (qgemm's forms) and a float32 [N] bias or none."""
+    n = b.shape[-1] if b.ndim else 0
+    return b.ndim == 2 and b.dtype.char in qgemm.EIGHT_BIT and b.size > 0 and \
+        qgemm.zero_points_fit(b_zero_point, b.dtype.char, n) and \
+        (bias is None or (bias.dtype == np.float32 and bias.shape == (n,)))
 
 
 @kernel("QLinearMatMul", since=10)

@@ -11,6 +11,7 @@ import math
 
 import numpy as np
 
+from ..native import elementwise as native
 from ..registry import kernel
 from .elementwise import float_math, widened
 from .reduction import trailing_sum
@@ -80,7 +81,14 @@ def _shifted(v: np.ndarray, axis: int) -> np.ndarray:
 _ONE_SHIFT_SPAN = 16.0
 
 
+# A native call costs about what one numpy pass over this many values does
+_NATIVE_MIN_VALUES = 256
+
+
 def _softmax(v: np.ndarray, axis: int) -> np.ndarray:
+    if axis == v.ndim - 1 and v.dtype == np.float32 and v.size >= _NATIVE_MIN_VALUES and \
+            native.available():
+        return native.softmax_rows(v)
     if _narrow_rows(v, axis):
         return _by_columns(_softmax_in_place, v)
     high, low = v.max(), v.min()
