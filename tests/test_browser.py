@@ -183,7 +183,8 @@ from edgerun.providers.webgpu.provider import shared_context
 from edgerun.providers.webgpu.shaders import ShaderLibrary, kernel_dir
 
 os.makedirs("/broken", exist_ok=True)
-open("/broken/snippets.wgsl", "w").write(open(kernel_dir() + "/snippets.wgsl").read())
+for shared in ("snippets.wgsl", "lanes.wgsl"):
+    open("/broken/" + shared, "w").write(open(kernel_dir() + "/" + shared).read())
 open("/broken/broken.wgsl", "w").write("//! kernel bad\\nfn main() { let x: u32 = 1.5; }\\n")
 ctx = GpuContext(shared_context().device, ShaderLibrary("/broken"))
 ctx.label = "node 'n1' (Relu)"

@@ -351,7 +351,8 @@ def test_kernel_errors_name_the_kernel_and_node(gpu, tmp_path):
     from edgerun.providers.webgpu.gpu import GpuContext
     from edgerun.providers.webgpu.shaders import ShaderLibrary, kernel_dir
 
-    (tmp_path / "snippets.wgsl").write_text(open(f"{kernel_dir()}/snippets.wgsl").read())
+    for shared in ("snippets.wgsl", "lanes.wgsl"):
+        (tmp_path / shared).write_text(open(f"{kernel_dir()}/{shared}").read())
     (tmp_path / "broken.wgsl").write_text("//! kernel bad\nfn main() { let x: u32 = 1.5; }\n")
     ctx = GpuContext(gpu.device, ShaderLibrary(str(tmp_path)))
     ctx.label = "node 'n1' (Relu)"
@@ -495,7 +496,7 @@ def test_float16_and_int8_models_in_a_page_without_numpy(gpu):
 # ---- differential checks of the kernels added for issue #20 (against the CPU provider) ----
 
 _TYPES = {np.float32: TensorProto.FLOAT, np.int32: TensorProto.INT32,
-          np.int64: TensorProto.INT64, np.bool_: TensorProto.BOOL}
+          np.int64: TensorProto.INT64, np.bool_: TensorProto.BOOL, np.uint8: TensorProto.UINT8}
 
 
 def _on_gpu_matches_cpu(gpu, op, feeds: dict, opset=24, n_outputs=1, initializers=(),
@@ -1337,3 +1338,113 @@ def test_conv_integer_on_the_gpu_matches_onnxruntime(gpu, x_shape, w_shape, attr
             _wholly_on_gpu_as_onnxruntime(gpu, model, {"x": x})
         else:
             _model_on_gpu_matches_cpu(gpu, model, {"x": x}, "ConvInteger per channel")
+
+
+@pytest.mark.parametrize("lanes", [2, 16, 64])
+def test_matmul_tiles_shared_along_k_match_the_cpu(gpu, monkeypatch, lanes):
+    """On a GPU, few 4x4 tiles (or integer products' elements) share K between lanes of a
+    workgroup (kernels/matmul.py's k_lanes; software adapters take 1): forced here, the vec4
+    and the strided kernel, K not a multiple of the lanes, edge tiles, batches, Gemm's
+    transposed operands and bias, a fused activation, MatMulInteger and a direct Conv (lanes
+    over its input channels) match the CPU provider."""
+    from edgerun.providers.webgpu.kernels import matmul as gpu_matmul
+    from edgerun.providers.webgpu.kernels import quantization as gpu_quantization
+
+    from edgerun.providers.webgpu.kernels import conv as gpu_conv
+
+    for module in (gpu_matmul, gpu_quantization, gpu_conv):
+        monkeypatch.setattr(module, "k_lanes", lambda gpu, tiles, steps: lanes)
+    rng = np.random.default_rng(lanes)
+    for channels in (1, 3, 24):          # conv2d_oc4: lanes split the input channels
+        _on_gpu_matches_cpu(gpu, "Conv", {"x": _rng_values(rng, (2, channels, 9, 7)),
+                                          "w": _rng_values(rng, (8, channels, 3, 2))},
+                            opset=11, pads=[1, 0, 1, 1], strides=[2, 1],
+                            what=f"{channels} channels")
+    for m, k, n in [(1, 384, 40), (7, 30, 5)]:      # int32 sums: the same in any order
+        a = rng.integers(0, 256, (2, m, k), dtype=np.uint8)
+        b = rng.integers(0, 256, (k, n), dtype=np.uint8)
+        zero = np.array(rng.integers(0, 256), np.uint8)
+        _on_gpu_matches_cpu(gpu, "MatMulInteger", {"a": a, "b": b, "za": zero, "zb": zero},
+                            opset=10, what=f"{m}x{k}x{n}")
+    for m, k, n in [(1, 384, 384), (5, 20, 8), (16, 1000, 12), (3, 7, 5), (2, 1, 3)]:
+        _on_gpu_matches_cpu(gpu, "MatMul", {"a": _rng_values(rng, (2, m, k)),
+                                            "b": _rng_values(rng, (k, n))}, what=f"{m}x{k}x{n}")
+    _on_gpu_matches_cpu(gpu, "Gemm", {"a": _rng_values(rng, (40, 9)),
+                                      "b": _rng_values(rng, (11, 40)),
+                                      "c": _rng_values(rng, (11,))},
+                        transA=1, transB=1, alpha=0.5, beta=2.0)
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["a", "b"], ["t"]), helper.make_node("Relu", ["t"], ["y"])],
+        "g", [helper.make_tensor_value_info("a", TensorProto.FLOAT, [6, 64]),
+              helper.make_tensor_value_info("b", TensorProto.FLOAT, [64, 16])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    _model_on_gpu_matches_cpu(gpu, model.SerializeToString(),
+                              {"a": _rng_values(rng, (6, 64)), "b": _rng_values(rng, (64, 16))},
+                              "MatMul + Relu")
+
+
+def _as_a_gpu(monkeypatch) -> None:
+    """Software adapters (lavapipe here) taken for GPUs: kernels get more than one lane, the
+    shared_lanes text of lanes.wgsl (workgroup memory, barriers), as on a real GPU."""
+    from edgerun.providers.webgpu.device import GpuDevice
+
+    monkeypatch.setattr(GpuDevice, "software", property(lambda self: False))
+
+
+def test_software_adapters_get_kernels_without_barriers(gpu, monkeypatch):
+    """Workgroup memory and barriers are written only in lanes.wgsl's shared_lanes section,
+    which a kernel gets only with LANES > 1; and on a CPU adapter (lavapipe, SwiftShader)
+    every dispatch has one lane, so its kernels hold neither (SwiftShader crashed a Chromium
+    renderer in CI on barrier-holding kernels). A GPU gets lanes where they pay."""
+    from edgerun.providers.webgpu import shaders
+
+    folder = shaders._kernel_folder()
+    for path in sorted(folder.iterdir()):
+        if path.suffix != ".wgsl":
+            continue
+        text = path.read_text(encoding="utf-8")
+        if path.name == "lanes.wgsl":
+            text = text[:text.index("//! kernel shared_lanes")]
+        for shared in ("workgroupBarrier", "var<workgroup>"):
+            assert shared not in text, f"{path.name} uses {shared} outside lanes.wgsl"
+    lanes = []
+    real = type(gpu).dispatch
+
+    def recorded(self, *args, **kwargs):
+        subs = kwargs.get("subs", args[6] if len(args) > 6 else None) or {}
+        lanes.append(subs.get("LANES", 1))
+        return real(self, *args, **kwargs)
+    monkeypatch.setattr(type(gpu), "dispatch", recorded)
+    rng = np.random.default_rng(5)
+    x = _rng_values(rng, (2, 7, 300))
+    _on_gpu_matches_cpu(gpu, "Softmax", {"x": x}, opset=13, axis=-1)
+    _on_gpu_matches_cpu(gpu, "MatMul", {"a": _rng_values(rng, (1, 384)),
+                                        "b": _rng_values(rng, (384, 8))})
+    _on_gpu_matches_cpu(gpu, "DynamicQuantizeLinear", {"x": x}, opset=11, n_outputs=3)
+    assert lanes, "nothing was dispatched"
+    if gpu.device.software:
+        assert set(lanes) == {1}, lanes
+    else:
+        assert max(lanes) > 1, f"a GPU ({gpu.device.adapter_type}) took one lane everywhere"
+
+
+@pytest.mark.parametrize("length", [1, 3, 64, 100, 1000])
+def test_rows_shared_by_lanes_match_the_cpu(gpu, length, monkeypatch):
+    """rows.wgsl on a GPU: a reduction, Softmax (over the last axis and a strided middle one)
+    and LayerNormalization whose rows are shared by up to a workgroup's lanes (a power of two
+    no larger than the row), with a partial last workgroup; and DynamicQuantizeLinear's
+    range folded by a workgroup's lanes."""
+    _as_a_gpu(monkeypatch)
+    rng = np.random.default_rng(length)
+    x = _rng_values(rng, (3, 5, length))
+    for op in ("ReduceSum", "ReduceMax", "ReduceLogSumExp", "ReduceL2"):
+        _on_gpu_matches_cpu(gpu, op, {"x": x}, opset=11, axes=[2], keepdims=0)
+    _on_gpu_matches_cpu(gpu, "ReduceMean", {"x": x}, opset=11, axes=[0, 2])
+    for axis in (-1, 1):
+        _on_gpu_matches_cpu(gpu, "Softmax", {"x": x}, opset=13, axis=axis)
+        _on_gpu_matches_cpu(gpu, "LogSoftmax", {"x": x}, opset=13, axis=axis)
+    _on_gpu_matches_cpu(gpu, "LayerNormalization", {"x": x, "s": _rng_values(rng, (length,)),
+                                                    "b": _rng_values(rng, (length,))},
+                        opset=17, n_outputs=3, axis=-1)
+    _on_gpu_matches_cpu(gpu, "DynamicQuantizeLinear", {"x": x}, opset=11, n_outputs=3)

@@ -83,8 +83,10 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
 }
 
 //! kernel conv2d_oc4
-// conv2d with OCB = 4 and the four accumulators and weight rows in named registers.
-// Same params and bindings.
+// conv2d with OCB = 4 and the four accumulators and weight rows in named registers. Each
+// 4x4 tile (4 channels by 4 columns) is summed by {{LANES}} work items, each taking every
+// LANES-th input channel, their parts meeting in workgroup memory as matmul.wgsl's tiles
+// do (n counts tiles * LANES; kernels/matmul.py's k_lanes chooses).
 // params: n, N, C, H, W, M, OH, OW, KH, KW, sh, sw, ph, pw, dh, dw, Cg, Mg, ow_tiles,
 //         oc_tiles, act_alpha @20, act_beta @21, bias_stride @22
 @group(0) @binding(1) var<storage, read_write> out: array<f32>;
@@ -98,9 +100,11 @@ fn load_x(row: u32, iw: i32, width: u32) -> f32 {
 }
 
 @compute @workgroup_size({{WG}})
-fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-  let i = flat_index(gid, nwg);
-  if (i >= pu(0u)) { return; }
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) local: u32) {
+  let item = flat_index(gid, nwg);
+  let i = tile_of(item);
+  let lane = k_lane(local);
   let C = pu(2u);
   let H = pu(3u);
   let W = pu(4u);
@@ -133,7 +137,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
   var acc3 = vec4<f32>(0.0);
   let iw_base = i32(ow0 * sw) - pi(13u);
   let sw_i = i32(sw);
-  for (var ic = 0u; ic < Cg; ic++) {
+  for (var ic = lane; ic < Cg; ic += {{LANES}}u) {
     let xc = (nb * C + ic0 + ic) * H;
     for (var kh = 0u; kh < KH; kh++) {
       let ih = i32(oh * sh + kh * dh) - pi(12u);
@@ -152,9 +156,10 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
       }
     }
   }
+  let acc = tile_total(local, array<vec4<f32>, 4>(acc0, acc1, acc2, acc3));
+  if (!tile_writer(item, local)) { return; }
   let act_alpha = pf(20u);
   let act_beta = pf(21u);
-  let acc = array<vec4<f32>, 4>(acc0, acc1, acc2, acc3);
   for (var r = 0u; r < 4u; r++) {
     let oc = oc0 + r;
     if (oc >= M) { break; }

@@ -1,9 +1,14 @@
 // Matrix family: batched C = act(alpha * A·B + beta * bias), register-blocked.
-// Each work item computes a 4x4 tile of C in registers, with no shared memory: on CPU-like
-// adapters (lavapipe, SwiftShader) barriers are expensive and this was ~7x faster than
-// classic shared-memory tiling. A and B are read through strides, so transposed operands
-// (Gemm transA/transB) cost nothing extra. Rows/columns past the edge are clamped on load
-// and skipped on store. ACT is an expression over `x`, `act_alpha`, `act_beta`.
+// Each 4x4 tile of C is computed in registers by {{LANES}} work items (snippets.wgsl's
+// tiles): each sums every LANES-th step of K, and their partial tiles meet through
+// lanes.wgsl. One lane (one work item per tile, no workgroup memory, no barrier) is what CPU
+// adapters (lavapipe, SwiftShader) get: there barriers are expensive. A GPU with few tiles
+// to run takes more lanes, so that enough work items hide its memory latency
+// (kernels/matmul.py's k_lanes). No shared-memory tiling of A and B: on CPU-like adapters
+// that was ~7x slower. A and B are read through strides, so transposed operands (Gemm
+// transA/transB) cost nothing extra. Rows/columns past the edge are clamped on load and
+// skipped on store; work items past the last tile compute on it and store nothing. ACT is
+// an expression over `x`, `act_alpha`, `act_beta`.
 
 //! kernel matmul
 // params: n, M, N, K, tilesN, tilesMN, sam, sak, sbk, sbn, scm, scn, alpha, beta,
@@ -22,9 +27,11 @@ fn epilogue(acc: f32, cidx: u32) -> f32 {
 }
 
 @compute @workgroup_size({{WG}})
-fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-  let i = flat_index(gid, nwg);
-  if (i >= pu(0u)) { return; }
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) local: u32) {
+  let item = flat_index(gid, nwg);
+  let i = tile_of(item);
+  let lane = k_lane(local);
   let M = pu(1u);
   let N = pu(2u);
   let K = pu(3u);
@@ -58,7 +65,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
   var acc1 = vec4<f32>(0.0);
   var acc2 = vec4<f32>(0.0);
   var acc3 = vec4<f32>(0.0);
-  for (var k = 0u; k < K; k++) {
+  for (var k = lane; k < K; k += {{LANES}}u) {
     let ko = k * sbk;
     let bv = vec4<f32>(b[cb.x + ko], b[cb.y + ko], b[cb.z + ko], b[cb.w + ko]);
     let ka = k * sak;
@@ -67,8 +74,9 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     acc2 += a[ra.z + ka] * bv;
     acc3 += a[ra.w + ka] * bv;
   }
+  let rows = tile_total(local, array<vec4<f32>, 4>(acc0, acc1, acc2, acc3));
+  if (!tile_writer(item, local)) { return; }
   let obase = batch * M * N;
-  let rows = array<vec4<f32>, 4>(acc0, acc1, acc2, acc3);
   for (var r = 0u; r < 4u; r++) {
     let m = m0 + r;
     if (m >= M) { break; }
@@ -98,9 +106,11 @@ fn epilogue(acc: f32, cidx: u32) -> f32 {
 }
 
 @compute @workgroup_size({{WG}})
-fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-  let i = flat_index(gid, nwg);
-  if (i >= pu(0u)) { return; }
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) local: u32) {
+  let item = flat_index(gid, nwg);
+  let i = tile_of(item);
+  let lane = k_lane(local);
   let M = pu(1u);
   let N = pu(2u);
   let K4 = pu(3u) / 4u;
@@ -132,13 +142,13 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
   var acc1 = vec4<f32>(0.0);
   var acc2 = vec4<f32>(0.0);
   var acc3 = vec4<f32>(0.0);
-  var bk = bbase + n4;
-  for (var k = 0u; k < K4; k++) {
+  var bk = bbase + n4 + 4u * lane * sbk;
+  for (var k = lane; k < K4; k += {{LANES}}u) {
     let b0 = b[bk];
     let b1 = b[bk + sbk];
     let b2 = b[bk + 2u * sbk];
     let b3 = b[bk + 3u * sbk];
-    bk += 4u * sbk;
+    bk += 4u * {{LANES}}u * sbk;
     let a0 = a[r0 + k];
     let a1 = a[r1 + k];
     let a2 = a[r2 + k];
@@ -148,9 +158,10 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     acc2 += a2.x * b0 + a2.y * b1 + a2.z * b2 + a2.w * b3;
     acc3 += a3.x * b0 + a3.y * b1 + a3.z * b2 + a3.w * b3;
   }
+  let rows = tile_total(local, array<vec4<f32>, 4>(acc0, acc1, acc2, acc3));
+  if (!tile_writer(item, local)) { return; }
   let obase = batch * M * N;
   let n0 = n4 * 4u;
-  let rows = array<vec4<f32>, 4>(acc0, acc1, acc2, acc3);
   for (var r = 0u; r < 4u; r++) {
     let m = m0 + r;
     if (m >= M) { break; }

@@ -82,19 +82,31 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
 //! kernel dynamic_scale
 // The partials folded into scale = (high - low) / 255 (1 for a range of 0, as onnxruntime)
 // and zero_point = round(0 - low / scale) saturated to [0, 255], as f32 pair out[0], out[1].
-// params: n (1), partials
+// One workgroup: each of its first {{LANES}} invocations folds every LANES-th partial, and
+// their folds meet through lanes.wgsl, halving. params: n ({{LANES}}), partials
 @group(0) @binding(1) var<storage, read_write> out: array<f32>;
 @group(0) @binding(2) var<storage, read> partials: array<f32>;
 
 @compute @workgroup_size({{WG}})
-fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-  if (flat_index(gid, nwg) != 0u) { return; }
+fn main(@builtin(local_invocation_index) local: u32) {
   var low = 0.0;
   var high = 0.0;
-  for (var t = 0u; t < pu(1u); t++) {
-    low = min(low, partials[2u * t]);
-    high = max(high, partials[2u * t + 1u]);
+  if (local < {{LANES}}u) {
+    for (var t = local; t < pu(1u); t += {{LANES}}u) {
+      low = min(low, partials[2u * t]);
+      high = max(high, partials[2u * t + 1u]);
+    }
   }
+  for (var s = {{LANES}}u / 2u; s > 0u; s = s / 2u) {
+    let source = select(local, local + s, local < s);
+    let other_low = lane_f32(local, low, source);
+    let other_high = lane_f32(local, high, source);
+    if (local < s) {
+      low = min(low, other_low);
+      high = max(high, other_high);
+    }
+  }
+  if (local != 0u) { return; }
   var scale = 1.0;
   if (high != low) { scale = (high - low) / 255.0; }
   out[0] = scale;

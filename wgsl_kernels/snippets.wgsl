@@ -69,3 +69,36 @@ fn half_bits(v: f32) -> u32 {
 fn as_half(v: f32) -> f32 {
   return unpack2x16float(half_bits(v)).x;
 }
+
+// Outputs (4x4 tiles, or elements) each summed along K by {{LANES}} work items (1 unless a
+// kernel is given more: matmul.wgsl, conv2d_oc4, integer_matmul.wgsl). A workgroup's work
+// items take TILES consecutive outputs lane by lane, so neighbours read neighbouring columns;
+// each lane sums every LANES-th step of K, and tile_total adds the lanes' partial tiles
+// (lanes.wgsl). With one lane an output is its work item's.
+const TILES = {{WG}}u / {{LANES}}u;
+
+// The output work item `item` helps compute, unclamped.
+fn tile_at(item: u32) -> u32 { return (item / {{WG}}u) * TILES + (item % {{WG}}u) % TILES; }
+
+fn k_lane(local: u32) -> u32 { return local / TILES; }
+
+// The output of work item `item`, clamped to the last of the pu(0) / LANES outputs.
+fn tile_of(item: u32) -> u32 { return min(tile_at(item), pu(0u) / {{LANES}}u - 1u); }
+
+// Whether work item `item` stores its output: the first lane of an output that exists.
+fn tile_writer(item: u32, local: u32) -> bool {
+  return k_lane(local) == 0u && tile_at(item) < pu(0u) / {{LANES}}u;
+}
+
+// The lanes' partial tiles summed, whole in the first lane (every work item calls this).
+fn tile_total(local: u32, acc: array<vec4<f32>, 4>) -> array<vec4<f32>, 4> {
+  var total = acc;
+  let lane = k_lane(local);
+  for (var s = {{LANES}}u / 2u; s > 0u; s = s / 2u) {
+    let other = lane_tile(local, total, select(local, local + s * TILES, lane < s));
+    if (lane < s) {
+      for (var r = 0u; r < 4u; r++) { total[r] += other[r]; }
+    }
+  }
+  return total;
+}

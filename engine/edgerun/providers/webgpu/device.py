@@ -87,6 +87,11 @@ class GpuDevice:
     backend = ""                  # "Vulkan", "Metal", "D3D12", "GL", "browser"
     params_alignment = 256        # alignment of each dispatch's params slice
 
+    @property
+    def software(self) -> bool:
+        """A CPU adapter (lavapipe, SwiftShader): kernels skip what only pays on a GPU."""
+        return self.adapter_type.upper() in ("CPU", "ADAPTERTYPE.CPU")
+
     def create_buffer(self, nbytes: int):
         raise NotImplementedError
 

@@ -94,7 +94,7 @@ class WebGpuProvider(ExecutionProvider):
         """True on a real GPU; False on software adapters (lavapipe, SwiftShader: type CPU)."""
         if not cls.available()[0]:
             return False
-        return shared_context().device.adapter_type.upper() not in ("CPU", "ADAPTERTYPE.CPU")
+        return not shared_context().device.software
 
     def __init__(self, options: Optional[dict] = None, context: Optional[GpuContext] = None):
         super().__init__(options)

@@ -1,8 +1,9 @@
 """WGSL sources: the files of wgsl_kernels/ and their (deliberately small) templating.
 
 A family file is split into kernels at lines `//! kernel NAME`. The source of a kernel is
-snippets.wgsl + the family prelude + its section, with every `{{KEY}}` replaced by the value
-given for KEY. That is all: no conditionals or loops in templates; variants are values chosen
+snippets.wgsl + lanes.wgsl's section for its LANES (one_lane for 1, the default: no workgroup
+memory, no barrier; shared_lanes otherwise) + the family prelude + its section, with every
+`{{KEY}}` replaced by the value given for KEY. That is all: no conditionals or loops in templates; variants are values chosen
 by the Python side (an activation expression, a block size). See wgsl_kernels/README.md.
 """
 from __future__ import annotations
@@ -69,8 +70,10 @@ class ShaderLibrary:
             raise KeyError(f"{family}.wgsl has no kernel '{kernel}' "
                            f"(it has {', '.join(sorted(sections))})")
         header, _ = self._family("snippets")
-        values = {"WG": WORKGROUP_SIZE, **subs}
-        return fill(header + prelude + sections[kernel], values, f"{family}/{kernel}")
+        _, lane_sections = self._family("lanes")
+        values = {"WG": WORKGROUP_SIZE, "LANES": 1, **subs}
+        lanes = lane_sections["one_lane" if values["LANES"] == 1 else "shared_lanes"]
+        return fill(header + lanes + prelude + sections[kernel], values, f"{family}/{kernel}")
 
 
 def fill(text: str, values: dict, where: str) -> str:

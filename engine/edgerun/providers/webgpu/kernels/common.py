@@ -7,6 +7,7 @@ from ....ir import dtypes
 from .. import host_values
 from ..gpu import GPU_TYPES
 from ..memory import GpuTensor, GpuTensorParts
+from ..shaders import WORKGROUP_SIZE
 from .registry import Unsupported
 
 MAX_RANK = 6
@@ -155,6 +156,18 @@ def padded(values: list, n: int = MAX_RANK, fill: int = 0) -> list:
     if len(values) > n:
         raise Unsupported(f"rank {len(values)} (the GPU kernels handle up to {n})")
     return list(values) + [fill] * (n - len(values))
+
+
+def row_dispatch(gpu, kernel: str, out: GpuTensor, inputs: list, params: list, rows: int,
+                 length: int, subs: Optional[dict] = None) -> GpuTensor:
+    """Record rows.wgsl's `kernel` over `rows` rows of `length` elements each: on a GPU every
+    row shared by the most lanes (a power of two up to a workgroup) that each get an element;
+    one lane on software adapters (lanes.wgsl). `params` are the kernel's after the
+    work-item count, which this prepends."""
+    lanes = 1 if gpu.device.software else \
+        min(WORKGROUP_SIZE, 1 << (max(length, 1).bit_length() - 1))
+    return gpu.dispatch("rows", kernel, out, inputs, params, rows * lanes,
+                        {**(subs or {}), "LANES": lanes})
 
 
 def normalize_axis(axis: int, rank: int) -> int:

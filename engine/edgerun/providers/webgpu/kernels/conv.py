@@ -7,7 +7,7 @@ from ....ir import dtypes
 from ....ir.conv_rules import transpose_output_geometry
 from .. import host_values
 from .common import as_gpu, count, host_ints, strided_copy
-from .matmul import matmul_core
+from .matmul import k_lanes, matmul_core
 from .registry import Unsupported, gpu_op
 
 
@@ -93,8 +93,11 @@ def conv(gpu, x, w, b=None, auto_pad="NOTSET", dilations=None, group=1, kernel_s
               strides[0], strides[1], begin[0], begin[1], dilations[0], dilations[1], cg, mg,
               ow_tiles, oc_tiles, act_alpha, act_beta, bias_stride]
     if ocb == 4 and not integer:
-        return gpu.dispatch("conv", "conv2d_oc4", out, [x, w, bias], params, threads,
-                            {"ACT": expr})
+        # lanes split the input channels: each takes whole ones (a step is one tap)
+        lanes = min(k_lanes(gpu, threads, cg * kernel[0] * kernel[1]),
+                    1 << (cg.bit_length() - 1))
+        return gpu.dispatch("conv", "conv2d_oc4", out, [x, w, bias], params, threads * lanes,
+                            {"ACT": expr, "LANES": lanes})
     return gpu.dispatch("conv", "conv2d", out, [x, w, bias], params, threads,
                         {"OCB": ocb, "ACT": expr, "T": "i32" if integer else "f32"})
 

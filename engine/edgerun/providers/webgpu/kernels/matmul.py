@@ -7,8 +7,13 @@ from .activation import check_fused, epilogue
 from .common import as_gpu, broadcast_strides, count, merge_dims, padded, strided_copy
 from .movement import slice_view
 from .registry import Unsupported, gpu_op
+from ..shaders import WORKGROUP_SIZE
 
 MAX_BATCH_RANK = 4
+# work items a GPU keeps in flight to hide its memory's latency: tens of thousands, from
+# phones to data-centre parts (an H200 runs 132 x 2048); fewer tiles than this share K
+BUSY_WORK_ITEMS = 1 << 15
+MIN_LANE_STEPS = 4
 
 
 def matmul_core(gpu, a, b, m, n, k, a_strides, b_strides, batch_shape, a_batch, b_batch,
@@ -40,12 +45,28 @@ def matmul_core(gpu, a, b, m, n, k, a_strides, b_strides, batch_shape, a_batch, 
               act_alpha, act_beta, len(dims)]
     params += (padded(dims, MAX_BATCH_RANK, 1) + padded(sa, MAX_BATCH_RANK)
                + padded(sb, MAX_BATCH_RANK) + padded(sc, MAX_BATCH_RANK))
-    kernel = "matmul"
+    kernel, steps = "matmul", k
     if _vec4_ready(k, n, a_strides, b_strides, sa, sb):
-        kernel = "matmul_vec4"
+        kernel, steps = "matmul_vec4", k // 4
         params[5], params[7] = a_strides[0] // 4, b_strides[0] // 4
         params[-12:-4] = [s // 4 for s in params[-12:-4]]
-    return gpu.dispatch("matmul", kernel, out, [a, b, bias], params, threads, {"ACT": expr})
+    lanes = k_lanes(gpu, threads, steps)
+    return gpu.dispatch("matmul", kernel, out, [a, b, bias], params, threads * lanes,
+                        {"ACT": expr, "LANES": lanes})
+
+
+def k_lanes(gpu, tiles: int, steps: int) -> int:
+    """Work items per 4x4 tile, each summing every lanes-th of the `steps` steps of K: 1 on
+    software adapters (their barriers are expensive); on a GPU doubled, up to a workgroup,
+    while the tiles' work items leave it short of BUSY_WORK_ITEMS and each lane keeps at
+    least MIN_LANE_STEPS steps."""
+    if gpu.device.software:
+        return 1
+    lanes = 1
+    while (lanes < WORKGROUP_SIZE and tiles * lanes < BUSY_WORK_ITEMS
+           and steps >= 2 * lanes * MIN_LANE_STEPS):
+        lanes *= 2
+    return lanes
 
 
 def _vec4_ready(k, n, a_strides, b_strides, a_batch, b_batch) -> bool:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ....ir import dtypes
 from .. import host_values
-from .common import as_gpu, count, normalize_axis
+from .common import as_gpu, count, normalize_axis, row_dispatch
 from .elementwise import binary
 from .reduce import reduce
 from .registry import Unsupported, gpu_op
@@ -75,8 +75,8 @@ def layer_norm(gpu, x, scale, bias=None, axis=-1, epsilon=1e-5, rms=False, stats
         bias, bias_stride = gpu.zeros(1), 0
     else:
         bias, bias_stride = _row_operand(gpu, bias, cols, "bias")
-    gpu.dispatch("reduce", "layernorm", out, [x, scale, bias, mean, inv],
-                 [cols, float(epsilon), scale_stride, bias_stride], rows,
+    row_dispatch(gpu, "layernorm", out, [x, scale, bias, mean, inv],
+                 [cols, float(epsilon), scale_stride, bias_stride, rows], rows, cols,
                  {"RMS": int(rms), "STATS": int(stats)})
     return (out, mean, inv) if stats else out
 

@@ -9,8 +9,10 @@ from __future__ import annotations
 from ....ir import dtypes
 from .. import host_values
 from ..memory import GpuTensor
+from ..shaders import WORKGROUP_SIZE
 from .common import as_gpu_any, count, normalize_axis
 from .conv import check_conv, conv
+from .matmul import k_lanes
 from .registry import Unsupported, gpu_op
 
 INTEGER_RANGES = {"int8": (-128, 127), "uint8": (0, 255), "int16": (-32768, 32767),
@@ -123,7 +125,9 @@ def dynamic_quantize_linear(gpu, ctx, x):
     parts = min(PARTIALS, x.size)
     partials = gpu.dispatch("quantize", "range_partials", gpu.empty((2 * max(parts, 1),)),
                             [x], [x.size], parts)
-    pair = gpu.dispatch("quantize", "dynamic_scale", gpu.empty((2,)), [partials], [parts], 1)
+    lanes = 1 if gpu.device.software else WORKGROUP_SIZE
+    pair = gpu.dispatch("quantize", "dynamic_scale", gpu.empty((2,)), [partials], [parts],
+                        lanes, {"LANES": lanes})
     y = gpu.dispatch("quantize", "dynamic_quantize", gpu.empty(x.shape, "uint8"), [x, pair],
                      [], x.size)
     scale = gpu.dispatch("quantize", "pair_item", gpu.empty((), "float32"), [pair], [0], 1,
@@ -187,7 +191,14 @@ def _integer_operands(gpu, a, b, a_zero_point, b_zero_point) -> tuple:
 def matmul_integer(gpu, ctx, a, b, a_zero_point=None, b_zero_point=None):
     a, b, shape, _, params, zeros = _integer_operands(gpu, a, b, a_zero_point, b_zero_point)
     out = gpu.empty(shape, "int32")
-    return gpu.dispatch("integer_matmul", "integer", out, [a, b] + zeros, params, out.size)
+    return _integer_dispatch(gpu, "integer", out, [a, b] + zeros, params)
+
+
+def _integer_dispatch(gpu, kernel: str, out, inputs: list, params: list):
+    """integer_matmul.wgsl's `kernel`, each output element summed by k_lanes' lanes."""
+    lanes = k_lanes(gpu, out.size, params[2])
+    return gpu.dispatch("integer_matmul", kernel, out, inputs, params, out.size * lanes,
+                        {"LANES": lanes})
 
 
 @gpu_op("MatMulIntegerToFloat", domain="com.microsoft", narrow=True)
@@ -208,5 +219,5 @@ def matmul_integer_to_float(gpu, ctx, a, b, a_scale, b_scale, a_zero_point=None,
     if bias is None:
         bias = gpu.zeros(n)
     out = gpu.empty(shape, "float32")
-    return gpu.dispatch("integer_matmul", "scaled", out, [a, b] + zeros + [a_scale, b_scale, bias],
-                        params + [int(b_scale.size > 1)], out.size)
+    return _integer_dispatch(gpu, "scaled", out, [a, b] + zeros + [a_scale, b_scale, bias],
+                             params + [int(b_scale.size > 1)])

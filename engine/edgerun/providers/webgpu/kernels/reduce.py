@@ -7,7 +7,7 @@ import math
 from ....ir import dtypes
 from .. import host_values
 from .common import (as_gpu, as_gpu_any, count, host_ints, merge_dims, normalize_axis,
-                     padded, strided_copy, strides_of)
+                     padded, row_dispatch, strided_copy, strides_of)
 from .elementwise import binary
 from .registry import Unsupported, gpu_op
 
@@ -46,9 +46,10 @@ def reduce(gpu, x, op, axes, keepdims=True):
     rdims, (rstrides,) = merge_dims([x.shape[i] for i in axes], [strides[i] for i in axes])
     out = gpu.empty(out_shape)
     mapped, combine, final = REDUCTIONS[op]
+    outputs = count(out_shape)
     params = ([r, len(kdims)] + padded(kdims, fill=1) + padded(kstrides)
-              + [len(rdims)] + padded(rdims, fill=1) + padded(rstrides))
-    return gpu.dispatch("reduce", "reduce", out, [x], params, count(out_shape),
+              + [len(rdims)] + padded(rdims, fill=1) + padded(rstrides) + [outputs])
+    return row_dispatch(gpu, "reduce", out, [x], params, outputs, r,
                         {"MAP": mapped, "COMBINE": combine, "FINAL": final})
 
 
@@ -90,7 +91,7 @@ def softmax(gpu, x, axis, opset, log):
         length, inner = x.shape[axis], count(x.shape[axis + 1:])
     out = gpu.empty(x.shape)
     rows = x.size // length
-    return gpu.dispatch("reduce", "softmax", out, [x], [length, inner], rows,
+    return row_dispatch(gpu, "softmax", out, [x], [length, inner, rows], rows, length,
                         {"LOG": int(log)})
 
 
