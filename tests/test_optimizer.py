@@ -980,3 +980,106 @@ def test_float16_model_computes_in_float32_between_its_inputs_and_outputs():
     report: dict = {}
     optimize(load_model(_float16_block(with_subgraph=True)), EXTENDED, report)
     assert report["float16_as_float32"] == 0
+
+
+# ---- hoist_loop_invariants ---------------------------------------------------------------
+
+def _decoder_loop_model(scan: bool = False):
+    """A greedy-decoder-like Loop (or a Scan): each step projects the encoder output `enc`
+    (an outer value) by W (a body weight) and by W2 carried through unchanged as a loop
+    value (paddle2onnx's form), which is loop-invariant work; adds it to the running state;
+    and emits the state, plus an invariant body output and a RandomUniformLike that must
+    stay per step (its values are not compared)."""
+    w = _rand(6, 5)
+    w2 = _rand(5, 5)
+    if scan:
+        body_nodes = [
+            helper.make_node("MatMul", ["enc", "w"], ["proj"]),
+            helper.make_node("MatMul", ["proj", "w2_in"], ["proj2"]),
+            helper.make_node("ReduceSum", ["proj2"], ["total"], keepdims=0),
+            helper.make_node("Add", ["state", "total"], ["s1"]),
+            helper.make_node("Mul", ["s1", "step_x"], ["state_out"]),
+            helper.make_node("Identity", ["w2_in"], ["w2_out"]),
+            helper.make_node("Identity", ["state_out"], ["y"]),
+        ]
+        body = helper.make_graph(
+            body_nodes, "scan_body",
+            [_vi("state", [5]), _vi("w2_in", [5, 5]), _vi("step_x", [5])],
+            [_vi("state_out", [5]), _vi("w2_out", [5, 5]), _vi("y", [5])],
+            [numpy_helper.from_array(w, "w")])
+        # w2_out is an Identity, not the input's own name: not taken as unchanged
+        node = helper.make_node("Scan", ["s0", "w2", "xs"], ["s_final", "w2_final", "ys"],
+                                body=body, num_scan_inputs=1)
+        inputs = [_vi("enc", [4, 6]), _vi("s0", [5]), _vi("xs", [3, 5])]
+        return _model([node], inputs, [_vi("s_final", None), _vi("ys", None)],
+                      inits=[("w2", w2)], opset=17), {
+            "enc": _rand(4, 6), "s0": _rand(5), "xs": _rand(3, 5)}
+    body_nodes = [
+        helper.make_node("MatMul", ["enc", "w"], ["proj"]),
+        helper.make_node("MatMul", ["proj", "w2_in"], ["proj2"]),
+        helper.make_node("ReduceSum", ["proj2"], ["total"], axes=[0], keepdims=0, ),
+        helper.make_node("Add", ["state", "total"], ["state_out"]),
+        helper.make_node("RandomUniformLike", ["state"], ["noise"]),
+        helper.make_node("Identity", ["cond"], ["cond_out"]),
+        helper.make_node("Identity", ["state_out"], ["y"]),
+    ]
+    body = helper.make_graph(
+        body_nodes, "loop_body",
+        [_vi("i", [], TensorProto.INT64), _vi("cond", [], TensorProto.BOOL), _vi("state", [5]),
+         _vi("w2_in", [5, 5])],
+        [_vi("cond_out", [], TensorProto.BOOL), _vi("state_out", [5]), _vi("w2_in", [5, 5]),
+         _vi("y", [5]), _vi("proj2", [4, 5]), _vi("noise", [5])],
+        [numpy_helper.from_array(w, "w")])
+    node = helper.make_node("Loop", ["trips", "", "s0", "w2"],
+                            ["s_final", "w2_final", "ys", "projs", "noises"], body=body)
+    inputs = [_vi("enc", [4, 6]), _vi("s0", [5]), _vi("trips", [], TensorProto.INT64)]
+    model = helper.make_model(helper.make_graph(
+        [node], "g", inputs, [_vi("s_final", None), _vi("ys", None), _vi("projs", None)],
+        [numpy_helper.from_array(w2, "w2")]),
+        opset_imports=[helper.make_opsetid("", 11)])
+    model.ir_version = 8
+    return model.SerializeToString(), {"enc": _rand(4, 6), "s0": _rand(5),
+                                       "trips": np.array(3, np.int64)}
+
+
+@pytest.mark.parametrize("scan", [False, True], ids=["Loop", "Scan"])
+def test_loop_invariant_work_runs_once_before_the_loop(scan):
+    """hoist_loop_invariants: the body's projections of an outer value by a body weight and
+    by a weight carried through unchanged move before the loop (the body keeps what reads
+    the iteration, the RandomUniformLike included); outputs equal onnxruntime's, with 3
+    iterations and with none."""
+    data, feeds = _decoder_loop_model(scan)
+    report = {}
+    model = optimize(load_model(data), BASIC, report)
+    loop = [n for n in model.graph.nodes if n.op_type in ("Loop", "Scan")][0]
+    body_ops = sorted(n.op_type for n in loop.attributes["body"].value.nodes)
+    outer_ops = _ops(model)
+    assert report["hoist_loop_invariants"] >= 1
+    if scan:     # w2 arrives through an Identity: what reads it stays in the body
+        assert outer_ops.count("MatMul") == 1 and "ReduceSum" not in outer_ops, outer_ops
+        assert body_ops.count("MatMul") == 1, body_ops
+    else:
+        assert outer_ops.count("MatMul") == 2 and "ReduceSum" in outer_ops, outer_ops
+        assert "MatMul" not in body_ops and "RandomUniformLike" in body_ops, body_ops
+    expected = onnxruntime.InferenceSession(data, providers=["CPUExecutionProvider"]).run(
+        None, feeds)
+    for level in LEVELS:
+        got = edgerun.InferenceSession(data, sess_options=_level_options(level)).run(None, feeds)
+        for g, e in zip(got, expected):
+            np.testing.assert_allclose(g, e, rtol=RTOL, atol=ATOL, err_msg=f"level {level}")
+    if not scan:
+        feeds["trips"] = np.array(0, np.int64)
+        got = edgerun.InferenceSession(data).run(None, feeds)
+        want = onnxruntime.InferenceSession(data, providers=["CPUExecutionProvider"]).run(
+            None, feeds)
+        for g, e in zip(got, want):
+            assert g.shape == e.shape
+            np.testing.assert_allclose(g, e, rtol=RTOL, atol=ATOL)
+
+
+def _level_options(level):
+    opts = edgerun.SessionOptions()
+    opts.graph_optimization_level = {BASIC: edgerun.GraphOptimizationLevel.ORT_ENABLE_BASIC,
+                                     EXTENDED: edgerun.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
+                                     ALL: edgerun.GraphOptimizationLevel.ORT_ENABLE_ALL}[level]
+    return opts

@@ -18,7 +18,10 @@ main graph and on every subgraph (If/Loop/Scan bodies), in the order of PASSES:
 |       |                           |          | soft MatMulIntegerToFloat (before folding)     |                          |
 | 5     | constant_folding          | basic    | nodes of constants evaluated now               | any node                 |
 | 6     | fold_shapes               | basic    | static Shape-derived values -> constants       | (main graph only)        |
-| 7     | constant_folding          | basic    | again, over what fold_shapes made constant     | any node                 |
+| 6b    | hoist_loop_invariants     | basic    | Loop/Scan body nodes that read nothing of the  | Loop, Scan               |
+|       |                           |          | iteration -> before the loop, run once         |                          |
+| 7     | constant_folding          | basic    | again, over what fold_shapes and hoisting made | any node                 |
+|       |                           |          | constant                                       |                          |
 | 8     | fuse_conv_bn              | basic    | Conv + BatchNormalization -> Conv              | BatchNormalization       |
 | 9     | fuse_conv_mul             | basic    | Conv + per-channel Mul -> Conv, W and B scaled | Conv                     |
 | 10    | fuse_conv_add             | basic    | Conv + per-channel Add -> Conv with bias       | Conv                     |
@@ -85,6 +88,7 @@ from .fuse_qdq_matmul import fuse_qdq_matmul
 from .fuse_matmul_integer_to_float import fuse_matmul_integer_to_float
 from .fuse_quantize_dequantize import fuse_quantize_dequantize
 from .graph_edit import GraphView, PassContext, subgraphs
+from .hoist_loop_invariants import hoist_loop_invariants
 
 DISABLE_ALL, BASIC, EXTENDED, ALL = 0, 1, 2, 99
 
@@ -99,6 +103,7 @@ PASSES = [
     (fuse_qdq_matmul, EXTENDED, {"DequantizeLinear"}),
     (constant_folding, BASIC, None),
     (fold_shapes, BASIC, MAIN_GRAPH),
+    (hoist_loop_invariants, BASIC, {"Loop", "Scan"}),
     (constant_folding, BASIC, None),
     (fuse_conv_bn, BASIC, {"BatchNormalization"}),
     (fuse_conv_mul, BASIC, {"Conv"}),

@@ -299,9 +299,14 @@ class GraphView:
         for node in list(self.readers(old)):
             node.inputs = [new if n == old else n for n in node.inputs]
             for sub in subgraphs(node):
-                _rename_outer_reads(sub, old, new)
+                rename_outer_reads(sub, old, new)
             self.consumers.setdefault(new, {})[id(node)] = node
         self.consumers.pop(old, None)
+
+    def reads_changed(self, node: ir.Node) -> None:
+        """`node` reads more names than when indexed (its subgraph now reads new outer
+        values): index the new reads."""
+        self._index(node)
 
     def commit(self) -> None:
         """Write the node list back: removed nodes out, inserted nodes at their anchors."""
@@ -328,14 +333,14 @@ class GraphView:
             self.consumers.setdefault(name, {})[id(node)] = node
 
 
-def _rename_outer_reads(graph: ir.Graph, old: str, new: str) -> None:
+def rename_outer_reads(graph: ir.Graph, old: str, new: str) -> None:
     local = {v.name for v in graph.inputs} | set(graph.initializers)
     if old in local:
         return
     for node in graph.nodes:
         node.inputs = [new if n == old else n for n in node.inputs]
         for sub in subgraphs(node):
-            _rename_outer_reads(sub, old, new)
+            rename_outer_reads(sub, old, new)
         if old in node.outputs:      # shadowed from here on
             return
     for v in graph.outputs:

@@ -1,0 +1,131 @@
+"""Work a Loop or Scan body repeats unchanged at every iteration moves before the loop.
+
+A body node is loop-invariant when everything it reads comes from outside the iteration:
+the enclosing graphs' values, the body's own initializers, or other invariant nodes. An
+autoregressive decoder's body typically projects the encoder's output (an outer value) at
+every step: SLANet's table decoder multiplies [256, 96] features by a [96, 256] weight 500
+times a run. Such nodes run once, before the loop, and the body reads their results as
+outer-scope values (which Loop and Scan bodies may read):
+
+    Loop(body: y = MatMul(outer_x, W); z = Add(y, state); ...)
+      -> y' = MatMul(outer_x, W'); Loop(body: z = Add(y', state); ...)
+
+Kept in the body: nodes that read an iteration's values (the body's inputs: the iteration
+number, the condition, loop-carried and scanned values) or a variant node's outputs; nodes
+with subgraphs (their branches may read the iteration's values); and nondeterministic
+operators, whose every call must draw anew. The body initializers a hoisted node reads move
+to the enclosing graph (renamed, and read from there by the body's other nodes too, so no
+weight is stored twice); hoisted results get fresh names, and a body output that was one is
+copied out by an Identity. Results are the same values computed once instead of every time.
+One level per pass: a Loop within a Loop body hoists into that body.
+"""
+from __future__ import annotations
+
+from .. import ir
+from ..ir.walk import subgraphs
+from .graph_edit import GraphView, PassContext, rename_outer_reads
+
+LOOPS = {"Loop": "body", "Scan": "body"}
+NONDETERMINISTIC = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike",
+                    "Multinomial", "Bernoulli", "Dropout"}
+
+
+def hoist_loop_invariants(view: GraphView, ctx: PassContext) -> int:
+    count = 0
+    for loop in view.live_nodes():
+        if view.is_dead(loop) or loop.op_type not in LOOPS or loop.domain not in ("", "ai.onnx"):
+            continue
+        attribute = loop.attributes.get(LOOPS[loop.op_type])
+        body = attribute.value if attribute is not None else None
+        if not isinstance(body, ir.Graph):
+            continue
+        if loop.op_type == "Loop" or ctx.opset("") >= 9:       # Scan 8 has sequence_lens
+            count += _read_unchanged_values_from_outside(loop, body)
+        invariant = _invariant_nodes(body)
+        if not invariant:
+            continue
+        moved = {id(n) for n in invariant}
+        body.nodes = [n for n in body.nodes if id(n) not in moved]
+        for node in invariant:
+            view.insert(_moved_out(node, body, view, invariant), before=loop)
+        _outputs_produced_inside(body, ctx)
+        view.reads_changed(loop)            # the body reads the hoisted values
+        count += len(invariant)
+    return count
+
+
+def _read_unchanged_values_from_outside(loop: ir.Node, body: ir.Graph) -> int:
+    """A loop-carried value (Loop) or state (Scan) whose body output is its body input, the
+    same name, holds its initial value at every iteration: the body's nodes read the loop's
+    own input for it instead (an enclosing value), which makes them candidates to hoist.
+    Exporters pass weights this way (paddle2onnx carries every weight through its Loops)."""
+    first = 2 if loop.op_type == "Loop" else 0          # Loop: iteration number, condition
+    states = len(body.inputs) - first
+    if loop.op_type == "Scan":
+        states -= loop.attr("num_scan_inputs", 0)
+    defined = {v.name for v in body.inputs} | set(body.initializers)
+    defined.update(o for n in body.nodes for o in n.outputs if o)
+    count = 0
+    for k in range(states):
+        inner, output = body.inputs[first + k].name, first - 1 + k if first else k
+        outer = loop.inputs[first + k] if first + k < len(loop.inputs) else ""
+        if not outer or outer in defined or output >= len(body.outputs) or \
+                body.outputs[output].name != inner:
+            continue
+        for node in body.nodes:
+            if inner in node.inputs:
+                node.inputs = [outer if n == inner else n for n in node.inputs]
+                count += 1
+            for sub in subgraphs(node):
+                rename_outer_reads(sub, inner, outer)
+    return count
+
+
+def _invariant_nodes(body: ir.Graph) -> list:
+    """The body's nodes (in order) that read nothing of the iteration."""
+    variant = {v.name for v in body.inputs}
+    invariant = []
+    for node in body.nodes:
+        if any(name in variant for name in node.inputs if name) or subgraphs(node) or \
+                node.op_type in NONDETERMINISTIC:
+            variant.update(o for o in node.outputs if o)
+        else:
+            invariant.append(node)
+    return invariant
+
+
+def _moved_out(node: ir.Node, body: ir.Graph, view: GraphView, moving: list) -> ir.Node:
+    """`node`, taken out of `body`, for the enclosing graph: the body initializers it reads
+    move out with it (renamed; the body's other readers read the moved one), and its outputs
+    are renamed, the body and the other `moving` nodes reading them under the new names."""
+    for name in dict.fromkeys(n for n in node.inputs if n and n in body.initializers):
+        outer_name = view.ctx.fresh_name(name)
+        view.set_constant_tensor(outer_name, body.initializers.pop(name))
+        _rename(body, moving, name, outer_name)
+    outputs = []
+    for name in node.outputs:
+        outer_name = view.ctx.fresh_name(name) if name else name
+        if name:
+            _rename(body, moving, name, outer_name)
+        outputs.append(outer_name)
+    node.outputs = outputs
+    return node
+
+
+def _rename(body: ir.Graph, moving: list, old: str, new: str) -> None:
+    rename_outer_reads(body, old, new)
+    for node in moving:
+        node.inputs = [new if n == old else n for n in node.inputs]
+
+
+def _outputs_produced_inside(body: ir.Graph, ctx: PassContext) -> None:
+    """A body output that is now an enclosing graph's value is copied into the body by an
+    Identity (body outputs are the iteration's results)."""
+    inside = {v.name for v in body.inputs} | set(body.initializers)
+    inside.update(o for n in body.nodes for o in n.outputs if o)
+    for value in body.outputs:
+        if value.name not in inside:
+            copy = ctx.fresh_name(value.name)
+            body.nodes.append(ir.Node(op_type="Identity", inputs=[value.name], outputs=[copy],
+                                      name=ctx.fresh_name("hoisted_output")))
+            value.name = copy
