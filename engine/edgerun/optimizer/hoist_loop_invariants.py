@@ -59,7 +59,9 @@ def _read_unchanged_values_from_outside(loop: ir.Node, body: ir.Graph) -> int:
     same name, holds its initial value at every iteration: the body's nodes read the loop's
     own input for it instead (an enclosing value), which makes them candidates to hoist.
     Exporters pass weights this way (paddle2onnx carries every weight through its Loops)."""
-    first = 2 if loop.op_type == "Loop" else 0          # Loop: iteration number, condition
+    # Loop's body inputs start with the iteration number and condition, its outputs with
+    # the condition; Scan's with the states
+    first, first_output = (2, 1) if loop.op_type == "Loop" else (0, 0)
     states = len(body.inputs) - first
     if loop.op_type == "Scan":
         states -= loop.attr("num_scan_inputs", 0)
@@ -67,7 +69,7 @@ def _read_unchanged_values_from_outside(loop: ir.Node, body: ir.Graph) -> int:
     defined.update(o for n in body.nodes for o in n.outputs if o)
     count = 0
     for k in range(states):
-        inner, output = body.inputs[first + k].name, first - 1 + k if first else k
+        inner, output = body.inputs[first + k].name, first_output + k
         outer = loop.inputs[first + k] if first + k < len(loop.inputs) else ""
         if not outer or outer in defined or output >= len(body.outputs) or \
                 body.outputs[output].name != inner:

@@ -3,8 +3,9 @@
 A family file is split into kernels at lines `//! kernel NAME`. The source of a kernel is
 snippets.wgsl + lanes.wgsl's section for its LANES (one_lane for 1, the default: no workgroup
 memory, no barrier; shared_lanes otherwise) + the family prelude + its section, with every
-`{{KEY}}` replaced by the value given for KEY. That is all: no conditionals or loops in templates; variants are values chosen
-by the Python side (an activation expression, a block size). See wgsl_kernels/README.md.
+`{{KEY}}` replaced by the value given for KEY. That is all: no conditionals or loops in
+templates; variants are values chosen by the Python side (an activation expression, a block
+size). See wgsl_kernels/README.md.
 """
 from __future__ import annotations
 

@@ -28,12 +28,11 @@ def applicable(x: np.ndarray, x_zero_point, w: np.ndarray, w_zero_point) -> bool
 class ConvWeights:
     """A convolution's 8-bit weights [M, C/group, *kernel] as rows [M, C/group x kernel]
     with a zero point per tensor or per output channel, packed once, for `times`."""
-    __slots__ = ("m", "depth", "groups", "signed", "packed", "rowsum", "za", "_a")
+    __slots__ = ("m", "depth", "signed", "packed", "rowsum", "za", "_a")
 
     def __init__(self, w: np.ndarray, zero_point, groups: int):
         rows = np.ascontiguousarray(w.reshape(w.shape[0], -1))
         self.m, self.depth = rows.shape
-        self.groups = groups
         self.signed = int(rows.dtype.char == "b")
         lib = library()
         self.packed = np.empty(lib.er_cpu_qgemm_packed_a_size(self.m, self.depth), np.uint8)

@@ -100,11 +100,10 @@ def zero_points_fit(zero_point, char: str, count: int) -> bool:
 
 def product(a: np.ndarray, a_zero_point, packed: PackedB, a_scale: float = 1.0,
             b_scale: Optional[np.ndarray] = None,
-            bias: Optional[np.ndarray] = None, out: Optional[np.ndarray] = None) -> np.ndarray:
+            bias: Optional[np.ndarray] = None) -> np.ndarray:
     """(a - a_zero_point) @ (B - its zero point) as int32 [..., N]; with `b_scale` (float32,
     one value or [N]), that as float32 times float32(a_scale * b_scale) plus `bias` ([N]
-    float32 or None). `applicable` must hold for a, a_zero_point and B. `out`, when given, is
-    a C-contiguous [M, N] array of the result's type, written and returned."""
+    float32 or None). `applicable` must hold for a, a_zero_point and B."""
     k, n = packed.k, packed.n
     rows = a if a.ndim == 2 else a.reshape(-1, k)
     m = rows.shape[0]
@@ -113,8 +112,7 @@ def product(a: np.ndarray, a_zero_point, packed: PackedB, a_scale: float = 1.0,
     za = as_int32(a_zero_point)
     if za is not None and za.size > 1 and m != za.size:          # per-row points, batched A
         za = np.ascontiguousarray(np.broadcast_to(za, (m // za.size, za.size)).reshape(-1))
-    if out is None:
-        out = np.empty((m, n), np.int32 if b_scale is None else np.float32)
+    out = np.empty((m, n), np.int32 if b_scale is None else np.float32)
     if b_scale is not None:
         b_scale = np.ascontiguousarray(b_scale, np.float32)
     status = library().er_cpu_qgemm(

@@ -505,42 +505,31 @@ def _conv_pads(in_sizes, kernel_sizes, strides, dilations, pads, auto_pad):
     return list(pads[:rank]), list(pads[rank:])
 
 
-def _windows(x, kernel_sizes, strides, pads, dilations, auto_pad, pad_value=0):
-    """x's convolution windows, padded with `pad_value`: a view (N, C, *out, *kernel) of
-    every stride-th position's dilation-th taps."""
-    spatial = x.shape[2:]
-    rank = len(spatial)
-    strides = list(strides or [1] * rank)
-    dilations = list(dilations or [1] * rank)
-    begins, ends = _conv_pads(spatial, kernel_sizes, strides, dilations, pads, auto_pad)
-    padded = np.pad(x, [(0, 0), (0, 0)] + list(zip(begins, ends)), constant_values=pad_value)
-    extents = [(k - 1) * d + 1 for k, d in zip(kernel_sizes, dilations)]
-    windows = np.lib.stride_tricks.sliding_window_view(padded, extents, axis=tuple(range(2, 2 + rank)))
-    return windows[(slice(None), slice(None))
-                   + tuple(slice(None, None, s) for s in strides)
-                   + tuple(slice(None, None, d) for d in dilations)]
-
-
-def _check_groups(x, w, group) -> None:
-    channels, out_channels = x.shape[1], w.shape[0]
-    if channels != w.shape[1] * group or out_channels % group:
-        raise ValueError(
-            f"input has {channels} channels, weight {tuple(w.shape)} with group {group} expects "
-            f"{w.shape[1] * group}")
-
-
 def _conv_exact(x, w, group, strides, pads, dilations, auto_pad):
     """N-D grouped convolution of float64 arrays holding integers, by im2col + matmul (the
     path past float32's exact bound; below it _integer_conv takes Conv's own methods).
 
     x: (N, C, *spatial), w: (M, C/group, *kernel) -> (N, M, *out).
     """
-    _check_groups(x, w, group)
     n, channels = x.shape[:2]
-    rank = x.ndim - 2
+    spatial = x.shape[2:]
+    rank = len(spatial)
     out_channels = w.shape[0]
     kernel_sizes = w.shape[2:]
-    windows = _windows(x, kernel_sizes, strides, pads, dilations, auto_pad)
+    strides = list(strides or [1] * rank)
+    dilations = list(dilations or [1] * rank)
+    if channels != w.shape[1] * group or out_channels % group:
+        raise ValueError(
+            f"input has {channels} channels, weight {tuple(w.shape)} with group {group} expects "
+            f"{w.shape[1] * group}")
+    begins, ends = _conv_pads(spatial, kernel_sizes, strides, dilations, pads, auto_pad)
+    padded = np.pad(x, [(0, 0), (0, 0)] + list(zip(begins, ends)))
+    extents = [(k - 1) * d + 1 for k, d in zip(kernel_sizes, dilations)]
+    windows = np.lib.stride_tricks.sliding_window_view(padded, extents, axis=tuple(range(2, 2 + rank)))
+    # windows: (N, C, *positions, *extents); keep every stride-th position, dilation-th tap.
+    windows = windows[(slice(None), slice(None))
+                      + tuple(slice(None, None, s) for s in strides)
+                      + tuple(slice(None, None, d) for d in dilations)]
     out_sizes = windows.shape[2:2 + rank]
     positions, taps = math.prod(out_sizes), math.prod(kernel_sizes)
     per_group_in, per_group_out = channels // group, out_channels // group

@@ -158,14 +158,20 @@ def padded(values: list, n: int = MAX_RANK, fill: int = 0) -> list:
     return list(values) + [fill] * (n - len(values))
 
 
+def lanes_here(gpu, lanes: int) -> int:
+    """`lanes` work items to share an output on a GPU; 1 on software adapters (lavapipe,
+    SwiftShader), so their kernels get lanes.wgsl's text without workgroup memory or barrier
+    (expensive there, and SwiftShader crashed a Chromium renderer on them)."""
+    return 1 if gpu.device.software else lanes
+
+
 def row_dispatch(gpu, kernel: str, out: GpuTensor, inputs: list, params: list, rows: int,
                  length: int, subs: Optional[dict] = None) -> GpuTensor:
-    """Record rows.wgsl's `kernel` over `rows` rows of `length` elements each: on a GPU every
-    row shared by the most lanes (a power of two up to a workgroup) that each get an element;
-    one lane on software adapters (lanes.wgsl). `params` are the kernel's after the
-    work-item count, which this prepends."""
-    lanes = 1 if gpu.device.software else \
-        min(WORKGROUP_SIZE, 1 << (max(length, 1).bit_length() - 1))
+    """Record rows.wgsl's `kernel` over `rows` rows of `length` elements each: every row
+    shared by the most lanes (a power of two up to a workgroup) that each get an element
+    (lanes_here). `params` are the kernel's after the work-item count, which this
+    prepends."""
+    lanes = lanes_here(gpu, min(WORKGROUP_SIZE, 1 << (max(length, 1).bit_length() - 1)))
     return gpu.dispatch("rows", kernel, out, inputs, params, rows * lanes,
                         {**(subs or {}), "LANES": lanes})
 

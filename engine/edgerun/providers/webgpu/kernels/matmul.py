@@ -4,7 +4,8 @@ from __future__ import annotations
 from .. import host_values
 from ..memory import GpuTensorParts
 from .activation import check_fused, epilogue
-from .common import as_gpu, broadcast_strides, count, merge_dims, padded, strided_copy
+from .common import (as_gpu, broadcast_strides, count, lanes_here, merge_dims, padded,
+                     strided_copy)
 from .movement import slice_view
 from .registry import Unsupported, gpu_op
 from ..shaders import WORKGROUP_SIZE
@@ -56,17 +57,15 @@ def matmul_core(gpu, a, b, m, n, k, a_strides, b_strides, batch_shape, a_batch, 
 
 
 def k_lanes(gpu, tiles: int, steps: int) -> int:
-    """Work items per 4x4 tile, each summing every lanes-th of the `steps` steps of K: 1 on
-    software adapters (their barriers are expensive); on a GPU doubled, up to a workgroup,
-    while the tiles' work items leave it short of BUSY_WORK_ITEMS and each lane keeps at
-    least MIN_LANE_STEPS steps."""
-    if gpu.device.software:
-        return 1
+    """Work items per 4x4 tile, each summing every lanes-th of the `steps` steps of K:
+    doubled, up to a workgroup, while the tiles' work items leave a GPU short of
+    BUSY_WORK_ITEMS and each lane keeps at least MIN_LANE_STEPS steps (lanes_here: 1 on
+    software adapters)."""
     lanes = 1
     while (lanes < WORKGROUP_SIZE and tiles * lanes < BUSY_WORK_ITEMS
            and steps >= 2 * lanes * MIN_LANE_STEPS):
         lanes *= 2
-    return lanes
+    return lanes_here(gpu, lanes)
 
 
 def _vec4_ready(k, n, a_strides, b_strides, a_batch, b_batch) -> bool:

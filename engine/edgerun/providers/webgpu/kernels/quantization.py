@@ -10,7 +10,7 @@ from ....ir import dtypes
 from .. import host_values
 from ..memory import GpuTensor
 from ..shaders import WORKGROUP_SIZE
-from .common import as_gpu_any, count, normalize_axis
+from .common import as_gpu_any, count, lanes_here, normalize_axis
 from .conv import check_conv, conv
 from .matmul import k_lanes
 from .registry import Unsupported, gpu_op
@@ -125,7 +125,7 @@ def dynamic_quantize_linear(gpu, ctx, x):
     parts = min(PARTIALS, x.size)
     partials = gpu.dispatch("quantize", "range_partials", gpu.empty((2 * max(parts, 1),)),
                             [x], [x.size], parts)
-    lanes = 1 if gpu.device.software else WORKGROUP_SIZE
+    lanes = lanes_here(gpu, WORKGROUP_SIZE)
     pair = gpu.dispatch("quantize", "dynamic_scale", gpu.empty((2,)), [partials], [parts],
                         lanes, {"LANES": lanes})
     y = gpu.dispatch("quantize", "dynamic_quantize", gpu.empty(x.shape, "uint8"), [x, pair],
