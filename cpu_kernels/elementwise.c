@@ -7,6 +7,7 @@
  * plain C, vectorised by the compiler for the instruction set isa.c picks. */
 #include <stdint.h>
 #include "isa.h"
+#include "quantize_steps.h"
 
 /* ---- GELU: x * Phi(x), Phi = 0.5 + x P(x^2) / Q(x^2) clipped to [0, 1] -------------------- */
 /* providers/cpu/ops/erf.py's _gelu_block, whose fit the caller passes (p: 7 coefficients,
@@ -73,13 +74,6 @@ static inline void range_body(const float *x, int64_t n, float *range) {
 }
 
 /* ---- QuantizeLinear, DequantizeLinear and the pair, 8-bit, one scale and zero point ------ */
-/* providers/cpu/ops/quantization.py's float32 paths: q = rint(x / scale) saturated to
- * [low - z, high - z], NaN to low - z (_steps_around_zero_point). */
-#define STEPS(x, scale, low, high) ({                                            \
-        float v_ = __builtin_rintf((x) / (scale));                               \
-        v_ = v_ < (low) ? (low) : (v_ > (high) ? (high) : v_);                   \
-        v_ != v_ ? (low) : v_; })
-
 /* y = q + z as 8-bit values (int8 stored as its byte). */
 __attribute__((always_inline))
 static inline void quantize_body(const float *x, int64_t n, float scale, int32_t z, int32_t low,
@@ -90,17 +84,12 @@ static inline void quantize_body(const float *x, int64_t n, float scale, int32_t
 DISPATCHED(quantize, (const float *x, int64_t n, float scale, int32_t z, int32_t low, int32_t high,
                       uint8_t *y), (x, n, scale, z, low, high, y))
 
-/* y = (q + 0.0) * scale: the pair without the 8-bit tensor (-0.0 becomes +0.0, as the 8-bit
- * value gives). */
+/* The pair without the 8-bit tensor. */
 __attribute__((always_inline))
 static inline void quantize_dequantize_body(const float *x, int64_t n, float scale, int32_t z,
                                             int32_t low, int32_t high, float *y) {
     float lo = (float)(low - z), hi = (float)(high - z);
-    for (int64_t i = 0; i < n; i++) {
-        float v = STEPS(x[i], scale, lo, hi);
-        v = v + 0.0f;
-        y[i] = v * scale;
-    }
+    for (int64_t i = 0; i < n; i++) y[i] = QUANTIZE_DEQUANTIZE(x[i], scale, lo, hi);
 }
 DISPATCHED(quantize_dequantize, (const float *x, int64_t n, float scale, int32_t z, int32_t low,
                                  int32_t high, float *y), (x, n, scale, z, low, high, y))

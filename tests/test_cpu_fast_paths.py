@@ -1262,10 +1262,10 @@ def test_quantize_dequantize_pairs_fuse_on_cpu_and_match_onnxruntime(x_shape, co
             np.testing.assert_array_equal(np.signbit(g), np.signbit(w))
 
 
-def test_quantize_dequantize_pairs_stay_apart_where_the_cpu_does_not_run_them(tmp_path):
-    """Only the CPU has the fused kernel: with the wasm provider first the pair stays two
-    nodes on wasm, and without providers (optimize() alone) nothing fuses. An optimized
-    model written by a CPU session spells the pair out again, and onnxruntime agrees."""
+def test_quantize_dequantize_pairs_fuse_only_for_providers_that_run_them(tmp_path):
+    """With the wasm provider first the fused node runs on wasm (which has it too); without
+    providers (optimize() alone) nothing fuses. An optimized model written by a CPU session
+    spells the pair out again, and onnxruntime agrees."""
     import onnxruntime as ort
 
     import edgerun
@@ -1274,7 +1274,7 @@ def test_quantize_dequantize_pairs_stay_apart_where_the_cpu_does_not_run_them(tm
     model = _qdq_model((1, 8), TensorProto.UINT8, np.float32(0.5), 128)
     wasm = edgerun.InferenceSession(model, providers=["wasm", "cpu"])
     assert [(n["op_type"], n["provider"]) for n in wasm.explain()["nodes"]] == \
-        [("QuantizeLinear", "wasm"), ("DequantizeLinear", "wasm")]
+        [("QuantizeDequantize", "wasm")]
     alone = optimize(load_model(model))
     assert [n.op_type for n in alone.graph.nodes] == ["QuantizeLinear", "DequantizeLinear"]
     so = edgerun.SessionOptions()
@@ -1284,6 +1284,99 @@ def test_quantize_dequantize_pairs_stay_apart_where_the_cpu_does_not_run_them(tm
                                   providers=["CPUExecutionProvider"])
     x = _qdq_feed((1, 8), 0.5)
     np.testing.assert_array_equal(mine.run(None, {"x": x})[0], theirs.run(None, {"x": x})[0])
+
+
+# (x shape, w shape, attributes, bias): batch 1 and 3, 1-D and 2-D, pointwise, grouped and
+# depthwise, strided and padded; outputs large enough for the native epilogue and small ones
+CONV_QDQ_CASES = [((1, 3, 12, 20), (8, 3, 3, 3), {"pads": [1, 1, 1, 1]}, True),
+                  ((3, 8, 9, 7), (8, 8, 1, 1), {}, False),
+                  ((1, 16, 24, 40), (16, 1, 3, 3), {"group": 16, "pads": [1, 1, 1, 1],
+                                                    "strides": [2, 2]}, True),
+                  ((2, 6, 10, 10), (4, 3, 3, 3), {"group": 2, "dilations": [2, 1]}, True),
+                  ((1, 4, 33), (5, 4, 3), {"pads": [1, 1]}, False),
+                  ((1, 32, 40, 48), (24, 32, 1, 1), {}, True)]
+# (element type, zero point): uint8 at 128 and 3, int8 at -3, int8 through output_dtype alone
+GRID_CASES = [(TensorProto.UINT8, 128), (TensorProto.UINT8, 3), (TensorProto.INT8, -3),
+              (TensorProto.INT8, None)]
+
+
+def _conv_qdq_model(x_shape, w_shape, attrs, bias, code, zero_point, scale):
+    """Conv -> QuantizeLinear -> DequantizeLinear, as quantize_static writes after a Conv."""
+    weights = (rng.standard_normal(w_shape) / np.sqrt(np.prod(w_shape[1:]))).astype(np.float32)
+    inits = [numpy_helper.from_array(weights, "w"),
+             numpy_helper.from_array(np.asarray(scale, np.float32), "s")]
+    conv_inputs = ["x", "w"]
+    if bias:
+        inits.append(numpy_helper.from_array(rng.standard_normal(w_shape[0]).astype(np.float32),
+                                             "b"))
+        conv_inputs.append("b")
+    params = ["s"]
+    q_attrs = {"output_dtype": code}
+    if zero_point is not None:
+        inits.append(numpy_helper.from_array(
+            np.asarray(zero_point, helper.tensor_dtype_to_np_dtype(code)), "z"))
+        params.append("z")
+        q_attrs = {}
+    nodes = [helper.make_node("Conv", conv_inputs, ["c"], **attrs),
+             helper.make_node("QuantizeLinear", ["c"] + params, ["q"], **q_attrs),
+             helper.make_node("DequantizeLinear", ["q"] + params, ["y"])]
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, None)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
+    model.ir_version = 10
+    return model.SerializeToString()
+
+
+@pytest.mark.parametrize("code,zero_point", GRID_CASES)
+@pytest.mark.parametrize("x_shape,w_shape,attrs,bias", CONV_QDQ_CASES)
+def test_conv_then_quantize_dequantize_fuses_into_the_convolution(x_shape, w_shape, attrs, bias,
+                                                                  code, zero_point, tmp_path,
+                                                                  monkeypatch):
+    """A Conv whose result a QDQ pair rounds becomes one FusedConv with the pair as its
+    activation (the rounding in the conv's epilogue): the values of the unfused graph bit for
+    bit (the same sums, then the pair's kernel), with every Conv method that takes the shapes
+    forced, without the native library, on a strided feed, and with NaN and infinities in x.
+    Against onnxruntime's Conv then Q and DQ: within one step (its sums round differently, so
+    a value near a tie may round the other way). Saved as an optimized model, the pair is
+    spelled out again and onnxruntime reads it."""
+    import onnxruntime as ort
+
+    import edgerun
+    from edgerun.providers.cpu.native import conv as native_conv
+
+    scale = 0.0625
+    model = _conv_qdq_model(x_shape, w_shape, attrs, bias, code, zero_point, scale)
+    so = edgerun.SessionOptions()
+    so.optimized_model_filepath = str(tmp_path / "optimized.onnx")
+    fused = edgerun.InferenceSession(model, so, providers=["cpu"])
+    assert [(n["op_type"], n["provider"]) for n in fused.explain()["nodes"]] == \
+        [("FusedConv", "cpu")]
+    basic = edgerun.SessionOptions()
+    basic.graph_optimization_level = edgerun.GraphOptimizationLevel.ORT_ENABLE_BASIC
+    apart = edgerun.InferenceSession(model, basic, providers=["cpu"])
+    x = (rng.standard_normal(x_shape) * 3).astype(np.float32)
+    x.flat[:3] = [np.nan, np.inf, -np.inf]
+    strided = np.repeat(x, 2, axis=-1)[..., ::2]
+    for method in [None] + [m for m in conv_ops.CONV_METHODS if m != "winograd"]:
+        with conv_ops.forced_method(method) if method else contextlib.nullcontext():
+            for feed in (x, strided):
+                got, want = fused.run(None, {"x": feed})[0], apart.run(None, {"x": feed})[0]
+                np.testing.assert_array_equal(got, want, err_msg=f"method {method}")
+                np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+    with monkeypatch.context() as m:
+        m.setattr(native_conv, "available", lambda: False)
+        off = edgerun.InferenceSession(model, providers=["cpu"])
+        apart_off = edgerun.InferenceSession(model, basic, providers=["cpu"])
+        np.testing.assert_array_equal(off.run(None, {"x": x})[0],
+                                      apart_off.run(None, {"x": x})[0])
+    theirs = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
+    clean = (rng.standard_normal(x_shape) * 3).astype(np.float32)
+    np.testing.assert_allclose(fused.run(None, {"x": clean})[0],
+                               theirs.run(None, {"x": clean})[0], rtol=0, atol=scale * 1.001)
+    saved = ort.InferenceSession(so.optimized_model_filepath, providers=["CPUExecutionProvider"])
+    np.testing.assert_array_equal(saved.run(None, {"x": clean})[0],
+                                  theirs.run(None, {"x": clean})[0])
 
 
 # ---- LeakyRelu as max(x, alpha * x): alone and as a fused Conv/Gemm epilogue -----------------

@@ -1288,7 +1288,8 @@ def test_resize_of_other_types_matches_the_cpu_provider(wasm, dtype, mode):
 def test_quantize_and_dequantize_match_the_cpu_provider(wasm, qtype, scale_type, layout):
     """QuantizeLinear then DequantizeLinear with per-tensor, per-axis and blocked scales and
     zero points (random shapes, batch 1 and 3, a partial last block): integers exactly,
-    float results rtol 1e-6 (float16 1e-3)."""
+    float results rtol 1e-6 (float16 1e-3). A second pair, whose 8-bit tensor nothing else
+    reads, is fused into com.edgerun QuantizeDequantize, which wasm runs too."""
     from onnx import helper
 
     import edgerun
@@ -1310,23 +1311,32 @@ def test_quantize_and_dequantize_match_the_cpu_provider(wasm, qtype, scale_type,
         nodes = [helper.make_node("QuantizeLinear", ["x", "scale", "zp"], ["q"], axis=axis,
                                   block_size=block),
                  helper.make_node("DequantizeLinear", ["q", "scale", "zp"], ["y"], axis=axis,
+                                  block_size=block),
+                 helper.make_node("QuantizeLinear", ["x", "scale", "zp"], ["q2"], axis=axis,
+                                  block_size=block),
+                 helper.make_node("DequantizeLinear", ["q2", "scale", "zp"], ["y2"], axis=axis,
                                   block_size=block)]
         graph = helper.make_graph(
             nodes, "g", [helper.make_tensor_value_info("x", s, None)],
-            [helper.make_tensor_value_info("q", q, None), helper.make_tensor_value_info("y", s, None)],
+            [helper.make_tensor_value_info("q", q, None), helper.make_tensor_value_info("y", s, None),
+             helper.make_tensor_value_info("y2", s, None)],
             [helper.make_tensor("scale", s, list(pshape), scale.reshape(-1).tolist()), zp])
         model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
         x = (rng.standard_normal(shape) * 3).astype(scale.dtype)
         if not is_float8:
             x.flat[1] = np.nan                   # the lowest value, as onnxruntime's
         before = dict(wasm.dev.fallbacks)
-        got = edgerun.InferenceSession(model.SerializeToString(), providers=[wasm]).run(None, {"x": x})
+        session = edgerun.InferenceSession(model.SerializeToString(), providers=[wasm])
+        assert [n["provider"] for n in session.explain()["nodes"]
+                if n["op_type"] == "QuantizeDequantize"] == ["wasm"]
+        got = session.run(None, {"x": x})
         assert wasm.dev.fallbacks == before
         want = edgerun.InferenceSession(model.SerializeToString(), providers=["cpu"]).run(None, {"x": x})
         assert got[0].dtype == want[0].dtype
         np.testing.assert_array_equal(got[0].astype(np.float64), want[0].astype(np.float64))
-        np.testing.assert_allclose(got[1].astype(np.float64), want[1].astype(np.float64),
-                                   rtol=1e-3 if scale.dtype == np.float16 else 1e-6)
+        for g, w in zip(got[1:], want[1:]):
+            np.testing.assert_allclose(g.astype(np.float64), w.astype(np.float64),
+                                       rtol=1e-3 if scale.dtype == np.float16 else 1e-6)
 
 
 @pytest.mark.parametrize("a_shape,b_shape", [((1, 3, 5), (5, 4)), ((2, 1, 4, 6), (3, 6, 2)),

@@ -23,7 +23,7 @@ STRUCT_FORMATS = {dtypes.FLOAT: "f", dtypes.DOUBLE: "d", dtypes.FLOAT16: "e", dt
 
 class HostTensor:
     """`data` is little-endian bytes, except for strings: a tuple of `str`, row-major."""
-    __slots__ = ("elem_type", "shape", "data")
+    __slots__ = ("elem_type", "shape", "data", "__weakref__")
 
     def __init__(self, elem_type: int, shape, data):
         self.data: Any

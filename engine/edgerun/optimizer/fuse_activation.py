@@ -26,7 +26,7 @@ def fuse_activation(view: GraphView, ctx: PassContext) -> int:
         base = view.produced_by(act.inputs[0], *FUSABLE)
         if base is None or view.only_reader(base.outputs[0]) is not act:
             continue
-        if len(base.outputs) != 1 or not _is_float32(view, base):
+        if len(base.outputs) != 1 or not is_float32(view, base):
             continue
         attributes = dict(base.attributes)
         attributes["activation"] = attr_string("activation", act.op_type)
@@ -72,7 +72,7 @@ def activation_params(view: GraphView, act):
     return None
 
 
-def _is_float32(view: GraphView, base) -> bool:
+def is_float32(view: GraphView, base) -> bool:
     """Judged by the weight, which is a constant in every model worth fusing."""
     weight = base.inputs[1] if len(base.inputs) > 1 else ""
     if weight in view.graph.initializers or view.constant(weight) is not None:

@@ -8,10 +8,11 @@ computes the same float32 values in five passes. Each DequantizeLinear reading t
 QuantizeLinear (with the same scale and zero point) becomes its own fused node; the
 QuantizeLinear goes once nothing reads it.
 
-Only the CPU provider has the fused kernel, so the pass applies where the session's providers
-would run both nodes of the pair and the fused node on the same provider
-(`PassContext.runs_like`): the wasm and WebGPU providers, and NNAPI/QNN (which lower QDQ
-models themselves), keep the pair.
+The CPU provider computes the pair in one native pass and WebGPU in one dispatch; wasm runs
+the fused node as its two kernels (so a page's WebGPU session can hand it back). The pass
+applies where the session's providers would run both nodes of the pair and the fused node on
+the same provider (`PassContext.runs_like`): NNAPI/QNN, which lower QDQ models themselves,
+keep the pair.
 """
 from __future__ import annotations
 

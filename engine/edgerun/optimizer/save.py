@@ -5,7 +5,8 @@ is rewritten first (`portable_model`), one table entry per operator:
 
 | com.edgerun          | written as                                                       |
 | -------------------- | ---------------------------------------------------------------- |
-| FusedConv            | com.microsoft FusedConv (same activation, activation_params)     |
+| FusedConv            | com.microsoft FusedConv (same activation, activation_params);    |
+|                      | QuantizeDequantize: Conv, QuantizeLinear and DequantizeLinear    |
 | FusedGemm            | com.microsoft FusedGemm (activation_alpha/beta); Clip, HardSwish: |
 |                      | Gemm and the activation                                          |
 | FusedMatMul          | MatMul + the activation                                          |
@@ -28,7 +29,7 @@ from ..onnx.writer import save_model
 from .graph_edit import EDGERUN_DOMAIN, attr_float, attr_int, attr_ints, attr_text, subgraphs
 
 MICROSOFT = "com.microsoft"
-FLOAT = 1
+FLOAT, UINT8, INT8 = 1, 2, 3
 
 
 def save_optimized(model: ir.Model, path: str) -> None:
@@ -69,9 +70,11 @@ def _fresh(graph: ir.Graph, state: dict, base: str) -> str:
     return f"{base}__portable{state['counter']}"
 
 
-def _activation_node(node: ir.Node, x: str, y: str, graph: ir.Graph, state: dict) -> ir.Node:
+def _activation_nodes(node: ir.Node, x: str, y: str, graph: ir.Graph, state: dict) -> list:
     name = attr_text(node, "activation")
     params = list(node.attr("activation_params") or [])
+    if name == "QuantizeDequantize":
+        return _grid_pair(node, x, y, params, graph, state)
     act = ir.Node(op_type=name, inputs=[x], outputs=[y], name=_fresh(graph, state, node.name))
     if name == "LeakyRelu":
         act.attributes["alpha"] = attr_float("alpha", params[0])
@@ -87,7 +90,21 @@ def _activation_node(node: ir.Node, x: str, y: str, graph: ir.Graph, state: dict
                 bound = _fresh(graph, state, f"{node.name}_clip{i}")
                 graph.initializers[bound] = _f32_scalar(bound, value)
                 act.inputs.append(bound)
-    return act
+    return [act]
+
+
+def _grid_pair(node: ir.Node, x: str, y: str, params: list, graph: ir.Graph,
+               state: dict) -> list:
+    """The QuantizeDequantize activation [scale, zero point, low, high] as its QDQ pair."""
+    scale, point, low = params[0], int(params[1]), params[2]
+    scale_name = _fresh(graph, state, f"{node.name}_scale")
+    point_name = _fresh(graph, state, f"{node.name}_zero_point")
+    graph.initializers[scale_name] = _f32_scalar(scale_name, scale)
+    graph.initializers[point_name] = ir.Tensor(name=point_name, elem_type=UINT8 if low == 0
+                                               else INT8, dims=(), raw=bytes([point & 0xFF]))
+    pair = ir.Node(op_type="QuantizeDequantize", domain=EDGERUN_DOMAIN,
+                   inputs=[x, scale_name, point_name], outputs=[y], name=node.name)
+    return _quantize_dequantize(pair, graph, state)
 
 
 def _base_attributes(node: ir.Node) -> dict:
@@ -100,11 +117,13 @@ def _unfused(op_type: str):
         mid = _fresh(graph, state, node.outputs[0])
         base = ir.Node(op_type=op_type, inputs=list(node.inputs), outputs=[mid],
                        attributes=_base_attributes(node), name=node.name)
-        return [base, _activation_node(node, mid, node.outputs[0], graph, state)]
+        return [base] + _activation_nodes(node, mid, node.outputs[0], graph, state)
     return rewrite
 
 
 def _fused_conv(node, graph, state):
+    if attr_text(node, "activation") == "QuantizeDequantize":
+        return _unfused("Conv")(node, graph, state)
     state["microsoft"] = True
     return [ir.Node(op_type="FusedConv", domain=MICROSOFT, inputs=list(node.inputs),
                     outputs=list(node.outputs), attributes=dict(node.attributes),

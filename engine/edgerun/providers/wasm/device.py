@@ -304,7 +304,7 @@ class DeviceValue(HostTensor):
     gives back the tensor itself: no copy out and in, and no read that would tie the
     recording to this run's data."""
 
-    __slots__ = ("source", "_data", "__weakref__")
+    __slots__ = ("source", "_data")
 
     def __init__(self, source: WasmTensor):
         self.elem_type = source.elem_type

@@ -15,6 +15,7 @@ from typing import Optional
 
 import struct
 import threading
+import weakref
 from collections import OrderedDict
 
 from ...ir import dtypes
@@ -57,6 +58,9 @@ class GpuContext:
         self._constants: dict = {}     # key -> GpuTensor uploaded once (attribute vectors)
         # id -> (host value, its bytes, GpuTensor): upload_small
         self._small: OrderedDict = OrderedDict()
+        # id -> [weak reference to a host value, GpuTensor or None]: small constants
+        # (keep_constant), whose GPU copies upload_small makes once and keeps while they live
+        self._constants_kept: dict = {}
         self.label = ""            # the node being run, for error messages
         self.recorder = None       # program.Recorder while a captured graph records
         self.fallback_log: list = []   # the last nodes that ran on the CPU instead, and why
@@ -116,6 +120,11 @@ class GpuContext:
         """upload() for tensors of at most SMALL_MIRROR elements, reusing the GPU copy while
         the same host object holds the same bytes: small integer constants (axes, indices,
         a Where's scalar) stay on the host for shape arithmetic, yet feed a kernel every run."""
+        kept = self._constants_kept.get(id(value))
+        if kept is not None and kept[0]() is value:
+            if kept[1] is None:
+                kept[1] = self.upload(value)
+            return kept[1]
         code, shape, data = host_values.raw(value)
         if len(data) > 8 * SMALL_MIRROR:
             return self.upload(value)
@@ -130,6 +139,22 @@ class GpuContext:
             if len(self._small) > SMALL_CACHE:
                 self._small.popitem(last=False)
             return t
+
+    def keep_constant(self, value) -> None:
+        """A small constant the host keeps (shape arithmetic reads it) but kernels may also
+        bind: its GPU copy stays while the constant (its session) lives. upload_small's
+        cache alone would evict it in a model with more small constants than the cache
+        holds (a QDQ model's hundreds of zero points), re-uploading each one every run. An
+        8/16-bit constant (a zero point: only kernels read it) is uploaded now, so that its
+        widening is not part of a captured graph's first run; others at first use."""
+        key = id(value)
+        try:
+            ref = weakref.ref(value, lambda _: self._constants_kept.pop(key, None))
+        except TypeError:       # a value without weak references: upload_small's cache alone
+            return
+        narrow = host_values.elem_type(value) in NARROW_TYPES
+        with self.lock:
+            self._constants_kept[key] = [ref, self.upload(value) if narrow else None]
 
     def _write(self, buffer, data) -> None:
         self.device.write_buffer(buffer, data)

@@ -225,6 +225,14 @@ class WebGpuProvider(ExecutionProvider):
         except Unsupported:
             return value
 
+    def constant_to_device(self, value):
+        """A constant as to_device makes it; one kept on the host is remembered, so that
+        kernels binding it upload it once (GpuContext.keep_constant)."""
+        device_value = self.to_device(value)
+        if device_value is value and host_values.is_host_tensor(value):
+            self.gpu.keep_constant(value)
+        return device_value
+
     def _upload_in_parts(self, value, limit: int):
         """A float32 matrix too large for one binding as row blocks (GpuTensorParts), or the
         host value where one row alone is too large."""

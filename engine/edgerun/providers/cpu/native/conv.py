@@ -20,7 +20,7 @@ from . import parallel
 from .library import address, library
 from .library import available as available  # callers ask the module they use
 
-# activation name -> (code in conv.c, fn(params) -> the two float32 parameters it reads,
+# activation name -> (code in conv.c, fn(params) -> the float32 parameters it reads,
 # passes numpy makes over the values for it)
 ACTIVATIONS = {
     "Relu": (1, lambda p: (0.0, 0.0), 1),
@@ -28,6 +28,8 @@ ACTIVATIONS = {
     "Clip": (3, lambda p: (p[0] if len(p) > 0 else -np.inf, p[1] if len(p) > 1 else np.inf), 1),
     "HardSigmoid": (4, lambda p: (p[0] if len(p) > 0 else 0.2, p[1] if len(p) > 1 else 0.5), 3),
     "HardSwish": (5, lambda p: (0.0, 0.0), 4),
+    # params [scale, zero point, low, high] -> scale and the grid's ends around the zero point
+    "QuantizeDequantize": (6, lambda p: (p[0], p[2] - p[1], p[3] - p[1]), 5),
 }
 # A native call costs about two numpy calls (~3 us): a pass of one or two numpy calls over
 # fewer values than this is cheaper in numpy (silero's small FusedConvs: +15 us a run).

@@ -2,8 +2,10 @@
 
 - FusedConv, FusedGemm, FusedMatMul: the standard operator, then an activation applied to
   its result in place. Attributes: the base operator's own, plus `activation` (Relu,
-  LeakyRelu, Sigmoid, Tanh, Clip, HardSigmoid) and `activation_params` (floats: LeakyRelu
-  [alpha], Clip [min, max], HardSigmoid [alpha, beta]).
+  LeakyRelu, Sigmoid, Tanh, Clip, HardSigmoid, HardSwish, QuantizeDequantize) and
+  `activation_params` (floats: LeakyRelu [alpha], Clip [min, max], HardSigmoid [alpha,
+  beta], QuantizeDequantize [scale, zero point, low, high]: a QDQ model's pair after a Conv,
+  the 8-bit grid from low to high, uint8's or int8's).
 - LayerNormalization, Gelu and HardSwish: the standard operators (opset 17, 20 and 14) for
   models that import an older opset, same attributes.
 - Attention: softmax(Q·Kᵀ·scale + mask)·V on 4-D [batch, heads, seq, head_size] tensors,
@@ -29,6 +31,7 @@ from ..native import conv as native_conv
 from .float_errors import ignored_float_errors
 from .matmul import gemm, matmul
 from .normalization import layer_normalization
+from .quantization import quantize_dequantize
 from .softmax import softmax_13
 
 DOMAIN = "com.edgerun"
@@ -40,6 +43,14 @@ def _clip(ctx, y, params):
     return np.clip(y, np.asarray(low, y.dtype), np.asarray(high, y.dtype))
 
 
+def _quantize_dequantize(ctx, y, params):
+    """The pair of a QDQ model with params [scale, zero point, low, high] (uint8's grid from
+    0, int8's from -128): QuantizeDequantize's kernel, the same values as the separate node."""
+    scale, zero, low, _ = params
+    point = np.array(zero, np.uint8 if low == 0 else np.int8)
+    return quantize_dequantize(None, y, np.array(scale, np.float32), point)
+
+
 # activation name -> fn(ctx, y, params): the hand-written kernels; every other ir/unary_ops.py
 # row through its formula
 ACTIVATIONS = {
@@ -48,6 +59,7 @@ ACTIVATIONS = {
     "Tanh": lambda ctx, y, p: tanh(ctx, y),
     "HardSwish": lambda ctx, y, p: hard_swish(ctx, y),
     "Clip": _clip,
+    "QuantizeDequantize": _quantize_dequantize,
 }
 
 
@@ -114,6 +126,7 @@ IN_PLACE = {
     "HardSigmoid": _hard_sigmoid_in_place,
     "HardSwish": _hard_swish_in_place,
     "Clip": _clip_in_place,
+    "QuantizeDequantize": lambda y, p: _quantize_dequantize(None, y, p),
 }
 
 

@@ -9,7 +9,8 @@ input's length along the axis first (er_gather), so every step is a plain broadc
 from __future__ import annotations
 
 from ....ir import dtypes
-from . import operator
+from .... import ir
+from . import EDGERUN, operator
 from .common import converted, derived, refuse, normalize_axis, product
 from .elementwise import MAP_BINARY, MAP_UNARY, map_binary, map_unary
 from .tensor import CAST_TYPES, cast_flags, take
@@ -134,6 +135,22 @@ def bind_dequantize(dev, node, opset):
                 centered = _binary(dev, "Sub", centered, converted(dev, zp, compute), compute)
         full_scale = converted(dev, expand_param(dev, scale, x.shape, axis, block), compute)
         return converted(dev, _binary(dev, "Mul", centered, full_scale, compute), out_type)
+    return run
+
+
+@operator("QuantizeDequantize", domains=EDGERUN)
+def bind_quantize_dequantize(dev, node, opset):
+    """com.edgerun QuantizeDequantize (the optimizer's fusion of a QDQ pair) as its two
+    nodes: here for a page where the WebGPU provider, which runs it in one pass, hands a node
+    back to this provider."""
+    quantize = bind_quantize(dev, node, opset)
+    dequantize = bind_dequantize(dev, ir.Node(
+        op_type="DequantizeLinear", inputs=node.inputs, outputs=node.outputs, name=node.name,
+        attributes={key: node.attributes[key] for key in ("axis", "block_size")
+                    if key in node.attributes}), opset)
+
+    def run(ctx, x, scale, zero_point=None, **attrs):
+        return dequantize(ctx, quantize(ctx, x, scale, zero_point), scale, zero_point)
     return run
 
 

@@ -63,6 +63,9 @@ def check_quantize(node, opset, types) -> str:
     """The forms the kernels take: no blocks, 8/16-bit integers (not float8, 4-bit, 2-bit)."""
     if node.attr("block_size", 0):
         return "blocked quantization"
+    if node.op_type == "QuantizeDequantize" and \
+            _type_name(types, node.inputs[0]) not in ("", "float32"):
+        return f"a QuantizeDequantize of {_type_name(types, node.inputs[0])} values"
     if node.op_type == "DequantizeLinear":
         quantized = _type_name(types, node.inputs[0])
     elif len(node.inputs) > 2 and node.inputs[2]:
@@ -93,6 +96,31 @@ def dequantize_linear(gpu, ctx, x, x_scale, x_zero_point=None, axis=1, block_siz
 @gpu_op("QuantizeLinear", narrow=True, check=check_quantize, typed=True)
 def quantize_linear(gpu, ctx, x, y_scale, y_zero_point=None, axis=1, saturate=1, block_size=0,
                     output_dtype=0, precision=0):
+    x, scale, zero, params, target = _quantize_operands(gpu, x, y_scale, y_zero_point, axis,
+                                                        block_size, output_dtype, precision)
+    return gpu.dispatch("quantize", "quantize", gpu.empty(x.shape, target), [x, scale, zero],
+                        params, x.size)
+
+
+@gpu_op("QuantizeDequantize", domain="com.edgerun", narrow=True, check=check_quantize,
+        typed=True)
+def quantize_dequantize(gpu, ctx, x, y_scale, y_zero_point=None, axis=1, saturate=1,
+                        block_size=0, output_dtype=0, precision=0):
+    """DequantizeLinear(QuantizeLinear(x)) with the pair's scale and zero point (the
+    optimizer's fusion of a QDQ model's activation pairs): one dispatch instead of two, and
+    no 8-bit tensor in between."""
+    x, scale, zero, params, _ = _quantize_operands(gpu, x, y_scale, y_zero_point, axis,
+                                                   block_size, output_dtype, precision)
+    if x.dtype != "float32":
+        raise Unsupported(f"QuantizeDequantize of {x.dtype}")
+    return gpu.dispatch("quantize", "quantize_dequantize", gpu.empty(x.shape), [x, scale, zero],
+                        params, x.size)
+
+
+def _quantize_operands(gpu, x, y_scale, y_zero_point, axis, block_size, output_dtype,
+                       precision) -> tuple:
+    """(x, scale, zero point, kernel params, quantized type) of QuantizeLinear's forms here:
+    float x, one float32 scale or one per index of `axis`, 8/16-bit integers."""
     x = as_gpu_any(gpu, x)
     scale, inner, length = _per_axis(gpu, y_scale, x.shape, axis, "scale")
     if block_size or x.dtype not in FLOATS or scale.dtype != "float32" or \
@@ -106,10 +134,8 @@ def quantize_linear(gpu, ctx, x, y_scale, y_zero_point=None, axis=1, saturate=1,
     if target not in INTEGER_RANGES:
         raise Unsupported(f"QuantizeLinear to {target}")
     zero = _zero_point(gpu, y_zero_point, target, x.shape, axis, length)
-    out = gpu.empty(x.shape, target)
     low, high = INTEGER_RANGES[target]
-    return gpu.dispatch("quantize", "quantize", out, [x, scale, zero],
-                        [inner, length, low, high], x.size)
+    return x, scale, zero, [inner, length, low, high], target
 
 
 PARTIALS = 1024      # work items of DynamicQuantizeLinear's first range step

@@ -1,0 +1,68 @@
+"""A Conv whose result a QDQ model rounds to its 8-bit grid (Conv -> com.edgerun
+QuantizeDequantize, the pair fuse_quantize_dequantize made) becomes com.edgerun FusedConv with
+the activation QuantizeDequantize: the rounding happens in the convolution's own epilogue,
+while its rows are in the cache, instead of in a pass and a node of its own.
+
+onnxruntime's quantize_static writes a pair after every Conv (53 of ppocr cls's 200 pairs),
+and Conv cannot fuse the BatchNormalization or activation that follows it across the pair.
+Only a pair with one float32 scale and one 8-bit zero point (or none) fuses; its
+activation_params are [scale, zero point, low, high] (uint8's 0..255 or int8's -128..127).
+The CPU provider has the activation (cpu_kernels/conv.c); the pass applies where the
+session's providers run the Conv, the pair and the fused node on the same provider
+(`PassContext.runs_like`). optimizer/save.py writes it back as Conv and the pair.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+from .. import ir
+from .fuse_activation import is_float32
+from .graph_edit import EDGERUN_DOMAIN, GraphView, PassContext, attr_floats, attr_string
+
+FLOAT, UINT8, INT8 = 1, 2, 3
+GRIDS = {UINT8: (0, 255), INT8: (-128, 127)}
+
+
+def fuse_conv_quantize_dequantize(view: GraphView, ctx: PassContext) -> int:
+    count = 0
+    for pair in view.live_nodes():
+        if view.is_dead(pair) or pair.op_type != "QuantizeDequantize" or \
+                pair.domain != EDGERUN_DOMAIN:
+            continue
+        params = grid_params(view, pair)
+        conv = view.produced_by(pair.inputs[0], "Conv")
+        if params is None or conv is None or view.only_reader(conv.outputs[0]) is not pair or \
+                len(conv.outputs) != 1 or not is_float32(view, conv):
+            continue
+        attributes = dict(conv.attributes)
+        attributes["activation"] = attr_string("activation", "QuantizeDequantize")
+        attributes["activation_params"] = attr_floats("activation_params", params)
+        fused = ir.Node(op_type="FusedConv", domain=EDGERUN_DOMAIN, inputs=list(conv.inputs),
+                        outputs=[pair.outputs[0]], attributes=attributes, name=conv.name)
+        if not ctx.runs_like(fused, [conv, pair]):
+            continue
+        view.replace([conv, pair], fused)
+        count += 1
+    return count
+
+
+def grid_params(view: GraphView, pair: ir.Node) -> Optional[list]:
+    """[scale, zero point, low, high] of a pair on one float32 scale and an 8-bit zero point
+    given as a constant (or absent: uint8's 0, or output_dtype's), else None."""
+    if pair.attr("block_size", 0) or pair.attr("precision", 0) not in (0, FLOAT) or \
+            len(pair.inputs) < 2:
+        return None
+    scale = view.scalar(pair.inputs[1])
+    if scale is None or view.elem_type_of_constant(pair.inputs[1]) != FLOAT:
+        return None
+    point_name = pair.inputs[2] if len(pair.inputs) > 2 else ""
+    if point_name:
+        point, code = view.scalar(point_name), view.elem_type_of_constant(point_name)
+        if point is None:
+            return None
+    else:
+        point, code = 0.0, pair.attr("output_dtype", 0) or UINT8
+    if code not in GRIDS:
+        return None
+    low, high = GRIDS[code]
+    return [scale, point, float(low), float(high)]
