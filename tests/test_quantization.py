@@ -243,8 +243,10 @@ def _gemm_model(path):
 def test_dynamic_products_fuse_into_matmul_integer_to_float(tmp_path, kwargs, rows):
     """onnxruntime's quantize_dynamic writes MatMulInteger -> Cast -> Mul(scale) [-> Add(bias)]
     per product. The optimizer runs each as one com.microsoft MatMulIntegerToFloat on cpu and
-    wasm: values equal to the unfused chain's (basic level), and the optimized file loads in
-    onnxruntime, which agrees with its own run of the quantized model."""
+    wasm, the Mul of the dynamic scale by the weight's going with it (its factors are the
+    fused node's a_scale and b_scale): values equal to the unfused chain's (basic level), and
+    the optimized file loads in onnxruntime, which agrees with its own run of the quantized
+    model."""
     src, name, shape = _gemm_model(str(tmp_path / "gemm.onnx"))
     _, theirs = _dynamic_pair(tmp_path, src, kwargs, "gemm")
     products = sum(n.op_type == "MatMulInteger" for n in onnx.load(theirs).graph.node)
@@ -266,6 +268,7 @@ def test_dynamic_products_fuse_into_matmul_integer_to_float(tmp_path, kwargs, ro
             fused = sum(n["op_type"] == "MatMulIntegerToFloat" for n in nodes)
             full = level == edgerun.GraphOptimizationLevel.ORT_ENABLE_ALL
             assert fused == (products if full else 0), (provider, level, fused, products)
+            assert not full or not any(n["op_type"] == "Mul" for n in nodes), nodes
             outputs[int(level)] = sess.run(None, feeds)
         for unfused, fused in zip(outputs[1], outputs[99]):
             np.testing.assert_array_equal(fused, unfused)

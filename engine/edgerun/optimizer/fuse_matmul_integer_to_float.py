@@ -3,10 +3,13 @@ MatMulIntegerToFloat: the form onnxruntime's quantize_dynamic writes for every M
 onnxruntime's own graph optimizer fuses the same way). One kernel turns the int32 product into
 float32, scaled and biased, in one pass instead of three nodes of passes over the result.
 
-The scale is kept as one input: the fused node takes a_scale = 1 and b_scale = the Mul's other
-operand, which must hold one value or one per column (it is a_scale * w_scale there, a rank-0
-or 1-D product), so the result is the unfused chain's, float for float: float32(int32 product)
-* scale, then + bias. A bias is taken when it is a constant of one value or one per column.
+The Mul's other operand must hold one value or one per column. Where it is itself the Mul of
+a dynamic per-tensor scale by a constant (quantize_dynamic's a_scale * w_scale), the fused
+node takes the two as a_scale and b_scale, and that Mul goes once nothing else reads it;
+a constant scale is b_scale with a_scale = 1. Every provider's kernel multiplies a_scale by
+b_scale first, so the result is the unfused chain's, float for float: float32(int32
+product) * (a_scale * w_scale), then + bias. A bias is taken when it is a constant of one
+value or one per column.
 """
 from __future__ import annotations
 
@@ -39,16 +42,27 @@ def fuse_matmul_integer_to_float(view: GraphView, ctx: PassContext) -> int:
         if bias_name and _constant_per_column(view, bias_name, columns):
             nodes, output, bias = nodes + [add], add.outputs[0], bias_name
         inputs = list(product.inputs) + [""] * (4 - len(product.inputs))
-        one = view.add_constant(product.name + "/unit_scale", _unit_scale())
+        a_scale, b_scale = _scale_factors(view, product, scale)
         fused = ir.Node(op_type="MatMulIntegerToFloat", domain=MICROSOFT, name=product.name,
-                        inputs=[inputs[0], inputs[1], one, scale, inputs[2], inputs[3], bias],
-                        outputs=[output])
+                        inputs=[inputs[0], inputs[1], a_scale, b_scale, inputs[2], inputs[3],
+                                bias], outputs=[output])
         while fused.inputs[-1] == "":
             fused.inputs.pop()
         ctx.opsets.setdefault(MICROSOFT, 1)
         view.replace(nodes, fused)
         count += 1
     return count
+
+
+def _scale_factors(view: GraphView, product, scale: str) -> tuple:
+    """(a_scale, b_scale) of a scale that _per_column accepted: a constant as b_scale (with a
+    unit a_scale), a dynamic scalar times a constant as its two factors."""
+    if view.constant(scale) is not None:
+        return view.add_constant(product.name + "/unit_scale", _unit_scale()), scale
+    mul = view.produced_by(scale, "Mul")
+    constant = next(n for n in mul.inputs if view.constant(n) is not None)
+    dynamic = next(n for n in mul.inputs if view.constant(n) is None)
+    return dynamic, constant
 
 
 def _unit_scale():
