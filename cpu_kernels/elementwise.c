@@ -48,32 +48,37 @@ DISPATCHED(gelu, (const float *x, float *y, int64_t n, const double *p, const do
 __attribute__((always_inline))
 static inline void range_body(const float *x, int64_t n, float *range) {
     float high[LANES], low[LANES];
-    int nan = 0;
-    for (int j = 0; j < LANES; j++) high[j] = low[j] = x[0];
+    uint32_t nan[LANES];        /* per lane, so that the loop vectorizes (an int OR of all the
+                                 * lanes each step did not) */
+    for (int j = 0; j < LANES; j++) {
+        high[j] = low[j] = x[0];
+        nan[j] = 0;
+    }
     int64_t i = 0;
     for (; i + LANES <= n; i += LANES) {
         for (int j = 0; j < LANES; j++) {
             float v = x[i + j];
             high[j] = v > high[j] ? v : high[j];
             low[j] = v < low[j] ? v : low[j];
-            nan |= v != v;
+            nan[j] |= v != v;
         }
     }
     for (; i < n; i++) {
         float v = x[i];
         high[0] = v > high[0] ? v : high[0];
         low[0] = v < low[0] ? v : low[0];
-        nan |= v != v;
+        nan[0] |= v != v;
     }
-    for (int j = 1; j < LANES; j++) {
+    uint32_t any_nan = 0;
+    for (int j = 0; j < LANES; j++) {
         high[0] = high[j] > high[0] ? high[j] : high[0];
         low[0] = low[j] < low[0] ? low[j] : low[0];
+        any_nan |= nan[j];
     }
-    range[0] = nan ? __builtin_nanf("") : high[0];
-    range[1] = nan ? __builtin_nanf("") : low[0];
+    range[0] = any_nan ? __builtin_nanf("") : high[0];
+    range[1] = any_nan ? __builtin_nanf("") : low[0];
 }
 
-/* ---- QuantizeLinear, DequantizeLinear and the pair, 8-bit, one scale and zero point ------ */
 /* y = q + z as 8-bit values (int8 stored as its byte). */
 __attribute__((always_inline))
 static inline void quantize_body(const float *x, int64_t n, float scale, int32_t z, int32_t low,
