@@ -97,21 +97,25 @@ DISPATCHED(bias_activation, (float *y, int64_t rows, int64_t cols, const float *
            (y, rows, cols, bias, bias_period, act, p))
 
 /* ---- a per-channel affine map (BatchNormalization) ---------------------------------------- */
-/* y [rows, cols] = x * factor[r % period] + shift[r % period]: the multiply, then the add, each
- * rounded to float32 (numpy's two passes, bit for bit). */
+/* y [rows, cols] = act(x * factor[r % period] + shift[r % period]): the multiply, then the add,
+ * each rounded to float32 (numpy's two passes, bit for bit), then the activation while the row
+ * is in the cache (FusedBatchNormalization's; 0 for none). */
 __attribute__((always_inline))
 static inline void channel_affine_body(const float *x, float *y, int64_t rows, int64_t cols,
-                                       const float *factor, const float *shift, int64_t period) {
+                                       const float *factor, const float *shift, int64_t period,
+                                       int act, const float *p) {
     for (int64_t r = 0; r < rows; r++) {
         const float f = factor[r % period], b = shift[r % period];
         const float *src = x + r * cols;
         float *dst = y + r * cols;
         for (int64_t i = 0; i < cols; i++) dst[i] = src[i] * f + b;
+        activate(dst, cols, act, p);
     }
 }
 DISPATCHED(channel_affine, (const float *x, float *y, int64_t rows, int64_t cols,
-                            const float *factor, const float *shift, int64_t period),
-           (x, y, rows, cols, factor, shift, period))
+                            const float *factor, const float *shift, int64_t period, int act,
+                            const float *p),
+           (x, y, rows, cols, factor, shift, period, act, p))
 
 /* ---- an activation alone ---------------------------------------------------------------- */
 /* y = act(x) over n values, in blocks that stay in the L1 cache between the copy and the

@@ -1300,6 +1300,16 @@ GRID_CASES = [(TensorProto.UINT8, 128), (TensorProto.UINT8, 3), (TensorProto.INT
               (TensorProto.INT8, None)]
 
 
+def _x_to_y_model(nodes, inits) -> bytes:
+    """An opset-21, IR-10 model of float x -> `nodes` -> float y."""
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, None)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
+    model.ir_version = 10
+    return model.SerializeToString()
+
+
 def _conv_qdq_model(x_shape, w_shape, attrs, bias, code, zero_point, scale):
     """Conv -> QuantizeLinear -> DequantizeLinear, as quantize_static writes after a Conv."""
     weights = (rng.standard_normal(w_shape) / np.sqrt(np.prod(w_shape[1:]))).astype(np.float32)
@@ -1320,12 +1330,7 @@ def _conv_qdq_model(x_shape, w_shape, attrs, bias, code, zero_point, scale):
     nodes = [helper.make_node("Conv", conv_inputs, ["c"], **attrs),
              helper.make_node("QuantizeLinear", ["c"] + params, ["q"], **q_attrs),
              helper.make_node("DequantizeLinear", ["q"] + params, ["y"])]
-    graph = helper.make_graph(
-        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, None)],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
-    model.ir_version = 10
-    return model.SerializeToString()
+    return _x_to_y_model(nodes, inits)
 
 
 @pytest.mark.parametrize("code,zero_point", GRID_CASES)
@@ -1340,20 +1345,13 @@ def test_conv_then_quantize_dequantize_fuses_into_the_convolution(x_shape, w_sha
     Against onnxruntime's Conv then Q and DQ: within one step (its sums round differently, so
     a value near a tie may round the other way). Saved as an optimized model, the pair is
     spelled out again and onnxruntime reads it."""
-    import onnxruntime as ort
 
     import edgerun
     from edgerun.providers.cpu.native import conv as native_conv
 
     scale = 0.0625
     model = _conv_qdq_model(x_shape, w_shape, attrs, bias, code, zero_point, scale)
-    so = edgerun.SessionOptions()
-    so.optimized_model_filepath = str(tmp_path / "optimized.onnx")
-    fused = edgerun.InferenceSession(model, so, providers=["cpu"])
-    assert [(n["op_type"], n["provider"]) for n in fused.explain()["nodes"]] == \
-        [("FusedConv", "cpu")]
-    basic = edgerun.SessionOptions()
-    basic.graph_optimization_level = edgerun.GraphOptimizationLevel.ORT_ENABLE_BASIC
+    fused, saved_path, basic = _fused_alone(model, "FusedConv", tmp_path)
     apart = edgerun.InferenceSession(model, basic, providers=["cpu"])
     x = (rng.standard_normal(x_shape) * 3).astype(np.float32)
     x.flat[:3] = [np.nan, np.inf, -np.inf]
@@ -1370,13 +1368,83 @@ def test_conv_then_quantize_dequantize_fuses_into_the_convolution(x_shape, w_sha
         apart_off = edgerun.InferenceSession(model, basic, providers=["cpu"])
         np.testing.assert_array_equal(off.run(None, {"x": x})[0],
                                       apart_off.run(None, {"x": x})[0])
+    _within_a_step_of_onnxruntime(model, fused, saved_path, x_shape, scale)
+
+
+def _fused_alone(model, op_type, tmp_path) -> tuple:
+    """(a CPU session whose graph is one `op_type` node, the optimized model it saved, options
+    of the basic level, where nothing fuses)."""
+    import edgerun
+
+    so = edgerun.SessionOptions()
+    so.optimized_model_filepath = str(tmp_path / "optimized.onnx")
+    fused = edgerun.InferenceSession(model, so, providers=["cpu"])
+    assert [(n["op_type"], n["provider"]) for n in fused.explain()["nodes"]] == [(op_type, "cpu")]
+    basic = edgerun.SessionOptions()
+    basic.graph_optimization_level = edgerun.GraphOptimizationLevel.ORT_ENABLE_BASIC
+    return fused, so.optimized_model_filepath, basic
+
+
+def _within_a_step_of_onnxruntime(model, fused, saved_path, x_shape, scale) -> None:
+    """A fused session's values within one quantization step of onnxruntime's (its float sums
+    round differently, so a value near a tie may take the other step), and the optimized
+    model it saved, where the pair is spelled out again, onnxruntime's exactly."""
+    import onnxruntime as ort
+
     theirs = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
     clean = (rng.standard_normal(x_shape) * 3).astype(np.float32)
-    np.testing.assert_allclose(fused.run(None, {"x": clean})[0],
-                               theirs.run(None, {"x": clean})[0], rtol=0, atol=scale * 1.001)
-    saved = ort.InferenceSession(so.optimized_model_filepath, providers=["CPUExecutionProvider"])
-    np.testing.assert_array_equal(saved.run(None, {"x": clean})[0],
-                                  theirs.run(None, {"x": clean})[0])
+    want = theirs.run(None, {"x": clean})[0]
+    np.testing.assert_allclose(fused.run(None, {"x": clean})[0], want, rtol=0,
+                               atol=scale * 1.001)
+    saved = ort.InferenceSession(saved_path, providers=["CPUExecutionProvider"])
+    np.testing.assert_array_equal(saved.run(None, {"x": clean})[0], want)
+
+
+def _batch_norm_qdq_model(channels, code, zero_point, scale):
+    """BatchNormalization -> QuantizeLinear -> DequantizeLinear (quantize_static's form)."""
+    params = [rng.uniform(0.5, 2, channels), rng.standard_normal(channels),
+              rng.standard_normal(channels), rng.uniform(0.1, 3, channels)]
+    inits = [numpy_helper.from_array(p.astype(np.float32), name)
+             for p, name in zip(params, ("gamma", "beta", "mean", "var"))]
+    inits.append(numpy_helper.from_array(np.asarray(scale, np.float32), "s"))
+    inits.append(numpy_helper.from_array(
+        np.asarray(zero_point, helper.tensor_dtype_to_np_dtype(code)), "z"))
+    nodes = [helper.make_node("BatchNormalization", ["x", "gamma", "beta", "mean", "var"], ["b"],
+                              epsilon=1e-3),
+             helper.make_node("QuantizeLinear", ["b", "s", "z"], ["q"]),
+             helper.make_node("DequantizeLinear", ["q", "s", "z"], ["y"])]
+    return _x_to_y_model(nodes, inits)
+
+
+@pytest.mark.parametrize("code,zero_point", [(TensorProto.UINT8, 128), (TensorProto.INT8, -3)])
+@pytest.mark.parametrize("x_shape", [(1, 8, 5, 7), (3, 16, 40, 48), (1, 4, 33)])
+def test_batch_norm_then_quantize_dequantize_fuses_into_its_pass(x_shape, code, zero_point,
+                                                                tmp_path, monkeypatch):
+    """BatchNormalization -> QDQ pair becomes one FusedBatchNormalization with the pair as its
+    activation, rounded in the native affine pass (small tensors too, where BN alone keeps
+    numpy's passes): the unfused graph's values bit for bit, on a strided feed, with NaN and
+    infinities, and without the native library; within one step of onnxruntime; saved, the
+    BatchNormalization and the pair are spelled out again and onnxruntime reads them."""
+
+    import edgerun
+    from edgerun.providers.cpu.native import conv as native_conv
+
+    scale = 0.03125
+    model = _batch_norm_qdq_model(x_shape[1], code, zero_point, scale)
+    fused, saved_path, basic = _fused_alone(model, "FusedBatchNormalization", tmp_path)
+    x = (rng.standard_normal(x_shape) * 3).astype(np.float32)
+    x.flat[:3] = [np.nan, np.inf, -np.inf]
+    for native in (True, False):
+        with monkeypatch.context() as m:
+            if not native:
+                m.setattr(native_conv, "available", lambda: False)
+            mine = fused if native else edgerun.InferenceSession(model, providers=["cpu"])
+            apart = edgerun.InferenceSession(model, basic, providers=["cpu"])
+            for feed in (x, np.repeat(x, 2, axis=-1)[..., ::2]):
+                got, want = mine.run(None, {"x": feed})[0], apart.run(None, {"x": feed})[0]
+                np.testing.assert_array_equal(got, want, err_msg=f"native {native}")
+                np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+    _within_a_step_of_onnxruntime(model, fused, saved_path, x_shape, scale)
 
 
 # ---- LeakyRelu as max(x, alpha * x): alone and as a fused Conv/Gemm epilogue -----------------

@@ -40,9 +40,10 @@ main graph and on every subgraph (If/Loop/Scan bodies), in the order of PASSES:
 | 21    | fuse_quantize_dequantize  | extended | QuantizeLinear -> DequantizeLinear pair ->     | QuantizeLinear           |
 |       |                           |          | com.edgerun QuantizeDequantize (where the      |                          |
 |       |                           |          | session's providers run it: cpu, wasm, webgpu) |                          |
-| 21b   | fuse_conv_quantize_dequa- | extended | Conv -> QuantizeDequantize -> FusedConv with   | QuantizeDequantize       |
-|       | ntize                     |          | the pair as its activation (where the session's|                          |
-|       |                           |          | providers run it: the CPU's)                   |                          |
+| 21b   | fuse_quantize_dequantize_ | extended | Conv / BatchNormalization -> QuantizeDequan-   | QuantizeDequantize       |
+|       | epilogue                  |          | tize -> FusedConv / FusedBatchNormalization    |                          |
+|       |                           |          | with the pair as activation (where the         |                          |
+|       |                           |          | session's providers run it: the CPU's)         |                          |
 | 22    | float16_as_float32        | extended | a float16 model computes in float32 between    | (main graph) float16     |
 |       |                           |          | its inputs and outputs, as onnxruntime's CPU   |                          |
 | 23    | eliminate_dead            | extended | what the fusions left unread                   | any node                 |
@@ -82,12 +83,12 @@ from .fuse_attention import fuse_attention
 from .fuse_bn_mul_add import fuse_bn_mul_add
 from .fuse_conv_add import fuse_conv_add
 from .fuse_conv_bn import fuse_conv_bn
-from .fuse_conv_quantize_dequantize import fuse_conv_quantize_dequantize
 from .fuse_conv_mul import fuse_conv_mul
 from .fuse_gelu import fuse_gelu
 from .fuse_hard_swish import fuse_hard_swish
 from .fuse_layer_norm import fuse_layer_norm
 from .fuse_matmul_add import fuse_matmul_add
+from .fuse_quantize_dequantize_epilogue import fuse_quantize_dequantize_epilogue
 from .fuse_qdq_matmul import fuse_qdq_matmul
 from .fuse_matmul_integer_to_float import fuse_matmul_integer_to_float
 from .fuse_quantize_dequantize import fuse_quantize_dequantize
@@ -123,7 +124,7 @@ PASSES = [
     (fuse_activation, EXTENDED, {"Conv", "Gemm", "MatMul"}),
     (fuse_matmul_integer_to_float, EXTENDED, {"MatMulInteger"}),
     (fuse_quantize_dequantize, EXTENDED, {"QuantizeLinear"}),
-    (fuse_conv_quantize_dequantize, EXTENDED, {"QuantizeDequantize"}),
+    (fuse_quantize_dequantize_epilogue, EXTENDED, {"QuantizeDequantize"}),
     (float16_as_float32, EXTENDED, main_graph_with_float16),
     (eliminate_dead, EXTENDED, None),
 ]

@@ -10,6 +10,8 @@ is rewritten first (`portable_model`), one table entry per operator:
 | FusedGemm            | com.microsoft FusedGemm (activation_alpha/beta); Clip, HardSwish: |
 |                      | Gemm and the activation                                          |
 | FusedMatMul          | MatMul + the activation                                          |
+| FusedBatchNormaliza- | BatchNormalization + the activation (QuantizeDequantize: its     |
+| tion                 | QuantizeLinear and DequantizeLinear)                             |
 | LayerNormalization   | LayerNormalization in the ONNX domain (onnxruntime registers it  |
 |                      | for every opset, and writes it so itself before opset 17)        |
 | Gelu                 | com.microsoft Gelu, or FastGelu for approximate="tanh"           |
@@ -224,6 +226,7 @@ REWRITES = {
     "FusedConv": _fused_conv,
     "FusedGemm": _fused_gemm,
     "FusedMatMul": _unfused("MatMul"),
+    "FusedBatchNormalization": _unfused("BatchNormalization"),
     "LayerNormalization": _layer_norm,
     "Gelu": _gelu,
     "HardSwish": _hard_swish,

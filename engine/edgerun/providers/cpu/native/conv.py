@@ -268,15 +268,18 @@ def activate_in_place(y: np.ndarray, activation: str, params=()) -> bool:
     return True
 
 
-def channel_affine(x: np.ndarray, factor: np.ndarray, shift: np.ndarray) -> np.ndarray:
+def channel_affine(x: np.ndarray, factor: np.ndarray, shift: np.ndarray,
+                   act: Optional[tuple] = None) -> np.ndarray:
     """x (N, C, ...) float32 times factor[c] plus shift[c] (float32, C values each) in one pass:
-    numpy's x * factor + shift bit for bit."""
+    numpy's x * factor + shift bit for bit; then `act` (activation_code's) in the same pass."""
     x = np.ascontiguousarray(x)
     y = np.empty(x.shape, np.float32)
     channels = x.shape[1]
     rows = x.shape[0] * channels
+    code, params = act if act is not None else (0, None)
     library().er_cpu_channel_affine(address(x), address(y), rows, x.size // rows if rows else 0,
-                                    address(factor), address(shift), channels)
+                                    address(factor), address(shift), channels, code,
+                                    address(params))
     return y
 
 

@@ -52,7 +52,7 @@ SIGNATURES = {
     "er_cpu_conv_tap_offsets": (None, [_P, _I64, _P]),
     "er_cpu_activation": (None, [_P, _P, _I64, _INT, _P]),
     "er_cpu_softmax_rows": (None, [_P, _P, _I64, _I64]),
-    "er_cpu_channel_affine": (None, [_P, _P, _I64, _I64, _P, _P, _I64]),
+    "er_cpu_channel_affine": (None, [_P, _P, _I64, _I64, _P, _P, _I64, _INT, _P]),
     "er_cpu_bias_activation": (None, [_P, _I64, _I64, _P, _I64, _INT, _P]),
     "er_cpu_qgemm_packed_size": (_I64, [_I64, _I64]),
     "er_cpu_qgemm_pack_b": (None, [_P, _I64, _I64, _I64, _INT, _P, _P]),

@@ -1,7 +1,7 @@
 """Fused operators the graph optimizer introduces (domain com.edgerun).
 
-- FusedConv, FusedGemm, FusedMatMul: the standard operator, then an activation applied to
-  its result in place. Attributes: the base operator's own, plus `activation` (Relu,
+- FusedConv, FusedGemm, FusedMatMul, FusedBatchNormalization (inference form, opset 7's
+  attributes): the standard operator, then an activation applied to its result in place. Attributes: the base operator's own, plus `activation` (Relu,
   LeakyRelu, Sigmoid, Tanh, Clip, HardSigmoid, HardSwish, QuantizeDequantize) and
   `activation_params` (floats: LeakyRelu [alpha], Clip [min, max], HardSigmoid [alpha,
   beta], QuantizeDequantize [scale, zero point, low, high]: a QDQ model's pair after a Conv,
@@ -30,7 +30,7 @@ from .conv import convolve_activated
 from ..native import conv as native_conv
 from .float_errors import ignored_float_errors
 from .matmul import gemm, matmul
-from .normalization import layer_normalization
+from .normalization import batch_norm_activated, layer_normalization
 from .quantization import quantize_dequantize
 from .softmax import softmax_13
 
@@ -146,6 +146,19 @@ def fused_conv(ctx, x, w, b=None, activation="Relu", activation_params=None, **c
                                       **conv_attrs)
     if activated:
         return y.astype(x.dtype, copy=False)
+    return _activate_fresh(ctx, y, x.dtype, activation, activation_params)
+
+
+@kernel("FusedBatchNormalization", domain=DOMAIN)
+def fused_batch_normalization(ctx, x, scale, bias, mean, var, epsilon=1e-5,
+                              activation="Relu", activation_params=None):
+    """BatchNormalization's inference form (opset 7 on) with an activation after it, in the
+    same native pass where the pass takes it."""
+    act = native_conv.activation_code(activation, activation_params) \
+        if x.dtype == np.float32 else None
+    y, activated = batch_norm_activated(x, scale, bias, mean, var, epsilon, ctx, act)
+    if activated:
+        return y
     return _activate_fresh(ctx, y, x.dtype, activation, activation_params)
 
 

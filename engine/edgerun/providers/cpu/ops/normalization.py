@@ -74,11 +74,17 @@ def _channel_shape(param: np.ndarray, rank: int) -> np.ndarray:
 # --- BatchNormalization ---------------------------------------------------------------
 
 def _batch_norm_inference(x, scale, bias, mean, var, epsilon, ctx=None):
-    """y = x * factor + shift: two numpy passes over x, or one native pass (float32, per-
-    channel parameters, enough values to pay for the call; the same bits). The per-channel
-    factor = scale / sqrt(var + eps) and shift = bias - mean * factor are computed in float64
-    (they are small), once per node while the parameters are the same arrays (constants)
-    when `ctx` is given."""
+    return batch_norm_activated(x, scale, bias, mean, var, epsilon, ctx)[0]
+
+
+def batch_norm_activated(x, scale, bias, mean, var, epsilon, ctx=None, act=None) -> tuple:
+    """(y, activated): y = x * factor + shift, two numpy passes over x or one native pass
+    (float32, per-channel parameters, enough values to pay for the call, or an activation to
+    apply in the same pass; the same bits), with `act` (native conv.activation_code's: a
+    FusedBatchNormalization's) applied when `activated`. The per-channel factor = scale /
+    sqrt(var + eps) and shift = bias - mean * factor are computed in float64 (they are
+    small), once per node while the parameters are the same arrays (constants) when `ctx`
+    is given."""
     work = _work_dtype(x.dtype)
 
     def coefficients():
@@ -94,11 +100,12 @@ def _batch_norm_inference(x, scale, bias, mean, var, epsilon, ctx=None):
         factor, shift = ctx.prepared(("batch_norm", x.ndim, work), (scale, bias, mean, var),
                                      coefficients)
     if work == np.float32 and x.dtype == np.float32 and factor.size == x.shape[1] and \
-            x.size >= native_conv.NATIVE_PASS_MIN_VALUES and native_conv.available():
-        return native_conv.channel_affine(x, factor, shift)
+            (x.size >= native_conv.NATIVE_PASS_MIN_VALUES or act is not None) and \
+            native_conv.available():
+        return native_conv.channel_affine(x, factor, shift, act), act is not None
     y = np.multiply(_as(x, work), factor)
     y += shift
-    return y.astype(x.dtype, copy=False)
+    return y.astype(x.dtype, copy=False), False
 
 
 def _batch_norm_training(x, scale, bias, mean, var, epsilon, momentum):
