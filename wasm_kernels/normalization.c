@@ -88,13 +88,15 @@ EXPORT void er_layer_norm(const float *x, const float *scale, const float *bias,
     }
 }
 
-/* y[n, c, :] = (x - mean[c]) / sqrt(var[c] + eps) * scale[c] + bias[c] */
+/* y[n, c, :] = (x - mean[c]) / sqrt(var[c] + eps) * scale[c] + bias[c], as onnxruntime
+ * computes it step for step (and the CPU provider): factor = 1 / sqrt(var + eps) * scale,
+ * shift = bias - mean * factor, y = x * factor + shift. */
 EXPORT void er_batch_norm(const float *x, const float *scale, const float *bias,
                           const float *mean, const float *var, float *y, i32 n, i32 c,
                           i32 inner, float eps) {
     for (i32 b = 0; b < n; b++) {
         for (i32 ch = 0; ch < c; ch++) {
-            float a = scale[ch] / __builtin_sqrtf(var[ch] + eps);
+            float a = 1.0f / __builtin_sqrtf(var[ch] + eps) * scale[ch];
             float shift = bias[ch] - mean[ch] * a;
             v128_t va = wasm_f32x4_splat(a), vb = wasm_f32x4_splat(shift);
             const float *xp = x + (b * c + ch) * inner;

@@ -93,7 +93,9 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
 }
 
 //! kernel batchnorm
-// Inference BatchNormalization over [N, C, inner]. params: n, C, inner, epsilon
+// Inference BatchNormalization over [N, C, inner] as onnxruntime computes it (factor =
+// 1 / sqrt(var + eps) * scale, y = x * factor + (bias - mean * factor)). params: n, C, inner,
+// epsilon
 @group(0) @binding(1) var<storage, read_write> out: array<f32>;
 @group(0) @binding(2) var<storage, read> x: array<f32>;
 @group(0) @binding(3) var<storage, read> scale: array<f32>;
@@ -106,6 +108,6 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
   let i = flat_index(gid, nwg);
   if (i >= pu(0u)) { return; }
   let c = (i / pu(2u)) % pu(1u);
-  let k = scale[c] / sqrt(variance[c] + pf(3u));
-  out[i] = (x[i] - mean[c]) * k + bias[c];
+  let factor = 1.0 / sqrt(variance[c] + pf(3u)) * scale[c];    // onnxruntime's steps
+  out[i] = x[i] * factor + (bias[c] - mean[c] * factor);
 }

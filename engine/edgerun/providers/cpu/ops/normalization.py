@@ -14,6 +14,7 @@ from ....ir.dtypes import numpy_dtype
 from ..native import conv as native_conv
 from ..native import elementwise as native
 from ..registry import kernel
+from .float_errors import ignored_float_errors
 from .reduction import trailing_sum
 
 
@@ -81,19 +82,21 @@ def batch_norm_activated(x, scale, bias, mean, var, epsilon, ctx=None, act=None)
     """(y, activated): y = x * factor + shift, two numpy passes over x or one native pass
     (float32, per-channel parameters, enough values to pay for the call, or an activation to
     apply in the same pass; the same bits), with `act` (native conv.activation_code's: a
-    FusedBatchNormalization's) applied when `activated`. The per-channel factor = scale /
-    sqrt(var + eps) and shift = bias - mean * factor are computed in float64 (they are
-    small), once per node while the parameters are the same arrays (constants) when `ctx`
-    is given."""
+    FusedBatchNormalization's) applied when `activated`. The per-channel factor and shift
+    are onnxruntime's, step for step in the work precision: 1 / sqrt(var + eps) times scale,
+    and bias - mean * factor, so that y is its values bit for bit (in a quantized graph an
+    ulp off moves the next quantizer a step); once per node while the parameters are the
+    same arrays (constants) when `ctx` is given."""
     work = _work_dtype(x.dtype)
 
     def coefficients():
-        scale64, bias64, mean64, var64 = (np.asarray(p, dtype=np.float64)
+        scale_w, bias_w, mean_w, var_w = (_as(np.asarray(p), work)
                                           for p in (scale, bias, mean, var))
-        factor = scale64 / np.sqrt(var64 + epsilon)
-        shift = bias64 - mean64 * factor
-        return (_as(_channel_shape(factor, x.ndim), work),
-                _as(_channel_shape(shift, x.ndim), work))
+        with ignored_float_errors():
+            inverse_std = work.type(1) / np.sqrt(var_w + work.type(epsilon))
+            factor = inverse_std * scale_w
+            shift = bias_w - mean_w * factor
+        return _channel_shape(factor, x.ndim), _channel_shape(shift, x.ndim)
     if ctx is None:
         factor, shift = coefficients()
     else:
