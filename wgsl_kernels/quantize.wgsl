@@ -3,17 +3,6 @@
 // (one per index of the axis: element i has index (i / inner) % len). ROUND is as_half(v) for
 // a float16 result (f32 words rounded to float16), else v.
 
-// x / s as float32's correctly rounded quotient in all but the rarest cases: WGSL lets f32
-// division be off by 2.5 ulp (NVIDIA's is), which moves a quotient near a rounding tie to the
-// other 8-bit step; one residual correction (the residual exact through fma) brings it back.
-// Infinite or NaN residuals (x or s infinite, s zero) keep the plain quotient.
-fn quotient(x: f32, s: f32) -> f32 {
-  let q = x / s;
-  let r = fma(-q, s, x);
-  if ((bitcast<u32>(r) & 0x7fffffffu) >= 0x7f800000u) { return q; }
-  return q + r / s;
-}
-
 // round(q) + zero_point saturated to [low, high], half to even; NaN gives low, as onnxruntime
 // (clamping by comparisons keeps a NaN, found by its bits: WGSL lets compilers assume floats
 // finite)
@@ -66,7 +55,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
   let i = flat_index(gid, nwg);
   if (i >= pu(0u)) { return; }
   let c = (i / pu(1u)) % pu(2u);
-  out[i] = quantized(quotient(x[i], scale[c]), f32(zero_point[c]), f32(pi(3u)), f32(pi(4u)));
+  out[i] = quantized(x[i] / scale[c], f32(zero_point[c]), f32(pi(3u)), f32(pi(4u)));
 }
 
 //! kernel quantize_dequantize
@@ -83,7 +72,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
   if (i >= pu(0u)) { return; }
   let c = (i / pu(1u)) % pu(2u);
   let z = zero_point[c];
-  let q = quantized(quotient(x[i], scale[c]), f32(z), f32(pi(3u)), f32(pi(4u)));
+  let q = quantized(x[i] / scale[c], f32(z), f32(pi(3u)), f32(pi(4u)));
   out[i] = f32(q - z) * scale[c];
 }
 
@@ -137,9 +126,9 @@ fn main(@builtin(local_invocation_index) local: u32) {
   }
   if (local != 0u) { return; }
   var scale = 1.0;
-  if (high != low) { scale = quotient(high - low, 255.0); }
+  if (high != low) { scale = (high - low) / 255.0; }
   out[0] = scale;
-  out[1] = clamp(round(0.0 - quotient(low, scale)), 0.0, 255.0);
+  out[1] = clamp(round(0.0 - low / scale), 0.0, 255.0);
 }
 
 //! kernel dynamic_quantize
@@ -152,7 +141,7 @@ fn main(@builtin(local_invocation_index) local: u32) {
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
   let i = flat_index(gid, nwg);
   if (i >= pu(0u)) { return; }
-  out[i] = quantized(quotient(x[i], pair[0]), pair[1], 0.0, 255.0);
+  out[i] = quantized(x[i] / pair[0], pair[1], 0.0, 255.0);
 }
 
 //! kernel pair_item
