@@ -1408,12 +1408,16 @@ def test_matmul_tiles_shared_along_k_match_the_cpu(gpu, monkeypatch, lanes):
                                           "w": _rng_values(rng, (8, channels, 3, 2))},
                             opset=11, pads=[1, 0, 1, 1], strides=[2, 1],
                             what=f"{channels} channels")
-    for m, k, n in [(1, 384, 40), (7, 30, 5)]:      # int32 sums: the same in any order
+    # int32 sums: the same in any order. K and N multiples of 4 take integer_tiles.wgsl's 4x4
+    # tiles (edge tiles where 2 x M rows are not), the others integer_matmul.wgsl's elements
+    for m, k, n in [(1, 384, 40), (7, 64, 12), (7, 30, 5), (4, 8, 6)]:
         a = rng.integers(0, 256, (2, m, k), dtype=np.uint8)
         b = rng.integers(0, 256, (k, n), dtype=np.uint8)
         zero = np.array(rng.integers(0, 256), np.uint8)
         _on_gpu_matches_cpu(gpu, "MatMulInteger", {"a": a, "b": b, "za": zero, "zb": zero},
                             opset=10, what=f"{m}x{k}x{n}")
+        _model_on_gpu_matches_cpu(gpu, _integer_to_float_model(rng, k, n), {"a": a},
+                                  f"MatMulIntegerToFloat {m}x{k}x{n}")
     for m, k, n in [(1, 384, 384), (5, 20, 8), (16, 1000, 12), (3, 7, 5), (2, 1, 3)]:
         _on_gpu_matches_cpu(gpu, "MatMul", {"a": _rng_values(rng, (2, m, k)),
                                             "b": _rng_values(rng, (k, n))}, what=f"{m}x{k}x{n}")
@@ -1430,6 +1434,24 @@ def test_matmul_tiles_shared_along_k_match_the_cpu(gpu, monkeypatch, lanes):
     _model_on_gpu_matches_cpu(gpu, model.SerializeToString(),
                               {"a": _rng_values(rng, (6, 64)), "b": _rng_values(rng, (64, 16))},
                               "MatMul + Relu")
+
+
+def _integer_to_float_model(rng, k: int, n: int) -> bytes:
+    """com.microsoft MatMulIntegerToFloat of uint8 A by a constant int8 B [k, n], zero points
+    and scales one a column of B, a bias."""
+    inits = [helper.make_tensor("b", TensorProto.INT8, [k, n],
+                                rng.integers(-128, 128, (k, n)).astype(np.int8).tobytes(),
+                                raw=True),
+             helper.make_tensor("zb", TensorProto.INT8, [n],
+                                rng.integers(-3, 4, n).astype(np.int8).tobytes(), raw=True),
+             helper.make_tensor("za", TensorProto.UINT8, [], [131]),
+             helper.make_tensor("sa", TensorProto.FLOAT, [], [0.02]),
+             helper.make_tensor("sb", TensorProto.FLOAT, [n], rng.uniform(0.01, 0.02, n)),
+             helper.make_tensor("bias", TensorProto.FLOAT, [n], rng.standard_normal(n))]
+    node = helper.make_node("MatMulIntegerToFloat", ["a", "b", "sa", "sb", "za", "zb", "bias"],
+                            ["y"], domain="com.microsoft")
+    return _narrow_model([node], [helper.make_tensor_value_info("a", TensorProto.UINT8, None)],
+                         [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
 
 
 def _as_a_gpu(monkeypatch) -> None:

@@ -14,11 +14,13 @@
 fn lane_f32(local: u32, v: f32, source: u32) -> f32 { return v; }
 fn lane_i32(local: u32, v: i32, source: u32) -> i32 { return v; }
 fn lane_tile(local: u32, v: array<vec4<f32>, 4>, source: u32) -> array<vec4<f32>, 4> { return v; }
+fn lane_tile_i32(local: u32, v: array<vec4<i32>, 4>, source: u32) -> array<vec4<i32>, 4> { return v; }
 
 //! kernel shared_lanes
 var<workgroup> offered_f32: array<f32, {{WG}}>;
 var<workgroup> offered_i32: array<i32, {{WG}}>;
 var<workgroup> offered_tiles: array<array<vec4<f32>, 4>, {{WG}}>;
+var<workgroup> offered_tiles_i32: array<array<vec4<i32>, 4>, {{WG}}>;
 
 fn lane_f32(local: u32, v: f32, source: u32) -> f32 {
   workgroupBarrier();              // the last exchange's reads are done
@@ -39,4 +41,11 @@ fn lane_tile(local: u32, v: array<vec4<f32>, 4>, source: u32) -> array<vec4<f32>
   offered_tiles[local] = v;
   workgroupBarrier();
   return offered_tiles[source];
+}
+
+fn lane_tile_i32(local: u32, v: array<vec4<i32>, 4>, source: u32) -> array<vec4<i32>, 4> {
+  workgroupBarrier();
+  offered_tiles_i32[local] = v;
+  workgroupBarrier();
+  return offered_tiles_i32[source];
 }

@@ -99,11 +99,13 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
 
 //! kernel dynamic_scale
 // The partials folded into scale = (high - low) / 255 (1 for a range of 0, as onnxruntime)
-// and zero_point = round(0 - low / scale) saturated to [0, 255], as f32 pair out[0], out[1].
-// One workgroup: each of its first {{LANES}} invocations folds every LANES-th partial, and
-// their folds meet through lanes.wgsl, halving. params: n ({{LANES}}), partials
+// into out[0], and zero_point = round(0 - low / scale) saturated to [0, 255] into zero[0] (an
+// i32 word of a uint8 tensor; written, though bound among the inputs). One workgroup: each
+// of its first {{LANES}} invocations folds every LANES-th partial, and their folds meet
+// through lanes.wgsl, halving. params: n ({{LANES}}), partials
 @group(0) @binding(1) var<storage, read_write> out: array<f32>;
 @group(0) @binding(2) var<storage, read> partials: array<f32>;
+@group(0) @binding(3) var<storage, read_write> zero: array<i32>;
 
 @compute @workgroup_size({{WG}})
 fn main(@builtin(local_invocation_index) local: u32) {
@@ -128,30 +130,19 @@ fn main(@builtin(local_invocation_index) local: u32) {
   var scale = 1.0;
   if (high != low) { scale = (high - low) / 255.0; }
   out[0] = scale;
-  out[1] = clamp(round(0.0 - low / scale), 0.0, 255.0);
+  zero[0] = i32(clamp(round(0.0 - low / scale), 0.0, 255.0));
 }
 
 //! kernel dynamic_quantize
-// uint8 x by the pair dynamic_scale made. params: n
+// uint8 x by the scale and zero point dynamic_scale made. params: n
 @group(0) @binding(1) var<storage, read_write> out: array<i32>;
 @group(0) @binding(2) var<storage, read> x: array<f32>;
-@group(0) @binding(3) var<storage, read> pair: array<f32>;
+@group(0) @binding(3) var<storage, read> scale: array<f32>;
+@group(0) @binding(4) var<storage, read> zero: array<i32>;
 
 @compute @workgroup_size({{WG}})
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
   let i = flat_index(gid, nwg);
   if (i >= pu(0u)) { return; }
-  out[i] = quantized(x[i] / pair[0], pair[1], 0.0, 255.0);
-}
-
-//! kernel pair_item
-// One value of dynamic_scale's pair as its own tensor: the scale (f32) or the zero point
-// (an i32 word of a uint8 tensor). params: n (1), which
-@group(0) @binding(1) var<storage, read_write> out: array<{{OT}}>;
-@group(0) @binding(2) var<storage, read> pair: array<f32>;
-
-@compute @workgroup_size({{WG}})
-fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-  if (flat_index(gid, nwg) != 0u) { return; }
-  out[0] = {{OT}}(pair[pu(1u)]);
+  out[i] = quantized(x[i] / scale[0], f32(zero[0]), 0.0, 255.0);
 }

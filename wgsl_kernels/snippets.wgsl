@@ -102,3 +102,16 @@ fn tile_total(local: u32, acc: array<vec4<f32>, 4>) -> array<vec4<f32>, 4> {
   }
   return total;
 }
+
+// tile_total of int32 tiles (integer products: exact, wrapping).
+fn tile_total_i32(local: u32, acc: array<vec4<i32>, 4>) -> array<vec4<i32>, 4> {
+  var total = acc;
+  let lane = k_lane(local);
+  for (var s = {{LANES}}u / 2u; s > 0u; s = s / 2u) {
+    let other = lane_tile_i32(local, total, select(local, local + s * TILES, lane < s));
+    if (lane < s) {
+      for (var r = 0u; r < 4u; r++) { total[r] += other[r]; }
+    }
+  }
+  return total;
+}

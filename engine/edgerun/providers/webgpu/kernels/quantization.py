@@ -144,7 +144,8 @@ PARTIALS = 1024      # work items of DynamicQuantizeLinear's first range step
 @gpu_op("DynamicQuantizeLinear", narrow=True)
 def dynamic_quantize_linear(gpu, ctx, x):
     """uint8 x with the scale and zero point of its range widened to include 0, all on the
-    GPU: partial ranges, folded into (scale, zero point), then the quantization."""
+    GPU: partial ranges, folded into the scale and zero point (one dispatch writes both),
+    then the quantization."""
     x = as_gpu_any(gpu, x)
     if x.dtype not in FLOATS:
         raise Unsupported(f"DynamicQuantizeLinear of {x.dtype}")
@@ -152,14 +153,11 @@ def dynamic_quantize_linear(gpu, ctx, x):
     partials = gpu.dispatch("quantize", "range_partials", gpu.empty((2 * max(parts, 1),)),
                             [x], [x.size], parts)
     lanes = lanes_here(gpu, WORKGROUP_SIZE)
-    pair = gpu.dispatch("quantize", "dynamic_scale", gpu.empty((2,)), [partials], [parts],
-                        lanes, {"LANES": lanes})
-    y = gpu.dispatch("quantize", "dynamic_quantize", gpu.empty(x.shape, "uint8"), [x, pair],
-                     [], x.size)
-    scale = gpu.dispatch("quantize", "pair_item", gpu.empty((), "float32"), [pair], [0], 1,
-                         {"OT": "f32"})
-    zero = gpu.dispatch("quantize", "pair_item", gpu.empty((), "uint8"), [pair], [1], 1,
-                        {"OT": "i32"})
+    zero = gpu.empty((), "uint8")
+    scale = gpu.dispatch("quantize", "dynamic_scale", gpu.empty((), "float32"),
+                         [partials, zero], [parts], lanes, {"LANES": lanes})
+    y = gpu.dispatch("quantize", "dynamic_quantize", gpu.empty(x.shape, "uint8"),
+                     [x, scale, zero], [], x.size)
     return y, scale, zero
 
 
@@ -221,8 +219,17 @@ def matmul_integer(gpu, ctx, a, b, a_zero_point=None, b_zero_point=None):
 
 
 def _integer_dispatch(gpu, kernel: str, out, inputs: list, params: list):
-    """integer_matmul.wgsl's `kernel`, each output element summed by k_lanes' lanes."""
-    lanes = k_lanes(gpu, out.size, params[2])
+    """`kernel` of integer_tiles.wgsl (4x4 tiles of vec4 words) where K and N are multiples
+    of 4, else of integer_matmul.wgsl (an element each); the sums of a tile or element along
+    K shared by k_lanes' lanes. params: M, N, K, a_per_row, b_per_col, then the kernel's."""
+    m, n, k = params[:3]
+    if k % 4 == 0 and n % 4 == 0 and out.size:
+        rows = out.size // n
+        tiles = -(-rows // 4) * (n // 4)
+        lanes = k_lanes(gpu, tiles, k // 4)
+        return gpu.dispatch("integer_tiles", kernel, out, inputs, params[:5] + [rows]
+                            + params[5:], tiles * lanes, {"LANES": lanes})
+    lanes = k_lanes(gpu, out.size, k)
     return gpu.dispatch("integer_matmul", kernel, out, inputs, params, out.size * lanes,
                         {"LANES": lanes})
 
