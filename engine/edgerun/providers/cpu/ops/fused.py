@@ -1,11 +1,12 @@
 """Fused operators the graph optimizer introduces (domain com.edgerun).
 
 - FusedConv, FusedGemm, FusedMatMul, FusedBatchNormalization (inference form, opset 7's
-  attributes): the standard operator, then an activation applied to its result in place. Attributes: the base operator's own, plus `activation` (Relu,
-  LeakyRelu, Sigmoid, Tanh, Clip, HardSigmoid, HardSwish, QuantizeDequantize) and
-  `activation_params` (floats: LeakyRelu [alpha], Clip [min, max], HardSigmoid [alpha,
-  beta], QuantizeDequantize [scale, zero point, low, high]: a QDQ model's pair after a Conv,
-  the 8-bit grid from low to high, uint8's or int8's).
+  attributes): the standard operator, then an activation applied to its result in place.
+  Attributes: the base operator's own, plus `activation` (Relu, LeakyRelu, Sigmoid, Tanh,
+  Clip, HardSigmoid, HardSwish, QuantizeDequantize) and `activation_params` (floats:
+  LeakyRelu [alpha], Clip [min, max], HardSigmoid [alpha, beta], QuantizeDequantize [scale,
+  zero point, low, high]: a QDQ model's pair after the operator, its 8-bit grid from low to
+  high, uint8's or int8's).
 - LayerNormalization, Gelu and HardSwish: the standard operators (opset 17, 20 and 14) for
   models that import an older opset, same attributes.
 - Attention: softmax(Q·Kᵀ·scale + mask)·V on 4-D [batch, heads, seq, head_size] tensors,
