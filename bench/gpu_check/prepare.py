@@ -3,8 +3,9 @@
 A session lent a GPU machine (the `device` tool: no network there, at most 64 MiB carried)
 runs `bash bench/gpu_check/run.sh` there with `.gpu_check` carried. This gathers, from the
 caches the tests and benchmark fill here:
-- wheels: wgpu 0.32.0 (and cffi for each Python, pycparser, rendercanvas), onnx pinned as the
-  conformance cases are (the GPU machine's onnx may differ);
+- wheels: wgpu 0.32.0 (and cffi for each Python, pycparser, rendercanvas), wasmtime (the wasm
+  provider the test files run beside the GPU), onnx pinned as the conformance cases are (the
+  GPU machine's onnx may differ);
 - Debian's Vulkan/GL loaders (the machine has NVIDIA's driver but may lack libvulkan.so.1);
 - the benchmark's models, as wheels holding only the members its rows read (ppocr, magika,
   silero), onnx's light-model sources (fill_cache.py randomizes them there, as here), and
@@ -28,7 +29,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 OUT = os.path.join(ROOT, ".gpu_check")
 CACHE = os.environ.get("EDGERUN_CACHE", os.path.expanduser("~/.cache/edgerun"))
 PYTHONS = ("3.10", "3.11", "3.12", "3.13")
-WHEELS = ["wgpu==0.32.0", "rendercanvas==2.7.2", "pycparser==3.12"]
+# wasmtime: the wasm provider, which the test files' page and fallback tests run beside the GPU
+WHEELS = ["wgpu==0.32.0", "rendercanvas==2.7.2", "pycparser==3.12", "wasmtime==50.0.1"]
 DEBS = ["libvulkan1", "libegl1", "libglvnd0", "libopengl0", "libgl1", "libglx0", "libgles2"]
 # wheel stem -> the members the benchmark rows and parity tests read
 MODEL_MEMBERS = {

@@ -15,10 +15,11 @@ if [ "$(id -u)" = 0 ] && ! ldconfig -p | grep -q libvulkan.so.1; then
 fi
 PYV=$(python3 -c 'import sys; print(f"{sys.version_info[0]}{sys.version_info[1]}")')
 ONNX=$(ls $P/wheels/onnx-*.whl | sed 's/.*onnx-\([^-]*\)-.*/\1/')
-if ! python3 -c "import wgpu, onnx; assert onnx.__version__ == '$ONNX'" 2>/dev/null; then
+if ! python3 -c "import wgpu, wasmtime, onnx; assert onnx.__version__ == '$ONNX'" 2>/dev/null; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
     --target /tmp/gpu_check_site $P/wheels/wgpu-*.whl $P/wheels/rendercanvas-*.whl \
-    $P/wheels/pycparser-*.whl $P/wheels/cffi-*-cp$PYV-*.whl $P/wheels/onnx-*.whl || exit 3
+    $P/wheels/pycparser-*.whl $P/wheels/cffi-*-cp$PYV-*.whl $P/wheels/onnx-*.whl \
+    $P/wheels/wasmtime-*.whl || exit 3
 fi
 export PYTHONPATH=/tmp/gpu_check_site:$PWD/engine:$PWD EDGERUN_CACHE=/tmp/gpu_check_cache
 export PYTHONUNBUFFERED=1 XDG_RUNTIME_DIR=/tmp EDGERUN_BENCH_PLACEMENT=$O/placement.jsonl
