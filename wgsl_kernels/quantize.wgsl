@@ -44,24 +44,10 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
 }
 
 //! kernel quantize
-// out = quantized(x / scale, zero_point). params: n, inner, len, low, high
-@group(0) @binding(1) var<storage, read_write> out: array<i32>;
-@group(0) @binding(2) var<storage, read> x: array<f32>;
-@group(0) @binding(3) var<storage, read> scale: array<f32>;
-@group(0) @binding(4) var<storage, read> zero_point: array<i32>;
-
-@compute @workgroup_size({{WG}})
-fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-  let i = flat_index(gid, nwg);
-  if (i >= pu(0u)) { return; }
-  let c = (i / pu(1u)) % pu(2u);
-  out[i] = quantized(x[i] / scale[c], f32(zero_point[c]), f32(pi(3u)), f32(pi(4u)));
-}
-
-//! kernel quantize_dequantize
-// DequantizeLinear(QuantizeLinear(x)) in one pass (com.edgerun QuantizeDequantize): x rounded
-// to its 8/16-bit grid and read back as f32. params: n, inner, len, low, high
-@group(0) @binding(1) var<storage, read_write> out: array<f32>;
+// out = quantized(x / scale, zero_point): QuantizeLinear's 8/16-bit words (OT i32, READ_BACK
+// false), or read back as f32 (OT f32, READ_BACK true: com.edgerun QuantizeDequantize, the
+// pair in one pass, no 8-bit tensor between). params: n, inner, len, low, high
+@group(0) @binding(1) var<storage, read_write> out: array<{{OT}}>;
 @group(0) @binding(2) var<storage, read> x: array<f32>;
 @group(0) @binding(3) var<storage, read> scale: array<f32>;
 @group(0) @binding(4) var<storage, read> zero_point: array<i32>;
@@ -73,7 +59,11 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
   let c = (i / pu(1u)) % pu(2u);
   let z = zero_point[c];
   let q = quantized(x[i] / scale[c], f32(z), f32(pi(3u)), f32(pi(4u)));
-  out[i] = f32(q - z) * scale[c];
+  if ({{READ_BACK}}) {
+    out[i] = {{OT}}(f32(q - z) * scale[c]);
+  } else {
+    out[i] = {{OT}}(q);
+  }
 }
 
 //! kernel range_partials

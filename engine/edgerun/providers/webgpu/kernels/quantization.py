@@ -99,7 +99,7 @@ def quantize_linear(gpu, ctx, x, y_scale, y_zero_point=None, axis=1, saturate=1,
     x, scale, zero, params, target = _quantize_operands(gpu, x, y_scale, y_zero_point, axis,
                                                         block_size, output_dtype, precision)
     return gpu.dispatch("quantize", "quantize", gpu.empty(x.shape, target), [x, scale, zero],
-                        params, x.size)
+                        params, x.size, {"OT": "i32", "READ_BACK": "false"})
 
 
 @gpu_op("QuantizeDequantize", domain="com.edgerun", narrow=True, check=check_quantize,
@@ -113,8 +113,8 @@ def quantize_dequantize(gpu, ctx, x, y_scale, y_zero_point=None, axis=1, saturat
                                                    block_size, output_dtype, precision)
     if x.dtype != "float32":
         raise Unsupported(f"QuantizeDequantize of {x.dtype}")
-    return gpu.dispatch("quantize", "quantize_dequantize", gpu.empty(x.shape), [x, scale, zero],
-                        params, x.size)
+    return gpu.dispatch("quantize", "quantize", gpu.empty(x.shape), [x, scale, zero], params,
+                        x.size, {"OT": "f32", "READ_BACK": "true"})
 
 
 def _quantize_operands(gpu, x, y_scale, y_zero_point, axis, block_size, output_dtype,
@@ -222,7 +222,7 @@ def _integer_dispatch(gpu, kernel: str, out, inputs: list, params: list):
     """`kernel` of integer_tiles.wgsl (4x4 tiles of vec4 words) where K and N are multiples
     of 4, else of integer_matmul.wgsl (an element each); the sums of a tile or element along
     K shared by k_lanes' lanes. params: M, N, K, a_per_row, b_per_col, then the kernel's."""
-    m, n, k = params[:3]
+    n, k = params[1:3]
     if k % 4 == 0 and n % 4 == 0 and out.size:
         rows = out.size // n
         tiles = -(-rows // 4) * (n // 4)
