@@ -154,9 +154,13 @@ def fused_conv(ctx, x, w, b=None, activation="Relu", activation_params=None, **c
 def fused_batch_normalization(ctx, x, scale, bias, mean, var, epsilon=1e-5,
                               activation="Relu", activation_params=None):
     """BatchNormalization's inference form (opset 7 on) with an activation after it, in the
-    same native pass where the pass takes it."""
-    act = native_conv.activation_code(activation, activation_params) \
-        if x.dtype == np.float32 else None
+    same native pass where the pass takes it (its code and parameters worked out once per
+    node: they are attributes)."""
+    act = None
+    if x.dtype == np.float32:
+        def code():
+            return native_conv.activation_code(activation, activation_params)
+        act = code() if ctx is None else ctx.prepared("activation_code", (), code)
     y, activated = batch_norm_activated(x, scale, bias, mean, var, epsilon, ctx, act)
     if activated:
         return y
