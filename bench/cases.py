@@ -83,7 +83,8 @@ def _wheel_models() -> dict:
 def all_cases() -> dict:
     return {**_real_models(), "minilm_l6_seq16": _minilm(16), "minilm_l6_seq128": _minilm(128),
             "minilm_l6_fp16_seq16": _minilm_variant("fp16", 16),
-            "minilm_l6_int8_seq16": _minilm_variant("int8", 16), **QUANTIZED, **_wheel_models()}
+            "minilm_l6_int8_seq16": _minilm_variant("int8", 16),
+            "minilm_l6_int8_ortopt_seq16": _minilm_variant("int8_ort_optimized", 16), **QUANTIZED, **_wheel_models()}
 
 
 def select(patterns: str | None) -> dict:

@@ -119,14 +119,16 @@ def ensure_current_web_package() -> None:
 
 def minilm_models() -> dict:
     """MiniLM-L6 at 16 tokens, float32 and as onnxruntime's tools make it float16 and int8
-    (bench/cases.py's rows), where the export is cached or torch can make it."""
+    (and that int8 model as onnxruntime's optimizer saves it: bench/cases.py's rows), where
+    the export is cached or torch can make it."""
     from bench import cases
     from bench.models import export_minilm as ex
 
     if not ex.is_cached() and ex.missing_tools():
         return {}
     return {name: load for name, load in cases.all_cases().items()
-            if name in ("minilm_l6_seq16", "minilm_l6_fp16_seq16", "minilm_l6_int8_seq16")}
+            if name in ("minilm_l6_seq16", "minilm_l6_fp16_seq16", "minilm_l6_int8_seq16",
+                        "minilm_l6_int8_ortopt_seq16")}
 
 
 def quantized_models() -> dict:

@@ -1222,9 +1222,13 @@ def _check_scalar(node: ir.Node, b: Builder, name: str, what: str) -> None:
 
 def matmul_integer_to_float(node: ir.Node, b: Builder) -> None:
     """Y = ((A - a_zero_point) @ (B - b_zero_point)) * (a_scale * b_scale) + bias, B's scale
-    and zero point per tensor or per column (a_scale per tensor), computed on integers
-    held in float32 so every provider runs it and constant B folds into float weights."""
+    and zero point per tensor or per column (a_scale per tensor). Kept as the node where its
+    operands have the form every provider's integer kernel takes (see _integer_kernel_form);
+    otherwise computed on integers held in float32, which every provider runs."""
     a, bmat, a_scale, b_scale, a_zero, b_zero, bias = _inputs(node, 7)
+    if _integer_kernel_form(b, bmat, a_scale, b_scale, a_zero, b_zero, bias):
+        b.op("MatMulIntegerToFloat", list(node.inputs), list(node.outputs), domain=MICROSOFT)
+        return
     _check_scalar(node, b, a_scale, "a_scale")
     scale = b.op("Mul", [a_scale, b_scale])
     _scaled_product(b, _centered(b, a, a_zero), _centered(b, bmat, b_zero), scale, bias,
@@ -1234,8 +1238,17 @@ def matmul_integer_to_float(node: ir.Node, b: Builder) -> None:
 def dynamic_quantize_matmul(node: ir.Node, b: Builder) -> None:
     """A quantized to uint8 as DynamicQuantizeLinear does (scale = (max(A, 0) - min(A, 0)) /
     255, zero point = round(-min / scale), q = clip(round(A / scale) + zero point, 0, 255)),
-    then MatMulIntegerToFloat's formula with B, b_scale, b_zero_point, bias."""
+    then MatMulIntegerToFloat's formula with B, b_scale, b_zero_point, bias: as those two
+    nodes where the product has the integer kernels' form, else in float32."""
     a, bmat, b_scale, b_zero, bias = _inputs(node, 5)
+    if b.opset >= 11 and _integer_kernel_form(b, bmat, "", b_scale, "", b_zero, bias):
+        q, a_scale, a_zero = (b.fresh(hint) for hint in ("quantized", "scale", "zero_point"))
+        b.op("DynamicQuantizeLinear", [a], [q, a_scale, a_zero])
+        inputs = [q, bmat, a_scale, b_scale, a_zero, b_zero, bias]
+        while inputs[-1] == "":
+            inputs.pop()
+        b.op("MatMulIntegerToFloat", inputs, [node.outputs[0]], domain=MICROSOFT)
+        return
     b.need_opset(node, 11, "Round")
     low = b.op("Min", [b.op("ReduceMin", [a], keepdims=0), b.const(0.0)])
     high = b.op("Max", [b.op("ReduceMax", [a], keepdims=0), b.const(0.0)])
@@ -1247,6 +1260,41 @@ def dynamic_quantize_matmul(node: ir.Node, b: Builder) -> None:
     centered = b.op("Sub", [b.clip(b.op("Add", [quantized, zero]), 0.0, 255.0), zero])
     _scaled_product(b, centered, _centered(b, bmat, b_zero), b.op("Mul", [a_scale, b_scale]),
                     bias, node.outputs[0])
+
+
+def _integer_kernel_form(b: Builder, bmat: str, a_scale: str, b_scale: str, a_zero: str,
+                         b_zero: str, bias: str) -> bool:
+    """Whether a MatMulIntegerToFloat of these operands runs on every provider's integer
+    kernel (cpu, wasm and webgpu take the same forms): B a constant 8-bit matrix [K, N]; its
+    scale and zero point constants of one value or N; a float32 bias [N] or none; a_scale
+    and a_zero_point one value each ('' for a DynamicQuantizeLinear the caller makes)."""
+    weight = b.graph.initializers.get(bmat)
+    if weight is None or len(weight.dims) != 2 or weight.elem_type not in (UINT8, INT8):
+        return False
+    n = weight.dims[1]
+
+    def constant(name: str, elem_type: int, sizes: tuple) -> bool:
+        t = b.graph.initializers.get(name)
+        size = 1
+        for d in t.dims if t is not None else ():
+            size *= d
+        return t is not None and t.elem_type == elem_type and len(t.dims) <= 1 and size in sizes
+
+    return constant(b_scale, FLOAT, (1, n)) and \
+        (not b_zero or constant(b_zero, weight.elem_type, (1, n))) and \
+        (not bias or constant(bias, FLOAT, (n,)) and len(b.graph.initializers[bias].dims) == 1) \
+        and all(not name or _one_value(b, name) for name in (a_scale, a_zero))
+
+
+def _one_value(b: Builder, name: str) -> bool:
+    """Whether `name` holds one value: declared so, or a DynamicQuantizeLinear's scale or zero
+    point."""
+    shape = b.declared_shape(name)
+    if shape is not None:
+        return all(d == 1 for d in shape)
+    producer = next((n for n in b.graph.nodes if name in n.outputs), None)
+    return producer is not None and producer.op_type == "DynamicQuantizeLinear" and \
+        producer.domain in ("", "ai.onnx") and name in producer.outputs[1:]
 
 
 # ---- convolutions and Gemm with an activation ----------------------------------------------
