@@ -335,3 +335,46 @@ EXPORT int er_cpu_qgemm(const uint8_t *a, int64_t lda, int64_t m, int64_t k, int
     free(a_packed); free(rowsum);
     return status;
 }
+
+/* A constant B bound once (MatMulIntegerToFloat's weights): what er_cpu_qgemm takes of B,
+ * in one struct, so that a call passes one pointer instead of eight arguments (a ctypes
+ * call costs ~0.1 us an argument, against products of a few microseconds). */
+typedef struct {
+    const int8_t *packed;
+    const int32_t *colsum;
+    int64_t k, n;
+    int64_t b_signed;
+    const int32_t *zb;
+    int64_t zb_count;
+    const float *bias;      /* n values, or NULL */
+} BoundB;
+
+/* float32 (A - za) @ (B - zb) * (a_scale * b_scale) + bias for A [m, k] (row stride lda)
+ * and a bound B: er_cpu_qgemm's product. */
+EXPORT int er_cpu_qgemm_bound(const BoundB *b, const uint8_t *a, int64_t lda, int64_t m,
+                              int a_signed, int32_t za, float a_scale, const float *b_scale,
+                              int64_t b_scale_count, float *out) {
+    return er_cpu_qgemm(a, lda, m, b->k, a_signed, &za, 1, b->packed, b->colsum, b->n,
+                        (int)b->b_signed, b->zb, b->zb_count, a_scale, b_scale, b_scale_count,
+                        b->bias, out, b->n);
+}
+
+void er_cpu_dynamic_quantize(const float *x, int64_t n, uint8_t *y, float *scale_out,
+                             uint8_t *zero_out);   /* elementwise.c */
+
+/* com.microsoft DynamicQuantizeMatMul: float32 A [m, k] (contiguous) quantized to uint8 as
+ * DynamicQuantizeLinear does (er_cpu_dynamic_quantize, over the whole tensor), then its
+ * product with a bound B, scaled by that scale * b_scale, plus bias: the values of
+ * DynamicQuantizeLinear then er_cpu_qgemm_bound, in one call. */
+EXPORT int er_cpu_qgemm_dynamic(const BoundB *b, const float *a, int64_t m,
+                                const float *b_scale, int64_t b_scale_count, float *out) {
+    uint8_t *quantized = malloc((size_t)(m * b->k ? m * b->k : 1));
+    if (!quantized) return -1;
+    float scale;
+    uint8_t zero;
+    er_cpu_dynamic_quantize(a, m * b->k, quantized, &scale, &zero);
+    int status = er_cpu_qgemm_bound(b, quantized, b->k, m, 0, zero, scale, b_scale,
+                                    b_scale_count, out);
+    free(quantized);
+    return status;
+}

@@ -16,7 +16,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from conftest import ROOT, need
 from random_forests import random_tree_regressor
-from edgerun import InferenceSession
+from edgerun import GraphOptimizationLevel, InferenceSession, SessionOptions
 from edgerun.providers.cpu.native import library, qgemm
 
 ON_X86_LINUX = library.platform_tag() == "x86_64-linux"
@@ -153,6 +153,78 @@ def _counting(monkeypatch) -> list:
             return original(*args, **kwargs)
         monkeypatch.setattr(owner, name, functools.wraps(original)(counted))
     return calls
+
+
+def _dynamic_model(m: int, k: int, n: int, b, zb, per_column: bool, bias: bool,
+                   strided: bool):
+    """quantize_dynamic's form of a float MatMul: DynamicQuantizeLinear(A) -> MatMulInteger
+    by constant 8-bit B -> Cast -> Mul(A's scale x B's) [-> Add bias]; with `strided`, A is
+    the Transpose (a strided view) of the input."""
+    inits = [numpy_helper.from_array(np.ascontiguousarray(b), "b")]
+    names = ["q", "b", "qz"]
+    if zb is not None:
+        inits.append(numpy_helper.from_array(np.asarray(zb), "zb"))
+        names.append("zb")
+    scale = np.linspace(1e-3, 4e-3, n, dtype=np.float32) if per_column else \
+        np.array(2.5e-3, np.float32)
+    inits.append(numpy_helper.from_array(scale, "w_scale"))
+    nodes = [helper.make_node("Transpose", ["x"], ["a"], perm=[1, 0])] if strided else []
+    nodes += [helper.make_node("DynamicQuantizeLinear", ["a" if strided else "x"],
+                               ["q", "qs", "qz"]),
+              helper.make_node("MatMulInteger", names, ["product"]),
+              helper.make_node("Cast", ["product"], ["wide"], to=TensorProto.FLOAT),
+              helper.make_node("Mul", ["qs", "w_scale"], ["scale"]),
+              helper.make_node("Mul", ["wide", "scale"], ["scaled" if bias else "y"])]
+    if bias:
+        inits.append(numpy_helper.from_array(np.linspace(-1, 1, n, dtype=np.float32), "bias"))
+        nodes.append(helper.make_node("Add", ["scaled", "bias"], ["y"]))
+    shape = [k, m] if strided else [m, k]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT,
+                                                                         shape)],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)],
+                             ir_version=8).SerializeToString()
+
+
+@pytest.mark.parametrize("isa", ["none", "avx2", "avx512_vnni"])
+def test_dynamic_quantize_matmul_equals_the_unfused_pair_and_onnxruntime(isa, monkeypatch):
+    """The optimizer fuses quantize_dynamic's DynamicQuantizeLinear -> MatMulIntegerToFloat
+    into com.microsoft DynamicQuantizeMatMul (one native call). On random shapes crossing the
+    blocks (batch 1, strided A, K not a multiple of 4, N of 32, per-column scales, 8-bit B of
+    either type) it equals the unfused graph (optimizer off) bit for bit, and onnxruntime
+    within rtol 1e-5 (its kernels may fuse the scale's multiply-add)."""
+    import onnxruntime as ort
+
+    if isa != "none" and isa not in _isas():
+        pytest.skip(f"this CPU's native products are {library.isa()}")
+    rng = np.random.default_rng(7)
+    calls = []
+    original = qgemm.ScaledB.times_float
+    monkeypatch.setattr(qgemm.ScaledB, "times_float",
+                        lambda *args: calls.append(1) or original(*args))
+    plain = SessionOptions()
+    plain.graph_optimization_level = GraphOptimizationLevel.ORT_DISABLE_ALL
+    with library.forced(isa):
+        for index, (m, k, n) in enumerate([(1, 384, 1536), (1, 3, 1), (9, 33, 65), (16, 384, 384),
+                                           (23, 517, 31), (8, 64, 33)]):
+            b_type = (np.int8, np.uint8)[index % 2]
+            b = rng.integers(*RANGES[b_type], size=(k, n), endpoint=True).astype(b_type)
+            zb = [None, np.asarray(3, b_type),
+                  rng.integers(0, 9, size=n).astype(b_type)][index % 3]
+            model = _dynamic_model(m, k, n, b, zb, per_column=index % 2 == 0, bias=index != 1,
+                                   strided=index % 3 == 2)
+            x = (rng.standard_normal((k, m) if index % 3 == 2 else (m, k)) * 3).astype(np.float32)
+            if index == 3:
+                x[0, :5] = 0.0                              # a row with ties at the zero point
+            fused = InferenceSession(model, providers=["cpu"])
+            assert "DynamicQuantizeMatMul" in {n["op_type"] for n in fused.explain()["nodes"]}
+            got = fused.run(None, {"x": x})[0]
+            unfused = InferenceSession(model, plain, providers=["cpu"]).run(None, {"x": x})[0]
+            np.testing.assert_array_equal(got, unfused, err_msg=f"case {index}")
+            want = ort.InferenceSession(model, providers=["CPUExecutionProvider"]).run(
+                None, {"x": x})[0]
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5, err_msg=f"case {index}")
+    assert (len(calls) == 6) if isa != "none" else not calls, calls
 
 
 @pytest.mark.parametrize("to_float", [False, True], ids=["MatMulInteger", "ToFloat"])

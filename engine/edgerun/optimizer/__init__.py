@@ -47,6 +47,11 @@ main graph and on every subgraph (If/Loop/Scan bodies), in the order of PASSES:
 | 22    | float16_as_float32        | extended | a float16 model computes in float32 between    | (main graph) float16     |
 |       |                           |          | its inputs and outputs, as onnxruntime's CPU   |                          |
 | 23    | eliminate_dead            | extended | what the fusions left unread                   | any node                 |
+| 24    | fuse_dynamic_quantize_    | extended | DynamicQuantizeLinear -> MatMulIntegerToFloat  | DynamicQuantizeLinear    |
+|       | matmul                    |          | (its only reader, once the fusions' dead scale |                          |
+|       |                           |          | products are gone) -> com.microsoft Dynamic-   |                          |
+|       |                           |          | QuantizeMatMul (where the session's providers  |                          |
+|       |                           |          | run it: the CPU's)                             |                          |
 
 A pass is skipped on a graph that has none of the operators in its last column: building a
 pass's view of a graph costs more than most passes, and models with many small subgraphs
@@ -88,6 +93,7 @@ from .fuse_gelu import fuse_gelu
 from .fuse_hard_swish import fuse_hard_swish
 from .fuse_layer_norm import fuse_layer_norm
 from .fuse_matmul_add import fuse_matmul_add
+from .fuse_dynamic_quantize_matmul import fuse_dynamic_quantize_matmul
 from .fuse_quantize_dequantize_epilogue import fuse_quantize_dequantize_epilogue
 from .fuse_qdq_matmul import fuse_qdq_matmul
 from .fuse_matmul_integer_to_float import fuse_matmul_integer_to_float
@@ -127,6 +133,7 @@ PASSES = [
     (fuse_quantize_dequantize_epilogue, EXTENDED, {"QuantizeDequantize"}),
     (float16_as_float32, EXTENDED, main_graph_with_float16),
     (eliminate_dead, EXTENDED, None),
+    (fuse_dynamic_quantize_matmul, EXTENDED, {"DynamicQuantizeLinear"}),
 ]
 
 # The passes that need numpy for arithmetic on constant values: without numpy (a page) they

@@ -65,6 +65,9 @@ SIGNATURES = {
                                     _I64, _INT, ctypes.c_int32, _I64, _P]),
     "er_cpu_qgemm_packed": (_INT, [_P, _P, _I64, _I64, _INT, _P, _I64, _P, _P, _I64, _INT, _P,
                                    _I64, ctypes.c_float, _P, _I64, _P, _P, _I64]),
+    "er_cpu_qgemm_bound": (_INT, [_P, _P, _I64, _I64, _INT, ctypes.c_int32, ctypes.c_float, _P,
+                                  _I64, _P]),
+    "er_cpu_qgemm_dynamic": (_INT, [_P, _P, _I64, _P, _I64, _P]),
 }
 
 

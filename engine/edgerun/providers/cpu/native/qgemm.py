@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Optional
 
+import ctypes
+
 import numpy as np
 
 from .library import address, isa_code, library
@@ -38,16 +40,28 @@ class PackedB:
                           count(self.zb))
 
 
+class BoundB(ctypes.Structure):
+    """What a call takes of a bound B (cpu_kernels/qgemm.c's BoundB): one pointer per call."""
+    _fields_ = [("packed", ctypes.c_void_p), ("colsum", ctypes.c_void_p),
+                ("k", ctypes.c_int64), ("n", ctypes.c_int64), ("b_signed", ctypes.c_int64),
+                ("zb", ctypes.c_void_p), ("zb_count", ctypes.c_int64),
+                ("bias", ctypes.c_void_p)]
+
+
 class ScaledB:
     """MatMulIntegerToFloat's constant operands, B packed and its bias ([N] float32 or None),
-    bound once, so that `times` makes one native call (its scales may change every run: in
-    quantize_dynamic's files b_scale is a_scale x w_scale)."""
-    __slots__ = ("packed", "bias", "_b")
+    bound once, so that `times` makes one native call of few arguments (its scales may
+    change every run: in quantize_dynamic's files b_scale is a_scale x w_scale)."""
+    __slots__ = ("packed", "bias", "_bound", "_address", "_b_scale")
 
     def __init__(self, b: np.ndarray, b_zero_point, bias):
         self.packed = PackedB(b, b_zero_point)
         self.bias = None if bias is None else np.ascontiguousarray(bias, np.float32)
-        self._b = self.packed._pointers
+        packed, colsum, n, signed, zb, zb_count = self.packed._pointers
+        self._bound = BoundB(packed, colsum, self.packed.k, n, signed, zb, zb_count,
+                             address(self.bias))
+        self._address = ctypes.addressof(self._bound)
+        self._b_scale: tuple = (None, None)   # (the last b_scale, its address)
 
     def takes(self, a: np.ndarray, a_zero_point, b_scale: np.ndarray) -> bool:
         """Whether `times` takes these: an 8-bit A [..., K], not empty, its zero point of its
@@ -55,29 +69,59 @@ class ScaledB:
         return a.dtype.char in EIGHT_BIT and a.ndim >= 1 and a.shape[-1] == self.packed.k and \
             a.size > 0 and (a_zero_point is None or (a_zero_point.dtype.char == a.dtype.char
                                                      and a_zero_point.size == 1)) and \
-            b_scale.dtype == np.float32 and b_scale.ndim <= 1 and \
+            self.takes_scale(b_scale)
+
+    def takes_scale(self, b_scale: np.ndarray) -> bool:
+        return b_scale.dtype == np.float32 and b_scale.ndim <= 1 and \
             b_scale.size in (1, self.packed.n)
 
     def times(self, a: np.ndarray, a_zero_point, a_scale: float,
               b_scale: np.ndarray) -> np.ndarray:
         """float32 (a - a_zero_point) @ (B - zb) * (a_scale * b_scale) + bias, for operands
         that `takes`."""
-        k, n = self.packed.k, self.packed.n
+        k = self.packed.k
         rows = a if a.ndim == 2 else a.reshape(-1, k)
         m = rows.shape[0]
         if rows.strides[-1] != 1 or (m > 1 and rows.strides[0] < k):
             rows = np.ascontiguousarray(rows)
+        out = np.empty(a.shape[:-1] + (self.packed.n,), np.float32)
+        status = library().er_cpu_qgemm_bound(
+            self._address, address(rows), rows.strides[0] if m > 1 else k, m,
+            int(rows.dtype.char == "b"), 0 if a_zero_point is None else a_zero_point.item(),
+            a_scale, self._scale_address(b_scale), b_scale.size, address(out))
+        if status:
+            raise_status(status, m, k, self.packed.n)
+        return out
+
+    def takes_float(self, a: np.ndarray, b_scale: np.ndarray) -> bool:
+        """Whether `times_float` takes these: a float32 A [..., K] and a b_scale `takes`."""
+        return a.dtype == np.float32 and a.ndim >= 1 and a.shape[-1] == self.packed.k and \
+            self.takes_scale(b_scale)
+
+    def times_float(self, a: np.ndarray, b_scale: np.ndarray) -> np.ndarray:
+        """com.microsoft DynamicQuantizeMatMul: float32 a quantized as DynamicQuantizeLinear
+        does, then `times` with that scale and zero point (the same values, one call)."""
+        if not a.flags.c_contiguous:
+            a = np.ascontiguousarray(a)
+        out = np.empty(a.shape[:-1] + (self.packed.n,), np.float32)
+        m = a.size // self.packed.k if self.packed.k else 0
+        status = library().er_cpu_qgemm_dynamic(self._address, address(a), m,
+                                                self._scale_address(b_scale), b_scale.size,
+                                                address(out))
+        if status:
+            raise_status(status, m, self.packed.k, self.packed.n)
+        return out
+
+    def _scale_address(self, b_scale: np.ndarray):
+        """b_scale's address, remembered while the same constant comes back (b_scale is
+        usually the weight's own scale)."""
+        last, where = self._b_scale
+        if last is b_scale:
+            return where
         if not b_scale.flags.c_contiguous:
             b_scale = np.ascontiguousarray(b_scale)
-        point = _POINTS[0 if a_zero_point is None else int(a_zero_point.reshape(()))]
-        out = np.empty(a.shape[:-1] + (n,), np.float32)
-        status = library().er_cpu_qgemm(address(rows), rows.strides[0] if m > 1 else k, m, k,
-                                        int(rows.dtype.char == "b"), point[1], 1, *self._b,
-                                        a_scale, address(b_scale), b_scale.size,
-                                        address(self.bias), address(out), n)
-        if status:
-            raise_status(status, m, k, n)
-        return out
+        self._b_scale = (b_scale, address(b_scale))
+        return self._b_scale[1]
 
 
 def applicable(a: np.ndarray, a_zero_point, b: np.ndarray, b_zero_point) -> bool:
@@ -129,11 +173,6 @@ def raise_status(status: int, m: int, k: int, n: int):
         raise MemoryError(f"the native integer product of [{m}, {k}] by [{k}, {n}] found no "
                           f"scratch memory")
     raise RuntimeError("the native integer product has no instruction set on this CPU")
-
-
-# every 8-bit zero point as a one-value int32 array, with its address
-_POINTS = {z: (array, address(array)) for z in range(-128, 256)
-           for array in [np.full(1, z, np.int32)]}
 
 
 def as_int32(zero_point) -> Optional[np.ndarray]:

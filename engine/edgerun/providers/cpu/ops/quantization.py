@@ -436,11 +436,9 @@ def matmul_integer_to_float(ctx, A, B, a_scale, b_scale, a_zero_point=None, b_ze
     optimizer makes of MatMulInteger -> Cast -> Mul [-> Add]: float32 of the int32 product,
     scaled in place (the chain's values, one pass instead of three)."""
     if ctx is not None and a_scale.size == 1:
-        bound = ctx.prepared("qgemm_scaled_b", (B, b_zero_point, bias), lambda: (
-            qgemm.ScaledB(B, b_zero_point, bias) if _scaled_b_fits(B, b_zero_point, bias)
-            else None))
+        bound = _bound_b(ctx, B, b_zero_point, bias)
         if bound is not None and bound.takes(A, a_zero_point, b_scale):
-            return bound.times(A, a_zero_point, float(a_scale.reshape(())), b_scale)
+            return bound.times(A, a_zero_point, a_scale.item(), b_scale)
     if np.size(a_scale) == 1 and np.ndim(b_scale) <= 1 and np.size(b_scale) in (1, B.shape[-1]) \
             and (bias is None or (bias.dtype == np.float32 and bias.shape == (B.shape[-1],)
                                   and bias.flags.c_contiguous)):
@@ -457,11 +455,35 @@ def matmul_integer_to_float(ctx, A, B, a_scale, b_scale, a_zero_point=None, b_ze
     return y
 
 
+@kernel("DynamicQuantizeMatMul", domain="com.microsoft")
+def dynamic_quantize_matmul(ctx, A, B, b_scale, b_zero_point=None, bias=None):
+    """onnxruntime's contrib operator: A quantized to uint8 as DynamicQuantizeLinear does,
+    then MatMulIntegerToFloat with that scale and zero point. What the optimizer makes of
+    DynamicQuantizeLinear -> MatMulIntegerToFloat (fuse_dynamic_quantize_matmul); natively
+    one call, the two nodes' values."""
+    if ctx is not None and A.dtype == np.float32:
+        bound = _bound_b(ctx, B, b_zero_point, bias)
+        if bound is not None and bound.takes_float(A, b_scale):
+            return bound.times_float(A, b_scale)
+    quantized, scale, zero_point = dynamic_quantize_linear(ctx, A)
+    return matmul_integer_to_float(ctx, quantized, B, scale, b_scale, zero_point,
+                                   b_zero_point, bias)
+
+
+def _bound_b(ctx, b, b_zero_point, bias):
+    """MatMulIntegerToFloat's B side bound once per node as qgemm.ScaledB, or None where the
+    native kernels do not take it."""
+    return ctx.prepared("qgemm_scaled_b", (b, b_zero_point, bias), lambda: (
+        qgemm.ScaledB(b, b_zero_point, bias) if _scaled_b_fits(b, b_zero_point, bias)
+        else None))
+
+
 def _scaled_b_fits(b, b_zero_point, bias) -> bool:
     """Whether MatMulIntegerToFloat's B side binds as qgemm.ScaledB: an 8-bit [K, N] B with
-    its zero point (qgemm's forms) and a float32 [N] bias or none."""
+    its zero point (qgemm's forms) and a float32 [N] bias or none, where the native kernels
+    run."""
     n = b.shape[-1] if b.ndim else 0
-    return b.ndim == 2 and b.dtype.char in qgemm.EIGHT_BIT and b.size > 0 and \
+    return bool(qgemm.isa_code()) and b.ndim == 2 and b.dtype.char in qgemm.EIGHT_BIT and b.size > 0 and \
         qgemm.zero_points_fit(b_zero_point, b.dtype.char, n) and \
         (bias is None or (bias.dtype == np.float32 and bias.shape == (n,)))
 
