@@ -38,6 +38,13 @@ def matmul_integer_to_float(ctx):
     return [tensor(ctx.elem(2) or dtypes.FLOAT, matmul_shape(ctx, ctx.shape(0), ctx.shape(1)))]
 
 
+@infer("DynamicQuantizeMatMul", domain="com.microsoft")
+def dynamic_quantize_matmul(ctx):
+    """onnxruntime's contrib operator (the optimizer's fusion of DynamicQuantizeLinear ->
+    MatMulIntegerToFloat): float32 A's product shape."""
+    return [tensor(dtypes.FLOAT, matmul_shape(ctx, ctx.shape(0), ctx.shape(1)))]
+
+
 @infer("QLinearMatMul")
 def qlinear_matmul(ctx):
     return [tensor(ctx.elem(7) or ctx.elem(0), matmul_shape(ctx, ctx.shape(0), ctx.shape(3)))]
