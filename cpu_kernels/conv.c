@@ -10,6 +10,7 @@
  *   p[1] beta), 5 HardSwish, 6 QuantizeDequantize (p[0] scale, p[1] low - zero point,
  *   p[2] high - zero point: the value rounded to a QDQ model's 8-bit grid); 0 none. */
 #include <stdint.h>
+#include <string.h>
 #include "isa.h"
 #include "quantize_steps.h"
 
@@ -170,11 +171,96 @@ static inline void split_row_into_phases(const float *src, int64_t in_w, int64_t
  * columns past out_w are computed and dropped), which the compiler vectorises whatever the
  * kernel, stride or width. Blocks of `block_rows` keep the accumulator in the L1 cache.
  * Within a block, CHUNK outputs at a time are accumulated in registers over every tap.
- * scratch: stride_h * stride_w * phase_h * phase_w + phase_w + CHUNK + block_rows * phase_w
- * floats; tap_offsets: kernel_h * kernel_w int64. Only input channels [range[0], range[1])
+ * With vertical stride and dilation 1 and a kernel 3, 5 or 7 high, dw_rows computes the
+ * rows instead, reusing each loaded input vector across the output rows it is a tap of.
+ * scratch: stride_h * stride_w * phase_h * phase_w + phase_w + CHUNK
+ * + block_rows * (phase_w + 64) floats; tap_offsets: kernel_h * kernel_w int64. Only input channels [range[0], range[1])
  * (and their output channels) are computed: threads split the channels. */
 #define CHUNK 64
 enum { WINDOW_CONV = 0, WINDOW_MAX = 1, WINDOW_SUM = 2 };
+
+/* ---- depthwise rows by sliding input rows (vertical stride and dilation 1) ---------------- */
+/* Output rows oy .. oy + R - 1 of one channel read input rows oy .. oy + R + KH - 2 (in the
+ * phase planes): each input vector loaded is then a tap of up to KH of those rows, so a
+ * column of 16 outputs takes R + KH - 1 loads per kernel column instead of R * KH (the
+ * loads, not the arithmetic, bound the plain per-tap loop). The sums run kernel column by
+ * kernel column (kx outer, ky inner), from the bias, as 16-value vectors. */
+typedef float v16 __attribute__((vector_size(64), aligned(4)));
+
+__attribute__((always_inline))
+static inline v16 load16(const float *p) {
+    v16 v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+#define DW_ROWS(R, C, KH)                                                                     \
+    __attribute__((always_inline))                                                            \
+    static inline void dw_rows_##R##_##KH(const float *origin, const int64_t *column_offsets,  \
+                                          int64_t phase_w, int64_t kw, const float *wm,       \
+                                          float b, int64_t width, float *acc,                 \
+                                          int64_t acc_stride) {                               \
+        for (int64_t c0 = 0; c0 < width; c0 += 16 * C) {                                      \
+            v16 a[R][C];                                                                      \
+            for (int r = 0; r < R; r++)                                                       \
+                for (int c = 0; c < C; c++) a[r][c] = (v16){0} + b;                           \
+            for (int64_t kx = 0; kx < kw; kx++) {                                             \
+                const float *base = origin + column_offsets[kx] + c0;                         \
+                v16 w[KH];                                                                    \
+                for (int ky = 0; ky < KH; ky++) w[ky] = (v16){0} + wm[ky * kw + kx];          \
+                _Pragma("clang loop unroll(full)")                                            \
+                for (int i = 0; i < R + KH - 1; i++) {                                        \
+                    _Pragma("clang loop unroll(full)")                                        \
+                    for (int c = 0; c < C; c++) {                                             \
+                        v16 v = load16(base + i * phase_w + 16 * c);                          \
+                        _Pragma("clang loop unroll(full)")                                    \
+                        for (int ky = 0; ky < KH; ky++)                                       \
+                            if (i - ky >= 0 && i - ky < R)                                    \
+                                a[i - ky][c] = a[i - ky][c] + w[ky] * v;                      \
+                    }                                                                         \
+                }                                                                             \
+            }                                                                                 \
+            for (int r = 0; r < R; r++)                                                       \
+                memcpy(acc + r * acc_stride + c0, a[r], sizeof a[r]);                         \
+        }                                                                                     \
+    }
+/* (rows, 16-value columns) per call: at least 4 independent sums, as the adds' latency asks */
+#define DW_ROWS_ALL(KH) DW_ROWS(4, 1, KH) DW_ROWS(3, 2, KH) DW_ROWS(2, 2, KH) DW_ROWS(1, 4, KH)
+DW_ROWS_ALL(3) DW_ROWS_ALL(5) DW_ROWS_ALL(7)
+
+/* Whether dw_rows takes a geometry: a conv with vertical stride and dilation 1 and a kernel
+ * 3, 5 or 7 high. */
+static inline int dw_rows_take(int mode, int64_t sh, int64_t dh, int64_t kh) {
+    return mode == WINDOW_CONV && sh == 1 && dh == 1 && (kh == 3 || kh == 5 || kh == 7);
+}
+
+/* `rows` output rows from phase row `first` into acc (row stride acc_stride, columns rounded
+ * up to 64: acc_stride >= out_w + 63), four at a time, then the rest in one call. */
+#define DW_CALL(R, KH) dw_rows_##R##_##KH(origin, column_offsets, phase_w, kw, wm, b, out_w, dst, \
+                                          acc_stride)
+#define DW_BY_HEIGHT(R)                                          \
+    do {                                                         \
+        if (kh == 3) DW_CALL(R, 3);                              \
+        else if (kh == 5) DW_CALL(R, 5);                         \
+        else DW_CALL(R, 7);                                      \
+    } while (0)
+
+__attribute__((always_inline))
+static inline void dw_rows(const float *scratch, const int64_t *column_offsets, int64_t first,
+                           int64_t rows, int64_t phase_w, int64_t kh, int64_t kw,
+                           const float *wm, float b, int64_t out_w, float *acc,
+                           int64_t acc_stride) {
+    for (int64_t r = 0; r < rows; r += 4) {
+        const float *origin = scratch + (first + r) * phase_w;
+        float *dst = acc + r * acc_stride;
+        switch (rows - r < 4 ? rows - r : 4) {
+        case 4: DW_BY_HEIGHT(4); break;
+        case 3: DW_BY_HEIGHT(3); break;
+        case 2: DW_BY_HEIGHT(2); break;
+        default: DW_BY_HEIGHT(1); break;
+        }
+    }
+}
 
 /* The depthwise conv's loops, shared with the pools: `mode` WINDOW_CONV sums the taps
  * weighted by w (plus bias, then the activation), WINDOW_MAX takes their maximum (NaN wins, as
@@ -199,6 +285,9 @@ static inline void window_body(const float *x, const float *w, const float *bias
     const int64_t taps = kh * kw, tail = phase_w + CHUNK;
     const float fill = mode == WINDOW_MAX ? -__builtin_inff() : 0.0f;   /* the padding */
     float *acc = scratch + phases * phase_size + tail;      /* past the planes' tail */
+    /* dw_rows writes whole 64-value columns: its rows are out_w rounded up apart */
+    const int sliding = dw_rows_take(mode, sh, dh, kh);
+    const int64_t acc_stride = (out_w + 63) / 64 * 64;
     for (int64_t i = phases * phase_size; i < phases * phase_size + tail; i++)
         scratch[i] = fill;                 /* what the last chunk reads past the last plane */
     for (int64_t ky = 0; ky < kh; ky++) {
@@ -225,6 +314,16 @@ static inline void window_body(const float *x, const float *w, const float *bias
                 float *out = y + (n * outputs + m) * out_h * out_w;
                 for (int64_t oy0 = 0; oy0 < out_h; oy0 += block_rows) {
                     const int64_t rows = out_h - oy0 < block_rows ? out_h - oy0 : block_rows;
+                    if (sliding) {
+                        dw_rows(scratch, tap_offsets, oy0, rows, phase_w, kh, kw, wm, b, out_w,
+                                acc, acc_stride);
+                        for (int64_t r = 0; r < rows; r++) {
+                            float *row = acc + r * acc_stride;
+                            activate(row, out_w, act, p);
+                            memcpy(out + (oy0 + r) * out_w, row, (size_t)out_w * sizeof(float));
+                        }
+                        continue;
+                    }
                     const int64_t count = rows * phase_w;
                     const float *origin = scratch + oy0 * phase_w;
                     /* CHUNK outputs at a time stay in registers through every tap */

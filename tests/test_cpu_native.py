@@ -623,7 +623,8 @@ def test_native_activations_are_the_numpy_in_place_ones_bit_for_bit(isa):
 
 # (input shape, multiplier, kernel, strides, dilations, pads or auto_pad): 1-D and 2-D, batch 1
 # and 3, rows past conv.c's 64-value chunks and 4096-value row blocks, strides 1-3 (its phase
-# planes), dilations, asymmetric and SAME padding, and padding wider than a tap's reach
+# planes), dilations, asymmetric and SAME padding, padding wider than a tap's reach, and the
+# forms of its sliding rows (below)
 DEPTHWISE_CASES = [
     ((1, 16, 112, 112), 1, (3, 3), (1, 1), (1, 1), (1, 1, 1, 1)),
     ((1, 32, 57, 57), 1, (3, 3), (2, 2), (1, 1), (1, 1, 1, 1)),
@@ -637,6 +638,13 @@ DEPTHWISE_CASES = [
     ((3, 5, 31), 3, (4,), (3,), (2,), (0, 1)),
     ((1, 2, 5000), 1, (9,), (2,), (1,), "SAME_LOWER"),
     ((1, 4, 300), 1, (1,), (1,), (1,), (0, 0)),
+    # vertical stride and dilation 1, kernels 3/5/7 high (conv.c's dw_rows): output heights
+    # 2, 3 and 5 (its 4-row calls and the rest), widths past its 64-value columns,
+    # multipliers, horizontal strides and dilations
+    ((2, 6, 5, 65), 2, (3, 3), (1, 2), (1, 2), (1, 1, 1, 1)),
+    ((1, 3, 7, 130), 1, (7, 7), (1, 1), (1, 1), (3, 3, 3, 3)),
+    ((1, 5, 3, 48), 1, (5, 5), (1, 1), (1, 1), (2, 2, 2, 2)),
+    ((1, 4, 2, 17), 1, (5, 3), (1, 1), (1, 1), (2, 1, 2, 1)),
 ]
 
 

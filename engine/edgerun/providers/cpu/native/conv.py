@@ -154,12 +154,12 @@ CHUNK = 64      # conv.c's outputs accumulated in registers at a time
 
 def _depthwise_scratch(in_h, in_w, out_h, out_w, kh, kw, sh, sw, dh, dw, pt, pl) -> int:
     """Floats of conv.c's depthwise scratch: the padded phase planes, a zero tail, the
-    accumulator of a block of rows."""
+    accumulator of a block of rows (rows of phase_w, or of out_w rounded up to 64)."""
     padded_h = max(in_h + pt, (out_h - 1) * sh + (kh - 1) * dh + 1)
     padded_w = max(in_w + pl, (out_w - 1) * sw + (kw - 1) * dw + 1)
     phase_h, phase_w = -(-padded_h // sh), -(-padded_w // sw)
     block_rows = min(out_h, 1 + 4096 // phase_w)
-    return sh * sw * phase_h * phase_w + phase_w + CHUNK + block_rows * phase_w
+    return sh * sw * phase_h * phase_w + phase_w + CHUNK + block_rows * (phase_w + 64)
 
 
 CONV_MB = 8             # conv.c's output channels per register tile
