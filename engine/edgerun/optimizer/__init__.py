@@ -44,6 +44,11 @@ main graph and on every subgraph (If/Loop/Scan bodies), in the order of PASSES:
 |       | epilogue                  |          | tize -> FusedConv / FusedBatchNormalization    |                          |
 |       |                           |          | with the pair as activation (where the         |                          |
 |       |                           |          | session's providers run it: the CPU's)         |                          |
+| 21c   | fuse_elementwise_program  | extended | a chain of float32 Add/Sub/Mul/Div (by chain   | Add, Sub, Mul, Div,      |
+|       |                           |          | values or scalars) and QuantizeDequantize over | QuantizeDequantize       |
+|       |                           |          | one tensor -> com.edgerun ElementwiseProgram,  |                          |
+|       |                           |          | one pass (where the session's providers run    |                          |
+|       |                           |          | it: the CPU's)                                 |                          |
 | 22    | float16_as_float32        | extended | a float16 model computes in float32 between    | (main graph) float16     |
 |       |                           |          | its inputs and outputs, as onnxruntime's CPU   |                          |
 | 23    | eliminate_dead            | extended | what the fusions left unread                   | any node                 |
@@ -89,6 +94,7 @@ from .fuse_bn_mul_add import fuse_bn_mul_add
 from .fuse_conv_add import fuse_conv_add
 from .fuse_conv_bn import fuse_conv_bn
 from .fuse_conv_mul import fuse_conv_mul
+from .fuse_elementwise_program import fuse_elementwise_program
 from .fuse_gelu import fuse_gelu
 from .fuse_hard_swish import fuse_hard_swish
 from .fuse_layer_norm import fuse_layer_norm
@@ -131,6 +137,7 @@ PASSES = [
     (fuse_matmul_integer_to_float, EXTENDED, {"MatMulInteger"}),
     (fuse_quantize_dequantize, EXTENDED, {"QuantizeLinear"}),
     (fuse_quantize_dequantize_epilogue, EXTENDED, {"QuantizeDequantize"}),
+    (fuse_elementwise_program, EXTENDED, {"Add", "Sub", "Mul", "Div", "QuantizeDequantize"}),
     (float16_as_float32, EXTENDED, main_graph_with_float16),
     (eliminate_dead, EXTENDED, None),
     (fuse_dynamic_quantize_matmul, EXTENDED, {"DynamicQuantizeLinear"}),

@@ -18,6 +18,8 @@ is rewritten first (`portable_model`), one table entry per operator:
 | Attention            | Transpose, MatMul, Mul, [Add], Softmax, MatMul                   |
 | HardSwish            | HardSigmoid (alpha 1/6, beta 1/2) and Mul                        |
 | QuantizeDequantize   | QuantizeLinear and DequantizeLinear                              |
+| ElementwiseProgram   | its instructions' nodes: Add, Sub, Mul, Div (scalars as          |
+|                      | initializers), QuantizeLinear and DequantizeLinear               |
 
 Models of IR version < 4 must list every initializer as a graph input: initializers the
 passes created are added to the inputs.
@@ -208,6 +210,38 @@ def _quantize_dequantize(node, graph, state):
                     name=_fresh(graph, state, name))]
 
 
+# ElementwiseProgram's codes (providers/cpu/ops/program.py) -> (op_type, scalar first)
+PROGRAM_OPS = {1: ("Add", False), 2: ("Sub", False), 3: ("Mul", False), 4: ("Div", False),
+               5: ("Sub", True), 6: ("Div", True)}
+PROGRAM_QUANTIZE_DEQUANTIZE = 7
+
+
+def _elementwise_program(node, graph, state):
+    ops = list(node.attr("ops"))
+    operands, constants = list(node.attr("operands")), list(node.attr("constants"))
+    name = node.name or "elementwise_program"
+    registers, nodes = [node.inputs[0]], []
+    for i, op in enumerate(ops):
+        out = node.outputs[0] if i == len(ops) - 1 else _fresh(graph, state, f"{name}_{i}")
+        a, b = registers[operands[2 * i]], operands[2 * i + 1]
+        if op == PROGRAM_QUANTIZE_DEQUANTIZE:
+            step = ir.Node(op_type="QuantizeDequantize", inputs=[], outputs=[],
+                           name=_fresh(graph, state, name))
+            nodes += _grid_pair(step, a, out, constants[4 * i:4 * i + 4], graph, state)
+        else:
+            op_type, scalar_first = PROGRAM_OPS[op]
+            if b >= 0:
+                inputs = [a, registers[b]]
+            else:
+                scalar = _fresh(graph, state, f"{name}_scalar")
+                graph.initializers[scalar] = _f32_scalar(scalar, constants[4 * i])
+                inputs = [scalar, a] if scalar_first else [a, scalar]
+            nodes.append(ir.Node(op_type=op_type, inputs=inputs, outputs=[out],
+                                 name=_fresh(graph, state, name)))
+        registers.append(out)
+    return nodes
+
+
 def _f32_scalar(name: str, value: float) -> ir.Tensor:
     import struct
 
@@ -232,4 +266,5 @@ REWRITES = {
     "HardSwish": _hard_swish,
     "Attention": _attention,
     "QuantizeDequantize": _quantize_dequantize,
+    "ElementwiseProgram": _elementwise_program,
 }

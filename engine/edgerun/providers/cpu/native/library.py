@@ -68,6 +68,7 @@ SIGNATURES = {
     "er_cpu_qgemm_bound": (_INT, [_P, _P, _I64, _I64, _INT, ctypes.c_int32, ctypes.c_float, _P,
                                   _I64, _P]),
     "er_cpu_qgemm_dynamic": (_INT, [_P, _P, _I64, _P, _I64, _P]),
+    "er_cpu_elementwise_program": (None, [_P, _I64, _P, _I64, _P]),
 }
 
 
