@@ -59,6 +59,13 @@ class ExecutionProvider:
         """(True, "") if this provider runs `node`, else (False, the reason)."""
         raise NotImplementedError
 
+    def judges_nodes_before_preparing(self) -> bool:
+        """Whether `capability` answers before prepare_model: the optimizer's provider-aware
+        fusions (PassContext.runs_like) ask it then. Providers that decide from the whole
+        model's types and constants (the edge adapters) cannot, and no such fusion applies
+        in their sessions."""
+        return True
+
     def kernel(self, node: Node, opset: int):
         """The function that runs `node`: fn(ctx, *inputs, **attributes)."""
         raise NotImplementedError

@@ -337,6 +337,9 @@ class EdgeProvider(ExecutionProvider):
 
     # ---- capability -------------------------------------------------------------------
 
+    def judges_nodes_before_preparing(self) -> bool:
+        return self.facts is not None
+
     def capability(self, node, opset):
         if self.facts is None:
             return False, (f"{self.platform} needs the model's value types and constants: "
