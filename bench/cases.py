@@ -70,8 +70,9 @@ def _quantized(model: str, kind: str):
     return load
 
 
-QUANTIZED = {f"ppocr_mobile_cls_{kind}": _quantized("ppocr_mobile_cls", kind)
-             for kind in ("qdq", "dynamic")}
+QUANTIZED = {**{f"ppocr_mobile_cls_{kind}": _quantized("ppocr_mobile_cls", kind)
+                for kind in ("qdq", "dynamic")},
+             "ddddocr_det_qdq_batch1": _quantized("ddddocr_det_batch1", "qdq")}   # YOLOX
 
 
 def _wheel_models() -> dict:

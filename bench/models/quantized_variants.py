@@ -4,6 +4,7 @@ weights, calibrated with MinMax) and `quantize_dynamic` (DynamicQuantizeLinear +
 MatMulInteger). Made once from tests/real_models.py's model and cached beside it.
 
     path, feeds = quantized("ppocr_mobile_cls", "qdq")      # or "dynamic"
+    path, feeds = quantized("ddddocr_det_batch1", "qdq")    # YOLOX, as issue #21 found it
 """
 from __future__ import annotations
 
@@ -17,12 +18,15 @@ CALIBRATION_BATCHES = 4
 
 
 def quantized(model: str, kind: str) -> tuple:
-    """(path, feeds) of `model` (a REAL_MODELS name) quantized the `kind` way."""
+    """(path, feeds) of `model` (a REAL_MODELS or bench WHEEL_MODELS name) quantized the
+    `kind` way."""
     from real_models import REAL_MODELS
+
+    from bench.models.wheel_models import WHEEL_MODELS
 
     if kind not in KINDS:
         raise ValueError(f"quantization {kind!r}: one of {', '.join(KINDS)}")
-    source, feeds = REAL_MODELS[model]()
+    source, feeds = {**REAL_MODELS, **WHEEL_MODELS}[model]()
     path = os.path.join(os.path.dirname(source), f"{model}_{kind}.onnx")
     if not os.path.exists(path):
         tmp = path + ".part"
