@@ -26,6 +26,7 @@ onnxruntime's own kernels (tests/test_contrib_ops.py). EXPANSIONS maps op_type t
 """
 from __future__ import annotations
 
+import math
 import struct
 
 from .. import ir
@@ -40,6 +41,7 @@ from .graph_edit import (
     attr_text,
     subgraphs,
 )
+from .patterns import without_absent_tail
 
 MICROSOFT = "com.microsoft"
 FLOAT, UINT8, INT8, INT32, INT64 = 1, 2, 3, 6, 7
@@ -1244,10 +1246,9 @@ def dynamic_quantize_matmul(node: ir.Node, b: Builder) -> None:
     if b.opset >= 11 and _integer_kernel_form(b, bmat, "", b_scale, "", b_zero, bias):
         q, a_scale, a_zero = (b.fresh(hint) for hint in ("quantized", "scale", "zero_point"))
         b.op("DynamicQuantizeLinear", [a], [q, a_scale, a_zero])
-        inputs = [q, bmat, a_scale, b_scale, a_zero, b_zero, bias]
-        while inputs[-1] == "":
-            inputs.pop()
-        b.op("MatMulIntegerToFloat", inputs, [node.outputs[0]], domain=MICROSOFT)
+        b.op("MatMulIntegerToFloat",
+             without_absent_tail([q, bmat, a_scale, b_scale, a_zero, b_zero, bias]),
+             [node.outputs[0]], domain=MICROSOFT)
         return
     b.need_opset(node, 11, "Round")
     low = b.op("Min", [b.op("ReduceMin", [a], keepdims=0), b.const(0.0)])
@@ -1273,17 +1274,15 @@ def _integer_kernel_form(b: Builder, bmat: str, a_scale: str, b_scale: str, a_ze
         return False
     n = weight.dims[1]
 
-    def constant(name: str, elem_type: int, sizes: tuple) -> bool:
+    def constant(name: str, elem_type: int, sizes: tuple, ranks: tuple = (0, 1)) -> bool:
         t = b.graph.initializers.get(name)
-        size = 1
-        for d in t.dims if t is not None else ():
-            size *= d
-        return t is not None and t.elem_type == elem_type and len(t.dims) <= 1 and size in sizes
+        return t is not None and t.elem_type == elem_type and len(t.dims) in ranks and \
+            math.prod(t.dims) in sizes
 
     return constant(b_scale, FLOAT, (1, n)) and \
         (not b_zero or constant(b_zero, weight.elem_type, (1, n))) and \
-        (not bias or constant(bias, FLOAT, (n,)) and len(b.graph.initializers[bias].dims) == 1) \
-        and all(not name or _one_value(b, name) for name in (a_scale, a_zero))
+        (not bias or constant(bias, FLOAT, (n,), ranks=(1,))) and \
+        all(not name or _one_value(b, name) for name in (a_scale, a_zero))
 
 
 def _one_value(b: Builder, name: str) -> bool:

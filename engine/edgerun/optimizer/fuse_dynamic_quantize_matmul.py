@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from .. import ir
 from .graph_edit import GraphView, PassContext, is_onnx
+from .patterns import input_at, without_absent_tail
 
 MICROSOFT = "com.microsoft"
 
@@ -27,10 +28,9 @@ def fuse_dynamic_quantize_matmul(view: GraphView, ctx: PassContext) -> int:
         product = _only_product(view, quantizer)
         if product is None:
             continue
-        inputs = [quantizer.inputs[0], product.inputs[1], product.inputs[3],
-                  _input(product, 5), _input(product, 6)]
-        while inputs[-1] == "":
-            inputs.pop()
+        inputs = without_absent_tail([quantizer.inputs[0], product.inputs[1],
+                                      product.inputs[3], input_at(product, 5),
+                                      input_at(product, 6)])
         fused = ir.Node(op_type="DynamicQuantizeMatMul", domain=MICROSOFT, name=product.name,
                         inputs=inputs, outputs=list(product.outputs))
         if not ctx.runs_like(fused, [quantizer, product]):
@@ -53,7 +53,3 @@ def _only_product(view: GraphView, quantizer: ir.Node):
     if any(view.only_reader(name) is not product for name in (scale, zero_point)):
         return None
     return product
-
-
-def _input(node: ir.Node, index: int) -> str:
-    return node.inputs[index] if index < len(node.inputs) else ""

@@ -27,9 +27,14 @@ from .ranks import known_rank
 
 FLOAT = 1
 MAX_INSTRUCTIONS = 15                       # cpu_kernels/program.c's
+# ElementwiseProgram's instruction codes (cpu_kernels/program.c's; the CPU kernel and
+# save.py read them here)
 ADD, SUB, MUL, DIV, RSUB, RDIV, QUANTIZE_DEQUANTIZE = range(1, 8)
 BINARY = {"Add": ADD, "Sub": SUB, "Mul": MUL, "Div": DIV}
 REVERSED = {"Add": ADD, "Sub": RSUB, "Mul": MUL, "Div": RDIV}     # scalar first
+# code -> (op_type, scalar first) of the arithmetic instructions
+ARITHMETIC = {**{code: (op, False) for op, code in BINARY.items()},
+              RSUB: ("Sub", True), RDIV: ("Div", True)}
 
 
 def fuse_elementwise_program(view: GraphView, ctx: PassContext) -> int:

@@ -16,7 +16,7 @@ from __future__ import annotations
 from .. import ir
 from ..ir.host_tensor import HostTensor
 from .graph_edit import GraphView, PassContext, element_type, is_onnx
-from .patterns import other_input, single_reader_of
+from .patterns import input_at, other_input, single_reader_of, without_absent_tail
 from .ranks import known_rank
 
 MICROSOFT = "com.microsoft"
@@ -41,13 +41,12 @@ def fuse_matmul_integer_to_float(view: GraphView, ctx: PassContext) -> int:
         bias_name = add and other_input(add, output)
         if bias_name and _constant_per_column(view, bias_name, columns):
             nodes, output, bias = nodes + [add], add.outputs[0], bias_name
-        inputs = list(product.inputs) + [""] * (4 - len(product.inputs))
         a_scale, b_scale = _scale_factors(view, product, scale)
         fused = ir.Node(op_type="MatMulIntegerToFloat", domain=MICROSOFT, name=product.name,
-                        inputs=[inputs[0], inputs[1], a_scale, b_scale, inputs[2], inputs[3],
-                                bias], outputs=[output])
-        while fused.inputs[-1] == "":
-            fused.inputs.pop()
+                        inputs=without_absent_tail([
+                            product.inputs[0], product.inputs[1], a_scale, b_scale,
+                            input_at(product, 2), input_at(product, 3), bias]),
+                        outputs=[output])
         ctx.opsets.setdefault(MICROSOFT, 1)
         view.replace(nodes, fused)
         count += 1

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from .. import ir
 from .graph_edit import GraphView, PassContext, element_type, is_onnx
+from .patterns import input_at, without_absent_tail
 
 MICROSOFT = "com.microsoft"
 FLOAT, UINT8, INT8 = 1, 2, 3
@@ -39,10 +40,8 @@ def fuse_qdq_matmul(view: GraphView, ctx: PassContext) -> int:
             continue
         if _eight_bit(view, left.inputs[0]) is None:
             continue
-        inputs = [left.inputs[0], right.inputs[0], left.inputs[1], right.inputs[1],
-                  _input(left, 2), _input(right, 2)]
-        while inputs[-1] == "":
-            inputs.pop()
+        inputs = without_absent_tail([left.inputs[0], right.inputs[0], left.inputs[1],
+                                      right.inputs[1], input_at(left, 2), input_at(right, 2)])
         fused = ir.Node(op_type="MatMulIntegerToFloat", domain=MICROSOFT, name=product.name,
                         inputs=inputs, outputs=list(product.outputs))
         ctx.opsets.setdefault(MICROSOFT, 1)
@@ -51,10 +50,6 @@ def fuse_qdq_matmul(view: GraphView, ctx: PassContext) -> int:
         view.replace([product], fused)
         count += 1
     return count
-
-
-def _input(node: ir.Node, index: int) -> str:
-    return node.inputs[index] if len(node.inputs) > index else ""
 
 
 def _eight_bit(view: GraphView, name: str):
@@ -66,8 +61,8 @@ def _eight_bit(view: GraphView, name: str):
     else:
         code = view.declared_elem_type(name)
         producer = view.produced_by(name, "QuantizeLinear")
-        if code is None and producer is not None and _input(producer, 2):
-            zero = view.constant(_input(producer, 2))
+        if code is None and producer is not None and input_at(producer, 2):
+            zero = view.constant(input_at(producer, 2))
             code = element_type(zero) if zero is not None else None
     return code if code in (UINT8, INT8) else None
 
@@ -79,17 +74,17 @@ def _plain(node: ir.Node) -> bool:
 
 def _per_tensor(view: GraphView, dq: ir.Node) -> bool:
     """One float32 scale and zero point (constants): A's dequantization."""
-    scale = view.constant(_input(dq, 1))
-    zero = view.constant(_input(dq, 2)) if _input(dq, 2) else None
+    scale = view.constant(input_at(dq, 1))
+    zero = view.constant(input_at(dq, 2)) if input_at(dq, 2) else None
     return _plain(dq) and scale is not None and element_type(scale) == FLOAT and \
-        scale.size == 1 and (not _input(dq, 2) or (zero is not None and zero.size == 1))
+        scale.size == 1 and (not input_at(dq, 2) or (zero is not None and zero.size == 1))
 
 
 def _constant_weights(view: GraphView, dq: ir.Node) -> bool:
     """Constant 8-bit [K, N] weights with one float32 scale (and zero point) or one per
     column: B's dequantization."""
-    weights = view.constant(_input(dq, 0))
-    scale = view.constant(_input(dq, 1))
+    weights = view.constant(input_at(dq, 0))
+    scale = view.constant(input_at(dq, 1))
     if weights is None or weights.ndim != 2 or element_type(weights) not in (UINT8, INT8) or \
             scale is None or element_type(scale) != FLOAT or not _plain(dq):
         return False
@@ -97,8 +92,8 @@ def _constant_weights(view: GraphView, dq: ir.Node) -> bool:
     per_column = scale.ndim == 1 and scale.size == columns and dq.attr("axis", 1) in (1, -1)
     if scale.size != 1 and not per_column:
         return False
-    if not _input(dq, 2):
+    if not input_at(dq, 2):
         return True
-    zero = view.constant(_input(dq, 2))
+    zero = view.constant(input_at(dq, 2))
     return zero is not None and element_type(zero) == element_type(weights) and \
         zero.size == scale.size

@@ -20,6 +20,19 @@ def other_input(node, name: str):
     return None
 
 
+def input_at(node, index: int) -> str:
+    """The node's input `index`, '' where it is absent."""
+    return node.inputs[index] if len(node.inputs) > index else ""
+
+
+def without_absent_tail(names: list) -> list:
+    """Input names without the trailing '' of absent optional inputs (a fused node's list)."""
+    names = list(names)
+    while names and names[-1] == "":
+        names.pop()
+    return names
+
+
 def close_to(value, target: float, rel: float = 1e-4) -> bool:
     return value is not None and abs(value - target) <= rel * abs(target)
 

@@ -30,6 +30,7 @@ import copy
 
 from .. import ir
 from ..onnx.writer import save_model
+from .fuse_elementwise_program import ARITHMETIC, QUANTIZE_DEQUANTIZE
 from .graph_edit import EDGERUN_DOMAIN, attr_float, attr_int, attr_ints, attr_text, subgraphs
 
 MICROSOFT = "com.microsoft"
@@ -78,7 +79,7 @@ def _activation_nodes(node: ir.Node, x: str, y: str, graph: ir.Graph, state: dic
     name = attr_text(node, "activation")
     params = list(node.attr("activation_params") or [])
     if name == "QuantizeDequantize":
-        return _grid_pair(node, x, y, params, graph, state)
+        return _grid_pair(node.name, x, y, params, graph, state)
     act = ir.Node(op_type=name, inputs=[x], outputs=[y], name=_fresh(graph, state, node.name))
     if name == "LeakyRelu":
         act.attributes["alpha"] = attr_float("alpha", params[0])
@@ -97,17 +98,18 @@ def _activation_nodes(node: ir.Node, x: str, y: str, graph: ir.Graph, state: dic
     return [act]
 
 
-def _grid_pair(node: ir.Node, x: str, y: str, params: list, graph: ir.Graph,
+def _grid_pair(name: str, x: str, y: str, params: list, graph: ir.Graph,
                state: dict) -> list:
-    """The QuantizeDequantize activation [scale, zero point, low, high] as its QDQ pair."""
+    """The QuantizeDequantize activation [scale, zero point, low, high] as its QDQ pair,
+    named after `name`."""
     scale, point, low = params[0], int(params[1]), params[2]
-    scale_name = _fresh(graph, state, f"{node.name}_scale")
-    point_name = _fresh(graph, state, f"{node.name}_zero_point")
+    scale_name = _fresh(graph, state, f"{name}_scale")
+    point_name = _fresh(graph, state, f"{name}_zero_point")
     graph.initializers[scale_name] = _f32_scalar(scale_name, scale)
     graph.initializers[point_name] = ir.Tensor(name=point_name, elem_type=UINT8 if low == 0
                                                else INT8, dims=(), raw=bytes([point & 0xFF]))
     pair = ir.Node(op_type="QuantizeDequantize", domain=EDGERUN_DOMAIN,
-                   inputs=[x, scale_name, point_name], outputs=[y], name=node.name)
+                   inputs=[x, scale_name, point_name], outputs=[y], name=name)
     return _quantize_dequantize(pair, graph, state)
 
 
@@ -210,12 +212,6 @@ def _quantize_dequantize(node, graph, state):
                     name=_fresh(graph, state, name))]
 
 
-# ElementwiseProgram's codes (providers/cpu/ops/program.py) -> (op_type, scalar first)
-PROGRAM_OPS = {1: ("Add", False), 2: ("Sub", False), 3: ("Mul", False), 4: ("Div", False),
-               5: ("Sub", True), 6: ("Div", True)}
-PROGRAM_QUANTIZE_DEQUANTIZE = 7
-
-
 def _elementwise_program(node, graph, state):
     ops = list(node.attr("ops"))
     operands, constants = list(node.attr("operands")), list(node.attr("constants"))
@@ -224,12 +220,11 @@ def _elementwise_program(node, graph, state):
     for i, op in enumerate(ops):
         out = node.outputs[0] if i == len(ops) - 1 else _fresh(graph, state, f"{name}_{i}")
         a, b = registers[operands[2 * i]], operands[2 * i + 1]
-        if op == PROGRAM_QUANTIZE_DEQUANTIZE:
-            step = ir.Node(op_type="QuantizeDequantize", inputs=[], outputs=[],
-                           name=_fresh(graph, state, name))
-            nodes += _grid_pair(step, a, out, constants[4 * i:4 * i + 4], graph, state)
+        if op == QUANTIZE_DEQUANTIZE:
+            nodes += _grid_pair(_fresh(graph, state, name), a, out,
+                                constants[4 * i:4 * i + 4], graph, state)
         else:
-            op_type, scalar_first = PROGRAM_OPS[op]
+            op_type, scalar_first = ARITHMETIC[op]
             if b >= 0:
                 inputs = [a, registers[b]]
             else:

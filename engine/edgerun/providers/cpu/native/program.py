@@ -10,7 +10,6 @@ from .library import address, library
 # cpu_kernels/program.c's Instruction
 INSTRUCTION = np.dtype([("op", "<i4"), ("a", "<i4"), ("b", "<i4"), ("unused", "<i4"),
                         ("c", "<f4", (4,))])
-MAX_INSTRUCTIONS = 15
 
 
 def instructions(ops, operands, constants) -> np.ndarray:

@@ -32,7 +32,7 @@ from ..native import conv as native_conv
 from .float_errors import ignored_float_errors
 from .matmul import gemm, matmul
 from .normalization import batch_norm_activated, layer_normalization
-from .quantization import quantize_dequantize
+from .quantization import quantize_dequantize_on_grid
 from .softmax import softmax_13
 
 DOMAIN = "com.edgerun"
@@ -44,14 +44,6 @@ def _clip(ctx, y, params):
     return np.clip(y, np.asarray(low, y.dtype), np.asarray(high, y.dtype))
 
 
-def _quantize_dequantize(ctx, y, params):
-    """The pair of a QDQ model with params [scale, zero point, low, high] (uint8's grid from
-    0, int8's from -128): QuantizeDequantize's kernel, the same values as the separate node."""
-    scale, zero, low, _ = params
-    point = np.array(zero, np.uint8 if low == 0 else np.int8)
-    return quantize_dequantize(None, y, np.array(scale, np.float32), point)
-
-
 # activation name -> fn(ctx, y, params): the hand-written kernels; every other ir/unary_ops.py
 # row through its formula
 ACTIVATIONS = {
@@ -60,7 +52,7 @@ ACTIVATIONS = {
     "Tanh": lambda ctx, y, p: tanh(ctx, y),
     "HardSwish": lambda ctx, y, p: hard_swish(ctx, y),
     "Clip": _clip,
-    "QuantizeDequantize": _quantize_dequantize,
+    "QuantizeDequantize": lambda ctx, y, p: quantize_dequantize_on_grid(y, p),
 }
 
 
@@ -127,7 +119,7 @@ IN_PLACE = {
     "HardSigmoid": _hard_sigmoid_in_place,
     "HardSwish": _hard_swish_in_place,
     "Clip": _clip_in_place,
-    "QuantizeDequantize": lambda y, p: _quantize_dequantize(None, y, p),
+    "QuantizeDequantize": quantize_dequantize_on_grid,
 }
 
 

@@ -4,8 +4,8 @@ of a QDQ model's activation chains (x * QDQ(x + 3) ...: HardSwish between its pa
 native pass (native/program.py); without the native library the instructions run as the
 numpy nodes they stand for. Either way the values are the separate nodes', bit for bit.
 
-Attributes: `ops` (program.c's codes: 1 Add, 2 Sub, 3 Mul, 4 Div, 5 scalar - a, 6 scalar / a,
-7 QuantizeDequantize), `operands` (two registers per instruction: 0 is x, i + 1 instruction
+Attributes: `ops` (the pass's codes: Add, Sub, Mul, Div, scalar - a, scalar / a,
+QuantizeDequantize), `operands` (two registers per instruction: 0 is x, i + 1 instruction
 i's value, -1 the scalar) and `constants` (four per instruction: the scalar; a pair's scale,
 zero point, low, high). The result is the last instruction's value.
 """
@@ -13,14 +13,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from ....optimizer.fuse_elementwise_program import ARITHMETIC
 from ..native import elementwise as native
 from ..native import program as native_program
 from ..registry import kernel
 from .float_errors import ignored_float_errors
+from .quantization import quantize_dequantize_on_grid
 
 DOMAIN = "com.edgerun"
-ADD, SUB, MUL, DIV, RSUB, RDIV, QUANTIZE_DEQUANTIZE = range(1, 8)
-BINARY = {ADD: np.add, SUB: np.subtract, MUL: np.multiply, DIV: np.divide}
+NUMPY = {"Add": np.add, "Sub": np.subtract, "Mul": np.multiply, "Div": np.divide}
 
 
 @kernel("ElementwiseProgram", domain=DOMAIN)
@@ -39,22 +40,10 @@ def _interpreted(x, ops, operands, constants) -> np.ndarray:
     with ignored_float_errors():
         for i, op in enumerate(ops):
             a, b = values[operands[2 * i]], operands[2 * i + 1]
-            c = np.float32(constants[4 * i])
-            if op in BINARY:
-                values.append(BINARY[op](a, values[b] if b >= 0 else c))
-            elif op == RSUB:
-                values.append(np.subtract(c, a))
-            elif op == RDIV:
-                values.append(np.divide(c, a))
-            else:
-                values.append(_quantize_dequantize(a, constants[4 * i:4 * i + 4]))
+            if op not in ARITHMETIC:                    # the QDQ pair
+                values.append(quantize_dequantize_on_grid(a, constants[4 * i:4 * i + 4]))
+                continue
+            op_type, scalar_first = ARITHMETIC[op]
+            other = values[b] if b >= 0 else np.float32(constants[4 * i])
+            values.append(NUMPY[op_type](other, a) if scalar_first else NUMPY[op_type](a, other))
     return values[-1]
-
-
-def _quantize_dequantize(x: np.ndarray, params) -> np.ndarray:
-    """The QDQ pair [scale, zero point, low, high] (quantization.py's float32 path)."""
-    from .quantization import quantize_dequantize
-
-    scale, point, low = params[0], int(params[1]), params[2]
-    dtype = np.uint8 if low == 0 else np.int8
-    return quantize_dequantize(None, x, np.array(scale, np.float32), np.array(point, dtype))

@@ -252,6 +252,15 @@ def quantize_dequantize(ctx, x, scale, zero_point=None, axis=1, saturate=1, bloc
     return dequantize_linear(ctx, q, scale, zero_point, axis, block_size)
 
 
+def quantize_dequantize_on_grid(x: np.ndarray, params) -> np.ndarray:
+    """The pair of a QDQ model as fused nodes carry it, params [scale, zero point, low, high]
+    (uint8's grid from 0, int8's from -128): QuantizeDequantize's kernel, the same values as
+    the separate node."""
+    scale, zero, low = params[0], params[1], params[2]
+    point = np.array(int(zero), np.uint8 if low == 0 else np.int8)
+    return quantize_dequantize(None, x, np.array(scale, np.float32), point)
+
+
 def _pair_operands(x, scale, zero_point, output_dtype: int, block_size, precision):
     """The native pass's operands of a float32 8-bit per-tensor pair, else None."""
     code = _quantized_code(zero_point, output_dtype)
