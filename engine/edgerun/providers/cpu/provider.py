@@ -56,7 +56,7 @@ class CPUProvider(ExecutionProvider):
         restore = getattr(self._active, "restore", None)
         if restore:
             for library, threads in restore:
-                library.set_num_threads(threads)
+                library.set(threads)
             self._active.restore = None
 
     def capability(self, node, opset):
@@ -77,8 +77,8 @@ _CONTROLLER = None
 
 
 def _blas_controller():
-    """threadpoolctl's handles on numpy's BLAS libraries, found once per process (it scans
-    the loaded libraries)."""
+    """The thread-count switches (`BlasThreads`) of numpy's BLAS libraries, found once per
+    process (threadpoolctl scans the loaded libraries)."""
     global _CONTROLLER
     if _CONTROLLER is None:
         try:
@@ -87,19 +87,37 @@ def _blas_controller():
             warnings.warn("intra_op_num_threads needs threadpoolctl to limit BLAS threads: "
                           "pip install threadpoolctl", RuntimeWarning, stacklevel=3)
             return None
-        _CONTROLLER = ThreadpoolController().select(user_api="blas").lib_controllers
+        libraries = ThreadpoolController().select(user_api="blas").lib_controllers
+        _CONTROLLER = [BlasThreads(library) for library in libraries]
     return _CONTROLLER
+
+
+class BlasThreads:
+    """One BLAS library's thread count, read and set around every run. threadpoolctl's
+    methods look their C function up on each call (~2 us each, four a run: a tenth of a
+    small model's run); for OpenBLAS's own thread pool the functions are looked up once
+    here and called straight, elsewhere (OpenMP builds, MKL, BLIS) threadpoolctl's methods
+    are used."""
+    __slots__ = ("get", "set")
+
+    def __init__(self, library):
+        self.get, self.set = library.get_num_threads, library.set_num_threads
+        symbol = getattr(library, "_get_symbol", None)
+        if getattr(library, "internal_api", "") == "openblas" and symbol is not None and \
+                getattr(library, "threading_layer", "") != "openmp":
+            get, set_ = symbol("openblas_get_num_threads"), symbol("openblas_set_num_threads")
+            if get is not None and set_ is not None:
+                self.get, self.set = get, set_
 
 
 def _limit_threads(libraries: list, threads: int) -> list:
     """Set each BLAS library's thread count to `threads`; (library, count before) of those
-    it changed. Straight on threadpoolctl's library handles: its `limit()` context costs
-    ~5 us a call (it re-reads every library's state), half a small model's run."""
+    it changed."""
     changed = []
     for library in libraries:
-        before = library.get_num_threads()
+        before = library.get()
         if before != threads:
-            library.set_num_threads(threads)
+            library.set(threads)
             changed.append((library, before))
     return changed
 
