@@ -114,6 +114,16 @@ static inline void dequantize_body(const uint8_t *x, int64_t n, int is_signed, i
 DISPATCHED(dequantize, (const uint8_t *x, int64_t n, int is_signed, int32_t z, float scale, float *y),
            (x, n, is_signed, z, scale, y))
 
+/* y = table[x] of bytes x (an 8-bit code's byte, int8's as well): com.edgerun LookupTable. */
+EXPORT void er_cpu_lookup_table(const uint8_t *x, int64_t n, const uint8_t *table, uint8_t *y) {
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        uint8_t a = table[x[i]], b = table[x[i + 1]], c = table[x[i + 2]], d = table[x[i + 3]];
+        y[i] = a; y[i + 1] = b; y[i + 2] = c; y[i + 3] = d;
+    }
+    for (; i < n; i++) y[i] = table[x[i]];
+}
+
 /* DynamicQuantizeLinear whole: the range of x widened to 0 (NaN counts as 0), scale =
  * (high - low) / 255 (1 when the range is empty), zero point = rint(clip(-low / scale, 0,
  * 255)), then x quantized: quantization.py's dynamic_quantize_linear, in float32. */

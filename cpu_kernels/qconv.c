@@ -1,85 +1,246 @@
-/* Integer convolutions for the CPU provider (ConvInteger, QLinearConv): im2col of 8-bit
- * images, and every image's and group's product of the packed weights and its columns on
- * qgemm.c's kernels, in one call. */
+/* Integer convolutions for the CPU provider (ConvInteger, QLinearConv): every image's and
+ * group's product of the packed weights and its columns on qgemm.c's kernels, in one call.
+ * The columns (im2col of the 8-bit image, padded with x's zero point; x's own rows for a
+ * pointwise conv) are made and packed a chunk of output positions at a time, a chunk small
+ * enough to stay in the cache between its packing and its products. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include "isa.h"
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
+#include "qgemm.h"
 
-/* qgemm.c's */
-int64_t er_cpu_qgemm_packed_size(int64_t k, int64_t n);
-void er_cpu_qgemm_pack_b(const uint8_t *b, int64_t ldb, int64_t k, int64_t n, int b_signed,
-                         int8_t *packed, int32_t *colsum);
-int er_cpu_qgemm_packed(const uint8_t *a_packed, const int32_t *rowsum, int64_t m, int64_t k,
-                        int a_signed, const int32_t *za, int64_t za_count,
-                        const int8_t *packed, const int32_t *colsum, int64_t n, int b_signed,
-                        const int32_t *zb, int64_t zb_count,
-                        float a_scale, const float *b_scale, int64_t b_scale_count,
-                        const float *bias, void *out, int64_t ldc);
+/* dst[i] = src[2 i], i < n: a stride-2 tap's columns (a quarter of YOLOX's convolution
+ * time went to a byte loop here). Reads stop before src[2 n - 1]. */
+static void every_other(const uint8_t *src, int64_t n, uint8_t *dst) {
+    int64_t i = 0;
+#ifdef __SSE2__
+    const __m128i low_bytes = _mm_set1_epi16(0x00FF);
+    for (; i + 16 < n; i += 16) {
+        __m128i a = _mm_and_si128(_mm_loadu_si128((const __m128i *)(src + 2 * i)), low_bytes);
+        __m128i b = _mm_and_si128(_mm_loadu_si128((const __m128i *)(src + 2 * i + 16)), low_bytes);
+        _mm_storeu_si128((__m128i *)(dst + i), _mm_packus_epi16(a, b));
+    }
+#endif
+    for (; i < n; i++) dst[i] = src[2 * i];
+}
 
-/* One row of columns: tap (kh_i, kw_j) of channel image `src` [in_h, in_w] at every output
- * position, `pad` where the tap falls outside the image. */
-static void tap_row(const uint8_t *src, const int64_t *d, int64_t i, int64_t j, uint8_t pad,
-                    uint8_t *dst) {
-    int64_t in_h = d[0], in_w = d[1], out_h = d[2], out_w = d[3];
+/* memcpy and memset of the few bytes a span of columns has (tens: a call each cost more). */
+static inline void copy_bytes(uint8_t *dst, const uint8_t *src, int64_t n) {
+#ifdef __SSE2__
+    if (n >= 16) {
+        int64_t i = 0;
+        for (; i + 16 <= n; i += 16)
+            _mm_storeu_si128((__m128i *)(dst + i), _mm_loadu_si128((const __m128i *)(src + i)));
+        if (i < n)
+            _mm_storeu_si128((__m128i *)(dst + n - 16), _mm_loadu_si128((const __m128i *)(src + n - 16)));
+        return;
+    }
+#endif
+    for (int64_t i = 0; i < n; i++) dst[i] = src[i];
+}
+
+static inline void fill_bytes(uint8_t *dst, uint8_t value, int64_t n) {
+#ifdef __SSE2__
+    if (n >= 16) {
+        __m128i v = _mm_set1_epi8((char)value);
+        int64_t i = 0;
+        for (; i + 16 <= n; i += 16) _mm_storeu_si128((__m128i *)(dst + i), v);
+        if (i < n) _mm_storeu_si128((__m128i *)(dst + n - 16), v);
+        return;
+    }
+#endif
+    for (int64_t i = 0; i < n; i++) dst[i] = value;
+}
+
+/* Output positions [p0, p1) of tap (i, j) of channel image `src` [in_h, in_w], row by row:
+ * `pad` where the tap falls outside the image. d: in_h, in_w, out_h, out_w, kh, kw, sh, sw,
+ * dh, dw, pt, pl. */
+static void tap_range(const uint8_t *src, const int64_t *d, int64_t i, int64_t j, uint8_t pad,
+                      int64_t p0, int64_t p1, uint8_t *dst) {
+    int64_t in_h = d[0], in_w = d[1], out_w = d[3];
     int64_t sh = d[6], sw = d[7], dh = d[8], dw = d[9], pt = d[10], pl = d[11];
     int64_t offset = j * dw - pl;                 /* input column of output column 0 */
-    /* output columns whose input column is inside: lo <= ow < hi */
-    int64_t lo = offset >= 0 ? 0 : (-offset + sw - 1) / sw;
-    int64_t hi = in_w - offset <= 0 ? 0 : (in_w - offset + sw - 1) / sw;
-    if (hi > out_w) hi = out_w;
-    if (lo > hi) lo = hi;
-    for (int64_t oh = 0; oh < out_h; oh++, dst += out_w) {
+    /* output columns whose input column is inside: inside_lo <= ow < inside_hi */
+    int64_t inside_lo = offset >= 0 ? 0 : (-offset + sw - 1) / sw;
+    int64_t inside_hi = in_w - offset <= 0 ? 0 : (in_w - offset + sw - 1) / sw;
+    int64_t oh = p0 / out_w, c0 = p0 % out_w;
+    while (p0 < p1) {
+        int64_t c1 = c0 + (p1 - p0) < out_w ? c0 + (p1 - p0) : out_w;
         int64_t ih = oh * sh + i * dh - pt;
         if (ih < 0 || ih >= in_h) {
-            memset(dst, pad, (size_t)out_w);
-            continue;
+            fill_bytes(dst, pad, c1 - c0);
+        } else {
+            int64_t lo = inside_lo < c0 ? c0 : inside_lo, hi = inside_hi > c1 ? c1 : inside_hi;
+            if (lo > hi) lo = hi;
+            const uint8_t *line = src + ih * in_w + offset;
+            fill_bytes(dst, pad, lo - c0);
+            if (sw == 1) copy_bytes(dst + lo - c0, line + lo, hi - lo);
+            else if (sw == 2) every_other(line + 2 * lo, hi - lo, dst + lo - c0);
+            else for (int64_t ow = lo; ow < hi; ow++) dst[ow - c0] = line[ow * sw];
+            fill_bytes(dst + hi - c0, pad, c1 - hi);
         }
-        const uint8_t *line = src + ih * in_w + offset;
-        memset(dst, pad, (size_t)lo);
-        if (sw == 1) memcpy(dst + lo, line + lo, (size_t)(hi - lo));
-        else for (int64_t ow = lo; ow < hi; ow++) dst[ow] = line[ow * sw];
-        memset(dst + hi, pad, (size_t)(out_w - hi));
+        dst += c1 - c0;
+        p0 += c1 - c0;
+        oh++;
+        c0 = 0;
     }
 }
 
-/* im2col of `images` 8-bit images x [channels, in_h, in_w] (C-contiguous, image after image)
- * into out [images][channels * kh * kw][out_h * out_w], padded with `pad`. dims: in_h, in_w,
- * out_h, out_w, kh, kw, sh, sw, dh, dw, pt, pl (a 1-D window as the rows of a 1-high image). */
-EXPORT void er_cpu_im2col_u8(const uint8_t *x, int64_t images, int64_t channels,
-                             const int64_t *dims, uint8_t pad, uint8_t *out) {
-    int64_t plane = dims[0] * dims[1], positions = dims[2] * dims[3], kh = dims[4], kw = dims[5];
-    for (int64_t c = 0; c < images * channels; c++)
-        for (int64_t i = 0; i < kh; i++)
-            for (int64_t j = 0; j < kw; j++)
-                tap_row(x + c * plane, dims, i, j, pad, out + ((c * kh + i) * kw + j) * positions);
+/* The packed weights of a convolution (er_cpu_qgemm_pack_a's rows [groups * mg, k], their
+ * sums, the zero point: one value or one a row). */
+typedef struct {
+    const uint8_t *packed;
+    const int32_t *rowsum;
+    int64_t mg, k, a_signed;
+    const int32_t *za;
+    int64_t za_count, groups;
+} ConvWeights;
+
+#define CHUNK_BYTES (512 * 1024)  /* a chunk's columns: in L2 from packing to products */
+
+/* How a convolution's columns are read: straight from x (a pointwise conv), from the image
+ * copied into a padded frame where every tap of a unit-stride window is a shifted view
+ * (rows of the frame's width, the columns past out_w computed and dropped), or from im2col
+ * of each chunk (strided windows). */
+enum { FROM_X, FROM_FRAME, FROM_IM2COL };
+
+typedef struct {
+    int source;
+    int64_t k, taps, kw, plane, positions;   /* positions: of the chunks (frame width rows) */
+    int64_t frame_h, frame_w, out_w;         /* FROM_FRAME */
+    const int64_t *dims;
+    uint8_t *frame;                          /* FROM_FRAME: channels x frame_h x frame_w + slack */
+    uint8_t *cols;                           /* FROM_IM2COL: k x chunk */
+} Columns;
+
+/* x's image copied into the frame at (pt, pl), the rest the zero point. */
+static void fill_frame(const Columns *cs, const uint8_t *img, int64_t channels, uint8_t pad) {
+    const int64_t *d = cs->dims;
+    int64_t in_h = d[0], in_w = d[1], pt = d[10], pl = d[11], fh = cs->frame_h, fw = cs->frame_w;
+    int64_t rows = in_h < fh - pt ? in_h : fh - pt, cols = in_w < fw - pl ? in_w : fw - pl;
+    fill_bytes(cs->frame, pad, channels * fh * fw);
+    for (int64_t c = 0; c < channels; c++)
+        for (int64_t r = 0; r < rows; r++)
+            copy_bytes(cs->frame + (c * fh + r + pt) * fw + pl, img + (c * in_h + r) * in_w, cols);
 }
 
-/* A grouped convolution's int32 products, every image and group in one call: the weights
- * [groups * mg, k] packed by er_cpu_qgemm_pack_a (with row sums; za: one value or one a row)
- * times each image's and group's columns, B = cols + image * image_stride + group * k * ldb
- * ([k, n], row stride ldb), packed here, into out[image][group * mg + row][n] (contiguous).
+/* The k row pointers of group g's columns, FROM_X or FROM_FRAME (im2col_chunk sets its own). */
+static void column_rows(const Columns *cs, const uint8_t *img, int64_t g, const uint8_t **rows) {
+    int64_t per_group = cs->k / cs->taps;
+    for (int64_t r = 0; r < cs->k; r++) {
+        int64_t c = g * per_group + r / cs->taps, t = r % cs->taps;
+        if (cs->source == FROM_X)
+            rows[r] = img + c * cs->plane;
+        else
+            rows[r] = cs->frame + c * cs->frame_h * cs->frame_w +
+                      (t / cs->kw) * cs->dims[8] * cs->frame_w + (t % cs->kw) * cs->dims[9];
+    }
+}
+
+/* im2col of group g's columns for positions [p0, p0 + n) into the chunk buffer. */
+static void im2col_chunk(const Columns *cs, const uint8_t *img, int64_t g, uint8_t pad,
+                         int64_t p0, int64_t n, const uint8_t **rows) {
+    int64_t per_group = cs->k / cs->taps;
+    for (int64_t r = 0; r < cs->k; r++) {
+        int64_t c = g * per_group + r / cs->taps, t = r % cs->taps;
+        tap_range(img + c * cs->plane, cs->dims, t / cs->kw, t % cs->kw, pad, p0, p0 + n,
+                  cs->cols + r * n);
+        rows[r] = cs->cols + r * n - p0;         /* read at offset p0 */
+    }
+}
+
+/* Frame-width results [rows][n] (element size `size`) of positions [p0, p0 + n) into out
+ * [rows][out_h * out_w], the columns past out_w dropped. */
+static void drop_frame_columns(const Columns *cs, const uint8_t *tmp, int64_t rows, int64_t p0,
+                               int64_t n, int64_t size, uint8_t *out, int64_t out_positions) {
+    for (int64_t m = 0; m < rows; m++) {
+        const uint8_t *src = tmp + m * n * size;
+        uint8_t *dst = out + m * out_positions * size;
+        int64_t p = p0;
+        while (p < p0 + n) {
+            int64_t oh = p / cs->frame_w, ow = p % cs->frame_w;
+            int64_t run = cs->frame_w - ow < p0 + n - p ? cs->frame_w - ow : p0 + n - p;
+            int64_t valid = ow < cs->out_w ? (cs->out_w - ow < run ? cs->out_w - ow : run) : 0;
+            copy_bytes(dst + (oh * cs->out_w + ow) * size, src + (p - p0) * size, valid * size);
+            p += run;
+        }
+    }
+}
+
+/* A convolution's int32 sums (rq NULL) or 8-bit outputs of `images` 8-bit images x
+ * [groups * k / (kh * kw), in_h, in_w] (C-contiguous; signed: int8, zero point zx), into
+ * out [images][groups * mg][out_h * out_w]. dims: in_h, in_w, out_h, out_w, kh, kw, sh, sw,
+ * dh, dw, pt, pl (a 1-D window as the rows of a 1-high image), or NULL for a pointwise conv
+ * whose columns are x's own rows ([k] rows of `positions`, per group).
  * Returns as er_cpu_qgemm_packed does. */
-EXPORT int er_cpu_qgemm_grouped(const uint8_t *a_packed, const int32_t *rowsum, int64_t mg,
-                                int64_t k, int a_signed, const int32_t *za, int64_t za_count,
-                                int64_t groups, int64_t images, const uint8_t *cols, int64_t ldb,
-                                int64_t image_stride, int b_signed, int32_t zb, int64_t n,
-                                int32_t *out) {
-    int8_t *packed = malloc((size_t)er_cpu_qgemm_packed_size(k, n) + 1);
-    int32_t *colsum = malloc((size_t)(n ? n : 1) * sizeof(int32_t));
-    int status = packed && colsum ? 0 : -1;
+EXPORT int er_cpu_qconv(const ConvWeights *w, const uint8_t *x, int64_t images,
+                        const int64_t *dims, int64_t positions, int x_signed, int32_t zx,
+                        const Requant *rq, void *out) {
+    int64_t k = w->k, mg = w->mg, groups = w->groups, size = rq ? 1 : 4;
+    Columns cs = {FROM_X, k, dims ? dims[4] * dims[5] : 1, dims ? dims[5] : 1,
+                  dims ? dims[0] * dims[1] : positions, positions, 0, 0, 0, dims, NULL, NULL};
+    if (dims && dims[6] == 1 && dims[7] == 1) {
+        cs.source = FROM_FRAME;
+        cs.out_w = dims[3];
+        cs.frame_w = dims[3] + (dims[5] - 1) * dims[9];
+        cs.frame_h = dims[2] + (dims[4] - 1) * dims[8];
+        cs.positions = (dims[2] - 1) * cs.frame_w + dims[3];
+    } else if (dims) {
+        cs.source = FROM_IM2COL;
+    }
+    int64_t channels = groups * k / cs.taps;
+    int64_t chunk = CHUNK_BYTES / (k > 0 ? k : 1) / 32 * 32;
+    if (chunk < 32) chunk = 32;
+    if (chunk > cs.positions) chunk = cs.positions;
+    int64_t frame_bytes = channels * cs.frame_h * cs.frame_w;
+    if (cs.source == FROM_FRAME)
+        cs.frame = malloc((size_t)(frame_bytes + 64));
+    if (cs.source == FROM_IM2COL)
+        cs.cols = malloc((size_t)(k * chunk + 1));
+    uint8_t *tmp = cs.source == FROM_FRAME ? malloc((size_t)(mg * chunk * size + 1)) : NULL;
+    const uint8_t **rows = malloc((size_t)(k ? k : 1) * sizeof(*rows));
+    int8_t *packed = malloc((size_t)er_cpu_qgemm_packed_size(k, chunk) + 1);
+    int32_t *colsum = malloc((size_t)(chunk ? chunk : 1) * sizeof(int32_t));
+    int status = packed && colsum && rows && (cs.frame || cs.source != FROM_FRAME) &&
+                 (tmp || cs.source != FROM_FRAME) && (cs.cols || cs.source != FROM_IM2COL) ? 0 : -1;
     int64_t width = (k + 3) / 4 * 4;
     for (int64_t image = 0; image < images && !status; image++) {
+        const uint8_t *img = x + image * channels * cs.plane;
+        if (cs.source == FROM_FRAME) fill_frame(&cs, img, channels, (uint8_t)zx);
         for (int64_t g = 0; g < groups && !status; g++) {
-            er_cpu_qgemm_pack_b(cols + image * image_stride + g * k * ldb, ldb, k, n, b_signed,
-                                packed, colsum);
             int64_t first = g * mg;
-            status = er_cpu_qgemm_packed(a_packed + first * width, rowsum + first, mg, k, a_signed,
-                                         za_count > 1 ? za + first : za, za_count > 1 ? mg : za_count,
-                                         packed, colsum, n, b_signed, &zb, 1, 1.0f, NULL, 0, NULL,
-                                         out + (image * groups + g) * mg * n, n);
+            const uint8_t *a = w->packed + first * width;
+            const int32_t *za = w->za_count > 1 ? w->za + first : w->za;
+            int64_t za_n = w->za_count > 1 ? mg : w->za_count;
+            Requant requant;
+            if (rq) {
+                requant = (Requant){rq->bias ? rq->bias + first : NULL, rq->mult + first, rq->zy,
+                                    rq->lo, rq->hi};
+            }
+            uint8_t *dst_group = (uint8_t *)out + (image * groups * mg + first) * positions * size;
+            if (cs.source != FROM_IM2COL) column_rows(&cs, img, g, rows);
+            for (int64_t p0 = 0; p0 < cs.positions && !status; p0 += chunk) {
+                int64_t n = cs.positions - p0 < chunk ? cs.positions - p0 : chunk;
+                if (cs.source == FROM_IM2COL) im2col_chunk(&cs, img, g, (uint8_t)zx, p0, n, rows);
+                er_cpu_qgemm_pack_b_rows(rows, p0, k, n, x_signed, packed, colsum);
+                uint8_t *dst = cs.source == FROM_FRAME ? tmp : dst_group + p0 * size;
+                int64_t ldc = cs.source == FROM_FRAME ? n : positions;
+                int32_t zb = zx;
+                status = rq ? er_cpu_qgemm_packed_requant(a, w->rowsum + first, mg, k,
+                                                          (int)w->a_signed, za, za_n, packed,
+                                                          colsum, n, x_signed, &zb, 1, &requant,
+                                                          dst, ldc)
+                            : er_cpu_qgemm_packed(a, w->rowsum + first, mg, k, (int)w->a_signed,
+                                                  za, za_n, packed, colsum, n, x_signed, &zb, 1,
+                                                  1.0f, NULL, 0, NULL, dst, ldc);
+                if (!status && cs.source == FROM_FRAME)
+                    drop_frame_columns(&cs, tmp, mg, p0, n, size, dst_group, positions);
+            }
         }
     }
-    free(packed); free(colsum);
+    free(cs.frame); free(cs.cols); free(tmp); free(rows); free(packed); free(colsum);
     return status;
 }

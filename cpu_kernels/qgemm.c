@@ -22,6 +22,7 @@
 #include <string.h>
 #include <immintrin.h>
 #include "isa.h"
+#include "qgemm.h"
 
 #define NR 32          /* columns per panel */
 #define MR 8           /* rows per block */
@@ -30,16 +31,19 @@ EXPORT int64_t er_cpu_qgemm_packed_size(int64_t k, int64_t n) {
     return ((n + NR - 1) / NR) * ((k + 3) / 4) * NR * 4;
 }
 
+/* B is read through a pointer per row (rows[r] + offset is row r's first column): a matrix
+ * with a row stride, or a convolution's taps, each a shifted view of a padded image. */
+
 /* One group of 4 rows of K by NR columns of B, byte by byte (a CPU without AVX2): padding
  * is 0 in B', and adds nothing. */
-static void pack_group_plain(const uint8_t *b, int64_t ldb, int64_t k, int64_t n, uint8_t flip,
-                             int64_t g, int64_t p, int8_t *dst, int32_t *colsum) {
+static void pack_group_plain(const uint8_t *const *rows, int64_t offset, int64_t k, int64_t n,
+                             uint8_t flip, int64_t g, int64_t p, int8_t *dst, int32_t *colsum) {
     for (int c = 0; c < NR; c++) {
         for (int t = 0; t < 4; t++) {
             int64_t row = 4 * g + t, col = p + c;
             int8_t v = 0;
             if (row < k && col < n) {
-                v = (int8_t)(b[row * ldb + col] ^ flip);
+                v = (int8_t)(rows[row][offset + col] ^ flip);
                 colsum[col] += v;
             }
             dst[c * 4 + t] = v;
@@ -47,17 +51,17 @@ static void pack_group_plain(const uint8_t *b, int64_t ldb, int64_t k, int64_t n
     }
 }
 
-/* One group of `rows` (1 to 4) rows of K by NR = 32 columns of B: the rows' bytes
- * interleaved column by column (a 4 x 32 byte transpose by unpacks; rows past `rows` are 0
- * in B'), and each column's 4 bytes summed into sums (four registers of 8 columns) by
+/* One group of `count` (1 to 4) rows of K by NR = 32 columns of B: the rows' bytes
+ * interleaved column by column (a 4 x 32 byte transpose by unpacks; rows past `count` are
+ * 0 in B'), and each column's 4 bytes summed into sums (four registers of 8 columns) by
  * multiply-adds with ones. */
 TARGET_AVX2 __attribute__((always_inline))
-static inline void pack_group_avx2(const uint8_t *src, int64_t ldb, int rows, __m256i flip,
+static inline void pack_group_avx2(const uint8_t *const src[4], int count, __m256i flip,
                                    int8_t *dst, __m256i sums[4]) {
     __m256i r[4];
     for (int t = 0; t < 4; t++)
-        r[t] = t < rows ? _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(src + t * ldb)), flip)
-                        : _mm256_setzero_si256();
+        r[t] = t < count ? _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)src[t]), flip)
+                         : _mm256_setzero_si256();
     __m256i lo01 = _mm256_unpacklo_epi8(r[0], r[1]), hi01 = _mm256_unpackhi_epi8(r[0], r[1]);
     __m256i lo23 = _mm256_unpacklo_epi8(r[2], r[3]), hi23 = _mm256_unpackhi_epi8(r[2], r[3]);
     /* 128-bit lane 0 holds columns 0-15, lane 1 columns 16-31, 4 columns a quarter */
@@ -74,28 +78,32 @@ static inline void pack_group_avx2(const uint8_t *src, int64_t ldb, int rows, __
 
 /* A panel of NR columns starting at column p (all of them inside B) over every group of K. */
 TARGET_AVX2 __attribute__((always_inline))
-static inline void pack_panel_avx2(const uint8_t *b, int64_t ldb, int64_t k, int64_t p,
-                                   __m256i flip, int8_t *panel, int32_t *colsum) {
+static inline void pack_panel_avx2(const uint8_t *const *rows, int64_t offset, int64_t k,
+                                   int64_t p, __m256i flip, int8_t *panel, int32_t *colsum) {
     __m256i sums[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(),
                        _mm256_setzero_si256(), _mm256_setzero_si256()};
-    for (int64_t row = 0; row < k; row += 4)
-        pack_group_avx2(b + row * ldb + p, ldb, k - row < 4 ? (int)(k - row) : 4, flip,
-                        panel + row * NR, sums);
+    for (int64_t row = 0; row < k; row += 4) {
+        int count = k - row < 4 ? (int)(k - row) : 4;
+        const uint8_t *src[4];
+        for (int t = 0; t < 4; t++) src[t] = t < count ? rows[row + t] + offset + p : NULL;
+        pack_group_avx2(src, count, flip, panel + row * NR, sums);
+    }
     for (int q = 0; q < 4; q++) _mm256_storeu_si256((__m256i *)(colsum + 8 * q), sums[q]);
 }
 
 TARGET_AVX2
-static void pack_b_avx2(const uint8_t *b, int64_t ldb, int64_t k, int64_t n, uint8_t flip,
-                        int8_t *packed, int32_t *colsum) {
+static void pack_b_avx2(const uint8_t *const *rows, int64_t offset, int64_t k, int64_t n,
+                        uint8_t flip, int8_t *packed, int32_t *colsum) {
     int64_t k4 = (k + 3) / 4;
     __m256i flips = _mm256_set1_epi8((char)flip);
     int64_t whole = n / NR * NR;
     for (int64_t p = 0; p < whole; p += NR)
-        pack_panel_avx2(b, ldb, k, p, flips, packed + (p / NR) * k4 * NR * 4, colsum + p);
+        pack_panel_avx2(rows, offset, k, p, flips, packed + (p / NR) * k4 * NR * 4, colsum + p);
     if (whole == n) return;
     /* the last columns, through 4 rows at a time of a zero-padded copy (flip ^ flip = 0) */
     int cols = (int)(n - whole);
-    uint8_t rows[4][NR];
+    uint8_t copy[4][NR];
+    const uint8_t *src[4] = {copy[0], copy[1], copy[2], copy[3]};
     int32_t sums[NR];
     __m256i acc[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(),
                       _mm256_setzero_si256(), _mm256_setzero_si256()};
@@ -103,31 +111,44 @@ static void pack_b_avx2(const uint8_t *b, int64_t ldb, int64_t k, int64_t n, uin
     for (int64_t row = 0; row < k; row += 4) {
         int count = k - row < 4 ? (int)(k - row) : 4;
         for (int t = 0; t < count; t++) {
-            memset(rows[t], flip, NR);
-            memcpy(rows[t], b + (row + t) * ldb + whole, (size_t)cols);
+            memset(copy[t], flip, NR);
+            memcpy(copy[t], rows[row + t] + offset + whole, (size_t)cols);
         }
-        pack_group_avx2(&rows[0][0], NR, count, flips, panel + row * NR, acc);
+        pack_group_avx2(src, count, flips, panel + row * NR, acc);
     }
     for (int q = 0; q < 4; q++) _mm256_storeu_si256((__m256i *)(sums + 8 * q), acc[q]);
     memcpy(colsum + whole, sums, (size_t)cols * sizeof(int32_t));
 }
 
-static void pack_b_plain(const uint8_t *b, int64_t ldb, int64_t k, int64_t n, uint8_t flip,
-                         int8_t *packed, int32_t *colsum) {
+static void pack_b_plain(const uint8_t *const *rows, int64_t offset, int64_t k, int64_t n,
+                         uint8_t flip, int8_t *packed, int32_t *colsum) {
     int64_t k4 = (k + 3) / 4;
     for (int64_t p = 0; p < n; p += NR)
         for (int64_t g = 0; g < k4; g++)
-            pack_group_plain(b, ldb, k, n, flip, g, p, packed + ((p / NR) * k4 + g) * NR * 4, colsum);
+            pack_group_plain(rows, offset, k, n, flip, g, p,
+                             packed + ((p / NR) * k4 + g) * NR * 4, colsum);
 }
 
-/* Packs B [k, n] (row stride ldb elements) and sums its columns (of B'). Weights are packed
- * once, but a convolution's columns are packed at every call, hence the vector path. */
-EXPORT void er_cpu_qgemm_pack_b(const uint8_t *b, int64_t ldb, int64_t k, int64_t n, int b_signed,
-                                int8_t *packed, int32_t *colsum) {
+/* Packs columns [offset, offset + n) of the k rows of B (row r at rows[r]) and sums the
+ * columns (of B'). A convolution's columns are packed at every call, hence the vector path. */
+EXPORT void er_cpu_qgemm_pack_b_rows(const uint8_t *const *rows, int64_t offset, int64_t k,
+                                     int64_t n, int b_signed, int8_t *packed, int32_t *colsum) {
     uint8_t flip = b_signed ? 0 : 0x80;
     memset(colsum, 0, (size_t)n * sizeof(int32_t));
-    if (cpu_isa() != ISA_NONE) pack_b_avx2(b, ldb, k, n, flip, packed, colsum);
-    else pack_b_plain(b, ldb, k, n, flip, packed, colsum);
+    if (cpu_isa() != ISA_NONE) pack_b_avx2(rows, offset, k, n, flip, packed, colsum);
+    else pack_b_plain(rows, offset, k, n, flip, packed, colsum);
+}
+
+/* Packs B [k, n] (row stride ldb elements) and sums its columns (of B'). Returns 0, or -1
+ * when the row pointers could not be had. */
+EXPORT int er_cpu_qgemm_pack_b(const uint8_t *b, int64_t ldb, int64_t k, int64_t n, int b_signed,
+                               int8_t *packed, int32_t *colsum) {
+    const uint8_t **rows = malloc((size_t)(k ? k : 1) * sizeof(*rows));
+    if (!rows) return -1;
+    for (int64_t r = 0; r < k; r++) rows[r] = b + r * ldb;
+    er_cpu_qgemm_pack_b_rows(rows, 0, k, n, b_signed, packed, colsum);
+    free(rows);
+    return 0;
 }
 
 /* A' rows padded to k4*4 bytes (and to a whole block of MR rows), with their sums. */
@@ -163,14 +184,27 @@ typedef struct {
     const int32_t *rowsum;
     const float *scale;     /* per column, or NULL: int32 output */
     const float *bias;      /* per column, or NULL */
+    const Requant *rq;      /* 8-bit output (QLinearConv), or NULL */
     void *out;
 } Epilogue;
+
+/* An 8-bit result per row (an output channel of a convolution):
+ * y = clamp(rint(double(int32 sum + bias[i]) * mult[i]) + zy, lo, hi). */
+static inline uint8_t requantize_one(const Requant *rq, int64_t i, int32_t v) {
+    int32_t sum = (int32_t)((uint32_t)v + (uint32_t)(rq->bias ? rq->bias[i] : 0));
+    double y = (double)sum * rq->mult[i];
+    double low = (double)(rq->lo - rq->zy), high = (double)(rq->hi - rq->zy);
+    y = y < low ? low : (y > high ? high : y);
+    return (uint8_t)((int32_t)__builtin_rint(y) + rq->zy);
+}
 
 /* One output value from its raw sum (the AVX2 path's epilogue). */
 static inline void store_one(const Epilogue *e, int64_t i, int64_t j, int32_t raw) {
     uint32_t v = (uint32_t)raw - (uint32_t)e->za[i] * (uint32_t)e->colfix[j]
                  - (uint32_t)e->rowsum[i] * (uint32_t)e->zb[j];
-    if (e->scale) {
+    if (e->rq) {
+        ((uint8_t *)e->out)[i * e->ldc + j] = requantize_one(e->rq, i, (int32_t)v);
+    } else if (e->scale) {
         float y = (float)(int32_t)v * e->scale[j];
         if (e->bias) y += e->bias[j];
         ((float *)e->out)[i * e->ldc + j] = y;
@@ -212,6 +246,24 @@ static void block_avx2(const uint8_t *a, int64_t width, int64_t i0, int mr, cons
     }
 }
 
+/* requantize_one of 16 sums, stored as bytes under mask. */
+TARGET_AVX512 __attribute__((always_inline))
+static inline void requantize_16(const Requant *rq, int64_t i, __m512i v, uint8_t *dst,
+                                 __mmask16 mask) {
+    v = _mm512_add_epi32(v, _mm512_set1_epi32(rq->bias ? rq->bias[i] : 0));
+    __m512d mult = _mm512_set1_pd(rq->mult[i]);
+    __m512d low = _mm512_set1_pd((double)(rq->lo - rq->zy));
+    __m512d high = _mm512_set1_pd((double)(rq->hi - rq->zy));
+    __m512d y0 = _mm512_mul_pd(_mm512_cvtepi32_pd(_mm512_castsi512_si256(v)), mult);
+    __m512d y1 = _mm512_mul_pd(_mm512_cvtepi32_pd(_mm512_extracti64x4_epi64(v, 1)), mult);
+    y0 = _mm512_min_pd(_mm512_max_pd(y0, low), high);
+    y1 = _mm512_min_pd(_mm512_max_pd(y1, low), high);
+    __m512i q = _mm512_inserti64x4(_mm512_castsi256_si512(_mm512_cvtpd_epi32(y0)),
+                                   _mm512_cvtpd_epi32(y1), 1);
+    q = _mm512_add_epi32(q, _mm512_set1_epi32(rq->zy));
+    _mm512_mask_cvtepi32_storeu_epi8(dst, mask, q);
+}
+
 /* ---- AVX-512 VNNI: VPDPBUSD, MR rows x 32 columns of int32 sums in 16 registers -------- */
 TARGET_AVX512 __attribute__((always_inline))
 static inline void block_vnni_rows(const uint8_t *a, int64_t width, int64_t i0, const int rows,
@@ -244,7 +296,9 @@ static inline void block_vnni_rows(const uint8_t *a, int64_t width, int64_t i0, 
             int64_t i = i0 + r;
             __m512i v = _mm512_sub_epi32(acc[r][h], _mm512_mullo_epi32(_mm512_set1_epi32(e->za[i]), colfix));
             v = _mm512_sub_epi32(v, _mm512_mullo_epi32(_mm512_set1_epi32(e->rowsum[i]), zb));
-            if (e->scale) {
+            if (e->rq) {
+                requantize_16(e->rq, i, v, (uint8_t *)e->out + i * e->ldc + j0 + first, mask);
+            } else if (e->scale) {
                 __m512 y = _mm512_mul_ps(_mm512_cvtepi32_ps(v), scale);
                 if (e->bias) y = _mm512_add_ps(y, bias);
                 _mm512_mask_storeu_ps((float *)e->out + i * e->ldc + j0 + first, mask, y);
@@ -277,12 +331,12 @@ typedef void (*BlockFn)(const uint8_t *, int64_t, int64_t, int, const int8_t *, 
  * int32 when b_scale is NULL, else as float32 times a_scale * b_scale (b_scale: n values, or
  * 1; the product formed in float32) plus bias (n values, or NULL).
  * Returns 0; -1 when scratch memory could not be had, -2 on a CPU with neither path. */
-EXPORT int er_cpu_qgemm_packed(const uint8_t *a_packed, const int32_t *rowsum, int64_t m, int64_t k,
-                               int a_signed, const int32_t *za, int64_t za_count,
-                               const int8_t *packed, const int32_t *colsum, int64_t n, int b_signed,
-                               const int32_t *zb, int64_t zb_count,
-                               float a_scale, const float *b_scale, int64_t b_scale_count,
-                               const float *bias, void *out, int64_t ldc) {
+static int qgemm_packed(const uint8_t *a_packed, const int32_t *rowsum, int64_t m, int64_t k,
+                        int a_signed, const int32_t *za, int64_t za_count,
+                        const int8_t *packed, const int32_t *colsum, int64_t n, int b_signed,
+                        const int32_t *zb, int64_t zb_count,
+                        float a_scale, const float *b_scale, int64_t b_scale_count,
+                        const float *bias, const Requant *rq, void *out, int64_t ldc) {
     int64_t width = (k + 3) / 4 * 4;
     int32_t *za_full = malloc((size_t)(m ? m : 1) * sizeof(int32_t));
     int32_t *zb_full = malloc((size_t)(n ? n : 1) * sizeof(int32_t));
@@ -301,7 +355,7 @@ EXPORT int er_cpu_qgemm_packed(const uint8_t *a_packed, const int32_t *rowsum, i
         zb_full[j] = (zb ? zb[zb_count > 1 ? j : 0] : 0) - (b_signed ? 0 : 128);
         colfix[j] = (int32_t)((uint32_t)colsum[j] - (uint32_t)k * (uint32_t)zb_full[j]);
     }
-    Epilogue e = {n, ldc, za_full, zb_full, colfix, rowsum, scale, bias, out};
+    Epilogue e = {n, ldc, za_full, zb_full, colfix, rowsum, scale, bias, rq, out};
     int path = cpu_isa();
     if (path == ISA_NONE) { status = -2; goto done; }
     BlockFn block = path == ISA_AVX512 ? block_vnni : block_avx2;
@@ -314,6 +368,28 @@ EXPORT int er_cpu_qgemm_packed(const uint8_t *a_packed, const int32_t *rowsum, i
 done:
     free(za_full); free(zb_full); free(colfix); free(scale);
     return status;
+}
+
+EXPORT int er_cpu_qgemm_packed(const uint8_t *a_packed, const int32_t *rowsum, int64_t m, int64_t k,
+                               int a_signed, const int32_t *za, int64_t za_count,
+                               const int8_t *packed, const int32_t *colsum, int64_t n, int b_signed,
+                               const int32_t *zb, int64_t zb_count,
+                               float a_scale, const float *b_scale, int64_t b_scale_count,
+                               const float *bias, void *out, int64_t ldc) {
+    return qgemm_packed(a_packed, rowsum, m, k, a_signed, za, za_count, packed, colsum, n, b_signed,
+                        zb, zb_count, a_scale, b_scale, b_scale_count, bias, NULL, out, ldc);
+}
+
+/* er_cpu_qgemm_packed's int32 product requantized to 8 bits per row of A (rq, its rows
+ * from the first of A's), into bytes out [m, n] (row stride ldc). */
+EXPORT int er_cpu_qgemm_packed_requant(const uint8_t *a_packed, const int32_t *rowsum, int64_t m,
+                                       int64_t k, int a_signed, const int32_t *za,
+                                       int64_t za_count, const int8_t *packed,
+                                       const int32_t *colsum, int64_t n, int b_signed,
+                                       const int32_t *zb, int64_t zb_count, const Requant *rq,
+                                       uint8_t *out, int64_t ldc) {
+    return qgemm_packed(a_packed, rowsum, m, k, a_signed, za, za_count, packed, colsum, n, b_signed,
+                        zb, zb_count, 1.0f, NULL, 0, NULL, rq, out, ldc);
 }
 
 /* er_cpu_qgemm_packed of A [m, k] (row stride lda), packed here. */

@@ -16,6 +16,13 @@ main graph and on every subgraph (If/Loop/Scan bodies), in the order of PASSES:
 | 4     | fuse_qdq_matmul           | extended | MatMul of DequantizeLinear(8-bit) and constant | DequantizeLinear         |
 |       |                           |          | DequantizeLinear(8-bit weights) -> com.micro-  |                          |
 |       |                           |          | soft MatMulIntegerToFloat (before folding)     |                          |
+| 4b    | fuse_qdq_conv             | extended | QuantizeLinear(Conv of DequantizeLinear(8-bit) | DequantizeLinear         |
+|       |                           |          | and constant DequantizeLinear(8-bit weights))  |                          |
+|       |                           |          | -> QLinearConv (before folding)                |                          |
+| 4c    | fuse_quantized_table      | extended | DequantizeLinear(8-bit) -> elementwise chain   | DequantizeLinear         |
+|       |                           |          | -> QuantizeLinear -> com.edgerun LookupTable   |                          |
+|       |                           |          | of the 256 codes (where the session's pro-     |                          |
+|       |                           |          | viders run it: the CPU's)                      |                          |
 | 5     | constant_folding          | basic    | nodes of constants evaluated now               | any node                 |
 | 6     | fold_shapes               | basic    | static Shape-derived values -> constants       | (main graph only)        |
 | 6b    | hoist_loop_invariants     | basic    | Loop/Scan body nodes that read nothing of the  | Loop, Scan               |
@@ -101,9 +108,11 @@ from .fuse_layer_norm import fuse_layer_norm
 from .fuse_matmul_add import fuse_matmul_add
 from .fuse_dynamic_quantize_matmul import fuse_dynamic_quantize_matmul
 from .fuse_quantize_dequantize_epilogue import fuse_quantize_dequantize_epilogue
+from .fuse_qdq_conv import fuse_qdq_conv
 from .fuse_qdq_matmul import fuse_qdq_matmul
 from .fuse_matmul_integer_to_float import fuse_matmul_integer_to_float
 from .fuse_quantize_dequantize import fuse_quantize_dequantize
+from .fuse_quantized_table import fuse_quantized_table
 from .graph_edit import GraphView, PassContext, subgraphs
 from .hoist_loop_invariants import hoist_loop_invariants
 
@@ -118,6 +127,8 @@ PASSES = [
     (eliminate_identity, BASIC, {"Identity", "Dropout"}),
     (infer_types, BASIC, MAIN_GRAPH),
     (fuse_qdq_matmul, EXTENDED, {"DequantizeLinear"}),
+    (fuse_qdq_conv, EXTENDED, {"DequantizeLinear"}),
+    (fuse_quantized_table, EXTENDED, {"DequantizeLinear"}),
     (constant_folding, BASIC, None),
     (fold_shapes, BASIC, MAIN_GRAPH),
     (hoist_loop_invariants, BASIC, {"Loop", "Scan"}),

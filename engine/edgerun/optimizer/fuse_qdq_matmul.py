@@ -35,10 +35,10 @@ def fuse_qdq_matmul(view: GraphView, ctx: PassContext) -> int:
             continue
         left = view.produced_by(product.inputs[0], "DequantizeLinear")
         right = view.produced_by(product.inputs[1], "DequantizeLinear")
-        if left is None or right is None or not _per_tensor(view, left) or \
+        if left is None or right is None or not per_tensor_dequantize(view, left) or \
                 not _constant_weights(view, right):
             continue
-        if _eight_bit(view, left.inputs[0]) is None:
+        if eight_bit(view, left.inputs[0]) is None:
             continue
         inputs = without_absent_tail([left.inputs[0], right.inputs[0], left.inputs[1],
                                       right.inputs[1], input_at(left, 2), input_at(right, 2)])
@@ -52,7 +52,7 @@ def fuse_qdq_matmul(view: GraphView, ctx: PassContext) -> int:
     return count
 
 
-def _eight_bit(view: GraphView, name: str):
+def eight_bit(view: GraphView, name: str):
     """UINT8 or INT8 when `name` is known to hold 8-bit integers (a constant, a declared or
     inferred type, or a QuantizeLinear with a zero point), else None."""
     code = None
@@ -67,16 +67,16 @@ def _eight_bit(view: GraphView, name: str):
     return code if code in (UINT8, INT8) else None
 
 
-def _plain(node: ir.Node) -> bool:
+def plain_dequantize(node: ir.Node) -> bool:
     """A DequantizeLinear without block quantization, to float32 (no output_dtype)."""
     return not node.attr("block_size", 0) and node.attr("output_dtype", 0) in (0, FLOAT)
 
 
-def _per_tensor(view: GraphView, dq: ir.Node) -> bool:
+def per_tensor_dequantize(view: GraphView, dq: ir.Node) -> bool:
     """One float32 scale and zero point (constants): A's dequantization."""
     scale = view.constant(input_at(dq, 1))
     zero = view.constant(input_at(dq, 2)) if input_at(dq, 2) else None
-    return _plain(dq) and scale is not None and element_type(scale) == FLOAT and \
+    return plain_dequantize(dq) and scale is not None and element_type(scale) == FLOAT and \
         scale.size == 1 and (not input_at(dq, 2) or (zero is not None and zero.size == 1))
 
 
@@ -86,7 +86,7 @@ def _constant_weights(view: GraphView, dq: ir.Node) -> bool:
     weights = view.constant(input_at(dq, 0))
     scale = view.constant(input_at(dq, 1))
     if weights is None or weights.ndim != 2 or element_type(weights) not in (UINT8, INT8) or \
-            scale is None or element_type(scale) != FLOAT or not _plain(dq):
+            scale is None or element_type(scale) != FLOAT or not plain_dequantize(dq):
         return False
     columns = weights.shape[1]
     per_column = scale.ndim == 1 and scale.size == columns and dq.attr("axis", 1) in (1, -1)

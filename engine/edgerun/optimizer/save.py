@@ -20,6 +20,8 @@ is rewritten first (`portable_model`), one table entry per operator:
 | QuantizeDequantize   | QuantizeLinear and DequantizeLinear                              |
 | ElementwiseProgram   | its instructions' nodes: Add, Sub, Mul, Div (scalars as          |
 |                      | initializers), QuantizeLinear and DequantizeLinear               |
+| LookupTable          | Cast to int32 and Gather from the table (an int8 code's negative |
+|                      | index reads the table's upper half, as its byte does)            |
 
 Models of IR version < 4 must list every initializer as a graph input: initializers the
 passes created are added to the inputs.
@@ -34,7 +36,7 @@ from .fuse_elementwise_program import ARITHMETIC, QUANTIZE_DEQUANTIZE
 from .graph_edit import EDGERUN_DOMAIN, attr_float, attr_int, attr_ints, attr_text, subgraphs
 
 MICROSOFT = "com.microsoft"
-FLOAT, UINT8, INT8 = 1, 2, 3
+FLOAT, UINT8, INT8, INT32 = 1, 2, 3, 6
 
 
 def save_optimized(model: ir.Model, path: str) -> None:
@@ -237,6 +239,15 @@ def _elementwise_program(node, graph, state):
     return nodes
 
 
+def _lookup_table(node, graph, state):
+    name = node.name or "lookup_table"
+    index = _fresh(graph, state, f"{name}_index")
+    return [ir.Node(op_type="Cast", inputs=[node.inputs[0]], outputs=[index],
+                    attributes={"to": attr_int("to", INT32)}, name=_fresh(graph, state, name)),
+            ir.Node(op_type="Gather", inputs=[node.inputs[1], index], outputs=list(node.outputs),
+                    attributes={"axis": attr_int("axis", 0)}, name=_fresh(graph, state, name))]
+
+
 def _f32_scalar(name: str, value: float) -> ir.Tensor:
     import struct
 
@@ -262,4 +273,5 @@ REWRITES = {
     "Attention": _attention,
     "QuantizeDequantize": _quantize_dequantize,
     "ElementwiseProgram": _elementwise_program,
+    "LookupTable": _lookup_table,
 }

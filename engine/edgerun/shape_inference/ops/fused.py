@@ -35,3 +35,9 @@ def attention_4d(ctx):
 def quantize_dequantize(ctx):
     """x's shape, in the scale's (float) type."""
     return [same_as_input(ctx, 0, elem_type=ctx.elem(1) or None)]
+
+
+@infer("LookupTable", domain=DOMAIN)
+def lookup_table(ctx):
+    """x's shape, in the table's type."""
+    return [same_as_input(ctx, 0, elem_type=ctx.elem(1) or None)]

@@ -81,6 +81,16 @@ def dequantize(x: np.ndarray, zero_point: int, scale) -> np.ndarray:
     return out
 
 
+def lookup_table(x: np.ndarray, table: np.ndarray) -> np.ndarray:
+    """table[x's bytes] of 8-bit x by a 256-entry 8-bit table (com.edgerun LookupTable)."""
+    x = _contiguous(x, x.dtype)
+    table = np.ascontiguousarray(table)
+    out = np.empty(x.shape, table.dtype)
+    if x.size:
+        library().er_cpu_lookup_table(address(x), x.size, address(table), address(out))
+    return out
+
+
 def softmax_rows(x: np.ndarray) -> np.ndarray:
     """Softmax of float32 x along its last axis (cpu_kernels/softmax.c: within ~1e-6 of
     numpy's path, its exp a polynomial)."""

@@ -55,20 +55,19 @@ SIGNATURES = {
     "er_cpu_channel_affine": (None, [_P, _P, _I64, _I64, _P, _P, _I64, _INT, _P]),
     "er_cpu_bias_activation": (None, [_P, _I64, _I64, _P, _I64, _INT, _P]),
     "er_cpu_qgemm_packed_size": (_I64, [_I64, _I64]),
-    "er_cpu_qgemm_pack_b": (None, [_P, _I64, _I64, _I64, _INT, _P, _P]),
+    "er_cpu_qgemm_pack_b": (_INT, [_P, _I64, _I64, _I64, _INT, _P, _P]),
     "er_cpu_qgemm": (_INT, [_P, _I64, _I64, _I64, _INT, _P, _I64, _P, _P, _I64, _INT, _P, _I64,
                             ctypes.c_float, _P, _I64, _P, _P, _I64]),
     "er_cpu_qgemm_pack_a": (None, [_P, _I64, _I64, _I64, _INT, _P, _P]),
     "er_cpu_qgemm_packed_a_size": (_I64, [_I64, _I64]),
-    "er_cpu_im2col_u8": (None, [_P, _I64, _I64, _P, ctypes.c_uint8, _P]),
-    "er_cpu_qgemm_grouped": (_INT, [_P, _P, _I64, _I64, _INT, _P, _I64, _I64, _I64, _P, _I64,
-                                    _I64, _INT, ctypes.c_int32, _I64, _P]),
+    "er_cpu_qconv": (_INT, [_P, _P, _I64, _P, _I64, _INT, ctypes.c_int32, _P, _P]),
     "er_cpu_qgemm_packed": (_INT, [_P, _P, _I64, _I64, _INT, _P, _I64, _P, _P, _I64, _INT, _P,
                                    _I64, ctypes.c_float, _P, _I64, _P, _P, _I64]),
     "er_cpu_qgemm_bound": (_INT, [_P, _P, _I64, _I64, _INT, ctypes.c_int32, ctypes.c_float, _P,
                                   _I64, _P]),
     "er_cpu_qgemm_dynamic": (_INT, [_P, _P, _I64, _P, _I64, _P]),
     "er_cpu_elementwise_program": (None, [_P, _I64, _P, _I64, _P]),
+    "er_cpu_lookup_table": (None, [_P, _I64, _P, _P]),
 }
 
 

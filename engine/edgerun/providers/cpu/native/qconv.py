@@ -1,13 +1,17 @@
 """Integer convolutions (ConvInteger, QLinearConv) on the 8-bit product kernels
 (cpu_kernels/qconv.c, qgemm.c): each group's weight rows [M/group, C/group x kernel], packed
-once (`ConvWeights`), times its columns of x [C/group x kernel, positions], im2col padded with
-x's zero point so that padding adds nothing (`columns`; none for a 1x1 conv with unit strides
-and no padding): what onnxruntime's ConvInteger and QLinearConv do. int32 sums, wrapping as
-ONNX's int32 output does."""
+once (`ConvWeights`), times its columns of x [C/group x kernel, positions], made by im2col
+padded with x's zero point so that padding adds nothing (x's own rows for a 1x1 conv with
+unit strides and no padding), a cache-sized chunk of positions at a time: what
+onnxruntime's ConvInteger and QLinearConv do. int32 sums, wrapping as ONNX's int32 output
+does, or QLinearConv's 8-bit outputs requantized in the product's own epilogue
+(`Requantization`)."""
 from __future__ import annotations
 
+import ctypes
 import functools
 import math
+from typing import Optional
 
 import numpy as np
 
@@ -25,10 +29,18 @@ def applicable(x: np.ndarray, x_zero_point, w: np.ndarray, w_zero_point) -> bool
         zero_points_fit(w_zero_point, w.dtype.char, w.shape[0])
 
 
+class _Weights(ctypes.Structure):
+    """cpu_kernels/qconv.c's ConvWeights."""
+    _fields_ = [("packed", ctypes.c_void_p), ("rowsum", ctypes.c_void_p),
+                ("mg", ctypes.c_int64), ("k", ctypes.c_int64), ("a_signed", ctypes.c_int64),
+                ("za", ctypes.c_void_p), ("za_count", ctypes.c_int64),
+                ("groups", ctypes.c_int64)]
+
+
 class ConvWeights:
     """A convolution's 8-bit weights [M, C/group, *kernel] as rows [M, C/group x kernel]
-    with a zero point per tensor or per output channel, packed once, for `times`."""
-    __slots__ = ("m", "depth", "signed", "packed", "rowsum", "za", "_a")
+    with a zero point per tensor or per output channel, packed once, for `convolve`."""
+    __slots__ = ("m", "depth", "signed", "packed", "rowsum", "za", "_struct", "_address")
 
     def __init__(self, w: np.ndarray, zero_point, groups: int):
         rows = np.ascontiguousarray(w.reshape(w.shape[0], -1))
@@ -40,38 +52,57 @@ class ConvWeights:
         lib.er_cpu_qgemm_pack_a(address(rows), self.depth, self.m, self.depth, self.signed,
                                 address(self.packed), address(self.rowsum))
         self.za = as_int32(zero_point)
-        self._a = (address(self.packed), address(self.rowsum), self.m // groups, self.depth,
-                   self.signed, address(self.za), count(self.za), groups)
+        self._struct = _Weights(address(self.packed), address(self.rowsum), self.m // groups,
+                                self.depth, self.signed, address(self.za), count(self.za),
+                                groups)
+        self._address = ctypes.addressof(self._struct)
 
-    def times(self, cols: np.ndarray, zero_point: int) -> np.ndarray:
-        """The int32 products [N, M, P] of every image's and group's columns, cols [N, C x
-        kernel, P] (8-bit, P's stride 1, C x kernel's uniform), centered on zero_point."""
-        images, _, n = cols.shape
-        out = np.empty((images, self.m, n), np.int32)
-        status = library().er_cpu_qgemm_grouped(
-            *self._a, images, address(cols), cols.strides[1], cols.strides[0],
-            int(cols.dtype.char == "b"), zero_point, n, address(out))
+    def convolve(self, x: np.ndarray, kernel: tuple, strides, pads, dilations, auto_pad,
+                 zero_point: int, requantization: Optional["Requantization"] = None):
+        """The int32 sums [N, M, *out] of the convolution of 8-bit x [N, C, *spatial] (1 or
+        2 spatial axes), centered on zero_point, or with a requantization its 8-bit outputs;
+        None for windows of other ranks."""
+        if x.ndim not in (3, 4):
+            return None
+        out_sizes, dims = _layout(x.shape, tuple(kernel), _tuple(strides), _tuple(pads),
+                                  _tuple(dilations), auto_pad)
+        x = np.ascontiguousarray(x)
+        positions = math.prod(out_sizes)
+        dtype = np.int32 if requantization is None else requantization.dtype
+        out = np.empty((x.shape[0], self.m) + out_sizes, dtype)
+        status = library().er_cpu_qconv(
+            self._address, address(x), x.shape[0], address(dims), positions,
+            int(x.dtype.char == "b"), zero_point,
+            None if requantization is None else requantization.address, address(out))
         if status:
-            raise_status(status, self.m, self.depth, n)
+            raise_status(status, self.m, self.depth, positions)
         return out
 
 
-def columns(x: np.ndarray, kernel: tuple, strides, pads, dilations, auto_pad, pad: int):
-    """(x's columns [N, C x kernel, positions] for ConvWeights.times, the output's spatial
-    sizes): x itself, reshaped, for a 1x1 kernel with unit strides and no padding; 1-D and
-    2-D windows natively; None for other ranks."""
-    n, channels = x.shape[:2]
-    out_sizes, dims = _layout(x.shape, tuple(kernel), _tuple(strides), _tuple(pads),
-                              _tuple(dilations), auto_pad)
-    if dims is None:
-        cols = x.reshape(n, channels, -1)
-        return (cols if cols.strides[-1] == 1 else np.ascontiguousarray(cols)), out_sizes
-    if x.ndim not in (3, 4):
-        return None
-    x = np.ascontiguousarray(x)
-    out = np.empty((n, channels * math.prod(kernel), math.prod(out_sizes)), x.dtype)
-    library().er_cpu_im2col_u8(address(x), n, channels, address(dims), pad & 0xFF, address(out))
-    return out, out_sizes
+class _Requant(ctypes.Structure):
+    """cpu_kernels/qgemm.h's Requant."""
+    _fields_ = [("bias", ctypes.c_void_p), ("mult", ctypes.c_void_p), ("zy", ctypes.c_int32),
+                ("lo", ctypes.c_int32), ("hi", ctypes.c_int32)]
+
+
+class Requantization:
+    """QLinearConv's output step per output channel m, done in the product's epilogue:
+    y = saturate(round_half_even(float64(int32 sum + bias[m]) * multiplier[m]) + y_zero_point),
+    multiplier = x_scale * w_scale[m] / y_scale formed in float32 (what the numpy path
+    computes, so both give the same bytes)."""
+    __slots__ = ("dtype", "bias", "multiplier", "_struct", "address")
+
+    def __init__(self, channels: int, bias, multiplier: np.ndarray, zero_point: int,
+                 dtype) -> None:
+        self.dtype = np.dtype(dtype)
+        self.bias = None if bias is None else \
+            np.ascontiguousarray(np.broadcast_to(np.asarray(bias, np.int32), (channels,)))
+        self.multiplier = np.ascontiguousarray(
+            np.broadcast_to(np.asarray(multiplier, np.float64).reshape(-1), (channels,)))
+        info = np.iinfo(self.dtype)
+        self._struct = _Requant(address(self.bias), address(self.multiplier), zero_point,
+                                info.min, info.max)
+        self.address = ctypes.addressof(self._struct)
 
 
 def _tuple(values):
@@ -80,8 +111,8 @@ def _tuple(values):
 
 @functools.lru_cache(maxsize=256)
 def _layout(x_shape: tuple, kernel: tuple, strides, pads, dilations, auto_pad) -> tuple:
-    """(output spatial sizes, im2col's dims as an int64 array, None where x is its own
-    columns)."""
+    """(output spatial sizes, the window's dims as an int64 array (er_cpu_qconv's), None
+    where x is its own columns)."""
     geometry = window_geometry(x_shape[2:], kernel, strides, dilations, pads, auto_pad)
     out_sizes = tuple(geometry.out_shape)
     if all(k == 1 for k in kernel) and all(s == 1 for s in geometry.strides) and \

@@ -33,8 +33,9 @@ class PackedB:
         self.packed = np.empty(lib.er_cpu_qgemm_packed_size(self.k, self.n), np.int8)
         self.colsum = np.empty(self.n, np.int32)
         packed, colsum = address(self.packed), address(self.colsum)
-        lib.er_cpu_qgemm_pack_b(address(b), b.strides[0], self.k, self.n, int(self.signed),
-                                packed, colsum)
+        if lib.er_cpu_qgemm_pack_b(address(b), b.strides[0], self.k, self.n,
+                                   int(self.signed), packed, colsum):
+            raise MemoryError(f"no memory to pack an 8-bit [{self.k}, {self.n}] matrix")
         self.zb = as_int32(b_zero_point)
         self._pointers = (packed, colsum, self.n, int(self.signed), address(self.zb),
                           count(self.zb))

@@ -49,6 +49,7 @@ INTEGER_RANGES = {
     dtypes.UINT2: (0, 3),
     dtypes.INT2: (-2, 1),
 }
+EIGHT_BIT_CODES = (dtypes.UINT8, dtypes.INT8)
 # Quantized float formats: float8 saturates per `saturate`; float4/float6 have no inf to
 # overflow into, so their conversion always saturates.
 FLOAT_QUANT_CODES = FLOAT8_CODES | {dtypes.FLOAT4E2M1, 27, 28}   # 27, 28: FLOAT6E2M3, FLOAT6E3M2
@@ -250,6 +251,18 @@ def quantize_dequantize(ctx, x, scale, zero_point=None, axis=1, saturate=1, bloc
     q = quantize_linear(ctx, x, scale, zero_point, axis, saturate, block_size, output_dtype,
                         precision)
     return dequantize_linear(ctx, q, scale, zero_point, axis, block_size)
+
+
+@kernel("LookupTable", domain=EDGERUN)
+def lookup_table(ctx, x, table):
+    """table[x] of 8-bit x by a 256-entry table indexed by x's byte (int8 -1 is entry 255,
+    as Gather's negative indices read it): optimizer/fuse_quantized_table.py's chains."""
+    if x.dtype.char not in "Bb" or table.shape != (256,):
+        raise ValueError(f"LookupTable takes 8-bit x and a 256-entry table, got "
+                         f"{x.dtype} x and a table of shape {table.shape}")
+    if native.available() and table.dtype.char in "Bb":
+        return native.lookup_table(x, table)
+    return np.take(table, x.view(np.uint8))
 
 
 def quantize_dequantize_on_grid(x: np.ndarray, params) -> np.ndarray:
@@ -575,13 +588,13 @@ def _conv_exact(x, w, group, strides, pads, dilations, auto_pad):
 
 
 def _native_integer_conv(ctx, x, x_zero_point, w, w_zero_point, group, strides, pads,
-                         dilations, auto_pad):
+                         dilations, auto_pad, requantization=None):
     """conv(x - x_zero_point, w - w_zero_point) as int32 on the integer product kernels
-    (native/qconv.py), or None where they do not apply: depthwise convs (one input channel a
-    group: products of one row, which the float path's direct kernels do better), windows of
-    other than 1 or 2 axes, operands the products do not take."""
-    n, channels = x.shape[:2]
-    out_channels = w.shape[0]
+    (native/qconv.py), or with `requantization` (a callable giving a qconv.Requantization)
+    QLinearConv's 8-bit outputs; None where they do not apply: depthwise convs (one input
+    channel a group: products of one row, which the float path's direct kernels do better),
+    windows of other than 1 or 2 axes, operands the products do not take."""
+    channels, out_channels = x.shape[1], w.shape[0]
     if channels == group or x.ndim < 3 or channels != w.shape[1] * group or out_channels % group:
         return None
     x_point = None if x_zero_point is None else np.asarray(x_zero_point)
@@ -589,14 +602,11 @@ def _native_integer_conv(ctx, x, x_zero_point, w, w_zero_point, group, strides, 
     if not qconv.applicable(x, x_point, w, w_point):
         return None
     point = 0 if x_point is None else int(x_point.reshape(()))
-    found = qconv.columns(x, w.shape[2:], strides, pads, dilations, auto_pad, point)
-    if found is None:
-        return None
-    cols, out_sizes = found
     weights = ctx.prepared("integer_conv_rows", (w, w_zero_point),
                            lambda: qconv.ConvWeights(w, w_point, group)) if ctx is not None \
         else qconv.ConvWeights(w, w_point, group)
-    return weights.times(cols, point).reshape((n, out_channels) + out_sizes)
+    return weights.convolve(x, w.shape[2:], strides, pads, dilations, auto_pad, point,
+                            None if requantization is None else requantization())
 
 
 def _integer_conv(ctx, x, x_zero_point, w, w_zero_point, group, strides, pads, dilations,
@@ -642,12 +652,32 @@ def conv_integer(ctx, x, w, x_zero_point=None, w_zero_point=None, auto_pad="NOTS
 def qlinear_conv(ctx, x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale,
                  y_zero_point=None, B=None, auto_pad="NOTSET", dilations=None, group=1,
                  kernel_shape=None, pads=None, strides=None):
+    multiplier = (np.asarray(x_scale) * _per_channel(w_scale, x.ndim)) / np.asarray(y_scale)
+    code = _code_of(y_zero_point) if y_zero_point is not None else _code_of(x)
+    native = _native_integer_conv(
+        ctx, x, x_zero_point, w, w_zero_point, group, strides, pads, dilations, auto_pad,
+        lambda: _requantization(ctx, w.shape[0], B, multiplier, y_zero_point, code,
+                                (x_scale, w_scale, y_scale, y_zero_point, B))) \
+        if code in EIGHT_BIT_CODES and multiplier.dtype == np.float32 else None
+    if native is not None:
+        return native
     acc = _integer_conv(ctx, x, x_zero_point, w, w_zero_point, group, strides, pads, dilations,
                         auto_pad, kernel_shape).astype(np.float64)
     if B is not None:
         acc = acc + B.astype(np.float64).reshape((-1,) + (1,) * (x.ndim - 2))
     acc = _wrap_int32(acc).astype(np.float64)
-    multiplier = (np.asarray(x_scale) * _per_channel(w_scale, x.ndim)) / np.asarray(y_scale)
     values = acc * _float_view(np.asarray(multiplier), np.float64)
-    code = _code_of(y_zero_point) if y_zero_point is not None else _code_of(x)
     return quantize_values(values, y_zero_point, code)
+
+
+def _requantization(ctx, channels: int, bias, multiplier: np.ndarray, y_zero_point, code: int,
+                    sources: tuple):
+    """QLinearConv's output step for the native products (qconv.Requantization: the same
+    bytes as the numpy path's), built once per node while `sources` (the operands it is
+    made of) stay the same objects."""
+    point = 0 if y_zero_point is None else int(np.asarray(y_zero_point).reshape(-1)[0])
+
+    def build():
+        return qconv.Requantization(channels, bias, multiplier, point, dtypes.numpy_dtype(code))
+    return build() if ctx is None else ctx.prepared("qlinear_conv_requantization", sources,
+                                                     build)

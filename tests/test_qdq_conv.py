@@ -1,0 +1,294 @@
+"""QDQ convolutions as integer kernels and QDQ activation chains as tables (CPU provider):
+
+- QLinearConv's native path (im2col + the 8-bit products, requantized in the product's
+  epilogue) gives the numpy path's bytes, and onnxruntime's within one output step;
+- optimizer/fuse_qdq_conv.py turns QuantizeLinear(Conv(DequantizeLinear ...)) into
+  QLinearConv, within one output step of onnxruntime with and without its optimizations;
+- optimizer/fuse_quantized_table.py turns DequantizeLinear -> elementwise chain ->
+  QuantizeLinear into a com.edgerun LookupTable, equal to the unfused chain bit for bit,
+  saved as Cast + Gather that onnxruntime runs to the same bytes.
+"""
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import edgerun
+from edgerun.providers.cpu.native import library, qconv
+
+ort.set_default_logger_severity(3)
+RANGES = {np.uint8: (0, 255), np.int8: (-128, 127)}
+ONNX_TYPES = {np.dtype(np.uint8): TensorProto.UINT8, np.dtype(np.int8): TensorProto.INT8}
+
+
+def _isas() -> list:
+    return {"avx512_vnni": ["avx2", "avx512_vnni"], "avx2": ["avx2"]}.get(library.isa(), [])
+
+
+def _random_8bit(rng, dtype, shape):
+    low, high = RANGES[dtype]
+    return rng.integers(low, high + 1, shape).astype(dtype)
+
+
+def _near_middle(rng, dtype, shape) -> np.ndarray:
+    """Zero points within 10 of the middle of the type's range."""
+    low, high = RANGES[dtype]
+    return np.asarray((low + high + 1) // 2 + rng.integers(-10, 11, shape)).astype(dtype)
+
+
+def _conv_case(rng, index: int) -> dict:
+    """A random QLinearConv: batch 1-2, 1-D or 2-D windows, 1-3 groups (not depthwise),
+    outputs crossing the 8-row blocks, kernels 1-3, strides and dilations up to 2, every
+    8-bit type for x, w and y, weight scales per tensor or per output channel, a bias or
+    none, x a strided view in some cases, multipliers that saturate some outputs."""
+    rank = int(rng.choice([1, 2, 2]))
+    group = int(rng.choice([1, 1, 2, 3]))
+    per_group = int(rng.integers(2, 13))
+    outputs = group * int(rng.integers(1, 14))
+    kernel = [1] * rank if index % 5 == 0 else [int(rng.integers(1, 4)) for _ in range(rank)]
+    strides = [int(rng.integers(1, 3)) for _ in range(rank)]
+    dilations = [int(rng.integers(1, 3)) for _ in range(rank)]
+    spatial = [int(rng.integers((k - 1) * d + 1, (k - 1) * d + 30))
+               for k, d in zip(kernel, dilations)]
+    x_type, w_type, y_type = (rng.choice([np.uint8, np.int8]) for _ in range(3))
+    shape = (1 if index % 2 else 2, group * per_group, *spatial)
+    x = _random_8bit(rng, x_type, shape[:-1] + (2 * shape[-1],))
+    x = x[..., ::2] if index % 3 == 0 else np.ascontiguousarray(x[..., :shape[-1]])
+    w = _random_8bit(rng, w_type, (outputs, per_group, *kernel))
+    per_channel = index % 2 == 0
+    depth = per_group * int(np.prod(kernel))
+    w_scale = rng.uniform(0.002, 0.02, outputs if per_channel else ()).astype(np.float32)
+    y_scale = np.float32(rng.uniform(0.3, 1.5) * 0.02 * 0.01 * 128 * np.sqrt(depth))
+    return {"x": x, "x_scale": np.float32(0.02), "x_zero": _near_middle(rng, x_type, ()),
+            "w": w, "w_scale": w_scale, "w_zero": _near_middle(rng, w_type, w_scale.shape),
+            "y_scale": y_scale, "y_zero": _near_middle(rng, y_type, ()),
+            "bias": rng.integers(-3000, 3000, outputs).astype(np.int32) if index % 4 else None,
+            "attrs": {"group": group, "kernel_shape": kernel, "strides": strides,
+                      "dilations": dilations,
+                      "pads": [int(p) for p in rng.integers(0, 3, 2 * rank)]}}
+
+
+def _qlinear_conv_model(case: dict) -> bytes:
+    names = ["x", "x_scale", "x_zero", "w", "w_scale", "w_zero", "y_scale", "y_zero"] + \
+        (["bias"] if case["bias"] is not None else [])
+    inits = [numpy_helper.from_array(np.asarray(case[n]), n) for n in names[1:]]
+    graph = helper.make_graph(
+        [helper.make_node("QLinearConv", names, ["y"], **case["attrs"])], "g",
+        [helper.make_tensor_value_info("x", ONNX_TYPES[case["x"].dtype], list(case["x"].shape))],
+        [helper.make_tensor_value_info("y", ONNX_TYPES[case["y_zero"].dtype], None)], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)],
+                             ir_version=9).SerializeToString()
+
+
+@pytest.mark.parametrize("isa", ["avx2", "avx512_vnni"])
+def test_native_qlinear_conv_is_the_numpy_path_and_matches_onnxruntime(isa, monkeypatch):
+    """QLinearConv on the native products with the requantizing epilogue gives the numpy
+    path's bytes (float64 sums times the float32 multiplier, rounded half to even) on 30
+    random cases, and onnxruntime's within one step where it implements the form."""
+    if isa not in _isas():
+        pytest.skip(f"this CPU's native products are {library.isa()}")
+    calls = []
+    real = qconv.ConvWeights.convolve
+    monkeypatch.setattr(qconv.ConvWeights, "convolve",
+                        lambda self, *a: calls.append(a[-1] is not None) or real(self, *a))
+    rng = np.random.default_rng(7)
+    compared = 0
+    for index in range(30):
+        case = _conv_case(rng, index)
+        model, feeds = _qlinear_conv_model(case), {"x": case["x"]}
+        detail = f"case {index}: x {case['x'].dtype}{list(case['x'].shape)} " \
+                 f"w {case['w'].dtype}{list(case['w'].shape)} {case['attrs']}"
+        with library.forced(isa):
+            got = edgerun.InferenceSession(model, providers=["cpu"]).run(None, feeds)[0]
+        with monkeypatch.context() as numpy_only:
+            numpy_only.setattr(qconv, "applicable", lambda *a: False)
+            want = edgerun.InferenceSession(model, providers=["cpu"]).run(None, feeds)[0]
+        assert got.dtype == case["y_zero"].dtype, detail
+        np.testing.assert_array_equal(got, want, err_msg=detail)
+        saturated = np.isin(got, RANGES[got.dtype.type]).mean()
+        assert saturated < 0.5, f"{detail}: {saturated:.0%} of outputs saturate"
+        x_type, w_type = case["x"].dtype, case["w"].dtype
+        # onnxruntime's QLinearConv: y of x's type, uint8 x or int8 x and w
+        if got.dtype == x_type and (x_type == np.uint8 or w_type == np.int8):
+            theirs = ort.InferenceSession(model, providers=["CPUExecutionProvider"]).run(
+                None, {"x": np.ascontiguousarray(case["x"])})[0]
+            assert np.abs(got.astype(int) - theirs.astype(int)).max() <= 1, detail
+            compared += 1
+    assert compared >= 8 and sum(calls) >= 25, (compared, calls)
+
+
+def _qdq_conv_model(case: dict, depthwise: bool = False) -> onnx.ModelProto:
+    """x (float) -> QuantizeLinear -> DequantizeLinear, weights and bias DequantizeLinear,
+    Conv, QuantizeLinear -> DequantizeLinear: quantize_static's QDQ form."""
+    x_type, w_type, y_type = case["x_zero"].dtype, case["w"].dtype, case["y_zero"].dtype
+    inits = {"x_scale": np.asarray(case["x_scale"]), "x_zero": case["x_zero"], "w": case["w"],
+             "w_scale": case["w_scale"], "w_zero": case["w_zero"],
+             "y_scale": np.asarray(case["y_scale"]), "y_zero": case["y_zero"]}
+    nodes = [helper.make_node("QuantizeLinear", ["x", "x_scale", "x_zero"], ["xq"]),
+             helper.make_node("DequantizeLinear", ["xq", "x_scale", "x_zero"], ["xd"]),
+             helper.make_node("DequantizeLinear", ["w", "w_scale", "w_zero"], ["wd"], axis=0)]
+    conv_inputs = ["xd", "wd"]
+    if case["bias"] is not None:
+        inits["bias"] = case["bias"]
+        inits["bias_scale"] = (np.float32(case["x_scale"]) * case["w_scale"]).astype(np.float32)
+        nodes.append(helper.make_node("DequantizeLinear", ["bias", "bias_scale"], ["bd"], axis=0))
+        conv_inputs.append("bd")
+    nodes += [helper.make_node("Conv", conv_inputs, ["c"], **case["attrs"]),
+              helper.make_node("QuantizeLinear", ["c", "y_scale", "y_zero"], ["yq"]),
+              helper.make_node("DequantizeLinear", ["yq", "y_scale", "y_zero"], ["y"])]
+    shape = list(case["x"].shape)
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(np.asarray(v), k) for k, v in inits.items()])
+    del x_type, w_type, y_type
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=9)
+
+
+def _float_input(rng, case) -> np.ndarray:
+    return rng.uniform(-2.4, 2.4, case["x"].shape).astype(np.float32)
+
+
+def test_qdq_convs_become_qlinear_convs_and_match_onnxruntime(tmp_path):
+    """quantize_static's Conv (DequantizeLinear of x, weights and int32 bias, QuantizeLinear
+    after) runs as QLinearConv and agrees with onnxruntime, with and without its own QDQ
+    fusions, within one step of the output's grid, on 16 random cases (batch 1 and 2, per
+    tensor and per channel, groups, strides, no bias)."""
+    rng = np.random.default_rng(3)
+    for index in range(16):
+        case = _conv_case(rng, index)
+        path = str(tmp_path / f"qdq_conv_{index}.onnx")
+        onnx.save(_qdq_conv_model(case), path)
+        feeds = {"x": _float_input(rng, case)}
+        options = edgerun.SessionOptions()
+        options.optimized_model_filepath = str(tmp_path / f"optimized_{index}.onnx")
+        got = edgerun.InferenceSession(path, options, providers=["cpu"]).run(None, feeds)[0]
+        ops = [n.op_type for n in onnx.load(options.optimized_model_filepath).graph.node]
+        detail = f"case {index}: {case['attrs']} ops {ops}"
+        assert "QLinearConv" in ops and "Conv" not in ops, detail
+        step = float(case["y_scale"])
+        for level in (ort.GraphOptimizationLevel.ORT_DISABLE_ALL,
+                      ort.GraphOptimizationLevel.ORT_ENABLE_ALL):
+            so = ort.SessionOptions()
+            so.graph_optimization_level = level
+            want = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"]).run(
+                None, feeds)[0]
+            assert np.abs(got - want).max() <= step * 1.001, f"{detail} {level}"
+
+
+def test_depthwise_and_float_weight_convs_stay_float(tmp_path):
+    """A depthwise QDQ conv keeps the float path (its pair becomes the conv's epilogue), and
+    so does a Conv whose weights are not a DequantizeLinear of 8-bit constants."""
+    rng = np.random.default_rng(5)
+    case = _conv_case(rng, 2)
+    channels = case["x"].shape[1]
+    case["attrs"]["group"] = channels
+    case["w"] = case["w"][:1].repeat(channels, 0)[:, :1]
+    case["w_scale"] = np.full(channels, 0.01, np.float32)
+    case["w_zero"] = np.zeros(channels, case["w"].dtype)
+    case["bias"] = None
+    path = str(tmp_path / "depthwise.onnx")
+    onnx.save(_qdq_conv_model(case), path)
+    options = edgerun.SessionOptions()
+    options.optimized_model_filepath = str(tmp_path / "optimized.onnx")
+    edgerun.InferenceSession(path, options, providers=["cpu"])
+    ops = [n.op_type for n in onnx.load(options.optimized_model_filepath).graph.node]
+    assert "QLinearConv" not in ops and "Conv" in ops, ops
+
+
+# ---- QDQ activation chains as tables ------------------------------------------------------
+
+def _chain_model(code_type, chain: str) -> onnx.ModelProto:
+    """8-bit codes (a graph input: no QuantizeLinear makes them) -> DequantizeLinear ->
+    `chain` -> QuantizeLinear -> DequantizeLinear (the float output)."""
+    zero = np.array(3 if code_type == np.uint8 else -5, code_type)
+    inits = {"s": np.float32(0.043), "z": zero, "s2": np.float32(0.021), "z2": zero,
+             "s3": np.float32(0.017), "z3": np.array(0, code_type),
+             "three": np.float32(3.0), "half": np.array([0.5], np.float32)}
+    dq = helper.make_node("DequantizeLinear", ["q", "s", "z"], ["x"])
+    pair = [helper.make_node("QuantizeLinear", ["m", "s2", "z2"], ["mq"]),
+            helper.make_node("DequantizeLinear", ["mq", "s2", "z2"], ["md"])]
+    bodies = {
+        "silu": [helper.make_node("Sigmoid", ["x"], ["m"])] + pair +
+                [helper.make_node("Mul", ["x", "md"], ["t"])],
+        "tanh_add_pair": [helper.make_node("Add", ["x", "three"], ["a"]),
+                          helper.make_node("Tanh", ["a"], ["m"])] + pair +
+                         [helper.make_node("Mul", ["md", "half"], ["t"])],
+        "hard_sigmoid": [helper.make_node("HardSigmoid", ["x"], ["t"])],
+        "requantize": [helper.make_node("Identity", ["x"], ["t"])],
+    }
+    nodes = [dq] + bodies[chain] + [
+        helper.make_node("QuantizeLinear", ["t", "s3", "z3"], ["tq"]),
+        helper.make_node("DequantizeLinear", ["tq", "s3", "z3"], ["y"])]
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("q", ONNX_TYPES[np.dtype(code_type)],
+                                                   [2, 3, 17, 5])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(np.asarray(v), k) for k, v in inits.items()])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=9)
+
+
+@pytest.mark.parametrize("code_type", [np.uint8, np.int8], ids=["uint8", "int8"])
+@pytest.mark.parametrize("chain", ["silu", "tanh_add_pair", "hard_sigmoid", "requantize"])
+def test_quantized_chains_become_tables_equal_to_the_chain(chain, code_type, tmp_path):
+    """The chain becomes one LookupTable whose outputs are the unfused chain's bit for bit
+    (every code, a strided batch as well), and the saved model (Cast + Gather) gives
+    onnxruntime the same bytes."""
+    path = str(tmp_path / "chain.onnx")
+    onnx.save(_chain_model(code_type, chain), path)
+    low, high = RANGES[code_type]
+    codes = np.arange(low, high + 1).astype(code_type)
+    q = np.resize(codes, (2, 3, 17, 10))[..., ::2]          # every code, a strided view
+    options = edgerun.SessionOptions()
+    options.optimized_model_filepath = str(tmp_path / "optimized.onnx")
+    session = edgerun.InferenceSession(path, options, providers=["cpu"])
+    got = session.run(None, {"q": q})[0]
+    assert "LookupTable" in {n.op_type for n in session._model.graph.nodes}
+    unfused = edgerun.SessionOptions()
+    unfused.graph_optimization_level = edgerun.GraphOptimizationLevel.ORT_DISABLE_ALL
+    want = edgerun.InferenceSession(path, unfused, providers=["cpu"]).run(None, {"q": q})[0]
+    np.testing.assert_array_equal(got, want)
+    saved = ort.InferenceSession(options.optimized_model_filepath,
+                                 providers=["CPUExecutionProvider"]).run(
+        None, {"q": np.ascontiguousarray(q)})[0]
+    np.testing.assert_array_equal(saved, got)
+    ops = [n.op_type for n in onnx.load(options.optimized_model_filepath).graph.node]
+    assert "Gather" in ops and "Sigmoid" not in ops and "Tanh" not in ops, ops
+
+
+def test_a_chain_value_read_outside_keeps_its_nodes(tmp_path):
+    """A chain whose middle value is also a graph output is cut there: the value stays
+    computed, and the outputs still equal the unfused graph's."""
+    model = _chain_model(np.uint8, "silu")
+    model.graph.output.append(helper.make_tensor_value_info("m", TensorProto.FLOAT, None))
+    path = str(tmp_path / "chain.onnx")
+    onnx.save(model, path)
+    q = np.arange(256, dtype=np.uint8).reshape(1, 1, 1, 256).repeat(510, 0)[:510].reshape(
+        2, 3, 17, 5 * 256)[..., :5]
+    session = edgerun.InferenceSession(path, providers=["cpu"])
+    assert "Sigmoid" in {n.op_type for n in session._model.graph.nodes}
+    unfused = edgerun.SessionOptions()
+    unfused.graph_optimization_level = edgerun.GraphOptimizationLevel.ORT_DISABLE_ALL
+    want = edgerun.InferenceSession(path, unfused, providers=["cpu"]).run(None, {"q": q})
+    for a, b in zip(session.run(None, {"q": q}), want):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_cheap_chains_after_a_float_producer_keep_their_float_fusions(tmp_path):
+    """A HardSigmoid between a float value's QuantizeLinear and DequantizeLinear is cheaper
+    in float than as a table with its quantization around it: no LookupTable there; a
+    Sigmoid is not, and becomes one."""
+    for chain, tabled in (("hard_sigmoid", False), ("silu", True)):
+        model = _chain_model(np.uint8, chain)
+        graph = model.graph
+        graph.input[0].CopyFrom(helper.make_tensor_value_info("f", TensorProto.FLOAT,
+                                                              [2, 3, 17, 5]))
+        graph.node.insert(0, helper.make_node("QuantizeLinear", ["f", "s", "z"], ["q"]))
+        path = str(tmp_path / f"{chain}.onnx")
+        onnx.save(model, path)
+        session = edgerun.InferenceSession(path, providers=["cpu"])
+        ops = {n.op_type for n in session._model.graph.nodes}
+        assert ("LookupTable" in ops) == tabled, (chain, ops)
