@@ -70,7 +70,8 @@ def _quantized(model: str, kind: str):
     return load
 
 
-QUANTIZED = {**{f"ppocr_mobile_cls_{kind}": _quantized("ppocr_mobile_cls", kind)
+QUANTIZED = {**{f"{model}_{kind}": _quantized(model, kind)
+                for model in ("ppocr_mobile_cls", "light_squeezenet", "light_resnet50")
                 for kind in ("qdq", "dynamic")},
              "ddddocr_det_qdq_batch1": _quantized("ddddocr_det_batch1", "qdq")}   # YOLOX
 

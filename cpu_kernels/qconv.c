@@ -112,30 +112,48 @@ typedef struct {
     int64_t k, taps, kw, plane, positions;   /* positions: of the chunks (frame width rows) */
     int64_t frame_h, frame_w, out_w;         /* FROM_FRAME */
     const int64_t *dims;
-    uint8_t *frame;                          /* FROM_FRAME: channels x frame_h x frame_w + slack */
+    const uint8_t *frames;                   /* FROM_FRAME: images x channels x frame */
     uint8_t *cols;                           /* FROM_IM2COL: k x chunk */
 } Columns;
 
-/* x's image copied into the frame at (pt, pl), the rest the zero point. */
-static void fill_frame(const Columns *cs, const uint8_t *img, int64_t channels, uint8_t pad) {
-    const int64_t *d = cs->dims;
-    int64_t in_h = d[0], in_w = d[1], pt = d[10], pl = d[11], fh = cs->frame_h, fw = cs->frame_w;
+/* The frame of a unit-stride window: the output rows and columns plus the window's reach. */
+static void frame_size(const int64_t *d, int64_t *frame_h, int64_t *frame_w) {
+    *frame_h = d[2] + (d[4] - 1) * d[8];
+    *frame_w = d[3] + (d[5] - 1) * d[9];
+}
+
+/* Bytes of the frames er_cpu_qconv reads for a unit-stride window (dims as er_cpu_qconv's),
+ * or 0 where it reads none (strided windows: im2col). */
+EXPORT int64_t er_cpu_qconv_frames_size(const int64_t *dims, int64_t images, int64_t channels) {
+    if (dims[6] != 1 || dims[7] != 1) return 0;
+    int64_t fh, fw;
+    frame_size(dims, &fh, &fw);
+    return images * channels * fh * fw + 64;         /* slack: whole-panel reads stop inside */
+}
+
+/* Every image of x [images, channels, in_h, in_w] copied into its frame at (pt, pl), the
+ * rest the zero point. */
+EXPORT void er_cpu_qconv_fill_frames(const uint8_t *x, int64_t images, int64_t channels,
+                                     const int64_t *d, int32_t zx, uint8_t *frames) {
+    int64_t in_h = d[0], in_w = d[1], pt = d[10], pl = d[11], fh, fw;
+    frame_size(d, &fh, &fw);
     int64_t rows = in_h < fh - pt ? in_h : fh - pt, cols = in_w < fw - pl ? in_w : fw - pl;
-    fill_bytes(cs->frame, pad, channels * fh * fw);
-    for (int64_t c = 0; c < channels; c++)
+    fill_bytes(frames, (uint8_t)zx, images * channels * fh * fw);
+    for (int64_t c = 0; c < images * channels; c++)
         for (int64_t r = 0; r < rows; r++)
-            copy_bytes(cs->frame + (c * fh + r + pt) * fw + pl, img + (c * in_h + r) * in_w, cols);
+            copy_bytes(frames + (c * fh + r + pt) * fw + pl, x + (c * in_h + r) * in_w, cols);
 }
 
 /* The k row pointers of group g's columns, FROM_X or FROM_FRAME (im2col_chunk sets its own). */
-static void column_rows(const Columns *cs, const uint8_t *img, int64_t g, const uint8_t **rows) {
+static void column_rows(const Columns *cs, const uint8_t *img, const uint8_t *frame, int64_t g,
+                        const uint8_t **rows) {
     int64_t per_group = cs->k / cs->taps;
     for (int64_t r = 0; r < cs->k; r++) {
         int64_t c = g * per_group + r / cs->taps, t = r % cs->taps;
         if (cs->source == FROM_X)
             rows[r] = img + c * cs->plane;
         else
-            rows[r] = cs->frame + c * cs->frame_h * cs->frame_w +
+            rows[r] = frame + c * cs->frame_h * cs->frame_w +
                       (t / cs->kw) * cs->dims[8] * cs->frame_w + (t % cs->kw) * cs->dims[9];
     }
 }
@@ -174,20 +192,24 @@ static void drop_frame_columns(const Columns *cs, const uint8_t *tmp, int64_t ro
  * [groups * k / (kh * kw), in_h, in_w] (C-contiguous; signed: int8, zero point zx), into
  * out [images][groups * mg][out_h * out_w]. dims: in_h, in_w, out_h, out_w, kh, kw, sh, sw,
  * dh, dw, pt, pl (a 1-D window as the rows of a 1-high image), or NULL for a pointwise conv
- * whose columns are x's own rows ([k] rows of `positions`, per group).
+ * whose columns are x's own rows ([k] rows of `positions`, per group). A unit-stride window
+ * reads `frames` (er_cpu_qconv_fill_frames'), a strided one im2col's chunks.
+ * The work (every image's, group's and chunk's product) is cut into `parts` near-equal
+ * runs of chunks; this call does run `part` (threads run the others at once).
  * Returns as er_cpu_qgemm_packed does. */
 EXPORT int er_cpu_qconv(const ConvWeights *w, const uint8_t *x, int64_t images,
                         const int64_t *dims, int64_t positions, int x_signed, int32_t zx,
-                        const Requant *rq, void *out) {
+                        const Requant *rq, const uint8_t *frames, int64_t part, int64_t parts,
+                        void *out) {
     int64_t k = w->k, mg = w->mg, groups = w->groups, size = rq ? 1 : 4;
     Columns cs = {FROM_X, k, dims ? dims[4] * dims[5] : 1, dims ? dims[5] : 1,
                   dims ? dims[0] * dims[1] : positions, positions, 0, 0, 0, dims, NULL, NULL};
-    if (dims && dims[6] == 1 && dims[7] == 1) {
+    if (dims && frames) {
         cs.source = FROM_FRAME;
         cs.out_w = dims[3];
-        cs.frame_w = dims[3] + (dims[5] - 1) * dims[9];
-        cs.frame_h = dims[2] + (dims[4] - 1) * dims[8];
+        frame_size(dims, &cs.frame_h, &cs.frame_w);
         cs.positions = (dims[2] - 1) * cs.frame_w + dims[3];
+        cs.frames = frames;
     } else if (dims) {
         cs.source = FROM_IM2COL;
     }
@@ -195,52 +217,52 @@ EXPORT int er_cpu_qconv(const ConvWeights *w, const uint8_t *x, int64_t images,
     int64_t chunk = CHUNK_BYTES / (k > 0 ? k : 1) / 32 * 32;
     if (chunk < 32) chunk = 32;
     if (chunk > cs.positions) chunk = cs.positions;
-    int64_t frame_bytes = channels * cs.frame_h * cs.frame_w;
-    if (cs.source == FROM_FRAME)
-        cs.frame = malloc((size_t)(frame_bytes + 64));
+    int64_t chunks = chunk ? (cs.positions + chunk - 1) / chunk : 0;
+    int64_t tasks = images * groups * chunks;
+    int64_t first = tasks * part / parts, last = tasks * (part + 1) / parts;
     if (cs.source == FROM_IM2COL)
         cs.cols = malloc((size_t)(k * chunk + 1));
     uint8_t *tmp = cs.source == FROM_FRAME ? malloc((size_t)(mg * chunk * size + 1)) : NULL;
     const uint8_t **rows = malloc((size_t)(k ? k : 1) * sizeof(*rows));
     int8_t *packed = malloc((size_t)er_cpu_qgemm_packed_size(k, chunk) + 1);
     int32_t *colsum = malloc((size_t)(chunk ? chunk : 1) * sizeof(int32_t));
-    int status = packed && colsum && rows && (cs.frame || cs.source != FROM_FRAME) &&
-                 (tmp || cs.source != FROM_FRAME) && (cs.cols || cs.source != FROM_IM2COL) ? 0 : -1;
-    int64_t width = (k + 3) / 4 * 4;
-    for (int64_t image = 0; image < images && !status; image++) {
+    int status = packed && colsum && rows && (tmp || cs.source != FROM_FRAME) &&
+                 (cs.cols || cs.source != FROM_IM2COL) ? 0 : -1;
+    int64_t width = (k + 3) / 4 * 4, bound = -1;   /* the (image, group) rows point into */
+    for (int64_t task = first; task < last && !status; task++) {
+        int64_t image = task / (groups * chunks), g = task / chunks % groups;
+        int64_t p0 = task % chunks * chunk;
+        int64_t n = cs.positions - p0 < chunk ? cs.positions - p0 : chunk;
         const uint8_t *img = x + image * channels * cs.plane;
-        if (cs.source == FROM_FRAME) fill_frame(&cs, img, channels, (uint8_t)zx);
-        for (int64_t g = 0; g < groups && !status; g++) {
-            int64_t first = g * mg;
-            const uint8_t *a = w->packed + first * width;
-            const int32_t *za = w->za_count > 1 ? w->za + first : w->za;
-            int64_t za_n = w->za_count > 1 ? mg : w->za_count;
-            Requant requant;
-            if (rq) {
-                requant = (Requant){rq->bias ? rq->bias + first : NULL, rq->mult + first, rq->zy,
-                                    rq->lo, rq->hi};
-            }
-            uint8_t *dst_group = (uint8_t *)out + (image * groups * mg + first) * positions * size;
-            if (cs.source != FROM_IM2COL) column_rows(&cs, img, g, rows);
-            for (int64_t p0 = 0; p0 < cs.positions && !status; p0 += chunk) {
-                int64_t n = cs.positions - p0 < chunk ? cs.positions - p0 : chunk;
-                if (cs.source == FROM_IM2COL) im2col_chunk(&cs, img, g, (uint8_t)zx, p0, n, rows);
-                er_cpu_qgemm_pack_b_rows(rows, p0, k, n, x_signed, packed, colsum);
-                uint8_t *dst = cs.source == FROM_FRAME ? tmp : dst_group + p0 * size;
-                int64_t ldc = cs.source == FROM_FRAME ? n : positions;
-                int32_t zb = zx;
-                status = rq ? er_cpu_qgemm_packed_requant(a, w->rowsum + first, mg, k,
-                                                          (int)w->a_signed, za, za_n, packed,
-                                                          colsum, n, x_signed, &zb, 1, &requant,
-                                                          dst, ldc)
-                            : er_cpu_qgemm_packed(a, w->rowsum + first, mg, k, (int)w->a_signed,
-                                                  za, za_n, packed, colsum, n, x_signed, &zb, 1,
-                                                  1.0f, NULL, 0, NULL, dst, ldc);
-                if (!status && cs.source == FROM_FRAME)
-                    drop_frame_columns(&cs, tmp, mg, p0, n, size, dst_group, positions);
-            }
+        int64_t m0 = g * mg;
+        const int32_t *za = w->za_count > 1 ? w->za + m0 : w->za;
+        int64_t za_n = w->za_count > 1 ? mg : w->za_count;
+        Requant requant;
+        if (rq)
+            requant = (Requant){rq->bias ? rq->bias + m0 : NULL, rq->mult + m0, rq->zy, rq->lo,
+                                rq->hi};
+        uint8_t *dst_group = (uint8_t *)out + (image * groups * mg + m0) * positions * size;
+        if (cs.source == FROM_IM2COL) {
+            im2col_chunk(&cs, img, g, (uint8_t)zx, p0, n, rows);
+        } else if (bound != image * groups + g) {
+            column_rows(&cs, img, cs.frames + image * channels * cs.frame_h * cs.frame_w, g,
+                        rows);
+            bound = image * groups + g;
         }
+        er_cpu_qgemm_pack_b_rows(rows, p0, k, n, x_signed, packed, colsum);
+        uint8_t *dst = cs.source == FROM_FRAME ? tmp : dst_group + p0 * size;
+        int64_t ldc = cs.source == FROM_FRAME ? n : positions;
+        const uint8_t *a = w->packed + m0 * width;
+        int32_t zb = zx;
+        status = rq ? er_cpu_qgemm_packed_requant(a, w->rowsum + m0, mg, k, (int)w->a_signed,
+                                                  za, za_n, packed, colsum, n, x_signed, &zb, 1,
+                                                  &requant, dst, ldc)
+                    : er_cpu_qgemm_packed(a, w->rowsum + m0, mg, k, (int)w->a_signed, za, za_n,
+                                          packed, colsum, n, x_signed, &zb, 1, 1.0f, NULL, 0,
+                                          NULL, dst, ldc);
+        if (!status && cs.source == FROM_FRAME)
+            drop_frame_columns(&cs, tmp, mg, p0, n, size, dst_group, positions);
     }
-    free(cs.frame); free(cs.cols); free(tmp); free(rows); free(packed); free(colsum);
+    free(cs.cols); free(tmp); free(rows); free(packed); free(colsum);
     return status;
 }

@@ -181,6 +181,9 @@ typedef struct {
     const int32_t *za;      /* A' zero point per row (already + 128 for signed A) */
     const int32_t *zb;      /* B' zero point per column (already - 128 for unsigned B) */
     const int32_t *colfix;  /* colsum_j - k zb'_j */
+    /* with one zero point each side, za' colfix_j and rowsum_i zb' (the correction's two
+     * parts, made once: no multiply per value); NULL otherwise */
+    const int32_t *colpart, *rowpart;
     const int32_t *rowsum;
     const float *scale;     /* per column, or NULL: int32 output */
     const float *bias;      /* per column, or NULL */
@@ -188,14 +191,13 @@ typedef struct {
     void *out;
 } Epilogue;
 
-/* An 8-bit result per row (an output channel of a convolution):
- * y = clamp(rint(double(int32 sum + bias[i]) * mult[i]) + zy, lo, hi). */
+/* An 8-bit result per row (an output channel of a convolution): qgemm.h's Requant. */
 static inline uint8_t requantize_one(const Requant *rq, int64_t i, int32_t v) {
     int32_t sum = (int32_t)((uint32_t)v + (uint32_t)(rq->bias ? rq->bias[i] : 0));
-    double y = (double)sum * rq->mult[i];
-    double low = (double)(rq->lo - rq->zy), high = (double)(rq->hi - rq->zy);
+    float y = (float)sum * rq->mult[i];
+    float low = (float)(rq->lo - rq->zy), high = (float)(rq->hi - rq->zy);
     y = y < low ? low : (y > high ? high : y);
-    return (uint8_t)((int32_t)__builtin_rint(y) + rq->zy);
+    return (uint8_t)((int32_t)__builtin_rintf(y) + rq->zy);
 }
 
 /* One output value from its raw sum (the AVX2 path's epilogue). */
@@ -251,16 +253,10 @@ TARGET_AVX512 __attribute__((always_inline))
 static inline void requantize_16(const Requant *rq, int64_t i, __m512i v, uint8_t *dst,
                                  __mmask16 mask) {
     v = _mm512_add_epi32(v, _mm512_set1_epi32(rq->bias ? rq->bias[i] : 0));
-    __m512d mult = _mm512_set1_pd(rq->mult[i]);
-    __m512d low = _mm512_set1_pd((double)(rq->lo - rq->zy));
-    __m512d high = _mm512_set1_pd((double)(rq->hi - rq->zy));
-    __m512d y0 = _mm512_mul_pd(_mm512_cvtepi32_pd(_mm512_castsi512_si256(v)), mult);
-    __m512d y1 = _mm512_mul_pd(_mm512_cvtepi32_pd(_mm512_extracti64x4_epi64(v, 1)), mult);
-    y0 = _mm512_min_pd(_mm512_max_pd(y0, low), high);
-    y1 = _mm512_min_pd(_mm512_max_pd(y1, low), high);
-    __m512i q = _mm512_inserti64x4(_mm512_castsi256_si512(_mm512_cvtpd_epi32(y0)),
-                                   _mm512_cvtpd_epi32(y1), 1);
-    q = _mm512_add_epi32(q, _mm512_set1_epi32(rq->zy));
+    __m512 y = _mm512_mul_ps(_mm512_cvtepi32_ps(v), _mm512_set1_ps(rq->mult[i]));
+    y = _mm512_min_ps(_mm512_max_ps(y, _mm512_set1_ps((float)(rq->lo - rq->zy))),
+                      _mm512_set1_ps((float)(rq->hi - rq->zy)));
+    __m512i q = _mm512_add_epi32(_mm512_cvtps_epi32(y), _mm512_set1_epi32(rq->zy));
     _mm512_mask_cvtepi32_storeu_epi8(dst, mask, q);
 }
 
@@ -290,12 +286,20 @@ static inline void block_vnni_rows(const uint8_t *a, int64_t width, int64_t i0, 
         __mmask16 mask = cols - first >= 16 ? 0xFFFF : (__mmask16)((1u << (cols - first)) - 1);
         __m512i colfix = _mm512_maskz_loadu_epi32(mask, e->colfix + j0 + first);
         __m512i zb = _mm512_maskz_loadu_epi32(mask, e->zb + j0 + first);
+        __m512i colpart = e->colpart ? _mm512_maskz_loadu_epi32(mask, e->colpart + j0 + first)
+                                     : _mm512_setzero_si512();
         __m512 scale = e->scale ? _mm512_maskz_loadu_ps(mask, e->scale + j0 + first) : _mm512_setzero_ps();
         __m512 bias = e->bias ? _mm512_maskz_loadu_ps(mask, e->bias + j0 + first) : _mm512_setzero_ps();
         for (int r = 0; r < rows; r++) {
             int64_t i = i0 + r;
-            __m512i v = _mm512_sub_epi32(acc[r][h], _mm512_mullo_epi32(_mm512_set1_epi32(e->za[i]), colfix));
-            v = _mm512_sub_epi32(v, _mm512_mullo_epi32(_mm512_set1_epi32(e->rowsum[i]), zb));
+            __m512i v;
+            if (e->colpart) {
+                v = _mm512_sub_epi32(_mm512_sub_epi32(acc[r][h], colpart),
+                                     _mm512_set1_epi32(e->rowpart[i]));
+            } else {
+                v = _mm512_sub_epi32(acc[r][h], _mm512_mullo_epi32(_mm512_set1_epi32(e->za[i]), colfix));
+                v = _mm512_sub_epi32(v, _mm512_mullo_epi32(_mm512_set1_epi32(e->rowsum[i]), zb));
+            }
             if (e->rq) {
                 requantize_16(e->rq, i, v, (uint8_t *)e->out + i * e->ldc + j0 + first, mask);
             } else if (e->scale) {
@@ -342,8 +346,12 @@ static int qgemm_packed(const uint8_t *a_packed, const int32_t *rowsum, int64_t 
     int32_t *zb_full = malloc((size_t)(n ? n : 1) * sizeof(int32_t));
     int32_t *colfix = malloc((size_t)(n ? n : 1) * sizeof(int32_t));
     float *scale = b_scale ? malloc((size_t)(n ? n : 1) * sizeof(float)) : NULL;
+    int uniform = za_count <= 1 && zb_count <= 1;
+    int32_t *colpart = uniform ? malloc((size_t)(n ? n : 1) * sizeof(int32_t)) : NULL;
+    int32_t *rowpart = uniform ? malloc((size_t)(m ? m : 1) * sizeof(int32_t)) : NULL;
     int status = 0;
-    if (!za_full || !zb_full || !colfix || (b_scale && !scale)) {
+    if (!za_full || !zb_full || !colfix || (b_scale && !scale) ||
+            (uniform && (!colpart || !rowpart))) {
         status = -1;
         goto done;
     }
@@ -355,7 +363,14 @@ static int qgemm_packed(const uint8_t *a_packed, const int32_t *rowsum, int64_t 
         zb_full[j] = (zb ? zb[zb_count > 1 ? j : 0] : 0) - (b_signed ? 0 : 128);
         colfix[j] = (int32_t)((uint32_t)colsum[j] - (uint32_t)k * (uint32_t)zb_full[j]);
     }
-    Epilogue e = {n, ldc, za_full, zb_full, colfix, rowsum, scale, bias, rq, out};
+    if (uniform) {
+        for (int64_t j = 0; j < n; j++)
+            colpart[j] = (int32_t)((uint32_t)za_full[0] * (uint32_t)colfix[j]);
+        for (int64_t i = 0; i < m; i++)
+            rowpart[i] = (int32_t)((uint32_t)rowsum[i] * (uint32_t)zb_full[0]);
+    }
+    Epilogue e = {n, ldc, za_full, zb_full, colfix, colpart, rowpart, rowsum, scale, bias, rq,
+                  out};
     int path = cpu_isa();
     if (path == ISA_NONE) { status = -2; goto done; }
     BlockFn block = path == ISA_AVX512 ? block_vnni : block_avx2;
@@ -366,7 +381,7 @@ static int qgemm_packed(const uint8_t *a_packed, const int32_t *rowsum, int64_t 
             block(a_packed, width, i0, m - i0 < MR ? (int)(m - i0) : MR, panel, j0, &e);
     }
 done:
-    free(za_full); free(zb_full); free(colfix); free(scale);
+    free(za_full); free(zb_full); free(colfix); free(scale); free(colpart); free(rowpart);
     return status;
 }
 

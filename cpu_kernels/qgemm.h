@@ -5,10 +5,11 @@
 #include <stdint.h>
 
 /* Requantization of a product to 8 bits, per row of A (an output channel of a convolution):
- * y = clamp(rint(double(int32 sum + bias[i]) * mult[i]) + zy, lo, hi), as QLinearConv. */
+ * y = clamp(rint(float(int32 sum + bias[i]) * mult[i]) + zy, lo, hi), as QLinearConv (in
+ * float32, as onnxruntime's requantization). */
 typedef struct {
     const int32_t *bias;    /* per row, or NULL */
-    const double *mult;     /* per row */
+    const float *mult;      /* per row */
     int32_t zy, lo, hi;     /* zero point and range (0..255 or -128..127) */
 } Requant;
 

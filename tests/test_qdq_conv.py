@@ -6,7 +6,10 @@
   QLinearConv, within one output step of onnxruntime with and without its optimizations;
 - optimizer/fuse_quantized_table.py turns DequantizeLinear -> elementwise chain ->
   QuantizeLinear into a com.edgerun LookupTable, equal to the unfused chain bit for bit,
-  saved as Cast + Gather that onnxruntime runs to the same bytes.
+  saved as Cast + Gather that onnxruntime runs to the same bytes;
+- optimizer/fuse_qdq_data_movement.py runs MaxPool, Reshape, Resize and Concat between a
+  DequantizeLinear and a QuantizeLinear on the codes, bit for bit the unfused graph;
+- real models through onnxruntime's quantizers run wholly on cpu, wasm and webgpu.
 """
 from __future__ import annotations
 
@@ -120,6 +123,55 @@ def test_native_qlinear_conv_is_the_numpy_path_and_matches_onnxruntime(isa, monk
     assert compared >= 8 and sum(calls) >= 25, (compared, calls)
 
 
+@pytest.mark.parametrize("threads", [2, 3, 8])
+def test_qlinear_conv_parts_on_threads_give_the_same_bytes(threads, monkeypatch):
+    """intra_op_num_threads splits a large QLinearConv's chunks (every image's and group's)
+    over threads, for each way its columns are read (the image's own rows, the padded frame,
+    im2col); each output is computed as on one thread, so the bytes are the same."""
+    from edgerun.providers.cpu.native import parallel
+
+    if not _isas():
+        pytest.skip(f"this CPU's native products are {library.isa()}")
+    splits = []
+    real = parallel.run_parts
+    monkeypatch.setattr(parallel, "run_parts",
+                        lambda fn, parts: splits.append(parts) or real(fn, parts))
+    monkeypatch.setattr(parallel, "MIN_PART_MACS", 1 << 10)
+    rng = np.random.default_rng(11)
+    for index, (kernel, stride, group) in enumerate([(1, 1, 1), (3, 1, 2), (3, 2, 1)]):
+        case = _conv_case(rng, 4 + index)
+        channels = 8 * group
+        case["x"] = _random_8bit(rng, case["x_zero"].dtype.type, (2, channels, 37, 29))
+        case["w"] = _random_8bit(rng, case["w"].dtype.type, (6 * group, 8, kernel, kernel))
+        case["w_scale"] = np.full(6 * group, 0.01, np.float32)
+        case["w_zero"] = np.zeros(6 * group, case["w"].dtype)
+        case["bias"] = None
+        case["attrs"] = {"group": group, "kernel_shape": [kernel] * 2, "strides": [stride] * 2,
+                         "pads": [kernel // 2] * 4}
+        results = []
+        for count in (1, threads):
+            options = edgerun.SessionOptions()
+            options.intra_op_num_threads = count
+            splits.clear()
+            results.append(edgerun.InferenceSession(_qlinear_conv_model(case), options,
+                                                    providers=["cpu"]).run(
+                None, {"x": case["x"]})[0])
+            assert max(splits) == count, (case["attrs"], count, splits)
+        np.testing.assert_array_equal(results[0], results[1], err_msg=str(case["attrs"]))
+
+
+def _onnxruntime_both_ways(path: str, feeds: dict) -> list:
+    """onnxruntime's outputs with its optimizations (its QDQ fusions) and without."""
+    runs = []
+    for level in (ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
+                  ort.GraphOptimizationLevel.ORT_DISABLE_ALL):
+        so = ort.SessionOptions()
+        so.graph_optimization_level = level
+        runs.append(ort.InferenceSession(path, so, providers=["CPUExecutionProvider"]).run(
+            None, feeds))
+    return runs
+
+
 def _qdq_conv_model(case: dict, depthwise: bool = False) -> onnx.ModelProto:
     """x (float) -> QuantizeLinear -> DequantizeLinear, weights and bias DequantizeLinear,
     Conv, QuantizeLinear -> DequantizeLinear: quantize_static's QDQ form."""
@@ -177,6 +229,54 @@ def test_qdq_convs_become_qlinear_convs_and_match_onnxruntime(tmp_path):
             want = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"]).run(
                 None, feeds)[0]
             assert np.abs(got - want).max() <= step * 1.001, f"{detail} {level}"
+
+
+def test_convs_of_quantize_static_chains_all_become_qlinear_convs(tmp_path):
+    """quantize_static's file of a small float net (Conv -> Relu -> two Convs reading it ->
+    Concat -> Conv): every Conv becomes a QLinearConv, those reading another's codes too
+    (whose producer is then the fused node, of a type no inference recorded), and the
+    outputs agree with onnxruntime's within its spread."""
+    from onnxruntime.quantization import (CalibrationDataReader, QuantFormat, QuantType,
+                                          quantize_static)
+
+    rng = np.random.default_rng(13)
+
+    def weight(name, shape):
+        return numpy_helper.from_array(
+            (rng.standard_normal(shape) / np.sqrt(np.prod(shape[1:]))).astype(np.float32), name)
+    nodes = [helper.make_node("Conv", ["x", "w0", "b0"], ["c0"], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c0"], ["r0"]),
+             helper.make_node("Conv", ["r0", "w1"], ["c1"]),
+             helper.make_node("Conv", ["r0", "w2"], ["c2"], pads=[1, 1, 1, 1], strides=[2, 2]),
+             helper.make_node("Conv", ["c1", "w3"], ["c3"], strides=[2, 2]),
+             helper.make_node("Concat", ["c2", "c3"], ["cat"], axis=1),
+             helper.make_node("Conv", ["cat", "w4"], ["y"], group=2)]
+    inits = [weight("w0", (8, 3, 3, 3)), numpy_helper.from_array(np.zeros(8, np.float32), "b0"),
+             weight("w1", (6, 8, 1, 1)), weight("w2", (6, 8, 3, 3)), weight("w3", (6, 6, 1, 1)),
+             weight("w4", (4, 6, 1, 1))]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info(
+        "x", TensorProto.FLOAT, [1, 3, 16, 16])], [helper.make_tensor_value_info(
+            "y", TensorProto.FLOAT, None)], inits)
+    source, path = str(tmp_path / "float.onnx"), str(tmp_path / "qdq.onnx")
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), source)
+    batches = iter([{"x": rng.standard_normal((1, 3, 16, 16)).astype(np.float32)}
+                    for _ in range(4)])
+
+    class Reader(CalibrationDataReader):
+        def get_next(self):
+            return next(batches, None)
+    quantize_static(source, path, Reader(), quant_format=QuantFormat.QDQ,
+                    activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8)
+    options = edgerun.SessionOptions()
+    options.optimized_model_filepath = str(tmp_path / "optimized.onnx")
+    feeds = {"x": rng.standard_normal((1, 3, 16, 16)).astype(np.float32)}
+    got = edgerun.InferenceSession(path, options, providers=["cpu"]).run(None, feeds)[0]
+    ops = [n.op_type for n in onnx.load(options.optimized_model_filepath).graph.node]
+    assert ops.count("QLinearConv") == 5 and "Conv" not in ops, ops
+    runs = [outputs[0] for outputs in _onnxruntime_both_ways(path, feeds)]
+    step = float(np.abs(np.diff(np.unique(runs[1]))).min())   # the output's grid
+    for want in runs:
+        assert np.abs(got - want).max() <= 2 * step * 1.001
 
 
 def test_depthwise_and_float_weight_convs_stay_float(tmp_path):
@@ -292,3 +392,104 @@ def test_cheap_chains_after_a_float_producer_keep_their_float_fusions(tmp_path):
         session = edgerun.InferenceSession(path, providers=["cpu"])
         ops = {n.op_type for n in session._model.graph.nodes}
         assert ("LookupTable" in ops) == tabled, (chain, ops)
+
+
+# ---- data movement on codes ---------------------------------------------------------------
+
+def _movement_model(op: str, code_type, same_grid: bool) -> onnx.ModelProto:
+    """codes a, b (inputs) -> DequantizeLinear -> op -> QuantizeLinear -> DequantizeLinear."""
+    zero = np.array(3 if code_type == np.uint8 else -5, code_type)
+    other = zero if same_grid else np.array(7 if code_type == np.uint8 else 2, code_type)
+    inits = {"s": np.float32(0.05), "z": zero, "s_out": np.float32(0.05 if same_grid else 0.07),
+             "z_out": other, "shape": np.array([2, 3, -1], np.int64),
+             "scales": np.array([1, 1, 2, 2], np.float32), "roi": np.zeros(0, np.float32)}
+    bodies = {
+        "MaxPool": [helper.make_node("MaxPool", ["a_real"], ["m"], kernel_shape=[3, 3],
+                                     strides=[2, 2], pads=[1, 1, 1, 1])],
+        "Reshape": [helper.make_node("Reshape", ["a_real", "shape"], ["m"])],
+        "Resize": [helper.make_node("Resize", ["a_real", "roi", "scales"], ["m"])],
+        "Concat": [helper.make_node("DequantizeLinear", ["b", "s_out", "z_out"], ["b_real"]),
+                   helper.make_node("Concat", ["a_real", "b_real"], ["m"], axis=1)],
+    }
+    nodes = [helper.make_node("DequantizeLinear", ["a", "s", "z"], ["a_real"])] + bodies[op] + [
+        helper.make_node("QuantizeLinear", ["m", "s_out", "z_out"], ["mq"]),
+        helper.make_node("DequantizeLinear", ["mq", "s_out", "z_out"], ["y"])]
+    onnx_type = ONNX_TYPES[np.dtype(code_type)]
+    inputs = [helper.make_tensor_value_info("a", onnx_type, [2, 3, 9, 11])] + \
+        ([helper.make_tensor_value_info("b", onnx_type, [2, 4, 9, 11])] if op == "Concat" else [])
+    graph = helper.make_graph(nodes, "g", inputs,
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                              [numpy_helper.from_array(np.asarray(v), k) for k, v in inits.items()])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=9)
+
+
+@pytest.mark.parametrize("code_type", [np.uint8, np.int8], ids=["uint8", "int8"])
+@pytest.mark.parametrize("op,same_grid,moved", [
+    ("MaxPool", True, True), ("Reshape", True, True), ("Resize", True, True),
+    ("MaxPool", False, False), ("Concat", True, True), ("Concat", False, True)])
+def test_qdq_data_movement_runs_on_codes(op, same_grid, moved, code_type, tmp_path):
+    """DequantizeLinear -> MaxPool / Reshape / Resize (nearest) -> QuantizeLinear on one grid
+    runs the op on the codes, and a Concat on codes requantized by tables where grids
+    differ; the outputs are the unfused graph's bit for bit (every code), and onnxruntime
+    gives the same bytes for the saved file. A mover between two grids stays."""
+    path = str(tmp_path / "movement.onnx")
+    onnx.save(_movement_model(op, code_type, same_grid), path)
+    low, high = RANGES[code_type]
+    feeds = {"a": np.resize(np.arange(low, high + 1), (2, 3, 9, 11)).astype(code_type)}
+    if op == "Concat":
+        feeds["b"] = np.resize(np.arange(high, low - 1, -1), (2, 4, 9, 11)).astype(code_type)
+    options = edgerun.SessionOptions()
+    options.optimized_model_filepath = str(tmp_path / "optimized.onnx")
+    session = edgerun.InferenceSession(path, options, providers=["cpu"])
+    nodes = session._model.graph.nodes
+    dequantized = {o for n in nodes if n.op_type == "DequantizeLinear" for o in n.outputs}
+    on_codes = [n.inputs[0] not in dequantized for n in nodes if n.op_type == op]
+    assert on_codes == [moved], [n.op_type for n in nodes]
+    got = session.run(None, feeds)[0]
+    unfused = edgerun.SessionOptions()
+    unfused.graph_optimization_level = edgerun.GraphOptimizationLevel.ORT_DISABLE_ALL
+    np.testing.assert_array_equal(
+        got, edgerun.InferenceSession(path, unfused, providers=["cpu"]).run(None, feeds)[0])
+    saved = ort.InferenceSession(options.optimized_model_filepath,
+                                 providers=["CPUExecutionProvider"]).run(None, feeds)[0]
+    np.testing.assert_array_equal(saved, got)
+
+
+# ---- real quantized models on every provider ---------------------------------------------
+
+# (model, quantize_static's QDQ or quantize_dynamic): ppocr cls, ddddocr's YOLOX detector
+# (issue #21's QDQ detector) and two of onnx's light CNNs (squeezenet; shufflenet's grouped
+# convs and channel shuffle)
+QUANTIZED = [("ppocr_mobile_cls", "qdq"), ("ppocr_mobile_cls", "dynamic"),
+             ("ddddocr_det_batch1", "qdq"), ("light_squeezenet", "qdq"),
+             ("light_squeezenet", "dynamic"), ("light_shufflenet", "qdq")]
+
+
+@pytest.mark.parametrize("provider", ["cpu", "wasm", "webgpu"])
+@pytest.mark.parametrize("model,kind", QUANTIZED, ids=lambda v: str(v))
+def test_quantized_real_models_run_wholly_on_each_provider(model, kind, provider):
+    """Real models through onnxruntime's quantize_static (QDQ) or quantize_dynamic run with
+    every node on the provider asked for. QDQ files agree with onnxruntime within its own
+    spread between its optimized and unoptimized runs, of either run (1e-5 where the two
+    agree). A dynamic file quantizes each activation from its own range at run time, so a
+    float rounding anywhere before it can move a code by one step (onnxruntime's two runs
+    share their kernels and agree exactly): there the bound is the error the quantization
+    itself makes (onnxruntime's quantized against its float model)."""
+    from conftest import usable_provider
+    from real_models import REAL_MODELS
+
+    from bench.models.quantized_variants import quantized
+
+    path, feeds = quantized(model, kind)
+    float_path = REAL_MODELS[model]()[0] if kind == "dynamic" else None
+    runs = _onnxruntime_both_ways(path, feeds)
+    session = edgerun.InferenceSession(path, providers=[usable_provider(provider)])
+    assert {n["provider"] for n in session.explain()["nodes"]} == {provider}
+    floats = ort.InferenceSession(float_path, providers=["CPUExecutionProvider"]).run(
+        None, feeds) if float_path else runs[0]
+    for name, got, optimized, plain, unquantized in zip(
+            [o.name for o in session.get_outputs()], session.run(None, feeds), *runs, floats):
+        assert np.ptp(optimized) > 1e-3, f"{name} is constant: parity would prove nothing"
+        bound = float(np.abs(optimized - (unquantized if float_path else plain)).max())
+        for want in (optimized, plain):
+            assert np.abs(got - want).max() <= bound * 1.01 + 1e-5, name

@@ -30,6 +30,7 @@ def quantized(model: str, kind: str) -> tuple:
     path = os.path.join(os.path.dirname(source), f"{model}_{kind}.onnx")
     if not os.path.exists(path):
         tmp = path + ".part"
+        source = _quantizable(source, model)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             if kind == "qdq":
@@ -39,6 +40,31 @@ def quantized(model: str, kind: str) -> tuple:
                 quantize_dynamic(source, tmp)
         os.replace(tmp, path)
     return path, feeds
+
+
+def _quantizable(source: str, model: str) -> str:
+    """`source`, or for a model older than onnxruntime's quantizer takes (onnx's light models:
+    IR 3, opset 9, whose version conversion fails on initializers not listed as inputs) a
+    copy upgraded to IR 7 and opset 13 beside it, its initializers no longer graph inputs
+    (onnxruntime's remove_initializer_from_input), as a user would convert it first."""
+    import onnx
+    from onnx import version_converter
+
+    head = onnx.load(source, load_external_data=False)
+    opset = next((o.version for o in head.opset_import if o.domain in ("", "ai.onnx")), 0)
+    if head.ir_version >= 4 and opset >= 11:
+        return source
+    target = os.path.join(os.path.dirname(source), f"{model}_opset13.onnx")
+    if not os.path.exists(target):
+        full = onnx.load(source)
+        full.ir_version = max(full.ir_version, 7)
+        weights = {t.name for t in full.graph.initializer}
+        inputs = [v for v in full.graph.input if v.name not in weights]
+        del full.graph.input[:]
+        full.graph.input.extend(inputs)
+        onnx.save(version_converter.convert_version(full, 13), target + ".part")
+        os.replace(target + ".part", target)
+    return target
 
 
 def _quantize_static(source: str, target: str, feeds: dict) -> None:

@@ -132,7 +132,8 @@ def minilm_models() -> dict:
 
 
 def quantized_models() -> dict:
-    """ppocr cls through onnxruntime's quantize_static (QDQ) and quantize_dynamic."""
+    """bench/cases.py's quantized rows: ppocr cls, squeezenet and ResNet-50 through onnxruntime's
+    quantize_static (QDQ) and quantize_dynamic, and the QDQ YOLOX detector."""
     from bench import cases
 
     return dict(cases.QUANTIZED)

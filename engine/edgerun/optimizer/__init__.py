@@ -19,7 +19,11 @@ main graph and on every subgraph (If/Loop/Scan bodies), in the order of PASSES:
 | 4b    | fuse_qdq_conv             | extended | QuantizeLinear(Conv of DequantizeLinear(8-bit) | DequantizeLinear         |
 |       |                           |          | and constant DequantizeLinear(8-bit weights))  |                          |
 |       |                           |          | -> QLinearConv (before folding)                |                          |
-| 4c    | fuse_quantized_table      | extended | DequantizeLinear(8-bit) -> elementwise chain   | DequantizeLinear         |
+| 4c    | fuse_qdq_data_movement    | extended | DequantizeLinear -> MaxPool, Reshape, Resize   | DequantizeLinear         |
+|       |                           |          | (nearest), ... -> QuantizeLinear on one grid:  |                          |
+|       |                           |          | the op on the codes; Concat of Dequantize-     |                          |
+|       |                           |          | Linear outputs: codes requantized by tables    |                          |
+| 4d    | fuse_quantized_table      | extended | DequantizeLinear(8-bit) -> elementwise chain   | DequantizeLinear         |
 |       |                           |          | -> QuantizeLinear -> com.edgerun LookupTable   |                          |
 |       |                           |          | of the 256 codes (where the session's pro-     |                          |
 |       |                           |          | viders run it: the CPU's)                      |                          |
@@ -109,6 +113,7 @@ from .fuse_matmul_add import fuse_matmul_add
 from .fuse_dynamic_quantize_matmul import fuse_dynamic_quantize_matmul
 from .fuse_quantize_dequantize_epilogue import fuse_quantize_dequantize_epilogue
 from .fuse_qdq_conv import fuse_qdq_conv
+from .fuse_qdq_data_movement import fuse_qdq_data_movement
 from .fuse_qdq_matmul import fuse_qdq_matmul
 from .fuse_matmul_integer_to_float import fuse_matmul_integer_to_float
 from .fuse_quantize_dequantize import fuse_quantize_dequantize
@@ -128,6 +133,7 @@ PASSES = [
     (infer_types, BASIC, MAIN_GRAPH),
     (fuse_qdq_matmul, EXTENDED, {"DequantizeLinear"}),
     (fuse_qdq_conv, EXTENDED, {"DequantizeLinear"}),
+    (fuse_qdq_data_movement, EXTENDED, {"DequantizeLinear"}),
     (fuse_quantized_table, EXTENDED, {"DequantizeLinear"}),
     (constant_folding, BASIC, None),
     (fold_shapes, BASIC, MAIN_GRAPH),

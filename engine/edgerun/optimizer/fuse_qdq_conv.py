@@ -28,7 +28,8 @@ from __future__ import annotations
 
 from .. import ir
 from ..ir.host_tensor import flat_values
-from .fuse_qdq_matmul import FLOAT, INT8, UINT8, eight_bit, per_tensor_dequantize, plain_dequantize
+from .fuse_qdq_matmul import (FLOAT, INT8, UINT8, dequantized_type, per_tensor_dequantize,
+                              plain_dequantize)
 from .graph_edit import GraphView, PassContext, element_type, is_onnx
 from .patterns import close_to, input_at
 
@@ -71,7 +72,7 @@ def _operands(view: GraphView, conv: ir.Node):
     x = view.produced_by(conv.inputs[0], "DequantizeLinear")
     w = view.produced_by(conv.inputs[1], "DequantizeLinear")
     if x is None or w is None or len(x.inputs) < 3 or not per_tensor_dequantize(view, x) or \
-            eight_bit(view, x.inputs[0]) is None or not _constant_weights(view, w) or \
+            dequantized_type(view, x) is None or not _constant_weights(view, w) or \
             _depthwise(view, conv, w):
         return None
     bias = None

@@ -38,7 +38,7 @@ def fuse_qdq_matmul(view: GraphView, ctx: PassContext) -> int:
         if left is None or right is None or not per_tensor_dequantize(view, left) or \
                 not _constant_weights(view, right):
             continue
-        if eight_bit(view, left.inputs[0]) is None:
+        if dequantized_type(view, left) is None:
             continue
         inputs = without_absent_tail([left.inputs[0], right.inputs[0], left.inputs[1],
                                       right.inputs[1], input_at(left, 2), input_at(right, 2)])
@@ -65,6 +65,16 @@ def eight_bit(view: GraphView, name: str):
             zero = view.constant(input_at(producer, 2))
             code = element_type(zero) if zero is not None else None
     return code if code in (UINT8, INT8) else None
+
+
+def dequantized_type(view: GraphView, dq: ir.Node):
+    """UINT8 or INT8: the type of a DequantizeLinear's input, as its constant zero point
+    gives it (the two share a type; the input's producer may be an earlier fusion's node,
+    whose type no inference recorded) or as eight_bit finds it; else None."""
+    zero = view.constant(input_at(dq, 2)) if input_at(dq, 2) else None
+    if zero is not None:
+        return element_type(zero) if element_type(zero) in (UINT8, INT8) else None
+    return eight_bit(view, dq.inputs[0])
 
 
 def plain_dequantize(node: ir.Node) -> bool:

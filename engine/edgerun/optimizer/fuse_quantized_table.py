@@ -32,10 +32,9 @@ from __future__ import annotations
 
 from .. import ir
 from ..ir.host_tensor import flat_values
-from .fuse_qdq_matmul import INT8, UINT8, eight_bit, per_tensor_dequantize
+from .fuse_qdq_matmul import INT8, UINT8, dequantized_type, per_tensor_dequantize
 from .fuse_qdq_conv import per_tensor_quantize
 from .graph_edit import EDGERUN_DOMAIN, GraphView, PassContext, element_type, is_onnx
-from .patterns import input_at
 from .ranks import known_rank
 
 MAX_NODES = 32
@@ -63,7 +62,7 @@ def fuse_quantized_table(view: GraphView, ctx: PassContext) -> int:
         chain = _chain(view, source)
         if not chain or not _pays(view, source, chain):
             continue
-        table = _table(view, ctx, source, chain)
+        table = table_of(view, ctx, source, chain)
         if table is None:
             continue
         name = view.add_constant(f"{chain[-1].outputs[0]}_table", table)
@@ -79,16 +78,7 @@ def fuse_quantized_table(view: GraphView, ctx: PassContext) -> int:
 
 def _is_source(view: GraphView, node: ir.Node) -> bool:
     return is_onnx(node, "DequantizeLinear") and len(node.inputs) >= 2 and \
-        per_tensor_dequantize(view, node) and _code_type(view, node) is not None
-
-
-def _code_type(view: GraphView, dq: ir.Node):
-    """UINT8 or INT8: the type of the DequantizeLinear's input, as its zero point gives it
-    (the two share a type) or as eight_bit finds it; else None."""
-    zero = view.constant(input_at(dq, 2)) if input_at(dq, 2) else None
-    if zero is not None:
-        return element_type(zero) if element_type(zero) in (UINT8, INT8) else None
-    return eight_bit(view, dq.inputs[0])
+        per_tensor_dequantize(view, node) and dequantized_type(view, node) is not None
 
 
 def _chain(view: GraphView, source: ir.Node) -> list:
@@ -177,10 +167,11 @@ def _closed(view: GraphView, nodes: list, end: ir.Node) -> bool:
     return True
 
 
-def _table(view: GraphView, ctx: PassContext, source: ir.Node, chain: list):
-    """The chain's output for every input byte 0..255, a constant of the end's 8-bit type;
-    None where a node cannot be evaluated."""
-    code = _code_type(view, source)
+def table_of(view: GraphView, ctx: PassContext, source: ir.Node, chain: list):
+    """The chain's output (its last node's) for every input byte 0..255 of the source
+    DequantizeLinear, a constant of the end's 8-bit type; None where a node cannot be
+    evaluated."""
+    code = dequantized_type(view, source)
     codes = ctx.array_of(ir.Tensor(name="codes", elem_type=code, dims=(256,),
                                    raw=bytes(range(256))))
     values = {source.inputs[0]: codes}

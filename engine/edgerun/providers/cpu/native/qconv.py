@@ -2,8 +2,8 @@
 (cpu_kernels/qconv.c, qgemm.c): each group's weight rows [M/group, C/group x kernel], packed
 once (`ConvWeights`), times its columns of x [C/group x kernel, positions], made by im2col
 padded with x's zero point so that padding adds nothing (x's own rows for a 1x1 conv with
-unit strides and no padding), a cache-sized chunk of positions at a time: what
-onnxruntime's ConvInteger and QLinearConv do. int32 sums, wrapping as ONNX's int32 output
+unit strides and no padding), a cache-sized chunk of positions at a time (runs of chunks
+split over threads, parallel.py): what onnxruntime's ConvInteger and QLinearConv do. int32 sums, wrapping as ONNX's int32 output
 does, or QLinearConv's 8-bit outputs requantized in the product's own epilogue
 (`Requantization`)."""
 from __future__ import annotations
@@ -16,6 +16,7 @@ from typing import Optional
 import numpy as np
 
 from ....ir.conv_rules import window_geometry
+from . import parallel
 from .conv import planar_dims
 from .library import address, isa_code, library
 from .qgemm import EIGHT_BIT, as_int32, count, raise_status, zero_points_fit
@@ -29,6 +30,11 @@ def applicable(x: np.ndarray, x_zero_point, w: np.ndarray, w_zero_point) -> bool
         zero_points_fit(w_zero_point, w.dtype.char, w.shape[0])
 
 
+# parallel.py counts work in float32 multiply-adds; an 8-bit one (64 a VPDPBUSD) costs about
+# a quarter of one, so a product is split only where its parts outweigh a handoff
+INT8_MAC_SHARE = 4
+
+
 class _Weights(ctypes.Structure):
     """cpu_kernels/qconv.c's ConvWeights."""
     _fields_ = [("packed", ctypes.c_void_p), ("rowsum", ctypes.c_void_p),
@@ -40,11 +46,13 @@ class _Weights(ctypes.Structure):
 class ConvWeights:
     """A convolution's 8-bit weights [M, C/group, *kernel] as rows [M, C/group x kernel]
     with a zero point per tensor or per output channel, packed once, for `convolve`."""
-    __slots__ = ("m", "depth", "signed", "packed", "rowsum", "za", "_struct", "_address")
+    __slots__ = ("m", "depth", "groups", "signed", "packed", "rowsum", "za", "_struct",
+                 "_address")
 
     def __init__(self, w: np.ndarray, zero_point, groups: int):
         rows = np.ascontiguousarray(w.reshape(w.shape[0], -1))
         self.m, self.depth = rows.shape
+        self.groups = groups
         self.signed = int(rows.dtype.char == "b")
         lib = library()
         self.packed = np.empty(lib.er_cpu_qgemm_packed_a_size(self.m, self.depth), np.uint8)
@@ -66,16 +74,29 @@ class ConvWeights:
             return None
         out_sizes, dims = _layout(x.shape, tuple(kernel), _tuple(strides), _tuple(pads),
                                   _tuple(dilations), auto_pad)
+        lib = library()
         x = np.ascontiguousarray(x)
-        positions = math.prod(out_sizes)
+        images, positions = x.shape[0], math.prod(out_sizes)
         dtype = np.int32 if requantization is None else requantization.dtype
-        out = np.empty((x.shape[0], self.m) + out_sizes, dtype)
-        status = library().er_cpu_qconv(
-            self._address, address(x), x.shape[0], address(dims), positions,
-            int(x.dtype.char == "b"), zero_point,
-            None if requantization is None else requantization.address, address(out))
-        if status:
-            raise_status(status, self.m, self.depth, positions)
+        out = np.empty((images, self.m) + out_sizes, dtype)
+        frames = None
+        if dims is not None and lib.er_cpu_qconv_frames_size(address(dims), images, x.shape[1]):
+            frames = np.empty(lib.er_cpu_qconv_frames_size(address(dims), images, x.shape[1]),
+                              np.uint8)
+            lib.er_cpu_qconv_fill_frames(address(x), images, x.shape[1], address(dims),
+                                         zero_point, address(frames))
+        parts = parallel.parts_for(images * self.m * self.depth * positions // INT8_MAC_SHARE,
+                                   images * self.groups * max(1, positions // 32))
+        call = (self._address, address(x), images, address(dims), positions,
+                int(x.dtype.char == "b"), zero_point,
+                None if requantization is None else requantization.address, address(frames))
+        statuses = [0] * parts
+
+        def part(i: int) -> None:
+            statuses[i] = lib.er_cpu_qconv(*call, i, parts, address(out))
+        parallel.run_parts(part, parts)
+        if any(statuses):
+            raise_status(next(s for s in statuses if s), self.m, self.depth, positions)
         return out
 
 
@@ -87,9 +108,9 @@ class _Requant(ctypes.Structure):
 
 class Requantization:
     """QLinearConv's output step per output channel m, done in the product's epilogue:
-    y = saturate(round_half_even(float64(int32 sum + bias[m]) * multiplier[m]) + y_zero_point),
-    multiplier = x_scale * w_scale[m] / y_scale formed in float32 (what the numpy path
-    computes, so both give the same bytes)."""
+    y = saturate(round_half_even(float32(int32 sum + bias[m]) * multiplier[m]) + y_zero_point),
+    multiplier = x_scale * w_scale[m] / y_scale, all in float32 as onnxruntime's
+    requantization (and the numpy path: both give the same bytes)."""
     __slots__ = ("dtype", "bias", "multiplier", "_struct", "address")
 
     def __init__(self, channels: int, bias, multiplier: np.ndarray, zero_point: int,
@@ -98,7 +119,7 @@ class Requantization:
         self.bias = None if bias is None else \
             np.ascontiguousarray(np.broadcast_to(np.asarray(bias, np.int32), (channels,)))
         self.multiplier = np.ascontiguousarray(
-            np.broadcast_to(np.asarray(multiplier, np.float64).reshape(-1), (channels,)))
+            np.broadcast_to(np.asarray(multiplier, np.float32).reshape(-1), (channels,)))
         info = np.iinfo(self.dtype)
         self._struct = _Requant(address(self.bias), address(self.multiplier), zero_point,
                                 info.min, info.max)

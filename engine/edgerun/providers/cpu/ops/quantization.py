@@ -661,12 +661,13 @@ def qlinear_conv(ctx, x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scal
         if code in EIGHT_BIT_CODES and multiplier.dtype == np.float32 else None
     if native is not None:
         return native
-    acc = _integer_conv(ctx, x, x_zero_point, w, w_zero_point, group, strides, pads, dilations,
-                        auto_pad, kernel_shape).astype(np.float64)
+    acc = _wrap_int32(_integer_conv(ctx, x, x_zero_point, w, w_zero_point, group, strides,
+                                     pads, dilations, auto_pad, kernel_shape))
     if B is not None:
-        acc = acc + B.astype(np.float64).reshape((-1,) + (1,) * (x.ndim - 2))
-    acc = _wrap_int32(acc).astype(np.float64)
-    values = acc * _float_view(np.asarray(multiplier), np.float64)
+        acc = (acc.astype(np.int64) + B.astype(np.int64).reshape(
+            (-1,) + (1,) * (x.ndim - 2))).astype(np.int32)       # int32 sums wrap
+    # in float32, as onnxruntime requantizes (and the native epilogue)
+    values = acc.astype(np.float32) * _float_view(np.asarray(multiplier), np.float32)
     return quantize_values(values, y_zero_point, code)
 
 
