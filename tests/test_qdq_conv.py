@@ -222,13 +222,8 @@ def test_qdq_convs_become_qlinear_convs_and_match_onnxruntime(tmp_path):
         detail = f"case {index}: {case['attrs']} ops {ops}"
         assert "QLinearConv" in ops and "Conv" not in ops, detail
         step = float(case["y_scale"])
-        for level in (ort.GraphOptimizationLevel.ORT_DISABLE_ALL,
-                      ort.GraphOptimizationLevel.ORT_ENABLE_ALL):
-            so = ort.SessionOptions()
-            so.graph_optimization_level = level
-            want = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"]).run(
-                None, feeds)[0]
-            assert np.abs(got - want).max() <= step * 1.001, f"{detail} {level}"
+        for want in _onnxruntime_both_ways(path, feeds):
+            assert np.abs(got - want[0]).max() <= step * 1.001, detail
 
 
 def test_convs_of_quantize_static_chains_all_become_qlinear_convs(tmp_path):
@@ -453,6 +448,37 @@ def test_qdq_data_movement_runs_on_codes(op, same_grid, moved, code_type, tmp_pa
     saved = ort.InferenceSession(options.optimized_model_filepath,
                                  providers=["CPUExecutionProvider"]).run(None, feeds)[0]
     np.testing.assert_array_equal(saved, got)
+
+
+# (shape, kernel, stride, pads, ceil_mode): strides 1-3, pads even and not, a 1-D window,
+# ceil mode's partial windows, windows past the image, batch and planes
+MAX_POOLS = [((1, 64, 111, 111), 3, 2, 0, 1), ((2, 5, 13, 17), 3, 1, 1, 0),
+             ((1, 3, 9, 12), 2, 2, (0, 1, 1, 0), 0), ((1, 4, 7, 7), 5, 3, 2, 1),
+             ((1, 2, 10), 3, 2, 1, 0)]
+
+
+@pytest.mark.parametrize("code_type", [np.uint8, np.int8], ids=["uint8", "int8"])
+@pytest.mark.parametrize("case", MAX_POOLS, ids=lambda c: "x".join(map(str, c[0])))
+def test_8bit_max_pool_matches_onnxruntime(case, code_type):
+    """MaxPool of 8-bit codes (what fuse_qdq_data_movement gives a QDQ model):
+    onnxruntime's bytes exactly, every code value present."""
+    shape, kernel, stride, pads, ceil = case
+    rank = len(shape) - 2
+    pads = list(pads) if isinstance(pads, tuple) else [pads] * (2 * rank)
+    node = helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[kernel] * rank,
+                            strides=[stride] * rank, pads=pads, ceil_mode=ceil)
+    onnx_type = ONNX_TYPES[np.dtype(code_type)]
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", onnx_type,
+                                                                          list(shape))],
+                              [helper.make_tensor_value_info("y", onnx_type, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)],
+                              ir_version=9).SerializeToString()
+    x = _random_8bit(np.random.default_rng(sum(shape)), code_type, shape)
+    got = edgerun.InferenceSession(model, providers=["cpu"]).run(None, {"x": x})[0]
+    want = ort.InferenceSession(model, providers=["CPUExecutionProvider"]).run(
+        None, {"x": x})[0]
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)
 
 
 # ---- real quantized models on every provider ---------------------------------------------
