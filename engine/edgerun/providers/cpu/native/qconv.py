@@ -70,33 +70,71 @@ class ConvWeights:
         """The int32 sums [N, M, *out] of the convolution of 8-bit x [N, C, *spatial] (1 or
         2 spatial axes), centered on zero_point, or with a requantization its 8-bit outputs;
         None for windows of other ranks."""
-        if x.ndim not in (3, 4):
+        bound = self.bind(x.shape, x.dtype, kernel, strides, pads, dilations, auto_pad,
+                          requantization)
+        return None if bound is None else bound(x, zero_point)
+
+    def bind(self, x_shape: tuple, x_dtype, kernel: tuple, strides, pads, dilations, auto_pad,
+             requantization: Optional["Requantization"] = None):
+        """`convolve` for one input shape, worked out once (`BoundConv`); None for windows of
+        other ranks."""
+        if len(x_shape) not in (3, 4):
             return None
-        out_sizes, dims = _layout(x.shape, tuple(kernel), _tuple(strides), _tuple(pads),
+        out_sizes, dims = _layout(tuple(x_shape), tuple(kernel), _tuple(strides), _tuple(pads),
                                   _tuple(dilations), auto_pad)
+        return BoundConv(self, tuple(x_shape), np.dtype(x_dtype), out_sizes, dims,
+                         requantization)
+
+
+class BoundConv:
+    """A convolution's native call for one input shape: the layout, output shape, frame size
+    and the call's fixed arguments worked out once (a kernel's Python around the call cost
+    ~9 us a node, against onnxruntime's ~1 us for a small QLinearConv); a call makes the
+    output, fills the frames and runs the parts."""
+    __slots__ = ("weights", "requantization", "dims", "out_shape", "dtype", "positions",
+                 "frames_size", "macs", "limit", "_fixed")
+
+    def __init__(self, weights: ConvWeights, x_shape: tuple, x_dtype, out_sizes: tuple, dims,
+                 requantization: Optional["Requantization"]):
+        lib = library()
+        images, channels = x_shape[:2]
+        # held: the call reads their memory by address
+        self.weights, self.requantization, self.dims = weights, requantization, dims
+        self.positions = math.prod(out_sizes)
+        self.out_shape = (images, weights.m) + tuple(out_sizes)
+        self.dtype = np.dtype(np.int32) if requantization is None else requantization.dtype
+        self.frames_size = 0 if dims is None else \
+            lib.er_cpu_qconv_frames_size(address(dims), images, channels)
+        self.macs = images * weights.m * weights.depth * self.positions // INT8_MAC_SHARE
+        self.limit = images * weights.groups * max(1, self.positions // 32)
+        self._fixed = (images, address(dims), self.positions, int(x_dtype.char == "b"))
+
+    def __call__(self, x: np.ndarray, zero_point: int) -> np.ndarray:
+        """The convolution of x (of the bound shape) centered on x's zero point."""
         lib = library()
         x = np.ascontiguousarray(x)
-        images, positions = x.shape[0], math.prod(out_sizes)
-        dtype = np.int32 if requantization is None else requantization.dtype
-        out = np.empty((images, self.m) + out_sizes, dtype)
+        out = np.empty(self.out_shape, self.dtype)
         frames = None
-        if dims is not None and lib.er_cpu_qconv_frames_size(address(dims), images, x.shape[1]):
-            frames = np.empty(lib.er_cpu_qconv_frames_size(address(dims), images, x.shape[1]),
-                              np.uint8)
-            lib.er_cpu_qconv_fill_frames(address(x), images, x.shape[1], address(dims),
+        if self.frames_size:
+            frames = np.empty(self.frames_size, np.uint8)
+            lib.er_cpu_qconv_fill_frames(address(x), x.shape[0], x.shape[1], address(self.dims),
                                          zero_point, address(frames))
-        parts = parallel.parts_for(images * self.m * self.depth * positions // INT8_MAC_SHARE,
-                                   images * self.groups * max(1, positions // 32))
-        call = (self._address, address(x), images, address(dims), positions,
-                int(x.dtype.char == "b"), zero_point,
-                None if requantization is None else requantization.address, address(frames))
-        statuses = [0] * parts
+        requantization = self.requantization
+        head = (self.weights._address, address(x)) + self._fixed + (
+            zero_point, None if requantization is None else requantization.address,
+            address(frames))
+        parts = parallel.parts_for(self.macs, self.limit)
+        if parts == 1:
+            status = lib.er_cpu_qconv(*head, 0, 1, address(out))
+        else:
+            statuses = [0] * parts
 
-        def part(i: int) -> None:
-            statuses[i] = lib.er_cpu_qconv(*call, i, parts, address(out))
-        parallel.run_parts(part, parts)
-        if any(statuses):
-            raise_status(next(s for s in statuses if s), self.m, self.depth, positions)
+            def part(i: int) -> None:
+                statuses[i] = lib.er_cpu_qconv(*head, i, parts, address(out))
+            parallel.run_parts(part, parts)
+            status = next((s for s in statuses if s), 0)
+        if status:
+            raise_status(status, self.weights.m, self.weights.depth, self.positions)
         return out
 
 

@@ -588,25 +588,34 @@ def _conv_exact(x, w, group, strides, pads, dilations, auto_pad):
 
 
 def _native_integer_conv(ctx, x, x_zero_point, w, w_zero_point, group, strides, pads,
-                         dilations, auto_pad, requantization=None):
+                         dilations, auto_pad, requantization=None, requantization_sources=()):
     """conv(x - x_zero_point, w - w_zero_point) as int32 on the integer product kernels
-    (native/qconv.py), or with `requantization` (a callable giving a qconv.Requantization)
-    QLinearConv's 8-bit outputs; None where they do not apply: depthwise convs (one input
-    channel a group: products of one row, which the float path's direct kernels do better),
-    windows of other than 1 or 2 axes, operands the products do not take."""
+    (native/qconv.py), or with `requantization` (a callable giving a qconv.Requantization
+    made of `requantization_sources`) QLinearConv's 8-bit outputs; None where they do not
+    apply: depthwise convs (one input channel a group: products of one row, which the float
+    path's direct kernels do better), windows of other than 1 or 2 axes, operands the
+    products do not take. The call is bound once per node and input shape
+    (qconv.BoundConv)."""
     channels, out_channels = x.shape[1], w.shape[0]
     if channels == group or x.ndim < 3 or channels != w.shape[1] * group or out_channels % group:
         return None
+
     x_point = None if x_zero_point is None else np.asarray(x_zero_point)
     w_point = None if w_zero_point is None else np.asarray(w_zero_point).reshape(-1)
     if not qconv.applicable(x, x_point, w, w_point):
         return None
-    point = 0 if x_point is None else int(x_point.reshape(()))
     weights = ctx.prepared("integer_conv_rows", (w, w_zero_point),
                            lambda: qconv.ConvWeights(w, w_point, group)) if ctx is not None \
         else qconv.ConvWeights(w, w_point, group)
-    return weights.convolve(x, w.shape[2:], strides, pads, dilations, auto_pad, point,
+
+    def bind():
+        return weights.bind(x.shape, x.dtype, w.shape[2:], strides, pads, dilations, auto_pad,
                             None if requantization is None else requantization())
+    bound = bind() if ctx is None else ctx.prepared(
+        ("integer_conv_call", x.shape, x.dtype.char), (weights,) + tuple(requantization_sources),
+        bind)
+    return None if bound is None else \
+        bound(x, 0 if x_point is None else int(x_point.reshape(())))
 
 
 def _integer_conv(ctx, x, x_zero_point, w, w_zero_point, group, strides, pads, dilations,
@@ -652,13 +661,15 @@ def conv_integer(ctx, x, w, x_zero_point=None, w_zero_point=None, auto_pad="NOTS
 def qlinear_conv(ctx, x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale,
                  y_zero_point=None, B=None, auto_pad="NOTSET", dilations=None, group=1,
                  kernel_shape=None, pads=None, strides=None):
-    multiplier = (np.asarray(x_scale) * _per_channel(w_scale, x.ndim)) / np.asarray(y_scale)
+    def multiplier():
+        return (np.asarray(x_scale) * _per_channel(w_scale, x.ndim)) / np.asarray(y_scale)
     code = _code_of(y_zero_point) if y_zero_point is not None else _code_of(x)
     native = _native_integer_conv(
         ctx, x, x_zero_point, w, w_zero_point, group, strides, pads, dilations, auto_pad,
-        lambda: _requantization(ctx, w.shape[0], B, multiplier, y_zero_point, code,
-                                (x_scale, w_scale, y_scale, y_zero_point, B))) \
-        if code in EIGHT_BIT_CODES and multiplier.dtype == np.float32 else None
+        lambda: _requantization(w.shape[0], B, multiplier(), y_zero_point, code),
+        (x_scale, w_scale, y_scale, y_zero_point, B)) \
+        if code in EIGHT_BIT_CODES and \
+        all(np.asarray(s).dtype == np.float32 for s in (x_scale, w_scale, y_scale)) else None
     if native is not None:
         return native
     acc = _wrap_int32(_integer_conv(ctx, x, x_zero_point, w, w_zero_point, group, strides,
@@ -667,18 +678,12 @@ def qlinear_conv(ctx, x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scal
         acc = (acc.astype(np.int64) + B.astype(np.int64).reshape(
             (-1,) + (1,) * (x.ndim - 2))).astype(np.int32)       # int32 sums wrap
     # in float32, as onnxruntime requantizes (and the native epilogue)
-    values = acc.astype(np.float32) * _float_view(np.asarray(multiplier), np.float32)
+    values = acc.astype(np.float32) * _float_view(np.asarray(multiplier()), np.float32)
     return quantize_values(values, y_zero_point, code)
 
 
-def _requantization(ctx, channels: int, bias, multiplier: np.ndarray, y_zero_point, code: int,
-                    sources: tuple):
+def _requantization(channels: int, bias, multiplier: np.ndarray, y_zero_point, code: int):
     """QLinearConv's output step for the native products (qconv.Requantization: the same
-    bytes as the numpy path's), built once per node while `sources` (the operands it is
-    made of) stay the same objects."""
+    bytes as the numpy path's)."""
     point = 0 if y_zero_point is None else int(np.asarray(y_zero_point).reshape(-1)[0])
-
-    def build():
-        return qconv.Requantization(channels, bias, multiplier, point, dtypes.numpy_dtype(code))
-    return build() if ctx is None else ctx.prepared("qlinear_conv_requantization", sources,
-                                                     build)
+    return qconv.Requantization(channels, bias, multiplier, point, dtypes.numpy_dtype(code))
