@@ -274,6 +274,21 @@ def test_convs_of_quantize_static_chains_all_become_qlinear_convs(tmp_path):
         assert np.abs(got - want).max() <= 2 * step * 1.001
 
 
+def test_qdq_convs_stay_float_where_the_cpu_does_not_run_them(tmp_path):
+    """The fusion pays on the CPU's integer kernels only: a wasm session (whose QLinearConv
+    measured 2.5-5x slower than its float conv between the pairs) keeps the Conv."""
+    from conftest import usable_provider
+
+    rng = np.random.default_rng(17)
+    case = _conv_case(rng, 1)
+    path = str(tmp_path / "qdq_conv.onnx")
+    onnx.save(_qdq_conv_model(case), path)
+    for provider, fused in (("cpu", True), ("wasm", False)):
+        session = edgerun.InferenceSession(path, providers=[usable_provider(provider)])
+        ops = {n.op_type for n in session._model.graph.nodes}
+        assert ("QLinearConv" in ops) == fused and ("Conv" in ops) != fused, (provider, ops)
+
+
 def test_depthwise_and_float_weight_convs_stay_float(tmp_path):
     """A depthwise QDQ conv keeps the float path (its pair becomes the conv's epilogue), and
     so does a Conv whose weights are not a DequantizeLinear of 8-bit constants."""

@@ -2394,3 +2394,23 @@ def test_small_integer_feeds_key_programs_by_their_values_from_any_bytes(wasm):
         finally:
             recorder.stop()
             recorder.pool.close()
+
+
+def test_initializers_sharing_one_bytes_object_keep_their_own_types(wasm):
+    """CPython keeps one object per one-byte bytes value, so a uint8 and an int8 zero point of
+    0 decode to the same raw bytes object. The provider's cache of uploaded initializers
+    told them apart by that object alone and handed a QLinearConv the uint8 zero point for
+    its int8 weights (quantize_static's YOLOX failed in a page); it is keyed by type and
+    shape too."""
+    from edgerun import ir
+    from edgerun.ir.host_tensor import HostTensor
+
+    raw = bytes([0])
+    assert raw is bytes([0])          # the sharing this guards against
+    graph = ir.Graph(name="g")
+    for name, elem_type in (("x_zero", 2), ("w_zero", 3)):
+        graph.initializers[name] = ir.Tensor(name=name, elem_type=elem_type, dims=(), raw=raw)
+    wasm.prepare_model(ir.Model(graph=graph))
+    for elem_type in (2, 3, 2):
+        uploaded = wasm.to_device(HostTensor(elem_type, (), raw))
+        assert uploaded.elem_type == elem_type

@@ -70,18 +70,20 @@ class PassContext:
             entry = self._arrays[id(tensor)] = (tensor, value)
         return entry[1]
 
-    def runs_like(self, fused: ir.Node, nodes: list) -> bool:
+    def runs_like(self, fused: ir.Node, nodes: list, only: tuple = ()) -> bool:
         """Whether the provider that would run `fused` (the first in priority order whose
         capability claims it) is the one that would run each of `nodes`: a fusion whose
         kernel only some providers have applies only where it moves no node to another
-        provider. False when the providers are not known, or one of them cannot judge nodes
-        before the optimized model is prepared (the edge adapters: they claim whole
-        subgraphs from its types and constants)."""
+        provider. With `only` (provider names), also that it is one of those: a fusion that
+        pays on their kernels alone. False when the providers are not known, or one of them
+        cannot judge nodes before the optimized model is prepared (the edge adapters: they
+        claim whole subgraphs from its types and constants)."""
         if not self.providers or \
                 not all(p.judges_nodes_before_preparing() for p in self.providers):
             return False
         runner = self._first_claimer(fused)
-        return runner is not None and all(self._first_claimer(n) is runner for n in nodes)
+        return runner is not None and (not only or runner.name in only) and \
+            all(self._first_claimer(n) is runner for n in nodes)
 
     def _first_claimer(self, node: ir.Node):
         opset = max(self.opset(node.domain), 1)

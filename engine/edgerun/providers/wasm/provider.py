@@ -74,7 +74,10 @@ class WasmProvider(ExecutionProvider):
                              for k, v in self.dev.programs.items()}}
 
     def prepare_model(self, model, ahead: tuple = ()) -> None:
-        self._constants = {id(t.raw): [t.raw, None] for t in _initializers(model.graph)}
+        # keyed by the bytes object and what it holds: equal short bytes objects are one
+        # object in CPython (b"\x00" is shared by an int8 and a uint8 zero point)
+        self._constants = {(id(t.raw), t.elem_type, tuple(t.dims)): [t.raw, None]
+                           for t in _initializers(model.graph)}
         if self.options.get("graph_capture", True) and not self.dev.numpy:
             capture.capture(model, self, ahead)
 
@@ -112,7 +115,7 @@ class WasmProvider(ExecutionProvider):
 
     def to_device(self, value):
         if type(value) is HostTensor:
-            entry = self._constants.get(id(value.data))
+            entry = self._constants.get((id(value.data), value.elem_type, tuple(value.shape)))
             if entry is not None and entry[0] is value.data:
                 # an initializer an If/Loop body reads from its enclosing graph: the executor
                 # copies it in every run; its bytes never change, so upload them once
