@@ -1,8 +1,10 @@
 /* Integer convolutions for the CPU provider (ConvInteger, QLinearConv): every image's and
  * group's product of the packed weights and its columns on qgemm.c's kernels, in one call.
- * The columns (im2col of the 8-bit image, padded with x's zero point; x's own rows for a
- * pointwise conv) are made and packed a chunk of output positions at a time, a chunk small
- * enough to stay in the cache between its packing and its products. */
+ * The columns are packed a chunk of output positions at a time, a chunk small enough to
+ * stay in the cache between its packing and its products. They are read where they lie:
+ * x's own rows for a pointwise conv; for a unit-stride window, shifted views of the image
+ * copied once into a frame padded with x's zero point (the frame's extra columns computed
+ * and dropped); for a strided one, im2col of each chunk. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -73,8 +75,9 @@ static void tap_range(const uint8_t *src, const int64_t *d, int64_t i, int64_t j
         if (ih < 0 || ih >= in_h) {
             fill_bytes(dst, pad, c1 - c0);
         } else {
-            int64_t lo = inside_lo < c0 ? c0 : inside_lo, hi = inside_hi > c1 ? c1 : inside_hi;
-            if (lo > hi) lo = hi;
+            /* c0 <= lo <= hi <= c1 (a span wholly in the padding has lo == hi) */
+            int64_t lo = inside_lo < c0 ? c0 : (inside_lo > c1 ? c1 : inside_lo);
+            int64_t hi = inside_hi < lo ? lo : (inside_hi > c1 ? c1 : inside_hi);
             const uint8_t *line = src + ih * in_w + offset;
             fill_bytes(dst, pad, lo - c0);
             if (sw == 1) copy_bytes(dst + lo - c0, line + lo, hi - lo);
@@ -128,7 +131,7 @@ EXPORT int64_t er_cpu_qconv_frames_size(const int64_t *dims, int64_t images, int
     if (dims[6] != 1 || dims[7] != 1) return 0;
     int64_t fh, fw;
     frame_size(dims, &fh, &fw);
-    return images * channels * fh * fw + 64;         /* slack: whole-panel reads stop inside */
+    return images * channels * fh * fw;
 }
 
 /* Every image of x [images, channels, in_h, in_w] copied into its frame at (pt, pl), the
@@ -144,28 +147,36 @@ EXPORT void er_cpu_qconv_fill_frames(const uint8_t *x, int64_t images, int64_t c
             copy_bytes(frames + (c * fh + r + pt) * fw + pl, x + (c * in_h + r) * in_w, cols);
 }
 
+/* Row r of group g's columns: its channel c of the image, its tap (i, j) of the window. */
+static void row_source(const Columns *cs, int64_t g, int64_t r, int64_t *c, int64_t *i,
+                       int64_t *j) {
+    int64_t t = r % cs->taps;
+    *c = g * (cs->k / cs->taps) + r / cs->taps;
+    *i = t / cs->kw;
+    *j = t % cs->kw;
+}
+
 /* The k row pointers of group g's columns, FROM_X or FROM_FRAME (im2col_chunk sets its own). */
 static void column_rows(const Columns *cs, const uint8_t *img, const uint8_t *frame, int64_t g,
                         const uint8_t **rows) {
-    int64_t per_group = cs->k / cs->taps;
     for (int64_t r = 0; r < cs->k; r++) {
-        int64_t c = g * per_group + r / cs->taps, t = r % cs->taps;
+        int64_t c, i, j;
+        row_source(cs, g, r, &c, &i, &j);
         if (cs->source == FROM_X)
             rows[r] = img + c * cs->plane;
         else
-            rows[r] = frame + c * cs->frame_h * cs->frame_w +
-                      (t / cs->kw) * cs->dims[8] * cs->frame_w + (t % cs->kw) * cs->dims[9];
+            rows[r] = frame + c * cs->frame_h * cs->frame_w + i * cs->dims[8] * cs->frame_w +
+                      j * cs->dims[9];
     }
 }
 
 /* im2col of group g's columns for positions [p0, p0 + n) into the chunk buffer. */
 static void im2col_chunk(const Columns *cs, const uint8_t *img, int64_t g, uint8_t pad,
                          int64_t p0, int64_t n, const uint8_t **rows) {
-    int64_t per_group = cs->k / cs->taps;
     for (int64_t r = 0; r < cs->k; r++) {
-        int64_t c = g * per_group + r / cs->taps, t = r % cs->taps;
-        tap_range(img + c * cs->plane, cs->dims, t / cs->kw, t % cs->kw, pad, p0, p0 + n,
-                  cs->cols + r * n);
+        int64_t c, i, j;
+        row_source(cs, g, r, &c, &i, &j);
+        tap_range(img + c * cs->plane, cs->dims, i, j, pad, p0, p0 + n, cs->cols + r * n);
         rows[r] = cs->cols + r * n - p0;         /* read at offset p0 */
     }
 }

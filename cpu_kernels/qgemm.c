@@ -346,7 +346,7 @@ static int qgemm_packed(const uint8_t *a_packed, const int32_t *rowsum, int64_t 
     int32_t *zb_full = malloc((size_t)(n ? n : 1) * sizeof(int32_t));
     int32_t *colfix = malloc((size_t)(n ? n : 1) * sizeof(int32_t));
     float *scale = b_scale ? malloc((size_t)(n ? n : 1) * sizeof(float)) : NULL;
-    int uniform = za_count <= 1 && zb_count <= 1;
+    int uniform = za_count <= 1 && zb_count <= 1 && m > 0;
     int32_t *colpart = uniform ? malloc((size_t)(n ? n : 1) * sizeof(int32_t)) : NULL;
     int32_t *rowpart = uniform ? malloc((size_t)(m ? m : 1) * sizeof(int32_t)) : NULL;
     int status = 0;

@@ -160,6 +160,26 @@ def test_qlinear_conv_parts_on_threads_give_the_same_bytes(threads, monkeypatch)
         np.testing.assert_array_equal(results[0], results[1], err_msg=str(case["attrs"]))
 
 
+@pytest.mark.parametrize("channels,stride", [(3300, 2), (1700, 2), (1700, 1)])
+def test_chunks_starting_inside_a_row_and_its_padding(channels, stride):
+    """A deep window (k = channels x 5) makes the columns' chunks 32 positions, so chunks start
+    inside output rows, some where the window's last taps fall in the right padding (im2col
+    once wrote there before its chunk); every sum is the exact convolution's."""
+    if not _isas():
+        pytest.skip(f"this CPU's native products are {library.isa()}")
+    rng = np.random.default_rng(channels)
+    x = rng.integers(0, 256, (1, channels, 3, 33)).astype(np.uint8)
+    w = rng.integers(-20, 20, (8, channels, 1, 5)).astype(np.int8)
+    got = qconv.ConvWeights(w, None, 1).convolve(x, (1, 5), (stride, 1), (0, 2, 0, 2), None,
+                                                 "NOTSET", 7)
+    padded = np.pad(x.astype(np.int64) - 7, ((0, 0), (0, 0), (0, 0), (2, 2)))
+    rows = range(0, 3, stride)
+    want = np.stack([np.stack([np.einsum("mck,ck->m", w[:, :, 0].astype(np.int64),
+                                         padded[0, :, row, col:col + 5])
+                               for col in range(33)], -1) for row in rows], -2)[None]
+    np.testing.assert_array_equal(got, want)
+
+
 def _onnxruntime_both_ways(path: str, feeds: dict) -> list:
     """onnxruntime's outputs with its optimizations (its QDQ fusions) and without."""
     runs = []
@@ -317,7 +337,8 @@ def _chain_model(code_type, chain: str) -> onnx.ModelProto:
     zero = np.array(3 if code_type == np.uint8 else -5, code_type)
     inits = {"s": np.float32(0.043), "z": zero, "s2": np.float32(0.021), "z2": zero,
              "s3": np.float32(0.017), "z3": np.array(0, code_type),
-             "three": np.float32(3.0), "half": np.array([0.5], np.float32)}
+             "three": np.float32(3.0), "half": np.array([0.5], np.float32),
+             "quarter": np.full((1, 1, 1, 1), 0.25, np.float32)}
     dq = helper.make_node("DequantizeLinear", ["q", "s", "z"], ["x"])
     pair = [helper.make_node("QuantizeLinear", ["m", "s2", "z2"], ["mq"]),
             helper.make_node("DequantizeLinear", ["mq", "s2", "z2"], ["md"])]
@@ -328,6 +349,10 @@ def _chain_model(code_type, chain: str) -> onnx.ModelProto:
                           helper.make_node("Tanh", ["a"], ["m"])] + pair +
                          [helper.make_node("Mul", ["md", "half"], ["t"])],
         "hard_sigmoid": [helper.make_node("HardSigmoid", ["x"], ["t"])],
+        # a one-value constant of the input's rank: evaluated on the codes it broadcasts them
+        # to [1, 1, 1, 256], which the table must not keep
+        "rank4_scale_sigmoid": [helper.make_node("Mul", ["x", "quarter"], ["m4"]),
+                                helper.make_node("Sigmoid", ["m4"], ["t"])],
         "requantize": [helper.make_node("Identity", ["x"], ["t"])],
     }
     nodes = [dq] + bodies[chain] + [
@@ -342,7 +367,8 @@ def _chain_model(code_type, chain: str) -> onnx.ModelProto:
 
 
 @pytest.mark.parametrize("code_type", [np.uint8, np.int8], ids=["uint8", "int8"])
-@pytest.mark.parametrize("chain", ["silu", "tanh_add_pair", "hard_sigmoid", "requantize"])
+@pytest.mark.parametrize("chain", ["silu", "tanh_add_pair", "hard_sigmoid", "requantize",
+                                   "rank4_scale_sigmoid"])
 def test_quantized_chains_become_tables_equal_to_the_chain(chain, code_type, tmp_path):
     """The chain becomes one LookupTable whose outputs are the unfused chain's bit for bit
     (every code, a strided batch as well), and the saved model (Cast + Gather) gives
@@ -494,6 +520,48 @@ def test_8bit_max_pool_matches_onnxruntime(case, code_type):
         None, {"x": x})[0]
     assert got.dtype == want.dtype
     np.testing.assert_array_equal(got, want)
+
+
+def test_qdq_data_movement_leaves_what_codes_would_change(tmp_path):
+    """No move where the codes would give other values: MaxPool over a negative scale (it
+    would take the minimum), Resize's tf_crop_and_resize (its extrapolation value is no
+    code), a DequantizeLinear whose zero point is an empty name. The outputs stay the
+    unfused graph's."""
+    low, high = RANGES[np.uint8]
+    feeds = {"a": np.resize(np.arange(low, high + 1), (2, 3, 9, 11)).astype(np.uint8)}
+    for variant in ("negative_scale", "crop_and_resize", "empty_zero_point"):
+        model = _movement_model("Resize" if variant == "crop_and_resize" else "MaxPool",
+                                np.uint8, True)
+        graph = model.graph
+        if variant == "negative_scale":
+            for t in graph.initializer:
+                if t.name in ("s", "s_out"):
+                    t.CopyFrom(numpy_helper.from_array(np.float32(-0.05), t.name))
+        elif variant == "crop_and_resize":
+            resize = next(n for n in graph.node if n.op_type == "Resize")
+            resize.attribute.append(helper.make_attribute("coordinate_transformation_mode",
+                                                          "tf_crop_and_resize"))
+            for t in graph.initializer:
+                if t.name == "roi":
+                    t.CopyFrom(numpy_helper.from_array(
+                        np.array([0, 0, 0.2, 0.2, 1, 1, 1.3, 1.3], np.float32), "roi"))
+        else:
+            first = graph.node[0]
+            first.input[2] = ""
+        path = str(tmp_path / f"{variant}.onnx")
+        onnx.save(model, path)
+        session = edgerun.InferenceSession(path, providers=["cpu"])
+        nodes = session._model.graph.nodes
+        dequantized = {o for n in nodes if n.op_type == "DequantizeLinear" for o in n.outputs}
+        moved = [n for n in nodes if n.op_type in ("MaxPool", "Resize")
+                 and n.inputs[0] not in dequantized]
+        assert not moved, variant
+        unfused = edgerun.SessionOptions()
+        unfused.graph_optimization_level = edgerun.GraphOptimizationLevel.ORT_DISABLE_ALL
+        np.testing.assert_array_equal(
+            session.run(None, feeds)[0],
+            edgerun.InferenceSession(path, unfused, providers=["cpu"]).run(None, feeds)[0],
+            err_msg=variant)
 
 
 # ---- real quantized models on every provider ---------------------------------------------

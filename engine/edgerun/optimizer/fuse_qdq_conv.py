@@ -28,12 +28,11 @@ from __future__ import annotations
 
 from .. import ir
 from ..ir.host_tensor import flat_values
-from .fuse_qdq_matmul import (FLOAT, INT8, UINT8, dequantized_type, per_tensor_dequantize,
-                              plain_dequantize)
+from .qdq_patterns import (FLOAT, INT8, INT32, UINT8, codes_with_zero_point,
+                           per_tensor_quantize, plain_dequantize)
 from .graph_edit import GraphView, PassContext, element_type, is_onnx
 from .patterns import close_to, input_at
 
-INT32 = 6
 # Where QLinearConv outruns the float Conv between QDQ pairs: the CPU's integer kernels. The
 # wasm provider's QLinearConv (an integer conv, then the bias and requantization as
 # per-channel elementwise passes) measured 2.5-5x slower in a page than its float conv with
@@ -77,9 +76,8 @@ def _operands(view: GraphView, conv: ir.Node):
         return None
     x = view.produced_by(conv.inputs[0], "DequantizeLinear")
     w = view.produced_by(conv.inputs[1], "DequantizeLinear")
-    if x is None or w is None or len(x.inputs) < 3 or not per_tensor_dequantize(view, x) or \
-            dequantized_type(view, x) is None or not _constant_weights(view, w) or \
-            _depthwise(view, conv, w):
+    if x is None or w is None or not codes_with_zero_point(view, x) or \
+            not _constant_weights(view, w) or _depthwise(view, conv, w):
         return None
     bias = None
     if input_at(conv, 2):
@@ -91,15 +89,6 @@ def _operands(view: GraphView, conv: ir.Node):
 
 def _depthwise(view: GraphView, conv: ir.Node, w: ir.Node) -> bool:
     return conv.attr("group", 1) > 1 and view.constant(w.inputs[0]).shape[1] == 1
-
-
-def per_tensor_quantize(view: GraphView, node: ir.Node) -> bool:
-    """A QuantizeLinear to 8 bits with one float32 scale and a given zero point."""
-    scale = view.constant(input_at(node, 1))
-    zero = view.constant(input_at(node, 2))
-    return scale is not None and element_type(scale) == FLOAT and scale.size == 1 and \
-        zero is not None and zero.size == 1 and element_type(zero) in (UINT8, INT8) and \
-        not node.attr("block_size", 0) and node.attr("output_dtype", 0) in (0, element_type(zero))
 
 
 def _constant_weights(view: GraphView, dq: ir.Node) -> bool:

@@ -6,9 +6,11 @@ scale), so the codes they give are the ones QuantizeLinear would make again.
 
     QuantizeLinear(op(DequantizeLinear(q, s, z)), s, z)  ->  op(q)
 
-op is MaxPool (one output), GlobalMaxPool, Reshape, Transpose, Flatten, Squeeze, Unsqueeze,
-Slice, DepthToSpace, SpaceToDepth or Resize in its nearest mode; its other inputs (shapes,
-axes, scales) stay as they are.
+op is MaxPool (one output, a positive scale: dequantizing keeps the codes' order), Reshape,
+Transpose, Flatten, Squeeze, Unsqueeze, Slice, DepthToSpace, SpaceToDepth or Resize choosing
+nearest values (not tf_crop_and_resize, whose extrapolation value is no code); its other
+inputs (shapes, axes, scales) stay as they are. GlobalMaxPool is not taken: ONNX types it
+for floats only.
 
 Concat of DequantizeLinear outputs, quantized once after it, becomes a Concat of codes: an
 input on another grid than the output's is first requantized by a com.edgerun LookupTable
@@ -22,13 +24,12 @@ from __future__ import annotations
 
 from .. import ir
 from ..ir.host_tensor import flat_values
-from .fuse_qdq_conv import per_tensor_quantize
-from .fuse_qdq_matmul import dequantized_type, per_tensor_dequantize
 from .fuse_quantized_table import table_of
-from .graph_edit import EDGERUN_DOMAIN, GraphView, PassContext, is_onnx
+from .qdq_patterns import codes_with_zero_point, dequantized_type, per_tensor_quantize
+from .graph_edit import EDGERUN_DOMAIN, GraphView, PassContext, attr_text, is_onnx
 
-MOVERS = {"MaxPool", "GlobalMaxPool", "Reshape", "Transpose", "Flatten", "Squeeze",
-          "Unsqueeze", "Slice", "DepthToSpace", "SpaceToDepth", "Resize"}
+MOVERS = {"MaxPool", "Reshape", "Transpose", "Flatten", "Squeeze", "Unsqueeze", "Slice",
+          "DepthToSpace", "SpaceToDepth", "Resize"}
 
 
 def fuse_qdq_data_movement(view: GraphView, ctx: PassContext) -> int:
@@ -49,7 +50,7 @@ def fuse_qdq_data_movement(view: GraphView, ctx: PassContext) -> int:
 
 def _mover(view: GraphView, ctx: PassContext, op: ir.Node, rounding: ir.Node) -> int:
     dq = _source(view, op.inputs[0])
-    if dq is None or not _same_grid(view, dq, rounding) or not _moves_exactly(op, ctx):
+    if dq is None or not _same_grid(view, dq, rounding) or not _moves_exactly(view, op, dq, ctx):
         return 0
     moved = ir.Node(op_type=op.op_type, domain=op.domain, name=op.name,
                     inputs=[dq.inputs[0]] + list(op.inputs[1:]), outputs=list(rounding.outputs),
@@ -101,10 +102,7 @@ def _rounding_as_source(rounding: ir.Node) -> ir.Node:
 def _source(view: GraphView, name: str):
     """The per-tensor DequantizeLinear of 8-bit codes producing `name`, else None."""
     dq = view.produced_by(name, "DequantizeLinear")
-    if dq is None or len(dq.inputs) < 3 or not per_tensor_dequantize(view, dq) or \
-            dequantized_type(view, dq) is None:
-        return None
-    return dq
+    return dq if dq is not None and codes_with_zero_point(view, dq) else None
 
 
 def _same_grid(view: GraphView, dq: ir.Node, rounding: ir.Node) -> bool:
@@ -114,15 +112,16 @@ def _same_grid(view: GraphView, dq: ir.Node, rounding: ir.Node) -> bool:
         flat_values(view.constant(dq.inputs[2])) == flat_values(view.constant(rounding.inputs[2]))
 
 
-def _moves_exactly(op: ir.Node, ctx: PassContext) -> bool:
+def _moves_exactly(view: GraphView, op: ir.Node, dq: ir.Node, ctx: PassContext) -> bool:
     """Ops that give the same codes on codes: one-output MaxPool of opset 12 on (8-bit
-    inputs), Resize choosing nearest values, the rest always."""
+    inputs) over a positive scale, Resize choosing nearest values inside its input, the rest
+    always."""
     if op.op_type == "MaxPool":
-        return ctx.opset("") >= 12 and len([o for o in op.outputs if o]) == 1
+        return ctx.opset("") >= 12 and len([o for o in op.outputs if o]) == 1 and \
+            (view.scalar(dq.inputs[1]) or 0.0) > 0
     if op.op_type == "Resize":
-        mode = op.attr("mode", b"nearest")
-        return (mode.decode() if isinstance(mode, bytes) else mode) == "nearest" and \
-            ctx.opset("") >= 11
+        return ctx.opset("") >= 11 and attr_text(op, "mode", "nearest") == "nearest" and \
+            attr_text(op, "coordinate_transformation_mode") != "tf_crop_and_resize"
     return True
 
 

@@ -22,9 +22,10 @@ from __future__ import annotations
 from .. import ir
 from .graph_edit import GraphView, PassContext, element_type, is_onnx
 from .patterns import input_at, without_absent_tail
+from .qdq_patterns import (FLOAT, INT8, UINT8, dequantized_type, per_tensor_dequantize,
+                           plain_dequantize)
 
 MICROSOFT = "com.microsoft"
-FLOAT, UINT8, INT8 = 1, 2, 3
 
 
 def fuse_qdq_matmul(view: GraphView, ctx: PassContext) -> int:
@@ -50,44 +51,6 @@ def fuse_qdq_matmul(view: GraphView, ctx: PassContext) -> int:
         view.replace([product], fused)
         count += 1
     return count
-
-
-def eight_bit(view: GraphView, name: str):
-    """UINT8 or INT8 when `name` is known to hold 8-bit integers (a constant, a declared or
-    inferred type, or a QuantizeLinear with a zero point), else None."""
-    code = None
-    if view.constant(name) is not None:
-        code = view.elem_type_of_constant(name)
-    else:
-        code = view.declared_elem_type(name)
-        producer = view.produced_by(name, "QuantizeLinear")
-        if code is None and producer is not None and input_at(producer, 2):
-            zero = view.constant(input_at(producer, 2))
-            code = element_type(zero) if zero is not None else None
-    return code if code in (UINT8, INT8) else None
-
-
-def dequantized_type(view: GraphView, dq: ir.Node):
-    """UINT8 or INT8: the type of a DequantizeLinear's input, as its constant zero point
-    gives it (the two share a type; the input's producer may be an earlier fusion's node,
-    whose type no inference recorded) or as eight_bit finds it; else None."""
-    zero = view.constant(input_at(dq, 2)) if input_at(dq, 2) else None
-    if zero is not None:
-        return element_type(zero) if element_type(zero) in (UINT8, INT8) else None
-    return eight_bit(view, dq.inputs[0])
-
-
-def plain_dequantize(node: ir.Node) -> bool:
-    """A DequantizeLinear without block quantization, to float32 (no output_dtype)."""
-    return not node.attr("block_size", 0) and node.attr("output_dtype", 0) in (0, FLOAT)
-
-
-def per_tensor_dequantize(view: GraphView, dq: ir.Node) -> bool:
-    """One float32 scale and zero point (constants): A's dequantization."""
-    scale = view.constant(input_at(dq, 1))
-    zero = view.constant(input_at(dq, 2)) if input_at(dq, 2) else None
-    return plain_dequantize(dq) and scale is not None and element_type(scale) == FLOAT and \
-        scale.size == 1 and (not input_at(dq, 2) or (zero is not None and zero.size == 1))
 
 
 def _constant_weights(view: GraphView, dq: ir.Node) -> bool:

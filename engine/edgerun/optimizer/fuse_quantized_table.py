@@ -31,9 +31,9 @@ Applied where the session's providers run LookupTable and the chain on the same 
 from __future__ import annotations
 
 from .. import ir
-from ..ir.host_tensor import flat_values
-from .fuse_qdq_matmul import INT8, UINT8, dequantized_type, per_tensor_dequantize
-from .fuse_qdq_conv import per_tensor_quantize
+from ..ir.host_tensor import HostTensor
+from .qdq_patterns import (EIGHT_BIT, dequantized_type, per_tensor_dequantize,
+                           per_tensor_quantize)
 from .graph_edit import EDGERUN_DOMAIN, GraphView, PassContext, element_type, is_onnx
 from .ranks import known_rank
 
@@ -184,7 +184,8 @@ def table_of(view: GraphView, ctx: PassContext, source: ir.Node, chain: list):
             return None
         values[node.outputs[0]] = result[0] if isinstance(result, (tuple, list)) else result
     table = values[chain[-1].outputs[0]]
-    if element_type(table) not in (UINT8, INT8) or table.size != 256 or \
-            len(flat_values(table)) != 256:
+    if element_type(table) not in EIGHT_BIT or table.size != 256:
         return None
-    return table
+    # a one-value constant of the chain's rank broadcasts the codes to [1, .., 256]
+    return table.reshape(256) if hasattr(table, "reshape") else \
+        HostTensor(table.elem_type, (256,), table.data)

@@ -34,9 +34,9 @@ from .. import ir
 from ..onnx.writer import save_model
 from .fuse_elementwise_program import ARITHMETIC, QUANTIZE_DEQUANTIZE
 from .graph_edit import EDGERUN_DOMAIN, attr_float, attr_int, attr_ints, attr_text, subgraphs
+from .qdq_patterns import FLOAT, INT8, INT32, UINT8
 
 MICROSOFT = "com.microsoft"
-FLOAT, UINT8, INT8, INT32 = 1, 2, 3, 6
 
 
 def save_optimized(model: ir.Model, path: str) -> None:

@@ -93,11 +93,12 @@ def _blas_controller():
 
 
 class BlasThreads:
-    """One BLAS library's thread count, read and set around every run. threadpoolctl's
-    methods look their C function up on each call (~2 us each, four a run: a tenth of a
-    small model's run); for OpenBLAS's own thread pool the functions are looked up once
-    here and called straight, elsewhere (OpenMP builds, MKL, BLIS) threadpoolctl's methods
-    are used."""
+    """One BLAS library's thread count, read at every run and set where it differs.
+    threadpoolctl's methods look their C function up on each call (~2 us each: a tenth of
+    a small model's run); for OpenBLAS's own thread pool the count is read straight from
+    its function, looked up once. Setting stays threadpoolctl's: it lets one thread at a
+    time change that process-wide pool, so runs on several threads cannot leave it at
+    another's count. Other builds (OpenMP, MKL, BLIS) use threadpoolctl's methods for both."""
     __slots__ = ("get", "set")
 
     def __init__(self, library):
@@ -105,9 +106,7 @@ class BlasThreads:
         symbol = getattr(library, "_get_symbol", None)
         if getattr(library, "internal_api", "") == "openblas" and symbol is not None and \
                 getattr(library, "threading_layer", "") != "openmp":
-            get, set_ = symbol("openblas_get_num_threads"), symbol("openblas_set_num_threads")
-            if get is not None and set_ is not None:
-                self.get, self.set = get, set_
+            self.get = symbol("openblas_get_num_threads") or self.get
 
 
 def _limit_threads(libraries: list, threads: int) -> list:

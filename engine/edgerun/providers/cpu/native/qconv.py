@@ -1,11 +1,12 @@
 """Integer convolutions (ConvInteger, QLinearConv) on the 8-bit product kernels
 (cpu_kernels/qconv.c, qgemm.c): each group's weight rows [M/group, C/group x kernel], packed
-once (`ConvWeights`), times its columns of x [C/group x kernel, positions], made by im2col
-padded with x's zero point so that padding adds nothing (x's own rows for a 1x1 conv with
-unit strides and no padding), a cache-sized chunk of positions at a time (runs of chunks
-split over threads, parallel.py): what onnxruntime's ConvInteger and QLinearConv do. int32 sums, wrapping as ONNX's int32 output
-does, or QLinearConv's 8-bit outputs requantized in the product's own epilogue
-(`Requantization`)."""
+once (`ConvWeights`), times its columns of x [C/group x kernel, positions], a cache-sized
+chunk of positions at a time (runs of chunks split over threads, parallel.py): x's own rows
+for a 1x1 conv with unit strides and no padding, shifted views of a frame (x copied with a
+border of its zero point, so that padding adds nothing) for other unit-stride windows,
+im2col for strided ones. What onnxruntime's ConvInteger and QLinearConv do. int32 sums,
+wrapping as ONNX's int32 output does, or QLinearConv's 8-bit outputs requantized in the
+product's own epilogue (`Requantization`)."""
 from __future__ import annotations
 
 import ctypes

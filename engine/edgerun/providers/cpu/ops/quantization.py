@@ -612,7 +612,8 @@ def _native_integer_conv(ctx, x, x_zero_point, w, w_zero_point, group, strides, 
         return weights.bind(x.shape, x.dtype, w.shape[2:], strides, pads, dilations, auto_pad,
                             None if requantization is None else requantization())
     bound = bind() if ctx is None else ctx.prepared(
-        ("integer_conv_call", x.shape, x.dtype.char), (weights,) + tuple(requantization_sources),
+        ("integer_conv_call", x.shape, x.dtype.char, requantization is not None),
+        (weights,) + tuple(requantization_sources),
         bind)
     return None if bound is None else \
         bound(x, 0 if x_point is None else int(x_point.reshape(())))
