@@ -248,19 +248,18 @@ static void block_avx2(const uint8_t *a, int64_t width, int64_t i0, int mr, cons
     }
 }
 
-/* requantize_one of 16 sums, stored as bytes under mask. */
+/* requantize_one of 16 sums, stored as bytes under mask: the row's bias and multiplier, the
+ * range [lo - zy, hi - zy] and zy given as values (read before any store: a byte store may
+ * alias anything, so values read through pointers would be read again after each). */
 TARGET_AVX512 __attribute__((always_inline))
-static inline void requantize_16(const Requant *rq, int64_t i, __m512i v, uint8_t *dst,
-                                 __mmask16 mask) {
-    v = _mm512_add_epi32(v, _mm512_set1_epi32(rq->bias ? rq->bias[i] : 0));
-    __m512 y = _mm512_mul_ps(_mm512_cvtepi32_ps(v), _mm512_set1_ps(rq->mult[i]));
-    y = _mm512_min_ps(_mm512_max_ps(y, _mm512_set1_ps((float)(rq->lo - rq->zy))),
-                      _mm512_set1_ps((float)(rq->hi - rq->zy)));
-    __m512i q = _mm512_add_epi32(_mm512_cvtps_epi32(y), _mm512_set1_epi32(rq->zy));
-    _mm512_mask_cvtepi32_storeu_epi8(dst, mask, q);
+static inline void requantize_16(__m512i v, int32_t bias, float mult, __m512 low, __m512 high,
+                                 __m512i zy, uint8_t *dst, __mmask16 mask) {
+    v = _mm512_add_epi32(v, _mm512_set1_epi32(bias));
+    __m512 y = _mm512_mul_ps(_mm512_cvtepi32_ps(v), _mm512_set1_ps(mult));
+    y = _mm512_min_ps(_mm512_max_ps(y, low), high);
+    _mm512_mask_cvtepi32_storeu_epi8(dst, mask, _mm512_add_epi32(_mm512_cvtps_epi32(y), zy));
 }
 
-/* ---- AVX-512 VNNI: VPDPBUSD, MR rows x 32 columns of int32 sums in 16 registers -------- */
 TARGET_AVX512 __attribute__((always_inline))
 static inline void block_vnni_rows(const uint8_t *a, int64_t width, int64_t i0, const int rows,
                                    const int8_t *panel, int64_t j0, const Epilogue *e) {
@@ -279,35 +278,55 @@ static inline void block_vnni_rows(const uint8_t *a, int64_t width, int64_t i0, 
             acc[r][1] = _mm512_dpbusd_epi32(acc[r][1], av, b1);
         }
     }
-    int cols = e->n - j0 < NR ? (int)(e->n - j0) : NR;
+    /* the call's and the rows' values, read once before the stores (see requantize_16) */
+    const Epilogue ep = *e;
+    int32_t row_fix[MR], row_za[MR], row_sum[MR], row_bias[MR];
+    float row_mult[MR];
+    for (int r = 0; r < rows; r++) {
+        int64_t i = i0 + r;
+        row_fix[r] = ep.colpart ? ep.rowpart[i] : 0;
+        row_za[r] = ep.za[i];
+        row_sum[r] = ep.rowsum[i];
+        row_bias[r] = ep.rq && ep.rq->bias ? ep.rq->bias[i] : 0;
+        row_mult[r] = ep.rq ? ep.rq->mult[i] : 0.0f;
+    }
+    __m512 low = _mm512_setzero_ps(), high = _mm512_setzero_ps();
+    __m512i zy = _mm512_setzero_si512();
+    if (ep.rq) {
+        low = _mm512_set1_ps((float)(ep.rq->lo - ep.rq->zy));
+        high = _mm512_set1_ps((float)(ep.rq->hi - ep.rq->zy));
+        zy = _mm512_set1_epi32(ep.rq->zy);
+    }
+    int cols = ep.n - j0 < NR ? (int)(ep.n - j0) : NR;
     for (int h = 0; h < 2; h++) {
         int first = h * 16;
         if (first >= cols) break;
         __mmask16 mask = cols - first >= 16 ? 0xFFFF : (__mmask16)((1u << (cols - first)) - 1);
-        __m512i colfix = _mm512_maskz_loadu_epi32(mask, e->colfix + j0 + first);
-        __m512i zb = _mm512_maskz_loadu_epi32(mask, e->zb + j0 + first);
-        __m512i colpart = e->colpart ? _mm512_maskz_loadu_epi32(mask, e->colpart + j0 + first)
+        __m512i colfix = _mm512_maskz_loadu_epi32(mask, ep.colfix + j0 + first);
+        __m512i zb = _mm512_maskz_loadu_epi32(mask, ep.zb + j0 + first);
+        __m512i colpart = ep.colpart ? _mm512_maskz_loadu_epi32(mask, ep.colpart + j0 + first)
                                      : _mm512_setzero_si512();
-        __m512 scale = e->scale ? _mm512_maskz_loadu_ps(mask, e->scale + j0 + first) : _mm512_setzero_ps();
-        __m512 bias = e->bias ? _mm512_maskz_loadu_ps(mask, e->bias + j0 + first) : _mm512_setzero_ps();
+        __m512 scale = ep.scale ? _mm512_maskz_loadu_ps(mask, ep.scale + j0 + first) : _mm512_setzero_ps();
+        __m512 bias = ep.bias ? _mm512_maskz_loadu_ps(mask, ep.bias + j0 + first) : _mm512_setzero_ps();
         for (int r = 0; r < rows; r++) {
             int64_t i = i0 + r;
             __m512i v;
-            if (e->colpart) {
+            if (ep.colpart) {
                 v = _mm512_sub_epi32(_mm512_sub_epi32(acc[r][h], colpart),
-                                     _mm512_set1_epi32(e->rowpart[i]));
+                                     _mm512_set1_epi32(row_fix[r]));
             } else {
-                v = _mm512_sub_epi32(acc[r][h], _mm512_mullo_epi32(_mm512_set1_epi32(e->za[i]), colfix));
-                v = _mm512_sub_epi32(v, _mm512_mullo_epi32(_mm512_set1_epi32(e->rowsum[i]), zb));
+                v = _mm512_sub_epi32(acc[r][h], _mm512_mullo_epi32(_mm512_set1_epi32(row_za[r]), colfix));
+                v = _mm512_sub_epi32(v, _mm512_mullo_epi32(_mm512_set1_epi32(row_sum[r]), zb));
             }
-            if (e->rq) {
-                requantize_16(e->rq, i, v, (uint8_t *)e->out + i * e->ldc + j0 + first, mask);
-            } else if (e->scale) {
+            if (ep.rq) {
+                requantize_16(v, row_bias[r], row_mult[r], low, high, zy,
+                              (uint8_t *)ep.out + i * ep.ldc + j0 + first, mask);
+            } else if (ep.scale) {
                 __m512 y = _mm512_mul_ps(_mm512_cvtepi32_ps(v), scale);
-                if (e->bias) y = _mm512_add_ps(y, bias);
-                _mm512_mask_storeu_ps((float *)e->out + i * e->ldc + j0 + first, mask, y);
+                if (ep.bias) y = _mm512_add_ps(y, bias);
+                _mm512_mask_storeu_ps((float *)ep.out + i * ep.ldc + j0 + first, mask, y);
             } else {
-                _mm512_mask_storeu_epi32((int32_t *)e->out + i * e->ldc + j0 + first, mask, v);
+                _mm512_mask_storeu_epi32((int32_t *)ep.out + i * ep.ldc + j0 + first, mask, v);
             }
         }
     }
