@@ -58,3 +58,18 @@ def webgpu_session(model, providers=("webgpu", "cpu")):
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)
         return edgerun.InferenceSession(model, providers=list(providers))
+
+
+def record_prepared_builds(monkeypatch) -> list:
+    """From now on, every build KernelContext.prepared runs (its cache missed) as (op type,
+    key), in the list returned: what a second run of a session must leave empty."""
+    from edgerun.runtime.kernel_context import KernelContext
+
+    builds: list = []
+    real = KernelContext.prepared
+
+    def counting(self, key, sources, build):
+        return real(self, key, sources, lambda: builds.append((self.node.op_type, key)) or build())
+
+    monkeypatch.setattr(KernelContext, "prepared", counting)
+    return builds

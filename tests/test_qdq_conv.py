@@ -609,19 +609,13 @@ def test_quantized_real_models_prepare_nothing_on_a_second_run(model, kind, monk
     """Packed weights, requantizations and bound convolution calls are built in the first
     run and reused, also where a zero point is computed at run time (quantize_dynamic's
     DynamicQuantizeLinear gives a fresh one every run)."""
-    from edgerun.runtime.kernel_context import KernelContext
+    from conftest import record_prepared_builds
 
     from bench.models.quantized_variants import quantized
 
     path, feeds = quantized(model, kind)
     session = edgerun.InferenceSession(path, providers=["cpu"])
     session.run(None, feeds)
-    builds = []
-    real = KernelContext.prepared
-
-    def counting(self, key, sources, build):
-        return real(self, key, sources, lambda: builds.append((self.node.op_type, key)) or build())
-
-    monkeypatch.setattr(KernelContext, "prepared", counting)
+    builds = record_prepared_builds(monkeypatch)
     session.run(None, feeds)
     assert not builds, f"rebuilt on the second run: {builds[:5]}"

@@ -6,6 +6,7 @@ import pytest
 
 import edgerun
 
+from conftest import record_prepared_builds
 from real_models import model_variant, variant_ids
 
 RTOL, ATOL = 1e-3, 1e-4
@@ -36,17 +37,9 @@ def test_a_second_run_prepares_nothing(variant, monkeypatch):
     in the first run and reused: a second run of the same shapes builds nothing. (A cache key
     made of a fresh array, such as a zero point reshaped on every call, would rebuild the
     weights on every run.)"""
-    from edgerun.runtime.kernel_context import KernelContext
-
     path, feeds = model_variant(*variant.split("/"))
     sess = edgerun.InferenceSession(path)
     sess.run(None, feeds)
-    builds = []
-    real = KernelContext.prepared
-
-    def counting(self, key, sources, build):
-        return real(self, key, sources, lambda: builds.append((self.node.op_type, key)) or build())
-
-    monkeypatch.setattr(KernelContext, "prepared", counting)
+    builds = record_prepared_builds(monkeypatch)
     sess.run(None, feeds)
     assert not builds, f"{variant}: rebuilt on the second run: {builds[:5]}"

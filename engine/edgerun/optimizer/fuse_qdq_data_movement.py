@@ -25,7 +25,8 @@ from __future__ import annotations
 from .. import ir
 from ..ir.host_tensor import flat_values
 from .fuse_quantized_table import table_of
-from .qdq_patterns import codes_with_zero_point, dequantized_type, per_tensor_quantize
+from .qdq_patterns import (codes_with_zero_point, dequantized_type, per_tensor_quantize,
+                           quantized_type)
 from .graph_edit import EDGERUN_DOMAIN, GraphView, PassContext, attr_text, is_onnx
 
 MOVERS = {"MaxPool", "Reshape", "Transpose", "Flatten", "Squeeze", "Unsqueeze", "Slice",
@@ -65,7 +66,7 @@ def _concat(view: GraphView, ctx: PassContext, op: ir.Node, rounding: ir.Node) -
     sources = [_source(view, name) for name in op.inputs]
     if not sources or any(dq is None for dq in sources):
         return 0
-    code = dequantized_type(view, _rounding_as_source(rounding))
+    code = quantized_type(view, rounding)
     if any(dequantized_type(view, dq) != code for dq in sources):
         return 0
     inputs, tables = [], []
@@ -94,11 +95,6 @@ def _concat(view: GraphView, ctx: PassContext, op: ir.Node, rounding: ir.Node) -
     return 1
 
 
-def _rounding_as_source(rounding: ir.Node) -> ir.Node:
-    """A DequantizeLinear of the QuantizeLinear's grid (its zero point gives the code type)."""
-    return ir.Node(op_type="DequantizeLinear", inputs=list(rounding.inputs), outputs=[""])
-
-
 def _source(view: GraphView, name: str):
     """The per-tensor DequantizeLinear of 8-bit codes producing `name`, else None."""
     dq = view.produced_by(name, "DequantizeLinear")
@@ -108,7 +104,7 @@ def _source(view: GraphView, name: str):
 def _same_grid(view: GraphView, dq: ir.Node, rounding: ir.Node) -> bool:
     """One scale and zero point (values and zero point type) on both sides."""
     return view.scalar(dq.inputs[1]) == view.scalar(rounding.inputs[1]) and \
-        dequantized_type(view, dq) == dequantized_type(view, _rounding_as_source(rounding)) and \
+        dequantized_type(view, dq) == quantized_type(view, rounding) and \
         flat_values(view.constant(dq.inputs[2])) == flat_values(view.constant(rounding.inputs[2]))
 
 

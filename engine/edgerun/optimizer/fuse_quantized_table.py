@@ -56,10 +56,12 @@ def fuse_quantized_table(view: GraphView, ctx: PassContext) -> int:
     if ctx.evaluate is None:
         return 0
     count = 0
-    for source in view.live_nodes():
+    nodes = view.live_nodes()
+    order = {id(node): i for i, node in enumerate(nodes)}   # chains are members of these
+    for source in nodes:
         if view.is_dead(source) or not _is_source(view, source):
             continue
-        chain = _chain(view, source)
+        chain = _chain(view, source, order)
         if not chain or not _pays(view, source, chain):
             continue
         table = table_of(view, ctx, source, chain)
@@ -81,9 +83,9 @@ def _is_source(view: GraphView, node: ir.Node) -> bool:
         per_tensor_dequantize(view, node) and dequantized_type(view, node) is not None
 
 
-def _chain(view: GraphView, source: ir.Node) -> list:
-    """The chain's nodes in graph order, ending at its QuantizeLinear, or [] where there is
-    none."""
+def _chain(view: GraphView, source: ir.Node, order: dict) -> list:
+    """The chain's nodes in graph order (`order`: id(node) -> position), ending at its
+    QuantizeLinear, or [] where there is none."""
     rank = known_rank(view, source.inputs[0])
     inside = {source.outputs[0]}
     members: list = []
@@ -99,12 +101,11 @@ def _chain(view: GraphView, source: ir.Node) -> list:
                 taken.add(id(reader))
                 inside.update(o for o in reader.outputs if o)
                 grown = True
-    order = {id(node): i for i, node in enumerate(view.live_nodes())}
     members.sort(key=lambda node: order[id(node)])
     best: list = []
     for end in members:
         if is_onnx(end, "QuantizeLinear") and per_tensor_quantize(view, end):
-            needed = _ancestors(view, end, members)
+            needed = _ancestors(end, members)
             if len(needed) > len(best) and _closed(view, needed, end):
                 best = needed
     return best
@@ -141,7 +142,7 @@ def _takes(view: GraphView, node: ir.Node, inside: set, rank) -> bool:
     return reads_chain
 
 
-def _ancestors(view: GraphView, end: ir.Node, members: list) -> list:
+def _ancestors(end: ir.Node, members: list) -> list:
     """`end` and the members it depends on, in graph order."""
     producers = {o: node for node in members for o in node.outputs if o}
     needed, stack = {id(end)}, [end]

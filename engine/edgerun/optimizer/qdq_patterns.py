@@ -35,6 +35,13 @@ def dequantized_type(view: GraphView, dq: ir.Node):
     return eight_bit(view, dq.inputs[0])
 
 
+def quantized_type(view: GraphView, node: ir.Node):
+    """UINT8 or INT8: what a QuantizeLinear with a constant 8-bit zero point writes; else
+    None."""
+    zero = view.constant(input_at(node, 2)) if input_at(node, 2) else None
+    return element_type(zero) if zero is not None and element_type(zero) in EIGHT_BIT else None
+
+
 def plain_dequantize(node: ir.Node) -> bool:
     """A DequantizeLinear without block quantization, to float32 (no output_dtype)."""
     return not node.attr("block_size", 0) and node.attr("output_dtype", 0) in (0, FLOAT)

@@ -257,10 +257,10 @@ def quantize_dequantize(ctx, x, scale, zero_point=None, axis=1, saturate=1, bloc
 def lookup_table(ctx, x, table):
     """table[x] of 8-bit x by a 256-entry table indexed by x's byte (int8 -1 is entry 255,
     as Gather's negative indices read it): optimizer/fuse_quantized_table.py's chains."""
-    if x.dtype.char not in "Bb" or table.shape != (256,):
+    if x.dtype.char not in qgemm.EIGHT_BIT or table.shape != (256,):
         raise ValueError(f"LookupTable takes 8-bit x and a 256-entry table, got "
                          f"{x.dtype} x and a table of shape {table.shape}")
-    if native.available() and table.dtype.char in "Bb":
+    if native.available() and table.dtype.char in qgemm.EIGHT_BIT:
         return native.lookup_table(x, table)
     return np.take(table, x.view(np.uint8))
 
