@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <string.h>
 #include "isa.h"
+#include "byte_rows.h"
 #include "quantize_steps.h"
 
 enum { ACT_NONE = 0, ACT_RELU = 1, ACT_LEAKY_RELU = 2, ACT_CLIP = 3, ACT_HARD_SIGMOID = 4,
@@ -384,6 +385,113 @@ static inline void pool_body(const float *x, const int64_t *geometry, int mode, 
 DISPATCHED(pool, (const float *x, const int64_t *geometry, int mode, float *y, float *scratch,
                   int64_t *tap_offsets, const int64_t *range),
            (x, geometry, mode, y, scratch, tap_offsets, range))
+
+/* ---- 8-bit max pools ----------------------------------------------------------------------- */
+/* MaxPool of 8-bit codes (a MaxPool between a QDQ model's pairs runs on its codes) over the
+ * pool's geometry (multiplier 1); padding reads the type's lowest value. Each channel's plane
+ * (copied into a padded plane of padded_h x padded_w where the windows reach past the input)
+ * is reduced in two passes over the whole flattened plane, so every operation is one long
+ * run of vectors however narrow the rows: along rows, a[i] = max over kx of
+ * plane[i + kx dw]; then down columns, a[i] = max over ky of a[i + ky dh padded_w]. What
+ * these mix across row and plane ends lands only on columns no output reads. Output row oy
+ * is then row oy sh of a, every sw-th column, gathered into the scratch's output plane and
+ * copied to y. scratch: padded_h * padded_w + out_h * out_w + 128 bytes. Only channels
+ * [range[0], range[1]) are computed. */
+typedef uint8_t u8x64 __attribute__((vector_size(64), aligned(1)));
+typedef uint8_t u8x16 __attribute__((vector_size(16), aligned(1)));
+typedef int8_t s8x64 __attribute__((vector_size(64), aligned(1)));
+typedef int8_t s8x16 __attribute__((vector_size(16), aligned(1)));
+
+/* dst[i] = max over k < taps of src[i + k step], i < n. dst may be src: each vector's loads
+ * come before its store, and later vectors read only bytes past those stored. */
+#define MAX_TAPS(NAME, E, V64, V16)                                                          \
+    static inline void NAME(uint8_t *d, const uint8_t *s, int64_t n, int64_t step,           \
+                            int64_t taps) {                                                  \
+        E *dst = (E *)d;                                                                     \
+        const E *src = (const E *)s;                                                         \
+        int64_t i = 0;                                                                       \
+        for (; i + 64 <= n; i += 64) {                                                       \
+            V64 m = *(const V64 *)(src + i);                                                 \
+            for (int64_t k = 1; k < taps; k++)                                               \
+                m = __builtin_elementwise_max(m, *(const V64 *)(src + i + k * step));        \
+            *(V64 *)(dst + i) = m;                                                           \
+        }                                                                                    \
+        for (; i + 16 <= n; i += 16) {                                                       \
+            V16 m = *(const V16 *)(src + i);                                                 \
+            for (int64_t k = 1; k < taps; k++)                                               \
+                m = __builtin_elementwise_max(m, *(const V16 *)(src + i + k * step));        \
+            *(V16 *)(dst + i) = m;                                                           \
+        }                                                                                    \
+        for (; i < n; i++) {                                                                 \
+            E m = src[i];                                                                    \
+            for (int64_t k = 1; k < taps; k++)                                               \
+                m = src[i + k * step] > m ? src[i + k * step] : m;                           \
+            dst[i] = m;                                                                      \
+        }                                                                                    \
+    }
+MAX_TAPS(max_taps_unsigned, uint8_t, u8x64, u8x16)
+MAX_TAPS(max_taps_signed, int8_t, s8x64, s8x16)
+
+static inline void max_taps(uint8_t *dst, const uint8_t *src, int64_t n, int64_t step,
+                            int64_t taps, int signed_codes) {
+    if (taps == 1 && dst == src) return;
+    if (signed_codes) max_taps_signed(dst, src, n, step, taps);
+    else max_taps_unsigned(dst, src, n, step, taps);
+}
+
+/* dst[i] = src[i * step], i < n, whole 16-byte vectors for a step of 1 or 2: up to 15 bytes
+ * written past dst[n - 1] and 31 read past src[step * (n - 1)] (the pool's scratch has them). */
+static inline void gather_columns(const uint8_t *src, int64_t n, int64_t step, uint8_t *dst) {
+    if (step == 1) {
+        for (int64_t i = 0; i < n; i += 16) *(u8x16 *)(dst + i) = *(const u8x16 *)(src + i);
+        return;
+    }
+#ifdef __SSE2__
+    if (step == 2) {
+        for (int64_t i = 0; i < n; i += 16) every_other_16(src + 2 * i, dst + i);
+        return;
+    }
+#endif
+    for (int64_t i = 0; i < n; i++) dst[i] = src[i * step];
+}
+
+__attribute__((always_inline))
+static inline void max_pool_8bit_body(const uint8_t *x, const int64_t *geometry,
+                                      int signed_codes, uint8_t *y, uint8_t *scratch,
+                                      const int64_t *range) {
+    const int64_t batch = geometry[0], channels = geometry[1];
+    const int64_t in_h = geometry[3], in_w = geometry[4], out_h = geometry[5], out_w = geometry[6];
+    const int64_t kh = geometry[7], kw = geometry[8], sh = geometry[9], sw = geometry[10];
+    const int64_t dh = geometry[11], dw = geometry[12], pt = geometry[13], pl = geometry[14];
+    const int64_t reach_h = (out_h - 1) * sh + (kh - 1) * dh + 1;
+    const int64_t reach_w = (out_w - 1) * sw + (kw - 1) * dw + 1;
+    const int64_t padded_h = in_h + pt > reach_h ? in_h + pt : reach_h;
+    const int64_t padded_w = in_w + pl > reach_w ? in_w + pl : reach_w;
+    const int padded = padded_h != in_h || padded_w != in_w;
+    const int64_t size = padded_h * padded_w;
+    const uint8_t lowest = signed_codes ? 0x80 : 0;
+    uint8_t *a = scratch, *gathered = scratch + size + 64;
+    for (int64_t n = 0; n < batch; n++) {
+        for (int64_t c = range[0]; c < range[1]; c++) {
+            const uint8_t *plane = x + (n * channels + c) * in_h * in_w;
+            const uint8_t *source = plane;
+            if (padded) {
+                fill_bytes(a, lowest, size);
+                for (int64_t iy = 0; iy < in_h; iy++)
+                    memcpy(a + (iy + pt) * padded_w + pl, plane + iy * in_w, (size_t)in_w);
+                source = a;
+            }
+            max_taps(a, source, size - (kw - 1) * dw, dw, kw, signed_codes);
+            max_taps(a, a, size - (kh - 1) * dh * padded_w, dh * padded_w, kh, signed_codes);
+            for (int64_t oy = 0; oy < out_h; oy++)
+                gather_columns(a + oy * sh * padded_w, out_w, sw, gathered + oy * out_w);
+            memcpy(y + (n * channels + c) * out_h * out_w, gathered, (size_t)(out_h * out_w));
+        }
+    }
+}
+DISPATCHED(max_pool_8bit, (const uint8_t *x, const int64_t *geometry, int signed_codes,
+                           uint8_t *y, uint8_t *scratch, const int64_t *range),
+           (x, geometry, signed_codes, y, scratch, range))
 
 /* ---- direct convolution ------------------------------------------------------------------ */
 /* Conv of x (N, C, in_h, in_w) by weights packed as [group][M_g / 8 blocks][C_g][taps][8]

@@ -5,6 +5,7 @@
 
 static int best = -1;
 static int used = -1;
+static int vbmi = 0;
 
 static int detect(void) {
     unsigned eax, ebx, ecx, edx;
@@ -16,7 +17,10 @@ static int detect(void) {
     if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return ISA_NONE;
     int avx2 = (ebx >> 5) & 1, avx512f = (ebx >> 16) & 1, avx512bw = (ebx >> 30) & 1;
     int avx512vl = (ebx >> 31) & 1, vnni = (ecx >> 11) & 1;
-    if (zmm && avx512f && avx512bw && avx512vl && vnni && avx2 && fma) return ISA_AVX512;
+    if (zmm && avx512f && avx512bw && avx512vl && vnni && avx2 && fma) {
+        vbmi = (ecx >> 1) & 1;
+        return ISA_AVX512;
+    }
     if (ymm && avx2 && fma) return ISA_AVX2;
     return ISA_NONE;
 }
@@ -27,6 +31,10 @@ int cpu_isa(void) {
         used = best;
     }
     return used;
+}
+
+int cpu_vbmi(void) {
+    return cpu_isa() == ISA_AVX512 && vbmi;
 }
 
 /* The path in use: `force` < 0 keeps it, else forces one no higher than the best (tests).

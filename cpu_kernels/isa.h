@@ -16,6 +16,11 @@ enum { ISA_NONE = 0, ISA_AVX2 = 1, ISA_AVX512 = 2 };
 /* The path in use (see isa.c). */
 int cpu_isa(void);
 
+/* Whether the AVX-512 path is in use and the CPU has VBMI's byte permutes (Ice Lake, Zen 4;
+ * Cascade Lake has VNNI without them). */
+int cpu_vbmi(void);
+#define TARGET_VBMI __attribute__((target("avx512f,avx512bw,avx512vbmi")))
+
 /* The body of a kernel compiled once per instruction set, and the exported function that
  * runs the one in use. */
 #define DISPATCHED(name, params, args)                                          \

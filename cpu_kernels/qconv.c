@@ -9,53 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "isa.h"
-#ifdef __SSE2__
-#include <emmintrin.h>
-#endif
+#include "byte_rows.h"
 #include "qgemm.h"
-
-/* dst[i] = src[2 i], i < n: a stride-2 tap's columns (a quarter of YOLOX's convolution
- * time went to a byte loop here). Reads stop before src[2 n - 1]. */
-static void every_other(const uint8_t *src, int64_t n, uint8_t *dst) {
-    int64_t i = 0;
-#ifdef __SSE2__
-    const __m128i low_bytes = _mm_set1_epi16(0x00FF);
-    for (; i + 16 < n; i += 16) {
-        __m128i a = _mm_and_si128(_mm_loadu_si128((const __m128i *)(src + 2 * i)), low_bytes);
-        __m128i b = _mm_and_si128(_mm_loadu_si128((const __m128i *)(src + 2 * i + 16)), low_bytes);
-        _mm_storeu_si128((__m128i *)(dst + i), _mm_packus_epi16(a, b));
-    }
-#endif
-    for (; i < n; i++) dst[i] = src[2 * i];
-}
-
-/* memcpy and memset of the few bytes a span of columns has (tens: a call each cost more). */
-static inline void copy_bytes(uint8_t *dst, const uint8_t *src, int64_t n) {
-#ifdef __SSE2__
-    if (n >= 16) {
-        int64_t i = 0;
-        for (; i + 16 <= n; i += 16)
-            _mm_storeu_si128((__m128i *)(dst + i), _mm_loadu_si128((const __m128i *)(src + i)));
-        if (i < n)
-            _mm_storeu_si128((__m128i *)(dst + n - 16), _mm_loadu_si128((const __m128i *)(src + n - 16)));
-        return;
-    }
-#endif
-    for (int64_t i = 0; i < n; i++) dst[i] = src[i];
-}
-
-static inline void fill_bytes(uint8_t *dst, uint8_t value, int64_t n) {
-#ifdef __SSE2__
-    if (n >= 16) {
-        __m128i v = _mm_set1_epi8((char)value);
-        int64_t i = 0;
-        for (; i + 16 <= n; i += 16) _mm_storeu_si128((__m128i *)(dst + i), v);
-        if (i < n) _mm_storeu_si128((__m128i *)(dst + n - 16), v);
-        return;
-    }
-#endif
-    for (int64_t i = 0; i < n; i++) dst[i] = value;
-}
 
 /* Output positions [p0, p1) of tap (i, j) of channel image `src` [in_h, in_w], row by row:
  * `pad` where the tap falls outside the image. d: in_h, in_w, out_h, out_w, kh, kw, sh, sw,

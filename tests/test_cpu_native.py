@@ -845,6 +845,98 @@ def test_native_pools_match_onnxruntime(op, case, monkeypatch):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6, err_msg=f"{case} {attrs}")
 
 
+def _random_pool(rng) -> tuple:
+    """(shape, kernel, strides, dilations, pads, ceil_mode) of a random 1-D or 2-D pool:
+    kernels 1-4, strides 1-3, dilations 1-2, padding on either side, planes from a few bytes
+    to thousands (past conv.c's 64-byte vectors), batch 1 or 2."""
+    rank = int(rng.integers(1, 3))
+    kernel = [int(rng.integers(1, 5)) for _ in range(rank)]
+    size = [int(rng.integers(1, 70 if rank == 2 else 300)) for _ in range(rank)]
+    size = [max(s, (k - 1) * 2 + 1) for s, k in zip(size, kernel)]
+    pads = [int(rng.integers(0, k)) for k in kernel] * 2
+    pads[rank:] = [int(rng.integers(0, k)) for k in kernel]
+    return ((int(rng.integers(1, 3)), int(rng.integers(1, 6))) + tuple(size), kernel,
+            [int(rng.integers(1, 4)) for _ in range(rank)],
+            [int(rng.integers(1, 3)) for _ in range(rank)], pads, int(rng.integers(0, 2)))
+
+
+@pytest.mark.parametrize("isa", ["avx2", "avx512_vnni"])
+def test_native_8bit_max_pool_is_the_numpy_path_and_matches_onnxruntime(isa, monkeypatch):
+    """MaxPool of 8-bit codes (a QDQ model's MaxPool, run on its codes) through conv.c's
+    8-bit pool: equal to the numpy path on 150 random pools (1-D and 2-D, padding, ceil_mode
+    windows past the input, dilation, strides 1-3, uint8 and int8 at their extremes, strided
+    inputs), and to onnxruntime on every tenth."""
+    import onnxruntime as ort
+
+    from edgerun.providers.cpu.native import conv as native_conv
+    from edgerun.providers.cpu.ops import pool
+
+    if isa not in _isas():
+        pytest.skip(f"this CPU's native kernels are {library.isa()}")
+    calls = []
+    real = native_conv.max_pool_8bit
+    monkeypatch.setattr(native_conv, "max_pool_8bit",
+                        lambda *a: calls.append(1) or real(*a))
+    rng = np.random.default_rng(21)
+    checked = 0
+    with library.forced(isa):
+        while checked < 150:
+            shape, kernel, strides, dilations, pads, ceil_mode = _random_pool(rng)
+            dtype = (np.uint8, np.int8)[checked % 2]
+            low, high = RANGES[dtype]
+            wide = rng.integers(low, high + 1, shape[:-1] + (2 * shape[-1],)).astype(dtype)
+            x = wide[..., ::2] if checked % 3 == 0 else np.ascontiguousarray(wide[..., ::2])
+            try:
+                geometry = pool._geometry(x, kernel, strides, dilations, pads, "NOTSET",
+                                          ceil_mode)
+            except ValueError:
+                continue
+            if min(geometry.out_shape) < 1:
+                continue
+            calls.clear()
+            got = pool._separable_reduce(x, geometry, low, np.maximum)
+            with pool.forced_path("axes"):
+                want = pool._separable_reduce(x, geometry, low, np.maximum)
+            case = f"{shape} {dtype.__name__} k{kernel} s{strides} d{dilations} p{pads} " \
+                   f"ceil {ceil_mode}"
+            assert calls or pool._reduce_path(x, geometry) == "whole", case
+            np.testing.assert_array_equal(got, want, err_msg=case)
+            if checked % 10 == 0:
+                node = helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=kernel,
+                                        strides=strides, dilations=dilations, pads=pads,
+                                        ceil_mode=ceil_mode)
+                graph = helper.make_graph(
+                    [node], "g", [helper.make_tensor_value_info("x", CODES[dtype], list(shape))],
+                    [helper.make_tensor_value_info("y", CODES[dtype], None)])
+                model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 12)],
+                                          ir_version=7).SerializeToString()
+                ours = InferenceSession(model, providers=["cpu"]).run(None, {"x": x})[0]
+                theirs = ort.InferenceSession(model, providers=["CPUExecutionProvider"]).run(
+                    None, {"x": np.ascontiguousarray(x)})[0]
+                np.testing.assert_array_equal(ours, theirs, err_msg=case)
+            checked += 1
+
+
+@pytest.mark.parametrize("isa", ["avx2", "avx512_vnni"])
+def test_native_lookup_table_is_numpys_gather(isa):
+    """com.edgerun LookupTable's kernel (with VBMI, 64 bytes a step with a masked tail;
+    else a byte at a time) against numpy's table[x], every length from 0 to 200 and a
+    large one, every byte value."""
+    from edgerun.providers.cpu.native import elementwise
+
+    if isa not in _isas():
+        pytest.skip(f"this CPU's native kernels are {library.isa()}")
+    rng = np.random.default_rng(22)
+    table = rng.permutation(256).astype(np.uint8)
+    with library.forced(isa):
+        for n in list(range(201)) + [100_003]:
+            x = rng.integers(0, 256, n).astype(np.uint8)
+            np.testing.assert_array_equal(elementwise.lookup_table(x, table), table[x],
+                                          err_msg=f"length {n}")
+        every = np.arange(256, dtype=np.uint8)
+        np.testing.assert_array_equal(elementwise.lookup_table(every, table), table)
+
+
 def test_direct_conv_leaves_batches_of_tiny_outputs_to_one_gemm():
     """The direct conv runs image by image in tiles of 32 outputs: a batch of images whose
     outputs are shorter than a tile (silero v6 over 937 windows: 4 positions each) takes a

@@ -90,6 +90,30 @@ def pool(x: np.ndarray, geometry, total: bool) -> np.ndarray:
 WINDOW_MAX, WINDOW_SUM = 1, 2     # conv.c's window modes
 
 
+def max_pool_8bit(x: np.ndarray, geometry) -> np.ndarray:
+    """Every window's maximum of 8-bit codes x (uint8 or int8, (N, C, [H,] W)) over a
+    WindowGeometry (windows of padding alone give the type's lowest value): a MaxPool between
+    a QDQ model's pairs, run on its codes."""
+    x = np.ascontiguousarray(x)
+    layout = _window_layout(x.shape, x.shape[1], tuple(tuple(v) for v in (
+        geometry.out_shape, geometry.kernel, geometry.strides, geometry.dilations,
+        geometry.pads_begin)))
+    y = np.empty(layout.out_shape, x.dtype)
+    ranges = layout.ranges(parallel.parts_for(layout.macs // BYTE_MAX_SHARE, x.shape[1]))
+    x_address, y_address, signed = address(x), address(y), int(x.dtype == np.int8)
+
+    def part(i: int) -> None:
+        scratch = np.empty(layout.byte_pool_scratch, np.uint8)
+        library().er_cpu_max_pool_8bit(x_address, layout.shape_address, signed, y_address,
+                                       address(scratch), ranges[i][1])
+
+    parallel.run_parts(part, len(ranges))
+    return y
+
+
+BYTE_MAX_SHARE = 16     # a byte maximum's share of a float multiply-add, splitting work
+
+
 def _windows(x: np.ndarray, outputs: int, geometry, call) -> np.ndarray:
     """conv.c's depthwise window loops over x (as float32, C-contiguous) into a fresh y of
     `outputs` channels, the channels split over threads: call(library, x, geometry, y,
@@ -125,6 +149,7 @@ class _WindowLayout:
         self.out_shape = (n, outputs) + tuple(out_shape)
         self.scratch = _depthwise_scratch(*dims)
         self.taps = dims[4] * dims[5]
+        self.byte_pool_scratch = _byte_pool_scratch(*dims)
         self.macs = int(np.prod(self.out_shape)) * self.taps
         self.channels = channels
         self._ranges: dict = {}
@@ -160,6 +185,14 @@ def _depthwise_scratch(in_h, in_w, out_h, out_w, kh, kw, sh, sw, dh, dw, pt, pl)
     phase_h, phase_w = -(-padded_h // sh), -(-padded_w // sw)
     block_rows = min(out_h, 1 + 4096 // phase_w)
     return sh * sw * phase_h * phase_w + phase_w + CHUNK + block_rows * (phase_w + 64)
+
+
+def _byte_pool_scratch(in_h, in_w, out_h, out_w, kh, kw, sh, sw, dh, dw, pt, pl) -> int:
+    """Bytes of conv.c's 8-bit max pool scratch: the padded plane and the output plane,
+    with the slack its whole-vector gathers read and write past them."""
+    padded_h = max(in_h + pt, (out_h - 1) * sh + (kh - 1) * dh + 1)
+    padded_w = max(in_w + pl, (out_w - 1) * sw + (kw - 1) * dw + 1)
+    return padded_h * padded_w + out_h * out_w + 128
 
 
 CONV_MB = 8             # conv.c's output channels per register tile

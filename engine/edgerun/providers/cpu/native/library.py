@@ -48,6 +48,7 @@ SIGNATURES = {
     "er_cpu_gru_f32": (None, [_P, _P, _P, _P, _INT, _P, _P, _I64, _I64, _I64, _I64, _P]),
     "er_cpu_depthwise_conv": (None, [_P, _P, _P, _P, _INT, _P, _P, _P, _P, _P]),
     "er_cpu_pool": (None, [_P, _P, _INT, _P, _P, _P, _P]),
+    "er_cpu_max_pool_8bit": (None, [_P, _P, _INT, _P, _P, _P]),
     "er_cpu_direct_conv": (None, [_P, _P, _P, _P, _INT, _P, _P, _P, _P, _I64, _P]),
     "er_cpu_conv_tap_offsets": (None, [_P, _I64, _P]),
     "er_cpu_activation": (None, [_P, _P, _I64, _INT, _P]),

@@ -89,6 +89,8 @@ def _separable_reduce(x, geometry, fill, combine):
     kernel, out_shape = geometry.kernel, geometry.out_shape
     path = _reduce_path(x, geometry, combine)
     if path == "native":
+        if x.dtype != np.float32:
+            return native_conv.max_pool_8bit(x, geometry)
         return native_conv.pool(x, geometry, total=combine is np.add)
     if path == "whole":
         return _whole_input_reduce(x, combine)
@@ -120,10 +122,12 @@ forced_path = FORCED_PATH.forced
 
 def _reduce_path(x, geometry, combine=np.maximum) -> str:
     """How `_separable_reduce` runs: natively (conv.c's window loops, float32 1-D and 2-D
-    maxima and sums), or one numpy reduction of a whole input, one per window, over flattened
-    2-D planes, or axis by axis (whichever is cheapest, or the forced one)."""
-    native = x.dtype == np.float32 and x.ndim in (3, 4) and native_conv.available() and \
-        combine in (np.maximum, np.add)
+    maxima and sums, 8-bit 1-D and 2-D maxima), or one numpy reduction of a whole input, one
+    per window, over flattened 2-D planes, or axis by axis (whichever is cheapest, or the
+    forced one)."""
+    native = x.ndim in (3, 4) and native_conv.available() and (
+        (x.dtype == np.float32 and combine in (np.maximum, np.add))
+        or (x.dtype in (np.uint8, np.int8) and combine is np.maximum))
     forced = FORCED_PATH.value
     if forced is not None:
         applies = {"whole": _is_whole_input(x, geometry), "flat": x.ndim == 4,
