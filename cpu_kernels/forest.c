@@ -100,15 +100,32 @@ static int rows_one_by_one(const double *x, int64_t n, int64_t n_features, const
     return 0;
 }
 
+enum { LANES = 8 };
+
+/* LANES walks advanced `depth` decisions together, lane i reading row[i] from node at[i]
+ * (every decision node makes comparison MODE; a lane at its leaf stays there). */
+#define WALK_LANES(MODE)                                                                     \
+    static inline void walk_lanes_##MODE(const Node *nodes, const double *const *row,        \
+                                         int32_t *at, int32_t depth) {                       \
+        for (int32_t d = 0; d < depth; d++) {                                                \
+            for (int i = 0; i < LANES; i++) {                                                \
+                const Node *p = nodes + at[i];                                               \
+                double v = row[i][p->feature];                                               \
+                at[i] = p->next[goes_true(MODE, v, p->threshold) |                           \
+                                (p->missing_true & (v != v))];                               \
+            }                                                                                \
+        }                                                                                    \
+    }
+WALK_LANES(LEQ)
+WALK_LANES(LT)
+
 /* LANES rows walked in lockstep, each tree to its full depth (a row that reached its leaf
  * stays there: a leaf points to itself). The walks are independent, so the core overlaps
  * their loads, and no branch waits on where a row's walk ends. Every decision node makes
  * comparison MODE. */
-enum { LANES = 8 };
 #define ROWS_IN_LOCKSTEP(NAME, MODE)                                                         \
     static int NAME(const double *x, int64_t n, int64_t n_features, const Forest *f,         \
                     int64_t n_targets, int aggregate, double *scores, uint8_t *hit) {        \
-        const Node *nodes = f->nodes;                                                        \
         for (int64_t t = 0; t < f->n_trees; t++) {                                           \
             int32_t depth = f->depths[t];                                                    \
             for (int64_t r0 = 0; r0 < n; r0 += LANES) {                                      \
@@ -118,14 +135,7 @@ enum { LANES = 8 };
                     row[i] = x + (r0 + i < n ? r0 + i : n - 1) * n_features;                 \
                     at[i] = f->roots[t];                                                     \
                 }                                                                            \
-                for (int32_t d = 0; d < depth; d++) {                                        \
-                    for (int i = 0; i < LANES; i++) {                                        \
-                        const Node *p = nodes + at[i];                                       \
-                        double v = row[i][p->feature];                                       \
-                        at[i] = p->next[goes_true(MODE, v, p->threshold) |                   \
-                                        (p->missing_true & (v != v))];                       \
-                    }                                                                        \
-                }                                                                            \
+                walk_lanes_##MODE(f->nodes, row, at, depth);                                 \
                 for (int i = 0; i < LANES && r0 + i < n; i++) {                              \
                     int code = add_leaf(f, at[i], scores + (r0 + i) * n_targets,             \
                                         hit + (r0 + i) * n_targets, n_targets, aggregate);   \
@@ -138,16 +148,69 @@ enum { LANES = 8 };
 ROWS_IN_LOCKSTEP(rows_in_lockstep_leq, LEQ)
 ROWS_IN_LOCKSTEP(rows_in_lockstep_lt, LT)
 
-/* scores [n, n_targets] and hit [n, n_targets] (zeroed by the caller): the aggregate of
- * each row's leaf weights per target, and whether any weight reached it. Trees are the
- * outer loop (one tree's nodes stay in cache for every row); each (row, target) still
- * receives its weights in tree order, the numpy path's. Returns 0, 1 for a cycle, 2 for a
- * weight whose target is outside [0, n_targets). */
-EXPORT int er_cpu_forest(const double *x, int64_t n, int64_t n_features, const Forest *f,
-                         int64_t n_targets, int aggregate, double *scores, uint8_t *hit) {
-    if (n >= LANES && f->depths && f->mode == LEQ)
-        return rows_in_lockstep_leq(x, n, n_features, f, n_targets, aggregate, scores, hit);
-    if (n >= LANES && f->depths && f->mode == LT)
-        return rows_in_lockstep_lt(x, n, n_features, f, n_targets, aggregate, scores, hit);
+/* Fewer rows than LANES: each row walked through LANES trees in lockstep (each to the
+ * group's deepest leaf; a row at its leaf stays there), so one row's walks overlap as the
+ * rows' do above; the leaves' weights are then added in tree order. */
+#define TREES_IN_LOCKSTEP(NAME, MODE)                                                        \
+    static int NAME(const double *x, int64_t n, int64_t n_features, const Forest *f,         \
+                    int64_t n_targets, int aggregate, double *scores, uint8_t *hit) {        \
+        for (int64_t r = 0; r < n; r++) {                                                    \
+            const double *row[LANES];                                                        \
+            for (int i = 0; i < LANES; i++) row[i] = x + r * n_features;                     \
+            for (int64_t t0 = 0; t0 < f->n_trees; t0 += LANES) {                             \
+                const int lanes = f->n_trees - t0 < LANES ? (int)(f->n_trees - t0) : LANES;  \
+                int32_t at[LANES], depth = 0;                                                \
+                for (int i = 0; i < LANES; i++) {    /* past the last tree: repeat it */     \
+                    const int64_t t = t0 + (i < lanes ? i : lanes - 1);                      \
+                    at[i] = f->roots[t];                                                     \
+                    depth = f->depths[t] > depth ? f->depths[t] : depth;                     \
+                }                                                                            \
+                walk_lanes_##MODE(f->nodes, row, at, depth);                                 \
+                for (int i = 0; i < lanes; i++) {                                            \
+                    int code = add_leaf(f, at[i], scores + r * n_targets, hit + r * n_targets, \
+                                        n_targets, aggregate);                               \
+                    if (code) return code;                                                   \
+                }                                                                            \
+            }                                                                                \
+        }                                                                                    \
+        return 0;                                                                            \
+    }
+TREES_IN_LOCKSTEP(trees_in_lockstep_leq, LEQ)
+TREES_IN_LOCKSTEP(trees_in_lockstep_lt, LT)
+
+/* Each score divided by `divisor` (AVERAGE: the tree count; 0: none), then with `base` (one
+ * value per target, or null) a hit target's plus its base and a missed one 0, as the numpy
+ * path finishes them. */
+static void finish(int64_t n, int64_t n_targets, double divisor, const double *base,
+                   double *scores, const uint8_t *hit) {
+    if (divisor == 0.0 && !base) return;
+    for (int64_t i = 0; i < n * n_targets; i++) {
+        double s = divisor != 0.0 ? scores[i] / divisor : scores[i];
+        if (base) s = hit[i] ? s + base[i % n_targets] : 0.0;
+        scores[i] = s;
+    }
+}
+
+static int walk(const double *x, int64_t n, int64_t n_features, const Forest *f,
+                int64_t n_targets, int aggregate, double *scores, uint8_t *hit) {
+    if (f->depths && f->mode == LEQ)
+        return (n >= LANES ? rows_in_lockstep_leq : trees_in_lockstep_leq)(
+            x, n, n_features, f, n_targets, aggregate, scores, hit);
+    if (f->depths && f->mode == LT)
+        return (n >= LANES ? rows_in_lockstep_lt : trees_in_lockstep_lt)(
+            x, n, n_features, f, n_targets, aggregate, scores, hit);
     return rows_one_by_one(x, n, n_features, f, n_targets, aggregate, scores, hit);
+}
+
+/* scores [n, n_targets] and hit [n, n_targets] (zeroed by the caller): the aggregate of
+ * each row's leaf weights per target, and whether any weight reached it, finished by
+ * `finish`. Trees are the outer loop (one tree's nodes stay in cache for every row); each
+ * (row, target) still receives its weights in tree order, the numpy path's. Returns 0, 1
+ * for a cycle, 2 for a weight whose target is outside [0, n_targets). */
+EXPORT int er_cpu_forest(const double *x, int64_t n, int64_t n_features, const Forest *f,
+                         int64_t n_targets, int aggregate, double divisor, const double *base,
+                         double *scores, uint8_t *hit) {
+    int code = walk(x, n, n_features, f, n_targets, aggregate, scores, hit);
+    if (!code) finish(n, n_targets, divisor, base, scores, hit);
+    return code;
 }

@@ -9,11 +9,11 @@ MODES = ["BRANCH_LEQ", "BRANCH_LT", "BRANCH_GTE", "BRANCH_GT", "BRANCH_EQ", "BRA
 
 def random_tree_regressor(trees: int, depth: int, features: int, seed: int,
                           aggregate: str = "SUM", targets: int = 2, spread: bool = False,
-                          double: bool = False, modes: tuple = tuple(MODES)):
+                          double: bool = False, modes: tuple = tuple(MODES), base: bool = False):
     """Each leaf has one weight per target; with `spread`, two weights on random targets
     instead (several weights per leaf, targets some leaves never reach). `double`: the
     thresholds (nodes_values_as_tensor) and the input are float64. `modes`: the comparisons
-    the decision nodes draw from."""
+    the decision nodes draw from. `base`: a random base value per target."""
     r = np.random.default_rng(seed)
     attrs: dict = {k: [] for k in (
         "nodes_treeids", "nodes_nodeids", "nodes_featureids", "nodes_modes", "nodes_values",
@@ -47,6 +47,8 @@ def random_tree_regressor(trees: int, depth: int, features: int, seed: int,
             attrs["nodes_falsenodeids"][index] = grow(level + 1)
             return node
         grow(0)
+    if base:
+        attrs["base_values"] = r.standard_normal(targets).tolist()
     if double:
         attrs["nodes_values_as_tensor"] = numpy_helper.from_array(
             np.asarray(attrs.pop("nodes_values"), np.float64) + 1e-9, "values")

@@ -463,9 +463,11 @@ def test_native_tree_ensemble_is_the_numpy_path_and_matches_onnxruntime(rows, ag
                                                                         modes):
     """cpu_kernels/forest.c: the same leaves and the same float64 sums as the numpy path, so
     outputs equal bit for bit; and onnxruntime's within 1e-5. Batch 1 and beyond, NaN inputs,
-    values on thresholds, a strided feed, several weights per leaf, double thresholds. Forests
-    of one comparison walk 8 rows in lockstep from 8 rows on (a partial last block at 9 and
-    517), mixed ones row by row."""
+    values on thresholds, a strided feed, several weights per leaf, double thresholds, base
+    values (added in the kernel to the targets some leaf reached). Forests of one comparison
+    walk 8 rows in lockstep from 8 rows on (a partial last block at 9 and 517), and below 8
+    rows each row through 8 trees in lockstep (12 trees: a partial last group); mixed ones
+    row by row."""
     import onnxruntime
 
     from edgerun.providers.cpu.ops import ml
@@ -475,7 +477,8 @@ def test_native_tree_ensemble_is_the_numpy_path_and_matches_onnxruntime(rows, ag
     seed = rows * 7 + len(aggregate) + double + len(modes)
     rng = np.random.default_rng(seed)
     model = random_tree_regressor(12, 6, 5, seed, aggregate, targets=3, spread=True,
-                                  double=double, modes=modes).SerializeToString()
+                                  double=double, modes=modes,
+                                  base=aggregate in ("SUM", "AVERAGE")).SerializeToString()
     x = np.round(rng.standard_normal((rows, 10)), 1)[:, ::2]
     x[rng.random(x.shape) < 0.1] = np.nan
     x = x.astype(np.float64 if double else np.float32)
@@ -935,6 +938,125 @@ def test_native_lookup_table_is_numpys_gather(isa):
                                           err_msg=f"length {n}")
         every = np.arange(256, dtype=np.uint8)
         np.testing.assert_array_equal(elementwise.lookup_table(every, table), table)
+
+
+def _svm_classifier_model(rng, kind: str, classes: int, features: int, probabilities: bool):
+    """A random SVMClassifier with support vectors (1-6 per class), its kernel's parameters,
+    and with `probabilities` Platt's prob_a / prob_b."""
+    counts = [int(c) for c in rng.integers(1, 7, classes)]
+    total, pairs = sum(counts), classes * (classes - 1) // 2
+    attrs = dict(classlabels_ints=list(range(10, 10 + classes)), kernel_type=kind,
+                 kernel_params=[float(rng.uniform(0.05, 0.5)), float(rng.uniform(-1, 1)), 3.0],
+                 vectors_per_class=counts,
+                 support_vectors=rng.standard_normal(total * features).tolist(),
+                 coefficients=rng.standard_normal((classes - 1) * total).tolist(),
+                 rho=rng.standard_normal(pairs).tolist())
+    if probabilities:
+        attrs.update(prob_a=rng.uniform(-4, -0.5, pairs).tolist(),
+                     prob_b=rng.uniform(-0.5, 0.5, pairs).tolist())
+    node = helper.make_node("SVMClassifier", ["x"], ["label", "scores"], domain="ai.onnx.ml",
+                            **attrs)
+    graph = helper.make_graph(
+        [node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [None, features])],
+        [helper.make_tensor_value_info("label", TensorProto.INT64, None),
+         helper.make_tensor_value_info("scores", TensorProto.FLOAT, None)])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
+                                                   helper.make_opsetid("ai.onnx.ml", 3)],
+                             ir_version=8).SerializeToString()
+
+
+@pytest.mark.parametrize("kind", ["LINEAR", "POLY", "RBF", "SIGMOID"])
+def test_native_svm_classifier_matches_the_numpy_path_and_onnxruntime(kind, monkeypatch):
+    """SVMClassifier through cpu_kernels/svm.c (kernels, one-vs-one votes, Platt-scaled
+    probabilities and their coupling in one call) against the numpy path and onnxruntime:
+    2, 3 and 5 classes, with and without probabilities, batch 1 and the most rows svm.c takes
+    (ml._NATIVE_SVM_ROWS; one more runs numpy's), strided inputs. Labels equal; scores within 1e-4 (the kernels' sums run in another
+    order than numpy's BLAS, and the coupling stops on a float32 test)."""
+    import onnxruntime as ort
+
+    from edgerun.providers.cpu.native import svm as native_svm
+    from edgerun.providers.cpu.ops import ml
+
+    if library.isa() == "none":
+        pytest.skip(f"no native kernels here: {library.status()}")
+    rng = np.random.default_rng(31)
+    limit = ml._NATIVE_SVM_ROWS
+    calls = []
+    real = native_svm.Classifier.classify
+    monkeypatch.setattr(native_svm.Classifier, "classify",
+                        lambda self, x: calls.append(1) or real(self, x))
+    for classes in (2, 3, 5):
+        for probabilities in (False, True):
+            features = int(rng.integers(2, 9))
+            model = _svm_classifier_model(rng, kind, classes, features, probabilities)
+            wide = rng.standard_normal((limit + 1, 2 * features)).astype(np.float32)
+            inputs = [wide[:1, ::2], wide[:limit, ::2], wide[:limit + 1, ::2]]
+            native = InferenceSession(model, providers=["cpu"])
+            got = []
+            for x in inputs:
+                calls.clear()
+                got.append(native.run(None, {"x": x}))
+                assert bool(calls) == (x.shape[0] <= limit), \
+                    f"{kind}, {classes} classes, {x.shape[0]} rows: svm.c ran {len(calls)} times"
+            with monkeypatch.context() as numpy_only:
+                numpy_only.setattr(native_svm, "classifier", lambda *a: None)
+                calls.clear()
+                plain = InferenceSession(model, providers=["cpu"])
+                want = [plain.run(None, {"x": x}) for x in inputs]
+                assert not calls
+            theirs = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
+            for x, ours, numpy_path in zip(inputs, got, want):
+                case = f"{kind}, {classes} classes, probabilities {probabilities}, " \
+                       f"{x.shape[0]} rows"
+                reference = theirs.run(None, {"x": np.ascontiguousarray(x)})
+                for mine in (ours, numpy_path):
+                    np.testing.assert_array_equal(mine[0], reference[0], err_msg=case)
+                    np.testing.assert_allclose(mine[1], reference[1], rtol=1e-4, atol=1e-5,
+                                               err_msg=case)
+
+
+@pytest.mark.parametrize("step", ["SOFTMAX", "MAX", "L1", "L2"])
+def test_native_ml_rows_match_the_numpy_path_and_onnxruntime(step, monkeypatch):
+    """cpu_kernels/ml_scores.c's row steps (the ai.onnx.ml SOFTMAX transform, Normalizer's
+    MAX, L1 and L2) against the numpy path they stand in for, 1 to 12 columns (numpy sums
+    left to right below 8, pairwise from 8), batch 1 and many rows, rows of zeros, NaN and
+    infinities (the same NaN places); within 2e-6 relative (libm's expf against numpy's).
+    Normalizer also against onnxruntime."""
+    import onnxruntime as ort
+
+    from edgerun.providers.cpu.native import elementwise
+    from edgerun.providers.cpu.ops import ml
+
+    if library.isa() == "none":
+        pytest.skip(f"no native kernels here: {library.status()}")
+    rng = np.random.default_rng(41)
+    for columns in range(1, 13):
+        for rows in (1, 5, 300):
+            x = (rng.standard_normal((rows, 2 * columns)) * 4).astype(np.float32)[:, ::2]
+            if rows > 1:
+                x[1] = 0
+            if rows > 4:
+                x[2, 0], x[3, -1], x[4, 0] = np.nan, np.inf, -np.inf
+            ours = elementwise.ml_rows(x, step)
+            with monkeypatch.context() as m, np.errstate(all="ignore"):
+                m.setattr(elementwise, "available", lambda: False)
+                numpy_path = ml._softmax_rows(np.ascontiguousarray(x)) if step == "SOFTMAX" \
+                    else ml.normalizer(None, x, norm=step)
+            case = f"{step}, {rows} x {columns}"
+            np.testing.assert_allclose(ours, numpy_path, rtol=2e-6, atol=1e-7, err_msg=case)
+            if step == "SOFTMAX" or rows == 5:
+                continue
+            node = helper.make_node("Normalizer", ["x"], ["y"], domain="ai.onnx.ml", norm=step)
+            graph = helper.make_graph(
+                [node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, None)],
+                [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+            model = helper.make_model(graph, opset_imports=[
+                helper.make_opsetid("", 17), helper.make_opsetid("ai.onnx.ml", 3)],
+                ir_version=8).SerializeToString()
+            theirs = ort.InferenceSession(model, providers=["CPUExecutionProvider"]).run(
+                None, {"x": np.ascontiguousarray(x)})[0]
+            got = InferenceSession(model, providers=["cpu"]).run(None, {"x": x})[0]
+            np.testing.assert_allclose(got, theirs, rtol=2e-6, atol=1e-7, err_msg=case)
 
 
 def test_direct_conv_leaves_batches_of_tiny_outputs_to_one_gemm():

@@ -3,9 +3,10 @@ erf form, DynamicQuantizeLinear (two passes, its scalars computed between them),
 QuantizeLinear, DequantizeLinear and their pair with one scale and zero point, each equal bit
 for bit to the numpy path it stands in for (the same operations in the same order and
 precision); LayerNormalization, whose row statistics are summed in double (so within ~1e-7 of
-the numpy path's float32 sums, not bit for bit); and Softmax along the last axis, whose exp is
-a polynomial (within ~1e-6 relative). Callers use them where `available()` and keep numpy's
-path elsewhere."""
+the numpy path's float32 sums, not bit for bit); Softmax along the last axis, whose exp is
+a polynomial (within ~1e-6 relative); and the ai.onnx.ml rows' SOFTMAX and Normalizer steps
+(ml_scores.c: libm's expf, within an ulp of numpy's). Callers use them where `available()`
+and keep numpy's path elsewhere."""
 from __future__ import annotations
 
 import numpy as np
@@ -99,6 +100,20 @@ def softmax_rows(x: np.ndarray) -> np.ndarray:
     if x.size:
         length = x.shape[-1]
         library().er_cpu_softmax_rows(address(x), address(out), x.size // length, length)
+    return out
+
+
+ML_ROWS = {"SOFTMAX": 0, "MAX": 1, "L1": 2, "L2": 3}      # cpu_kernels/ml_scores.c's steps
+
+
+def ml_rows(x: np.ndarray, step: str) -> np.ndarray:
+    """A fresh [N, C] float32 array: each row of float32 scores x [N, C] through the
+    ai.onnx.ml SOFTMAX transform, or Normalizer's MAX, L1 or L2 (cpu_kernels/ml_scores.c)."""
+    x = np.ascontiguousarray(x, np.float32)
+    out = np.empty(x.shape, np.float32)
+    if x.size:
+        library().er_cpu_ml_rows(address(x), x.shape[0], x.shape[1], ML_ROWS[step],
+                                 address(out))
     return out
 
 

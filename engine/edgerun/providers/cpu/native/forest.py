@@ -104,40 +104,44 @@ def tables(forest) -> Optional[Tables]:
     return Tables(forest)
 
 
-def aggregate(t: Tables, x: np.ndarray, n_targets: int, function: str) -> tuple:
+def aggregate(t: Tables, x: np.ndarray, n_targets: int, function: str,
+              base: Optional[np.ndarray] = None) -> tuple:
     """(scores [N, n_targets] float64, hit [N, n_targets] bool) as _Forest.aggregate makes
-    them; raises ValueError for a tree with a cycle or a weight's target out of range."""
+    them (with `base`, one float64 value per target: hit targets plus it, missed ones 0);
+    raises ValueError for a tree with a cycle or a weight's target out of range."""
     x = np.ascontiguousarray(np.asarray(x, t.compare_type), np.float64)
     n = x.shape[0]
     scores = np.zeros((n, n_targets), np.float64)
     hit = np.zeros((n, n_targets), np.uint8)
-    code = _walk(t, x, n_targets, AGGREGATES[function], scores, hit)
+    divisor = float(t.n_trees) if function == "AVERAGE" else 0.0
+    code = _walk(t, x, n_targets, AGGREGATES[function], divisor, base, scores, hit)
     if code == 1:
         raise ValueError("tree ensemble: a tree has a cycle (a node is reached twice on a "
                          "path)")
     if code == 2:
         raise ValueError(f"a leaf weight targets an index outside [0, {n_targets})")
-    if function == "AVERAGE" and t.n_trees:
-        scores /= t.n_trees
     return scores, hit.view(bool)
 
 
-def _walk(t: Tables, x: np.ndarray, n_targets: int, aggregate: int, scores: np.ndarray,
-          hit: np.ndarray) -> int:
+def _walk(t: Tables, x: np.ndarray, n_targets: int, aggregate: int, divisor: float,
+          base: Optional[np.ndarray], scores: np.ndarray, hit: np.ndarray) -> int:
     """The kernel over x's rows, in parts on the native threads where there is work enough;
     its return code (the worst part's). Rows are independent: the same sums either way."""
     n, features = x.shape
     kernel = library().er_cpu_forest
     x_at, scores_at, hit_at = address(x), address(scores), address(hit)
-    parts = parallel.parts_for(n * t.visits_per_row * VISIT_MACS, n)
-    if parts == 1:
-        return kernel(x_at, n, features, t.header_at, n_targets, aggregate, scores_at, hit_at)
-    ranges = parallel.split(n, parts)
+    base_at = None if base is None else address(base)
+    macs = n * t.visits_per_row * VISIT_MACS
+    if macs < 2 * parallel.MIN_PART_MACS:       # one part (parts_for's test, without its call)
+        return kernel(x_at, n, features, t.header_at, n_targets, aggregate, divisor, base_at,
+                      scores_at, hit_at)
+    ranges = parallel.split(n, parallel.parts_for(macs, n))
     codes = [0] * len(ranges)
 
     def part(i: int) -> None:
         r0, r1 = ranges[i]
         codes[i] = kernel(x_at + r0 * features * 8, r1 - r0, features, t.header_at, n_targets,
-                          aggregate, scores_at + r0 * n_targets * 8, hit_at + r0 * n_targets)
+                          aggregate, divisor, base_at, scores_at + r0 * n_targets * 8,
+                          hit_at + r0 * n_targets)
     parallel.run_parts(part, len(ranges))
     return max(codes)

@@ -43,7 +43,8 @@ SIGNATURES = {
     "er_cpu_quantize_dequantize": (None, [_P, _I64, ctypes.c_float, ctypes.c_int32,
                                           ctypes.c_int32, ctypes.c_int32, _P]),
     "er_cpu_dequantize": (None, [_P, _I64, _INT, ctypes.c_int32, ctypes.c_float, _P]),
-    "er_cpu_forest": (_INT, [_P, _I64, _I64, _P, _I64, _INT, _P, _P]),
+    "er_cpu_forest": (_INT, [_P, _I64, _I64, _P, _I64, _INT, ctypes.c_double, _P, _P, _P]),
+    "er_cpu_svm_classify": (None, [_P, _P, _I64, _P, _P, _P, _P]),
     "er_cpu_lstm_f32": (None, [_P, _P, _P, _P, _P, _I64, _I64, _I64, _I64, _P]),
     "er_cpu_gru_f32": (None, [_P, _P, _P, _P, _INT, _P, _P, _I64, _I64, _I64, _I64, _P]),
     "er_cpu_depthwise_conv": (None, [_P, _P, _P, _P, _INT, _P, _P, _P, _P, _P]),
@@ -72,6 +73,7 @@ SIGNATURES = {
     "er_cpu_qgemm_dynamic": (_INT, [_P, _P, _I64, _P, _I64, _P]),
     "er_cpu_elementwise_program": (None, [_P, _I64, _P, _I64, _P]),
     "er_cpu_lookup_table": (None, [_P, _I64, _P, _P]),
+    "er_cpu_ml_rows": (None, [_P, _I64, _I64, _INT, _P]),
 }
 
 

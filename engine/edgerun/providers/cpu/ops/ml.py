@@ -16,12 +16,16 @@ from __future__ import annotations
 from typing import Any
 
 import functools
+import math
+import struct
 import time
 import weakref
 
 import numpy as np
 
+from ..native import elementwise as native_elementwise
 from ..native import forest as native_forest
+from ..native import svm as native_svm
 from ..registry import kernel
 from .float_errors import ignored_float_errors
 from .forced import ForcedChoice
@@ -151,6 +155,9 @@ def _row_reduce(ufunc, s: np.ndarray) -> np.ndarray:
 
 
 def _softmax_rows(s: np.ndarray) -> np.ndarray:
+    # (a NaN makes its row NaN whether or not the maximum skips it, as onnxruntime's does)
+    if s.dtype == np.float32 and s.ndim == 2 and native_elementwise.available():
+        return native_elementwise.ml_rows(s, "SOFTMAX")
     e = np.exp(s - _row_reduce(np.maximum, s))
     e /= _row_reduce(np.add, e)
     return e
@@ -242,8 +249,10 @@ def normalizer(ctx, x, norm="MAX"):
     if x.ndim > 2:
         raise ValueError(f"Normalizer: expected rank 1 or 2, got rank {x.ndim}")
     v = _rows_f32(x)
-    if norm == "MAX":
-        scale = _row_reduce(np.maximum, v)
+    if norm in ("MAX", "L1", "L2") and native_elementwise.available():
+        return native_elementwise.ml_rows(v, norm).reshape(x.shape)
+    if norm == "MAX":       # onnxruntime's: from the lowest float, NaN never the maximum
+        scale = np.fmax(_row_reduce(np.fmax, v), np.finfo(np.float32).min)
     elif norm == "L1":
         scale = _row_reduce(np.add, np.abs(v))
     elif norm == "L2":
@@ -563,16 +572,16 @@ def zipmap(ctx, x, classlabels_int64s=None, classlabels_strings=None):
 # ---------------------------------------------------------------------------------------------
 
 
-def _linear_scores(ctx, x, coefficients, intercepts, targets: int) -> np.ndarray:
-    """x times the coefficients plus the intercepts, in float64, as float32 [N, targets]. The
-    weights are converted once per node (ctx.prepared): batch-1 calls are mostly this."""
-    v = _rows_f32(x)
+def _linear_scores(ctx, v, coefficients, intercepts, targets: int) -> np.ndarray:
+    """Rows v (float32 [N, features]) times the coefficients plus the intercepts, in
+    float64, as float32 [N, targets]. The weights are converted once per node
+    (ctx.prepared): batch-1 calls are mostly this."""
     coef, bias = ctx.prepared(("linear", targets), (coefficients, intercepts),
                               lambda: _linear_weights(coefficients, intercepts, targets))
     if coef.shape[0] != v.shape[1]:
         raise ValueError(f"the input has {v.shape[1]} features; the coefficients expect "
                          f"{coef.shape[0]}")
-    scores = v.astype(np.float64) @ coef
+    scores = np.dot(v, coef)         # v widened to float64 (coef is), one call
     if bias is not None:
         scores += bias
     return scores.astype(np.float32)
@@ -590,7 +599,7 @@ def _linear_weights(coefficients, intercepts, targets: int) -> tuple:
 @kernel("LinearRegressor", domain=ML)
 def linear_regressor(ctx, x, coefficients=None, intercepts=None, targets=1,
                      post_transform="NONE"):
-    scores = _linear_scores(ctx, x, coefficients or [], intercepts or [], targets)
+    scores = _linear_scores(ctx, _rows_f32(x), coefficients or [], intercepts or [], targets)
     return _post_transform(scores, _check_transform(post_transform))
 
 
@@ -600,9 +609,9 @@ def linear_classifier(ctx, x, coefficients=None, intercepts=None, classlabels_in
     _check_transform(post_transform)
     labels = classlabels_strings if classlabels_strings else (classlabels_ints or [])
     coefficients = coefficients or []
-    features = _rows(x).shape[1]
-    targets = len(intercepts) if intercepts else (len(coefficients) // max(features, 1))
-    scores = _linear_scores(ctx, x, coefficients, intercepts or [], targets)
+    v = _rows_f32(x)
+    targets = len(intercepts) if intercepts else (len(coefficients) // max(v.shape[1], 1))
+    scores = _linear_scores(ctx, v, coefficients, intercepts or [], targets)
     strings = bool(classlabels_strings)
     if targets == 1:
         if len(labels) == 2:
@@ -702,12 +711,18 @@ def svm_classifier(ctx, x, classlabels_ints=None, classlabels_strings=None, coef
 
     def build():        # once per node: the attribute lists as arrays (a run at batch 1 is short)
         coef = _f32_as_f64(coefficients)
-        return (coef, _f32_as_f64(rho or [0.0]),
-                _SupportVectors(support_vectors, sum(counts)) if sum(counts) else None,
-                np.asarray(prob_a or [], dtype=np.float32),
-                np.asarray(prob_b or [], dtype=np.float32), bool((coef >= 0).all()),
-                _kernel_params(kernel_params))
-    coef, rho, vectors, prob_a, prob_b, all_positive, params = _cache.get(ctx, "svm", build)
+        vectors = _SupportVectors(support_vectors, sum(counts)) if sum(counts) else None
+        tables = (coef, _f32_as_f64(rho or [0.0]), vectors,
+                  np.asarray(prob_a or [], dtype=np.float32),
+                  np.asarray(prob_b or [], dtype=np.float32), bool((coef >= 0).all()),
+                  _kernel_params(kernel_params))
+        native = None
+        if vectors is not None and len(counts) == classes and native_svm.available():
+            native = native_svm.classifier(vectors.vectors, coef, tables[1], counts,
+                                           kernel_type, tables[6], tables[3], tables[4])
+        return tables + (native,)
+    coef, rho, vectors, prob_a, prob_b, all_positive, params, native = \
+        _cache.get(ctx, "svm", build)
     have_proba = prob_a.size > 0
     v = _rows_f32(x).astype(np.float64)
     pairs = classes * (classes - 1) // 2
@@ -716,11 +731,16 @@ def svm_classifier(ctx, x, classlabels_ints=None, classlabels_strings=None, coef
         if len(counts) != classes:
             raise ValueError(f"SVMClassifier: {len(counts)} vectors_per_class for {classes} "
                              f"classes")
-        maxclass, pair_scores = _svc_pairwise(v, coef, rho, counts, vectors, kernel_type,
-                                              params)
+        if native is not None and v.shape[0] <= _NATIVE_SVM_ROWS:
+            _check_features(v, vectors.features)
+            maxclass, pair_scores, scores = native.classify(v)
+        else:
+            maxclass, pair_scores = _svc_pairwise(v, coef, rho, counts, vectors, kernel_type,
+                                                  params)
+            if have_proba:
+                scores = _svc_probabilities(pair_scores, prob_a, prob_b, classes)
         max_weight = None
         if have_proba:
-            scores = _svc_probabilities(pair_scores, prob_a, prob_b, classes)
             final = _post_transform(scores, post_transform)
         elif classes > 2:
             final = _post_transform(pair_scores, post_transform)
@@ -740,6 +760,12 @@ def svm_classifier(ctx, x, classlabels_ints=None, classlabels_strings=None, coef
         positive = max_weight >= 0.5 if all_positive else max_weight > 0
         label = np.where(positive, _label_array(labels, np.ones_like(maxclass)), label)
     return label, final
+
+
+# rows up to which an SVMClassifier runs in svm.c's one call (its libm exp and scalar sums,
+# ~5 us a row of 120 vectors) rather than numpy's (~30 us of calls, nearly all fixed, then
+# BLAS and a vectorised exp: faster per row)
+_NATIVE_SVM_ROWS = 8
 
 
 def _f32_as_f64(values) -> np.ndarray:
@@ -1041,17 +1067,18 @@ class _Forest:
             result |= self.missing_true[nd] & np.isnan(values)
         return result
 
-    def aggregate(self, x: np.ndarray, n_targets: int, function: str):
+    def aggregate(self, x: np.ndarray, n_targets: int, function: str, base=None):
         """Per-row, per-target aggregated leaf weights [N, C] (float64) and which were hit:
         in one native call where the CPU kernels are built (cpu_kernels/forest.c: the same
-        decisions and sums), else by numpy."""
+        decisions and sums), else by numpy. With `base` (float64, one value per target),
+        hit targets get it added and missed ones are 0 (onnxruntime's regressors)."""
         if function not in ("SUM", "AVERAGE", "MIN", "MAX"):
             raise ValueError(f"aggregate_function must be AVERAGE, SUM, MIN or MAX, "
                              f"got {function!r}")
         tables = self._native_tables()
         if tables is not None:
             self._check_features(x)
-            return native_forest.aggregate(tables, x, n_targets, function)
+            return native_forest.aggregate(tables, x, n_targets, function, base)
         n = x.shape[0]
         scores = np.zeros((n, n_targets), dtype=np.float64)
         hit = np.zeros((n, n_targets), dtype=bool)
@@ -1079,6 +1106,8 @@ class _Forest:
             hit[start:stop] = block_hit
         if function == "AVERAGE" and self.n_trees:
             scores /= self.n_trees
+        if base is not None:
+            scores = np.where(hit, scores + base, 0.0)
         return scores, hit
 
     def _check_features(self, x: np.ndarray) -> None:
@@ -1372,7 +1401,7 @@ def _split_members(membership_values, count: int) -> list:
 def _tree_input(x: np.ndarray) -> np.ndarray:
     """Rows to route through the trees: doubles stay double, everything else is float32."""
     v = _rows(np.asarray(x))
-    return v if v.dtype == np.float64 else v.astype(np.float32)
+    return v if v.dtype == np.float64 else v.astype(np.float32, copy=False)
 
 
 def _weights_list(plain, as_tensor):
@@ -1419,10 +1448,9 @@ def tree_ensemble_regressor(ctx, x, aggregate_function="SUM", base_values=None,
     forest, targets_seen, base = _cache.get(ctx, dtype, build)
     if n_targets is None:
         n_targets = targets_seen
-    scores, hit = forest.aggregate(v, n_targets, aggregate_function)
-    if base.size == n_targets:
-        # onnxruntime leaves targets no leaf contributed to at 0, without their base value
-        scores = np.where(hit, scores + base, 0.0)
+    # onnxruntime leaves targets no leaf contributed to at 0, without their base value
+    scores, hit = forest.aggregate(v, n_targets, aggregate_function,
+                                   base if base.size == n_targets else None)
     return _post_transform(scores.astype(np.float32), post_transform)
 
 
@@ -1572,10 +1600,22 @@ def _row_columns(s0: float, s1: float, two: bool, mode: int, transform: str) -> 
         return (-s0, s0), transform
     if transform == "PROBIT":
         return (s0, 0.0), "PROBIT_FIRST"
-    s = float(np.float32(s0))          # expanded in float32, as _two_columns computes
+    s = _float32_value(s0)             # expanded in float32, as _two_columns computes
     if mode in (0, 1):
         return (1.0 - s, s), "NONE"
     return ((-s, s) if mode in (2, 3) else (s, 0.0)), "NONE"
+
+
+_FLOAT32 = struct.Struct("f")
+
+
+def _float32_value(v: float) -> float:
+    """v rounded to float32 (to the nearest, ties to even: float(np.float32(v)) in a
+    third of its time); past float32's range, infinity as numpy gives."""
+    try:
+        return _FLOAT32.unpack(_FLOAT32.pack(v))[0]
+    except OverflowError:
+        return math.copysign(math.inf, v)
 
 
 def _row_transformed(pair: tuple, kind: str) -> np.ndarray:
