@@ -743,8 +743,9 @@ def _check_native_conv(isa, monkeypatch, native_name, shape, w_shape, group, str
 
 
 def test_native_threads_split_work_and_give_the_same_bits(monkeypatch):
-    """intra_op_num_threads splits a large direct conv's rows (and a one-row output's channel
-    blocks, and a depthwise conv's channels) over threads; every output is computed as on one
+    """intra_op_num_threads splits a large direct conv's rows (its output channels' blocks
+    where the weights outweigh the input: a one-row output, a small map of many channels),
+    and a depthwise conv's channels, over threads; every output is computed as on one
     thread, so the results are equal bit for bit. A small conv is not split."""
     from edgerun import SessionOptions
     from edgerun.providers.cpu.native import parallel
@@ -761,6 +762,7 @@ def test_native_threads_split_work_and_give_the_same_bits(monkeypatch):
     for x_shape, w_shape, group in [((1, 32, 96, 96), (32, 32, 3, 3), 1),
                                     ((1, 128, 1, 2000), (16, 128, 1, 5), 1),
                                     ((2, 256, 150, 150), (256, 1, 3, 3), 256),
+                                    ((1, 256, 7, 7), (256, 256, 3, 3), 1),
                                     ((1, 8, 8, 8), (8, 8, 3, 3), 1)]:
         conv = helper.make_node("Conv", ["x", "w"], ["y"], group=group, pads=[1, 1, 1, 1]
                                 if w_shape[2] == 3 else [0, 2, 0, 2])
@@ -781,6 +783,17 @@ def test_native_threads_split_work_and_give_the_same_bits(monkeypatch):
             assert max(splits) == (1 if threads == 1 or x_shape[1] == 8 else 2), \
                 (x_shape, threads, splits)
         np.testing.assert_array_equal(results[0], results[1], err_msg=str(x_shape))
+    from edgerun.providers.cpu.native import conv as native_conv
+    from edgerun.providers.cpu.ops import pool
+
+    for x_shape, w_shape, channels in [((1, 256, 7, 7), (256, 256, 3, 3), True),
+                                       ((1, 32, 96, 96), (32, 32, 3, 3), False)]:
+        geometry = pool._geometry(np.empty(x_shape, np.float32), [3, 3], [1, 1], None,
+                                  [1, 1, 1, 1], "NOTSET", 0)
+        w = np.zeros(w_shape, np.float32)
+        direct = native_conv.DirectConv(x_shape, w_shape, 1, geometry, (0, None),
+                                        native_conv.pack_direct_weights(w, 1), None)
+        assert direct._split_channels(2) == channels, x_shape
 
 
 def test_native_parts_raise_the_first_error():

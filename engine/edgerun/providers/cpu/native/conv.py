@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Optional
 
 import functools
+import math
 
 import numpy as np
 
@@ -238,6 +239,8 @@ class DirectConv:
         self.out_shape = (n, w_shape[0]) + tuple(geometry.out_shape)
         self.out_h = out_h
         self.m_blocks = -(-(w_shape[0] // group) // CONV_MB)
+        self._row_blocks = -(-out_h // block_rows)
+        self._weight_bytes, self._input_bytes = packed.nbytes, 4 * math.prod(x_shape)
         self.macs = int(np.prod(self.out_shape)) * cg * kh * kw
         # the constant arguments after x: weights, bias, geometry, activation, its parameters
         self._before = (address(packed), address(bias), address(geometry_array), act[0],
@@ -247,21 +250,33 @@ class DirectConv:
 
     def ranges(self, parts: int) -> list:
         """[(range array, address)] of each part: [row begin, row end, block begin, block
-        end], rows split, or the channel blocks of a one-row output."""
+        end], rows split, or the output channels' blocks where that moves fewer bytes."""
         found = self._ranges.get(parts)
         if found is None:
-            if self.out_h > 1:
+            if self.out_h > 1 and not self._split_channels(parts):
                 bounds = [(r0, r1, 0, self.m_blocks) for r0, r1 in parallel.split(self.out_h, parts)]
             else:
-                bounds = [(0, 1, b0, b1) for b0, b1 in parallel.split(self.m_blocks, parts)]
+                bounds = [(0, self.out_h, b0, b1)
+                          for b0, b1 in parallel.split(self.m_blocks, parts)]
             found = self._ranges[parts] = _held(bounds)
         return found
+
+    def _split_channels(self, parts: int) -> bool:
+        """Whether parts over output channels read fewer bytes than parts over rows. Every
+        block of output rows reads all the weights (a part has at least one block), and every
+        part copies the input rows it reads: rows, weights x max(parts, row blocks) + input;
+        channels, weights x row blocks + input x parts. Small maps of many channels (7x7
+        512 -> 512: 9.4 MB of weights for 100 KB of input) split channels."""
+        if self.m_blocks < parts:
+            return False
+        by_rows = self._weight_bytes * max(parts, self._row_blocks) + self._input_bytes
+        by_channels = self._weight_bytes * self._row_blocks + self._input_bytes * parts
+        return by_channels < by_rows
 
     def __call__(self, x: np.ndarray) -> np.ndarray:
         x = np.ascontiguousarray(x, np.float32)
         y = np.empty(self.out_shape, np.float32)
-        limit = self.out_h if self.out_h > 1 else self.m_blocks
-        ranges = self.ranges(parallel.parts_for(self.macs, limit))
+        ranges = self.ranges(parallel.parts_for(self.macs, max(self.out_h, self.m_blocks)))
         x_address, y_address = address(x), address(y)
         run = library().er_cpu_direct_conv
 

@@ -35,6 +35,7 @@ from .conv_gather import (GATHER_MAX_COLUMNS, GATHER_MAX_POSITIONS, GatherIndex,
                           channel_gather_index, gathered_conv)
 from .conv_winograd import winograd_conv, winograd_pays, winograd_weights
 from ..native import conv as native_conv
+from ..native import parallel
 from .forced import ForcedChoice
 
 
@@ -619,7 +620,8 @@ def method_applies(method: str, x_shape, w_shape, group: int, geometry: WindowGe
 
 @functools.lru_cache(maxsize=1024)
 def _conv_plan(x_shape, w_shape, group, kernel_shape, strides, dilations, pads,
-               auto_pad, exact: bool = False, native: bool = False) -> ConvPlan:
+               auto_pad, exact: bool = False, native: bool = False,
+               threaded: bool = False) -> ConvPlan:
     kernel = list(w_shape[2:])
     if kernel_shape and list(kernel_shape) != kernel:
         raise ValueError(f"kernel_shape {list(kernel_shape)} does not match W's spatial "
@@ -632,7 +634,7 @@ def _conv_plan(x_shape, w_shape, group, kernel_shape, strides, dilations, pads,
             and not (exact and forced == "winograd"):
         method = forced
     else:
-        method = _choose_method(x_shape, w_shape, group, geometry, exact, native)
+        method = _choose_method(x_shape, w_shape, group, geometry, exact, native, threaded)
     return _plan_for(method, x_shape, w_shape, geometry)
 
 
@@ -653,9 +655,13 @@ def _plan_for(method: str, x_shape, w_shape, geometry: WindowGeometry) -> ConvPl
 
 
 def _choose_method(x_shape, w_shape, group: int, geometry: WindowGeometry,
-                   exact: bool = False, native: bool = False) -> str:
+                   exact: bool = False, native: bool = False, threaded: bool = False) -> str:
     """The method the cost model rates fastest for this shape signature; with `exact`, one
-    whose sums are plain products (integers held in floats stay exact: no Winograd)."""
+    whose sums are plain products (integers held in floats stay exact: no Winograd). With
+    `threaded` (native kernels on more than one thread), no Winograd either where the direct
+    conv applies: its parts scale with the threads, Winograd's numpy transforms run on one
+    (2 threads: 128 -> 128 at 28x28 1.33 against 1.80 ms, 32 -> 32 at 112x112 1.24 against
+    4.83; on one thread Winograd's were the faster)."""
     if method_applies("native_depthwise", x_shape, w_shape, group, geometry, native):
         return "native_depthwise"      # direct, in one pass: faster than numpy's on any size
     channels = x_shape[1]
@@ -670,11 +676,12 @@ def _choose_method(x_shape, w_shape, group: int, geometry: WindowGeometry,
     if group == 1 and positions <= GATHER_MAX_POSITIONS and \
             positions * channels * math.prod(kernel) <= GATHER_MAX_COLUMNS:
         return "gather"
-    if not exact and winograd_pays(x_shape, w_shape, group, geometry.strides,
-                                   geometry.dilations, geometry.out_shape):
+    direct = method_applies("native_direct", x_shape, w_shape, group, geometry, native)
+    if not exact and not (threaded and direct) and \
+            winograd_pays(x_shape, w_shape, group, geometry.strides, geometry.dilations,
+                          geometry.out_shape):
         return "winograd"     # (where it pays, 2.25x fewer products beat the direct conv too)
-    if method_applies("native_direct", x_shape, w_shape, group, geometry, native) and \
-            _direct_conv_pays(w_shape, group):
+    if direct and _direct_conv_pays(w_shape, group):
         # register tiles over every tap and channel: at onnxruntime's speed where the numpy
         # methods' copies and short GEMMs are not
         return "native_direct"
@@ -742,7 +749,8 @@ def convolve_activated(x, w, b, activation, activation_params, auto_pad="NOTSET"
         acc = compute_dtype(x.dtype)
         native = acc == np.float32 and native_conv.available()
         plan = _conv_plan(x.shape, w.shape, group, _frozen(kernel_shape), _frozen(strides),
-                          _frozen(dilations), _frozen(pads), _frozen(auto_pad), exact, native)
+                          _frozen(dilations), _frozen(pads), _frozen(auto_pad), exact, native,
+                          native and threaded)
         weights = w.astype(acc, copy=False)
         bias = None if b is None else b.astype(acc, copy=False)
         act = native_conv.activation_code(activation, activation_params) \
@@ -788,10 +796,12 @@ def convolve_activated(x, w, b, activation, activation_params, auto_pad="NOTSET"
             whole = _single_image_pointwise(weights, bias, x.shape)
         return PreparedConv(plan, acc, weights, bias, whole, epilogue, epilogue is not None)
 
+    threaded = parallel.threads() > 1
     if ctx is None:
         prepared = prepare()
     else:
-        prepared = ctx.prepared(("conv", x.shape, x.dtype, exact, activation), (w, b), prepare)
+        prepared = ctx.prepared(("conv", x.shape, x.dtype, exact, activation, threaded), (w, b),
+                                prepare)
     x = x.astype(prepared.dtype, copy=False)
     if prepared.whole is not None:
         y = prepared.whole(x)
