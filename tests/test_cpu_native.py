@@ -5,6 +5,7 @@ native path matches onnxruntime on random shapes that cross the kernels' block s
 zero-point form), on each instruction set this CPU has."""
 import functools
 import importlib.util
+import math
 import os
 import platform
 import subprocess
@@ -794,6 +795,73 @@ def test_native_threads_split_work_and_give_the_same_bits(monkeypatch):
         direct = native_conv.DirectConv(x_shape, w_shape, 1, geometry, (0, None),
                                         native_conv.pack_direct_weights(w, 1), None)
         assert direct._split_channels(2) == channels, x_shape
+
+
+def test_split_products_match_numpy_on_random_shapes(monkeypatch):
+    """products.matmul (the large products of MatMul, Gemm, convs, attention and recurrent
+    projections, split over the run's threads) against np.matmul on random shapes either
+    side of the split: 2-D, batched with broadcasting, a few rows (split by columns),
+    strided operands and outputs, float32, float64 and mixed; within 1e-5 (each part is one
+    BLAS call, whose blocking may differ from the whole product's)."""
+    from edgerun.providers.cpu.native import parallel, products
+
+    parts = []
+    real = parallel.run_parts
+    monkeypatch.setattr(parallel, "run_parts", lambda fn, n: parts.append(n) or real(fn, n))
+    rng = np.random.default_rng(51)
+    big = 2 * parallel.MIN_PART_MACS
+    cases = [((700, 300), (300, 200)), ((3, 300), (300, 30000)), ((64, 64), (64, 64)),
+             ((2, 3, 200, 160), (160, 300)), ((4, 1, 150, 200), (1, 5, 200, 180)),
+             ((1, 400), (400, 300))]
+    parallel.set_threads(2)
+    try:
+        for a_shape, b_shape in cases:
+            for dtypes in ((np.float32, np.float32), (np.float64, np.float64),
+                           (np.float32, np.float64)):
+                a = rng.standard_normal(a_shape[:-1] + (2 * a_shape[-1],)).astype(
+                    dtypes[0])[..., ::2]
+                b = rng.standard_normal(b_shape).astype(dtypes[1])
+                want = np.matmul(a, b)
+                parts.clear()
+                got = products.matmul(a, b)
+                case = f"{a_shape} @ {b_shape} {dtypes}"
+                macs = math.prod(want.shape) * a_shape[-1]
+                assert bool(parts) == (macs >= big), case
+                np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5, err_msg=case)
+                out = np.zeros(want.shape[:-1] + (2 * want.shape[-1],), want.dtype)
+                products.matmul(a, b, out=out[..., ::2])
+                np.testing.assert_allclose(out[..., ::2], want, rtol=1e-5, atol=1e-5,
+                                           err_msg=case)
+    finally:
+        parallel.set_threads(0)
+
+
+def test_a_threaded_session_sets_blas_to_one_thread_and_leaves_it():
+    """A session on more than one thread splits its large products itself: before its
+    first, numpy's BLAS goes to one thread and stays there (set back after every run, its
+    woken threads spun on the cores the next run's parts use); a one-thread session sets
+    it for each run and back."""
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+
+    from edgerun import SessionOptions
+
+    node = helper.make_node("MatMul", ["a", "b"], ["y"])
+    graph = helper.make_graph(
+        [node], "g", [helper.make_tensor_value_info("a", TensorProto.FLOAT, [512, 512])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(np.ones((512, 512), np.float32), "b")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)],
+                              ir_version=9).SerializeToString()
+    a = np.ones((512, 512), np.float32)
+    blas = threadpoolctl.ThreadpoolController().select(user_api="blas")
+    with threadpoolctl.threadpool_limits(2, user_api="blas"):
+        for threads, after in ((1, 2), (2, 1)):
+            blas.limit(limits=2)
+            options = SessionOptions()
+            options.intra_op_num_threads = threads
+            y = InferenceSession(model, options, providers=["cpu"]).run(None, {"a": a})[0]
+            np.testing.assert_array_equal(y, np.full((512, 512), 512, np.float32))
+            assert [info["num_threads"] for info in blas.info()] == [after] * len(blas.info())
 
 
 def test_native_parts_raise_the_first_error():

@@ -1,6 +1,7 @@
-"""Threads for the native kernels: the CPU provider's counterpart of onnxruntime's intra-op
-pool. ctypes releases the GIL during a call, so parts of one kernel's work (ranges of rows or
-channels) run at once on a process-wide pool of Python threads.
+"""Threads for the native kernels and large matrix products (products.py): the CPU
+provider's counterpart of onnxruntime's intra-op pool. ctypes releases the GIL during a call,
+as numpy does inside BLAS, so parts of one kernel's work (ranges of rows or channels) run at
+once on a process-wide pool of Python threads.
 
 The count is SessionOptions.intra_op_num_threads, set for the calling thread at the start of
 each run (CPUProvider.begin_run); 0, or a call outside a run, means every core this process
@@ -9,7 +10,7 @@ MIN_PART_MACS multiply-adds: a handoff to the pool costs tens of microseconds.
 """
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Optional
 
 import concurrent.futures
 import os
@@ -30,9 +31,21 @@ def cores() -> int:
         return os.cpu_count() or 1
 
 
-def set_threads(count: int) -> None:
-    """The thread count for native kernels called from this thread (0: every core)."""
+def set_threads(count: int, pin_blas: Optional[Callable[[], None]] = None) -> None:
+    """The thread count for native kernels and split products called from this thread (0:
+    every core); `pin_blas`, called before this run's first split product, sets numpy's
+    BLAS to one thread (its idle threads spin for a while after each call, on the very cores
+    the parts run on)."""
     _local.threads = count
+    _local.pin_blas = pin_blas
+
+
+def before_split_product() -> None:
+    """Called before a split product (products.py): this run's `pin_blas`, once."""
+    pin = getattr(_local, "pin_blas", None)
+    if pin is not None:
+        _local.pin_blas = None
+        pin()
 
 
 def threads() -> int:

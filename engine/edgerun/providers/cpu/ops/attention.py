@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ....ir.dtypes import numpy_dtype
+from ..native import products
 from ..registry import kernel
 
 
@@ -48,10 +49,10 @@ def _grouped_matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         # float32 products with float32 accumulation (BLAS), rounded once at the end
         a, b = a.astype(np.float32), b.astype(np.float32)
     if hq == hkv:
-        out = np.matmul(a, b)
+        out = products.matmul(a, b)
     else:
         batch, _, m, k = a.shape
-        out = np.matmul(a.reshape(batch, hkv, hq // hkv, m, k), b[:, :, None])
+        out = products.matmul(a.reshape(batch, hkv, hq // hkv, m, k), b[:, :, None])
         out = out.reshape(batch, hq, m, out.shape[-1])
     return out.astype(dtype, copy=False)
 

@@ -35,7 +35,7 @@ from .conv_gather import (GATHER_MAX_COLUMNS, GATHER_MAX_POSITIONS, GatherIndex,
                           channel_gather_index, gathered_conv)
 from .conv_winograd import winograd_conv, winograd_pays, winograd_weights
 from ..native import conv as native_conv
-from ..native import parallel
+from ..native import parallel, products
 from .forced import ForcedChoice
 
 
@@ -341,20 +341,20 @@ def _grouped_matmul(columns, w, group: int):
     out_shape = columns.shape[2 + rank:]
     per_window = w.shape[1] * math.prod(w.shape[2:])
     if n == 1 and group == 1:       # one plain GEMM
-        y = w.reshape(m, per_window) @ columns.reshape(per_window, -1)
+        y = products.matmul(w.reshape(m, per_window), columns.reshape(per_window, -1))
         return y.reshape((1, m) + tuple(out_shape))
     cols = columns.reshape(n, group, per_window, math.prod(out_shape))
     weights = w.reshape(group, m // group, per_window)
-    return np.matmul(weights, cols).reshape((n, m) + tuple(out_shape))
+    return products.matmul(weights, cols).reshape((n, m) + tuple(out_shape))
 
 
 def _group_gemm(w2, columns, batch: int, group: int):
     """W (group, M/group, K) times columns (N * group * K, P) viewed per group: (N, M, P)."""
     per_group, k = w2.shape[1], w2.shape[2]
     if batch == 1 and group == 1:
-        y = w2[0] @ columns.reshape(k, -1)
+        y = products.matmul(w2[0], columns.reshape(k, -1))
     else:
-        y = np.matmul(w2, columns.reshape(batch, group, k, -1))
+        y = products.matmul(w2, columns.reshape(batch, group, k, -1))
     return y.reshape(batch, group * per_group, -1)
 
 
@@ -375,7 +375,7 @@ def _single_image_pointwise(w, b, x_shape: tuple):
     channels, shape = x_shape[1], (1, w.shape[0]) + tuple(x_shape[2:])
 
     def pointwise(x):
-        y = w2 @ x.reshape(channels, -1)
+        y = products.matmul(w2, x.reshape(channels, -1))
         if bias is not None:
             y += bias
         return y.reshape(shape)
@@ -408,7 +408,7 @@ def _depthwise(x, w, b, geometry: WindowGeometry, layout: TapLayout):
     weights = live_weights(w, layout)
     if n > 1:
         weights = np.tile(weights, (n, 1, 1))
-    grid = np.matmul(weights, columns).reshape(n * m, span)
+    grid = products.matmul(weights, columns).reshape(n * m, span)
     return grid_to_output(grid, n, m, geometry, layout, b)
 
 
@@ -517,7 +517,7 @@ def _chunked_im2col(x, w2, b, geometry: WindowGeometry, layout: TapLayout):
         block = columns[:, :, :stop - start]
         for j, (_, phase, offset) in enumerate(taps):
             block[:, j, :] = buffers[phase][:, offset + start:offset + stop]
-        np.matmul(w2, block.reshape(-1, stop - start), out=y[:, start:stop])
+        products.matmul(w2, block.reshape(-1, stop - start), out=y[:, start:stop])
     return grid_to_output(y, 1, w2.shape[0], geometry, layout, b)
 
 
@@ -535,10 +535,10 @@ def _tap_gemms(x, w_taps, b, geometry: WindowGeometry, layout: TapLayout):
     for j, (_, phase, offset) in enumerate(layout.taps):
         rows = buffers[phase][:, offset:offset + span]
         if y is None:
-            y = w_taps[j] @ rows
+            y = products.matmul(w_taps[j], rows)
             partial = np.empty_like(y)
         else:
-            np.matmul(w_taps[j], rows, out=partial)
+            products.matmul(w_taps[j], rows, out=partial)
             y += partial
     return grid_to_output(y, 1, w_taps.shape[1], geometry, layout, b)
 
@@ -870,7 +870,7 @@ def conv_transpose(ctx, x, w, b=None, auto_pad="NOTSET", dilations=None, group=1
     blocks = x.shape[2:]
     xg = x.astype(acc, copy=False).reshape(n, group, in_per_group, math.prod(blocks))
     wg = w.astype(acc, copy=False).reshape(group, in_per_group, out_per_group * math.prod(kernel))
-    columns = np.matmul(wg.transpose(0, 2, 1), xg)     # (N, group, M/group * K, blocks)
+    columns = products.matmul(wg.transpose(0, 2, 1), xg)   # (N, group, M/group * K, blocks)
     columns = columns.reshape((n, group * out_per_group) + tuple(kernel) + tuple(blocks))
     y = fold(columns, out_shape, pads_begin, strides, dilations)
     y = _add_bias(np.ascontiguousarray(y), None if b is None else b.astype(acc, copy=False))

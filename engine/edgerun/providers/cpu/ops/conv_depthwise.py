@@ -23,6 +23,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..native import products
+
 # Cost model for choosing the band height, in microseconds (2-core EPYC, one BLAS thread):
 # each small GEMM call, each multiply-add inside them, each element copied (into S, or out
 # of a last band that runs past the output).
@@ -127,7 +129,7 @@ def row_mix_conv(mix: np.ndarray, bias, layout: RowMixLayout, x_shape: tuple, ro
             for k, o0, o1, columns in column_taps:
                 target[:, :, k, o0:o1] = source[:, :, columns]
         windows = np.ndarray(view_shape, s.dtype, buffer=s, strides=view_strides)
-        y = np.matmul(mix, windows).reshape(n, channels, bands * band, out_cols)
+        y = products.matmul(mix, windows).reshape(n, channels, bands * band, out_cols)
         if bands * band != out_rows:
             y = y[:, :, :out_rows]
             if column is None:

@@ -15,6 +15,8 @@ from typing import Optional
 
 import numpy as np
 
+from ..native import products
+
 # a Conv whose batch * output positions is at most this uses the gathered columns
 GATHER_MAX_POSITIONS = 32
 # ... and whose columns (batch * channels * kernel positions * output positions) fit here
@@ -103,11 +105,11 @@ def gathered_conv(w2, bias, gather: GatherIndex, in_shape: tuple, out_shape: tup
             flat = x.reshape(-1)
             if tail is not None:
                 flat = np.concatenate((flat, tail))
-            return (w2 @ flat.take(index)).reshape(shape)
+            return products.matmul(w2, flat.take(index)).reshape(shape)
         rows = x.reshape(batch, -1)
         if tail is not None:
             rows = np.concatenate((rows, np.broadcast_to(tail, (batch, tail.size))), axis=1)
-        return np.matmul(w2, rows.take(index, axis=1)).reshape(shape)
+        return products.matmul(w2, rows.take(index, axis=1)).reshape(shape)
 
     return gathered
 
@@ -125,7 +127,7 @@ def _one_position_conv(w2, bias, rows, in_values: int, shape: tuple):
 
     def one_position(x):
         flat = x.reshape(batch, -1)
-        y = weights @ (flat if rows is None else flat.take(rows, axis=1)).T     # (M, N)
+        y = products.matmul(weights, (flat if rows is None else flat.take(rows, axis=1)).T)
         if bias is not None:
             y += bias[:, None]
         return (np.ascontiguousarray(y.T) if batch > 1 else y).reshape(shape)

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..native.products import matmul as split_matmul
+
 # G (4x3): the filter transform
 _G = np.array([[1.0, 0.0, 0.0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0.0, 0.0, 1.0]])
 
@@ -75,7 +77,8 @@ def _one_image(x, u, bias, pads_begin, out_shape):
         c1 = min(channels, c0 + step)
         _input_transform(padded[c0:c1], scratch[:, :, :c1 - c0], v[:, :, c0:c1],
                          tiles_h, tiles_w)
-    products = np.matmul(u, v.reshape(16, channels, tiles)).reshape(4, 4, m, tiles_h, tiles_w)
+    products = split_matmul(u, v.reshape(16, channels, tiles)).reshape(4, 4, m, tiles_h,
+                                                                      tiles_w)
     y = np.empty((m, tiles_h, 2, tiles_w, 2), x.dtype)
     scratch = np.empty((2, 4, min(step, m), tiles_h, tiles_w), x.dtype)
     for m0 in range(0, m, step):

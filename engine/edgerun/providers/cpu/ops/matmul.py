@@ -6,6 +6,7 @@ keeps the input's dtype.
 """
 import numpy as np
 
+from ..native import products
 from ..registry import kernel
 
 
@@ -70,9 +71,9 @@ def _matmul_by_panels(a, panels):
     partial = np.empty((rows.shape[0], _PANEL), np.float32) if chunks > 1 else None
     for j in range(count):
         columns = y[:, j * _PANEL:(j + 1) * _PANEL]
-        np.matmul(parts[0], panels[0, j], out=columns)
+        products.matmul(parts[0], panels[0, j], out=columns)
         for k in range(1, chunks):
-            np.matmul(parts[k], panels[k, j], out=partial)
+            products.matmul(parts[k], panels[k, j], out=partial)
             columns += partial
     return y.reshape(a.shape[:-1] + (y.shape[1],))
 
@@ -85,7 +86,7 @@ def matmul(ctx, a, b):
         if calls[0] > 1:
             return _matmul_by_panels(a, ctx.prepared("panels", (b,), lambda: _panels(b)))
     work = _compute_dtype(a.dtype)
-    result = np.matmul(_as_compute(a, work), _weight_as_compute(ctx, "b", b, work))
+    result = products.matmul(_as_compute(a, work), _weight_as_compute(ctx, "b", b, work))
     return np.asarray(result).astype(a.dtype, copy=False)
 
 
@@ -100,7 +101,7 @@ def gemm(ctx, a, b, c=None, alpha=1.0, beta=1.0, transA=0, transB=0, broadcast=0
     right = right.T if transB else right
     if left.shape[1] != right.shape[0]:
         raise ValueError(f"Gemm inner dimensions differ: A' is {left.shape}, B' is {right.shape}")
-    result = left @ right                       # fresh: scaled and biased in place
+    result = products.matmul(left, right)       # fresh: scaled and biased in place
     if alpha != 1.0:
         result *= _scalar(alpha, work)
     if c is not None and beta != 0.0:

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from ....ir.unary_ops import rnn_activation
+from ..native import products
 from ..native import recurrent as native_recurrent
 from ..registry import kernel
 from .float_errors import ignored_float_errors
@@ -160,7 +161,7 @@ def _zeros_if_none(value, shape, dtype):
 def _project(x, w, bias):
     """X·Wᵀ + bias for every time step at once: [T, B, I] -> [T, B, gates]."""
     num_steps, batch = x.shape[0], x.shape[1]
-    projected = x.reshape(num_steps * batch, -1) @ w.T + bias
+    projected = products.matmul(x.reshape(num_steps * batch, -1), w.T) + bias
     return projected.reshape(num_steps, batch, -1)
 
 
@@ -233,7 +234,7 @@ def _plain_gru(ctx, x, w, r, b, initial_h, direction: str, linear_before_reset: 
     steps, batch = x.shape[0], x.shape[1]
     h = np.zeros((dirs, batch, hidden), x.dtype) if initial_h is None else initial_h
     h2 = 2 * hidden
-    projected = np.matmul(x.reshape(steps * batch, -1), w_t)
+    projected = products.matmul(x.reshape(steps * batch, -1), w_t)
     projected += bias[:, None, :]
     projected = projected.reshape(dirs, steps, batch, 3 * hidden)
     if dirs == 2:                   # [T, 2, B, 3H], the backward direction in reverse
@@ -414,7 +415,7 @@ def _plain_lstm(ctx, x, w, r, b, initial_h, initial_c, direction: str):
         gates += bias
         c, h = _lstm_cell(gates, c, hidden)
         return h[None, None].copy(), h[None], c[None]     # Y and Y_h: separate buffers
-    projected = np.matmul(x.reshape(steps * batch, -1), w_t)
+    projected = products.matmul(x.reshape(steps * batch, -1), w_t)
     projected += bias[..., None, :] if dirs == 2 else bias
     if dirs == 2:                   # [2, T, B, 4H] -> [T, 2, B, 4H], backward in reverse
         projected = projected.reshape(2, steps, batch, 4 * hidden)
