@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Callable, Optional
 
 import concurrent.futures
+import functools
 import os
 import threading
 
@@ -23,8 +24,9 @@ _pool: list = []             # the shared executor, made on first use
 _pool_lock = threading.Lock()
 
 
+@functools.lru_cache(maxsize=1)
 def cores() -> int:
-    """The cores this process may run on."""
+    """The cores this process may run on (asked once: a system call)."""
     try:
         return len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
