@@ -808,6 +808,7 @@ def test_split_products_match_numpy_on_random_shapes(monkeypatch):
     parts = []
     real = parallel.run_parts
     monkeypatch.setattr(parallel, "run_parts", lambda fn, n: parts.append(n) or real(fn, n))
+    monkeypatch.setattr(parallel, "_blas_pinned", [True])     # as after a run's native parts
     rng = np.random.default_rng(51)
     big = 2 * parallel.MIN_PART_MACS
     cases = [((700, 300), (300, 200)), ((3, 300), (300, 30000)), ((64, 64), (64, 64)),
@@ -836,32 +837,48 @@ def test_split_products_match_numpy_on_random_shapes(monkeypatch):
         parallel.set_threads(0)
 
 
-def test_a_threaded_session_sets_blas_to_one_thread_and_leaves_it():
-    """A session on more than one thread splits its large products itself: before its
-    first, numpy's BLAS goes to one thread and stays there (set back after every run, its
-    woken threads spun on the cores the next run's parts use); a one-thread session sets
-    it for each run and back."""
+def test_a_threaded_session_sets_blas_to_one_thread_and_leaves_it(monkeypatch):
+    """Before the process's first native parts (a large direct conv on two threads), numpy's
+    BLAS goes to one thread and stays there (set back after every run, its woken threads
+    spun on the cores the next run's parts use), and large products are split on the pool
+    from then on; a model with no native parts leaves BLAS's threads alone, and a one-thread
+    session sets BLAS to one thread for each run and back."""
     threadpoolctl = pytest.importorskip("threadpoolctl")
 
     from edgerun import SessionOptions
+    from edgerun.providers.cpu.native import parallel
 
-    node = helper.make_node("MatMul", ["a", "b"], ["y"])
+    if library.isa() == "none":
+        pytest.skip(f"no native kernels here: {library.status()}")
+    monkeypatch.setattr(parallel, "_blas_pinned", [])
+    rng = np.random.default_rng(52)
+    conv = helper.make_node("Conv", ["x", "w"], ["y"], pads=[1, 1, 1, 1])
     graph = helper.make_graph(
-        [node], "g", [helper.make_tensor_value_info("a", TensorProto.FLOAT, [512, 512])],
+        [conv], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 32, 96, 96])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(rng.standard_normal((32, 32, 3, 3)).astype(np.float32), "w")])
+    conv_model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)],
+                                   ir_version=9).SerializeToString()
+    node = helper.make_node("MatMul", ["x", "b"], ["y"])
+    graph = helper.make_graph(
+        [node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [512, 512])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
         [numpy_helper.from_array(np.ones((512, 512), np.float32), "b")])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)],
-                              ir_version=9).SerializeToString()
-    a = np.ones((512, 512), np.float32)
+    matmul_model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)],
+                                     ir_version=9).SerializeToString()
     blas = threadpoolctl.ThreadpoolController().select(user_api="blas")
     with threadpoolctl.threadpool_limits(2, user_api="blas"):
-        for threads, after in ((1, 2), (2, 1)):
-            blas.limit(limits=2)
+        for model, x, threads, after in (
+                (matmul_model, np.ones((512, 512), np.float32), 2, 2),
+                (conv_model, np.ones((1, 32, 96, 96), np.float32), 1, 2),
+                (conv_model, np.ones((1, 32, 96, 96), np.float32), 2, 1),
+                (matmul_model, np.ones((512, 512), np.float32), 2, 1)):
             options = SessionOptions()
             options.intra_op_num_threads = threads
-            y = InferenceSession(model, options, providers=["cpu"]).run(None, {"a": a})[0]
-            np.testing.assert_array_equal(y, np.full((512, 512), 512, np.float32))
-            assert [info["num_threads"] for info in blas.info()] == [after] * len(blas.info())
+            InferenceSession(model, options, providers=["cpu"]).run(None, {"x": x})
+            assert [info["num_threads"] for info in blas.info()] == [after] * len(blas.info()), \
+                (threads, after)
+    assert parallel.blas_pinned()
 
 
 def test_native_parts_raise_the_first_error():

@@ -17,10 +17,7 @@ from typing import Optional
 from ..errors import InvalidGraph
 from .graph import AttrType, Graph
 from .op_schema import SCHEMAS
-
-# op_type (ai.onnx) -> the GRAPH attributes it requires
-BODIES = {"If": ("then_branch", "else_branch"), "Loop": ("body",), "Scan": ("body",),
-          "SequenceMap": ("body",)}
+from .walk import BODIES
 
 
 def validate_model(model) -> None:

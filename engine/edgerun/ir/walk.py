@@ -7,10 +7,17 @@ from ..errors import InvalidGraph
 from .graph import Graph, Node
 
 
+# op_type (ai.onnx) -> the GRAPH attributes it requires; no other ai.onnx op has any
+BODIES = {"If": ("then_branch", "else_branch"), "Loop": ("body",), "Scan": ("body",),
+          "SequenceMap": ("body",)}
+
+
 def subgraphs(node: Node) -> list:
-    """The graphs in a node's attributes (If's branches, Loop's and Scan's bodies)."""
+    """The graphs in a node's attributes (If's branches, Loop's and Scan's bodies). An ai.onnx
+    node of another type has none: its attributes are not searched (every optimizer pass
+    asks this of every node)."""
     found: list = []
-    if not node.attributes:
+    if not node.attributes or (node.op_type not in BODIES and node.domain in ("", "ai.onnx")):
         return found
     for a in node.attributes.values():
         value = a.value

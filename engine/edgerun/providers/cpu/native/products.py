@@ -1,7 +1,9 @@
 """Large matrix products split over the native pool (parallel.py): the products of MatMul,
-Gemm, the GEMM-based convolutions, attention and the recurrent projections. Each part is one
-BLAS call on one thread (numpy releases the GIL inside it), so one pool runs these parts and
-the native kernels' alike, rather than BLAS's own threads spinning on the same cores."""
+Gemm, the GEMM-based convolutions, attention and the recurrent projections, once the
+process's runs have native parts and so keep numpy's BLAS on one thread (parallel.run_parts).
+Each part is then one BLAS call on one thread (numpy releases the GIL inside it): one pool
+runs these parts and the native kernels' alike, rather than BLAS's own threads spinning on
+the same cores. Until then BLAS's threads take the products whole."""
 from __future__ import annotations
 
 from typing import Optional
@@ -24,6 +26,8 @@ def matmul(a: np.ndarray, b: np.ndarray, out: Optional[np.ndarray] = None) -> np
     if a.ndim < 2 or b.ndim < 2 or a.size * b.size < _SMALL * a.shape[-1]:
         # (a.size * b.size / k bounds the multiply-adds: at batch 1, most products are this)
         return np.matmul(a, b) if out is None else np.matmul(a, b, out=out)
+    if not parallel.blas_pinned():           # BLAS's own threads split it
+        return np.matmul(a, b, out=out)
     m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
     lead = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
     macs = math.prod(lead) * m * k * n
@@ -33,7 +37,6 @@ def matmul(a: np.ndarray, b: np.ndarray, out: Optional[np.ndarray] = None) -> np
     parts = parallel.parts_for(macs, m if by_rows else n)
     if parts <= 1:
         return np.matmul(a, b, out=out)
-    parallel.before_split_product()
     if out is None:
         out = np.empty(lead + (m, n), np.result_type(a, b))
     ranges = parallel.split(m if by_rows else n, parts)
