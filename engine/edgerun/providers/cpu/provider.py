@@ -40,7 +40,7 @@ class CPUProvider(ExecutionProvider):
     def __init__(self, options: Optional[dict] = None):
         super().__init__(options)
         self._blas = None
-        self._pinned = None          # the BLAS libraries a split product sets to one thread
+        self._pinned = None          # the BLAS libraries native parts set to one thread
         self._threads = 0
         self._active = threading.local()
         self._custom_ops = False
@@ -54,7 +54,8 @@ class CPUProvider(ExecutionProvider):
             self._pinned = _blas_controller(warn=self._threads > 1)
 
     def begin_run(self) -> None:
-        parallel.set_threads(self._threads, self._pin)
+        # (without threadpoolctl nothing can pin BLAS: products then stay BLAS's whole)
+        parallel.set_threads(self._threads, self._pin if self._pinned else None)
         if self._blas is not None:
             self._active.restore = _limit_threads(self._blas, 1)
 

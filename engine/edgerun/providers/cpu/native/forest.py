@@ -132,7 +132,7 @@ def _walk(t: Tables, x: np.ndarray, n_targets: int, aggregate: int, divisor: flo
     x_at, scores_at, hit_at = address(x), address(scores), address(hit)
     base_at = None if base is None else address(base)
     macs = n * t.visits_per_row * VISIT_MACS
-    if macs < 2 * parallel.MIN_PART_MACS:       # one part (parts_for's test, without its call)
+    if macs < parallel.SPLIT_MACS:              # one part, without parts_for's call
         return kernel(x_at, n, features, t.header_at, n_targets, aggregate, divisor, base_at,
                       scores_at, hit_at)
     ranges = parallel.split(n, parallel.parts_for(macs, n))

@@ -18,6 +18,7 @@ import os
 import threading
 
 MIN_PART_MACS = 1 << 23      # ~50-100 us of a native kernel's work on one core
+SPLIT_MACS = 2 * MIN_PART_MACS    # the fewest multiply-adds parts_for splits in two
 
 _local = threading.local()
 _pool: list = []             # the shared executor, made on first use

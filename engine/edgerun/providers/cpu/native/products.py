@@ -15,15 +15,12 @@ import numpy as np
 from . import parallel
 
 
-_SMALL = 2 * parallel.MIN_PART_MACS      # products below it stay whole: a handoff costs more
-
-
 def matmul(a: np.ndarray, b: np.ndarray, out: Optional[np.ndarray] = None) -> np.ndarray:
     """np.matmul(a, b, out=out), split over this thread's threads where the product is large:
     parts of a's rows (or of b's columns, for a few rows), each one BLAS call on one thread
     (numpy releases the GIL inside it). One pool runs these parts and the native kernels'
     alike; BLAS's own threads would spin on the same cores."""
-    if a.ndim < 2 or b.ndim < 2 or a.size * b.size < _SMALL * a.shape[-1]:
+    if a.ndim < 2 or b.ndim < 2 or a.size * b.size < parallel.SPLIT_MACS * a.shape[-1]:
         # (a.size * b.size / k bounds the multiply-adds: at batch 1, most products are this)
         return np.matmul(a, b) if out is None else np.matmul(a, b, out=out)
     if not parallel.blas_pinned():           # BLAS's own threads split it
@@ -31,7 +28,7 @@ def matmul(a: np.ndarray, b: np.ndarray, out: Optional[np.ndarray] = None) -> np
     m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
     lead = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
     macs = math.prod(lead) * m * k * n
-    if macs < _SMALL:
+    if macs < parallel.SPLIT_MACS:
         return np.matmul(a, b, out=out)
     by_rows = m >= n or m >= 64 * parallel.threads()
     parts = parallel.parts_for(macs, m if by_rows else n)
