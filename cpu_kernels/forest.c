@@ -10,6 +10,7 @@
  * thresholds' own type, so they decide as the numpy path's do. Sums are float64 in the
  * numpy path's order (row by row, tree by tree, each leaf's weights in order), so scores
  * are equal bit for bit. */
+#include <string.h>
 #include <stdint.h>
 #include "isa.h"
 
@@ -202,7 +203,7 @@ static int walk(const double *x, int64_t n, int64_t n_features, const Forest *f,
     return rows_one_by_one(x, n, n_features, f, n_targets, aggregate, scores, hit);
 }
 
-/* scores [n, n_targets] and hit [n, n_targets] (zeroed by the caller): the aggregate of
+/* scores [n, n_targets] and hit [n, n_targets] (zeroed here first): the aggregate of
  * each row's leaf weights per target, and whether any weight reached it, finished by
  * `finish`. Trees are the outer loop (one tree's nodes stay in cache for every row); each
  * (row, target) still receives its weights in tree order, the numpy path's. Returns 0, 1
@@ -210,7 +211,28 @@ static int walk(const double *x, int64_t n, int64_t n_features, const Forest *f,
 EXPORT int er_cpu_forest(const double *x, int64_t n, int64_t n_features, const Forest *f,
                          int64_t n_targets, int aggregate, double divisor, const double *base,
                          double *scores, uint8_t *hit) {
+    memset(scores, 0, (size_t)(n * n_targets) * sizeof(double));
+    memset(hit, 0, (size_t)(n * n_targets));
     int code = walk(x, n, n_features, f, n_targets, aggregate, scores, hit);
     if (!code) finish(n, n_targets, divisor, base, scores, hit);
     return code;
+}
+
+/* er_cpu_forest's arguments in one record (native/forest.py's CALL): a batch-1 call's
+ * arguments are made once per thread and node, and passing ten of them through ctypes
+ * costs more than walking a small forest. */
+typedef struct {
+    const double *x;
+    int64_t n, n_features;
+    const Forest *f;
+    int64_t n_targets, aggregate;
+    double divisor;
+    const double *base;
+    double *scores;
+    uint8_t *hit;
+} ForestCall;
+
+EXPORT int er_cpu_forest_call(const ForestCall *c) {
+    return er_cpu_forest(c->x, c->n, c->n_features, c->f, c->n_targets, (int)c->aggregate,
+                         c->divisor, c->base, c->scores, c->hit);
 }

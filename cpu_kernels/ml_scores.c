@@ -11,7 +11,8 @@
 #include <stdint.h>
 #include "isa.h"
 
-enum { ML_SOFTMAX = 0, ML_NORM_MAX = 1, ML_NORM_L1 = 2, ML_NORM_L2 = 3 };
+enum { ML_NONE = -1, ML_SOFTMAX = 0, ML_NORM_MAX = 1, ML_NORM_L1 = 2, ML_NORM_L2 = 3,
+       ML_LOGISTIC = 4 };
 
 static inline float row_max(const float *v, int64_t n) {
     float m = -FLT_MAX;
@@ -19,11 +20,23 @@ static inline float row_max(const float *v, int64_t n) {
     return m;
 }
 
+/* onnxruntime's logistic: 1 / (1 + exp(-|v|)), mirrored below 0. */
+static inline float logistic(float v) {
+    float e = 1.0f / (1.0f + expf(-fabsf(v)));
+    return v < 0.0f ? 1.0f - e : e;
+}
+
+/* y may be x (each row is read before it is written). */
 EXPORT void er_cpu_ml_rows(const float *x, int64_t rows, int64_t columns, int op, float *y) {
     for (int64_t r = 0; r < rows; r++) {
         const float *v = x + r * columns;
         float *out = y + r * columns;
         float scale = 0.0f;
+        if (op == ML_NONE) continue;
+        if (op == ML_LOGISTIC) {
+            for (int64_t j = 0; j < columns; j++) out[j] = logistic(v[j]);
+            continue;
+        }
         if (op == ML_SOFTMAX || op == ML_NORM_MAX) scale = row_max(v, columns);
         if (op == ML_SOFTMAX) {
             for (int64_t j = 0; j < columns; j++) out[j] = expf(v[j] - scale);
@@ -43,4 +56,30 @@ EXPORT void er_cpu_ml_rows(const float *x, int64_t rows, int64_t columns, int op
         if (scale == 0.0f) scale = 1.0f;
         for (int64_t j = 0; j < columns; j++) out[j] = v[j] / scale;
     }
+}
+
+/* A linear model's rows (LinearClassifier, LinearRegressor): y[r, t] = x[r] . coef[:, t]
+ * + bias[t] in double, as the numpy path computes it (float32 inputs widened, the bias added
+ * to the finished dot product), rounded to float32; best[r] the first largest y[r, t]
+ * before the transform (the first NaN if any: np.argmax's choice); then the `op` step
+ * (ML_NONE, or one of er_cpu_ml_rows's) over each row of y. coef is [features, targets]. */
+EXPORT void er_cpu_linear_rows(const float *x, int64_t rows, int64_t features,
+                               const double *coef, const double *bias, int64_t targets, int op,
+                               float *y, int64_t *best) {
+    for (int64_t r = 0; r < rows; r++) {
+        const float *v = x + r * features;
+        float *out = y + r * targets;
+        int64_t top = 0;
+        for (int64_t t = 0; t < targets; t++) {
+            double s = 0.0;
+            for (int64_t f = 0; f < features; f++) s += (double)v[f] * coef[f * targets + t];
+            if (bias) s += bias[t];
+            out[t] = (float)s;
+            if (out[top] == out[top]) {          /* a NaN, once found, stays the answer */
+                if (out[t] != out[t] || out[t] > out[top]) top = t;
+            }
+        }
+        if (best) best[r] = top;
+    }
+    er_cpu_ml_rows(y, rows, targets, op, y);
 }

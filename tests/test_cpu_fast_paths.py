@@ -1592,3 +1592,44 @@ def test_row_reductions_column_by_column_equal_numpys(dtype):
         for ufunc in (np.add, np.maximum):
             np.testing.assert_array_equal(ml._row_reduce(ufunc, s),
                                           ufunc.reduce(s, axis=1, keepdims=True))
+
+
+def test_bound_unary_kernels_equal_the_kernels_called_with_attributes():
+    """Plans call a kernel's `bind` result (registry.py: attributes read once per node):
+    every unary row's bound kernel gives the very values of the kernel called with keyword
+    attributes, on float32 and float64 (the bound fast case), float16 and integers (through
+    in_dtype), including NaN, infinities and values past exp's range; and a session's plan
+    holds the bound kernel with no attributes left to pass."""
+    from edgerun import InferenceSession
+    from edgerun.ir.unary_ops import UNARY_OPS
+    from edgerun.providers.cpu.ops.unary import HAND_WRITTEN
+
+    rng = np.random.default_rng(3)
+    base = np.concatenate([rng.standard_normal(40) * 3, [0.0, -0.0, np.nan, np.inf, -np.inf,
+                                                          100.0, -100.0, 0.5, -0.5]])
+    for row in UNARY_OPS.values():
+        if row.name in HAND_WRITTEN:
+            continue
+        fn = registry.lookup(row.name, "", 18)
+        assert hasattr(fn, "bind"), row.name
+        attrs = {name: float(rng.uniform(0.1, 2.0)) for name, _ in row.params}
+        ctx = KernelContext(Node(row.name, ["x"], ["y"], attributes={}), 18)
+        bound = fn.bind(ctx, attrs)
+        dtypes = [np.float32, np.float64, np.float16] + ([np.int32] if row.integers else [])
+        for dtype in dtypes:
+            x = base.astype(dtype) if dtype != np.int32 else np.round(base[:40]).astype(dtype)
+            with np.errstate(all="ignore"):
+                want = fn(ctx, x, **attrs)
+                got = bound(ctx, x)
+            assert got.dtype == want.dtype, (row.name, dtype)
+            np.testing.assert_array_equal(got, want, err_msg=f"{row.name} {dtype.__name__}")
+    node = helper.make_node("Elu", ["x"], ["y"], alpha=0.3)
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT,
+                                                                           [2])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    session = InferenceSession(model.SerializeToString(), providers=["cpu"])
+    step = session._executor.plan.steps[0]
+    assert step.attrs == {} and step.fn is not registry.lookup("Elu", "", 17)
+    np.testing.assert_allclose(session.run(None, {"x": np.array([-1, 2], np.float32)})[0],
+                               [0.3 * (np.exp(-1) - 1), 2], rtol=1e-6)

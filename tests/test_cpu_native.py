@@ -456,7 +456,7 @@ def test_native_layer_norm_matches_onnxruntime_and_the_numpy_path(isa, monkeypat
 
 # ---- tree ensembles: one native call against the numpy path and onnxruntime ---------------
 
-@pytest.mark.parametrize("rows", [1, 3, 9, 64, 517])
+@pytest.mark.parametrize("rows", [1, 3, 8, 9, 64, 517])
 @pytest.mark.parametrize("aggregate", ["SUM", "AVERAGE", "MIN", "MAX"])
 @pytest.mark.parametrize("double", [False, True])
 @pytest.mark.parametrize("modes", [("BRANCH_LEQ",), ("BRANCH_LT",), ("BRANCH_GTE", "BRANCH_LT")])
@@ -1113,13 +1113,14 @@ def test_native_svm_classifier_matches_the_numpy_path_and_onnxruntime(kind, monk
                                                err_msg=case)
 
 
-@pytest.mark.parametrize("step", ["SOFTMAX", "MAX", "L1", "L2"])
+@pytest.mark.parametrize("step", ["SOFTMAX", "LOGISTIC", "MAX", "L1", "L2"])
 def test_native_ml_rows_match_the_numpy_path_and_onnxruntime(step, monkeypatch):
-    """cpu_kernels/ml_scores.c's row steps (the ai.onnx.ml SOFTMAX transform, Normalizer's
-    MAX, L1 and L2) against the numpy path they stand in for, 1 to 12 columns (numpy sums
-    left to right below 8, pairwise from 8), batch 1 and many rows, rows of zeros, NaN and
-    infinities (the same NaN places); within 2e-6 relative (libm's expf against numpy's).
-    Normalizer also against onnxruntime."""
+    """cpu_kernels/ml_scores.c's row steps (the ai.onnx.ml SOFTMAX and LOGISTIC transforms,
+    Normalizer's MAX, L1 and L2) against the numpy path they stand in for, 1 to 12 columns
+    (numpy sums left to right below 8, pairwise from 8), batch 1, the most rows that go
+    through a thread's buffers (row_buffers.FEW_ROWS) and many rows, rows of zeros, NaN and
+    infinities (the same NaN places); within 2e-6 relative (libm's expf against numpy's;
+    LOGISTIC's 1 - e within 2.5e-7 absolute). Normalizer also against onnxruntime."""
     import onnxruntime as ort
 
     from edgerun.providers.cpu.native import elementwise
@@ -1128,21 +1129,26 @@ def test_native_ml_rows_match_the_numpy_path_and_onnxruntime(step, monkeypatch):
     if library.isa() == "none":
         pytest.skip(f"no native kernels here: {library.status()}")
     rng = np.random.default_rng(41)
+    transforms = {"SOFTMAX": ml._softmax_rows, "LOGISTIC": ml._logistic}
     for columns in range(1, 13):
-        for rows in (1, 5, 300):
+        for rows in (1, 5, 8, 300):
             x = (rng.standard_normal((rows, 2 * columns)) * 4).astype(np.float32)[:, ::2]
             if rows > 1:
                 x[1] = 0
             if rows > 4:
                 x[2, 0], x[3, -1], x[4, 0] = np.nan, np.inf, -np.inf
             ours = elementwise.ml_rows(x, step)
+            again = elementwise.ml_rows(x[:1] + 1, step)       # the buffers are reused
+            assert not np.shares_memory(ours, again)
             with monkeypatch.context() as m, np.errstate(all="ignore"):
                 m.setattr(elementwise, "available", lambda: False)
-                numpy_path = ml._softmax_rows(np.ascontiguousarray(x)) if step == "SOFTMAX" \
+                numpy_path = transforms[step](np.ascontiguousarray(x)) if step in transforms \
                     else ml.normalizer(None, x, norm=step)
             case = f"{step}, {rows} x {columns}"
-            np.testing.assert_allclose(ours, numpy_path, rtol=2e-6, atol=1e-7, err_msg=case)
-            if step == "SOFTMAX" or rows == 5:
+            # LOGISTIC's negative side is 1 - e: e's last bit is worth 1.2e-7 absolute there
+            atol = 2.5e-7 if step == "LOGISTIC" else 1e-7
+            np.testing.assert_allclose(ours, numpy_path, rtol=2e-6, atol=atol, err_msg=case)
+            if step in transforms or rows in (5, 8):
                 continue
             node = helper.make_node("Normalizer", ["x"], ["y"], domain="ai.onnx.ml", norm=step)
             graph = helper.make_graph(
@@ -1155,6 +1161,115 @@ def test_native_ml_rows_match_the_numpy_path_and_onnxruntime(step, monkeypatch):
                 None, {"x": np.ascontiguousarray(x)})[0]
             got = InferenceSession(model, providers=["cpu"]).run(None, {"x": x})[0]
             np.testing.assert_allclose(got, theirs, rtol=2e-6, atol=1e-7, err_msg=case)
+
+
+def _linear_model(op: str, rng, features: int, targets: int, transform: str) -> bytes:
+    """A random LinearClassifier (int labels 7, 8, ...; as many as targets, or two for one
+    target) or LinearRegressor."""
+    attrs = dict(coefficients=rng.standard_normal(features * targets).tolist(),
+                 intercepts=rng.standard_normal(targets).tolist(), post_transform=transform)
+    outputs = [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)]
+    if op == "LinearClassifier":
+        attrs["classlabels_ints"] = list(range(7, 7 + max(targets, 2)))
+        outputs.insert(0, helper.make_tensor_value_info("label", TensorProto.INT64, None))
+    else:
+        attrs["targets"] = targets
+    node = helper.make_node(op, ["x"], [o.name for o in outputs], domain="ai.onnx.ml", **attrs)
+    graph = helper.make_graph(
+        [node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [None, features])],
+        outputs)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
+                                                   helper.make_opsetid("ai.onnx.ml", 3)],
+                             ir_version=8).SerializeToString()
+
+
+@pytest.mark.parametrize("op", ["LinearClassifier", "LinearRegressor"])
+@pytest.mark.parametrize("transform", ["NONE", "LOGISTIC", "SOFTMAX", "SOFTMAX_ZERO", "PROBIT"])
+def test_native_linear_rows_match_the_numpy_path_and_onnxruntime(op, transform, monkeypatch):
+    """cpu_kernels/ml_scores.c er_cpu_linear_rows (float64 products, the top target, the
+    transform, in one call) against the numpy path (np.dot, argmax, _post_transform) and
+    onnxruntime: 1-5 targets, 1-20 features, batch 1, the most rows a thread's buffers take
+    (8), one more and many, strided feeds; rows of NaN and ties against the numpy path
+    (argmax's first NaN, first largest). Labels equal; scores within 1e-6 relative of the
+    numpy path (the sums' order: numpy's BLAS against a loop), 1e-5 of onnxruntime (float32
+    products). Transforms the kernel does not take (SOFTMAX_ZERO, PROBIT) stay numpy's."""
+    import onnxruntime as ort
+
+    from edgerun.providers.cpu.native import linear
+
+    if library.isa() == "none":
+        pytest.skip(f"no native kernels here: {library.status()}")
+    rng = np.random.default_rng(len(op) * 10 + len(transform))
+    calls = []
+    real = linear.LinearRows.__call__
+    monkeypatch.setattr(linear.LinearRows, "__call__",
+                        lambda self, v, t: calls.append(1) or real(self, v, t))
+    for targets in (1, 2, 3, 5):
+        features = int(rng.integers(1, 21))
+        model = _linear_model(op, rng, features, targets, transform)
+        wide = rng.standard_normal((40, 2 * features)).astype(np.float32)
+        inputs = [wide[:1, ::2], wide[:8, ::2], wide[:9, ::2], wide[:, ::2]]
+        special = np.ascontiguousarray(wide[:4, ::2])
+        special[1] = np.nan
+        special[2] = 0                                 # every score the intercept: no tie
+        special[3] = special[0]
+        calls.clear()
+        ours = InferenceSession(model, providers=["cpu"])
+        got = [ours.run(None, {"x": x}) for x in inputs + [special]]
+        native_expected = transform in linear.TRANSFORMS and \
+            (targets > 1 or op == "LinearRegressor")
+        assert bool(calls) == native_expected, f"{op} {transform} {targets}: {len(calls)} calls"
+        with monkeypatch.context() as numpy_only:
+            numpy_only.setattr(linear, "available", lambda: False)
+            plain = InferenceSession(model, providers=["cpu"])
+            with np.errstate(all="ignore"):
+                want = [plain.run(None, {"x": x}) for x in inputs + [special]]
+        theirs = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
+        for i, (x, mine, numpy_path) in enumerate(zip(inputs + [special], got, want)):
+            case = f"{op} {transform}, {targets} targets, {features} features, {x.shape[0]} rows"
+            for a, b in zip(mine, numpy_path):
+                np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7, err_msg=case)
+            if i == len(inputs) or (op, transform, targets) == ("LinearClassifier", "PROBIT", 1):
+                continue    # (one binary score under PROBIT: both paths differ from onnxruntime)
+            reference = theirs.run(None, {"x": np.ascontiguousarray(x)})
+            for a, b in zip(mine, reference):
+                np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5, err_msg=case)
+
+
+def test_few_row_buffers_are_each_threads_own():
+    """Batch-1 calls of the tree, linear, SVM and Normalizer kernels copy their rows into
+    buffers of the calling thread's (row_buffers.py): one session run from four threads at
+    once gives each thread the outputs of its own feeds."""
+    import threading
+
+    from edgerun.providers.cpu.ops import ml  # noqa: F401  (kernels registered)
+
+    if library.isa() == "none":
+        pytest.skip(f"no native kernels here: {library.status()}")
+    rng = np.random.default_rng(5)
+    models = [random_tree_regressor(12, 6, 5, 3, "SUM", targets=3).SerializeToString(),
+              _linear_model("LinearClassifier", rng, 5, 3, "LOGISTIC"),
+              _svm_classifier_model(rng, "RBF", 3, 5, True)]
+    for model in models:
+        session = InferenceSession(model, providers=["cpu"])
+        feeds = [rng.standard_normal((1, 5)).astype(np.float32) for _ in range(4)]
+        want = [session.run(None, {"x": x}) for x in feeds]
+        failures = []
+
+        def hammer(i: int) -> None:
+            for _ in range(300):
+                got = session.run(None, {"x": feeds[i]})
+                for a, b in zip(got, want[i]):
+                    if not np.array_equal(a, b):
+                        failures.append(i)
+                        return
+
+        threads = [threading.Thread(target=hammer, args=(i,)) for i in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert not failures, f"threads {sorted(set(failures))} saw another thread's rows"
 
 
 def test_direct_conv_leaves_batches_of_tiny_outputs_to_one_gemm():

@@ -182,8 +182,10 @@ class GraphExecutor:
                 sub_executor.copy_steps = sub_executor.plan_on(body_device).copies
             host_reads += [n for n in sorted(outer_scope_reads(sub)) if n in visible]
         static_ctx = None if _has_subgraphs(node) else KernelContext(node, opset)
-        return _BoundUnit(node, provider, device, fn, static_ctx,
-                          kernel_attributes(node.attributes), tuple(host_reads))
+        attrs = kernel_attributes(node.attributes)
+        if static_ctx is not None and hasattr(fn, "bind"):
+            fn, attrs = _applied(fn, static_ctx, attrs)
+        return _BoundUnit(node, provider, device, fn, static_ctx, attrs, tuple(host_reads))
 
     def _subgraph_step(self, step: Step):
         """fn(env, *inputs) running a node with subgraphs against one run's values.
@@ -277,15 +279,14 @@ class GraphExecutor:
             keys = plan.input_keys
             for name, value in feeds.items():
                 env[keys.get(name, name)] = value
-        for name in self.input_names:
-            key = plan.input_keys.get(name, name)
+        for key in plan.input_key_list:
             if key not in env:
                 env[key] = None           # an omitted optional input
         watched = cancel.watched()
-        if profile is not None:
-            self._run_profiled(env, profile, plan, watched)
-        elif plan.runner is not None and watched is None:
+        if profile is None and watched is None and plan.runner is not None:
             plan.runner(env)
+        elif profile is not None:
+            self._run_profiled(env, profile, plan, watched)
         else:
             value_of = env.__getitem__
             for fn, ctx, inputs, attrs, single, frees, step in plan.program:
@@ -310,8 +311,9 @@ class GraphExecutor:
                     for name in frees:
                         del env[name]
         outputs = [env[key] for key in plan.output_keys]
-        for i in plan.copied_outputs:
-            outputs[i] = _copied(outputs[i])
+        if plan.copied_outputs:
+            for i in plan.copied_outputs:
+                outputs[i] = _copied(outputs[i])
         return outputs
 
     def _run_profiled(self, env: dict, profile: list, plan: GraphPlan, watched=None) -> None:
@@ -353,6 +355,16 @@ class GraphExecutor:
 
 _PLAN_LOCK = threading.Lock()
 _NO_FEEDS: dict = {}
+
+
+def _applied(fn, ctx: KernelContext, attrs: dict) -> tuple:
+    """(kernel, attributes) for a step: the kernel's `bind` applied to the node's attributes
+    once (registry.py), or the kernel as it is where binding fails (its run then raises the
+    kernel's own error, at the node)."""
+    try:
+        return fn.bind(ctx, attrs), {}
+    except Exception:   # noqa: BLE001 - the unbound kernel reports it when run
+        return fn, attrs
 
 
 @dataclass

@@ -5,7 +5,7 @@ tight loop: look up inputs, call the kernel, store outputs, free what is dead.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, NamedTuple, Optional
 
 from ..ir import Graph, Node
@@ -59,6 +59,11 @@ class GraphPlan:
     runner: Optional[Callable] = None   # the program as one function of env (straight_line);
     #                                     its source: runner.source (once generated)
     copied_outputs: tuple = ()  # positions in output_keys handed out as copies (shape_memo)
+    input_key_list: tuple = field(init=False)   # input_keys' values in input order (per run)
+
+    def __post_init__(self):
+        self.input_key_list = tuple((self.input_keys or {}).get(name, name)
+                                    for name in self.input_names)
 
 
 def compute_frees(steps: list, keep: set, local_names: set) -> None:

@@ -79,7 +79,10 @@ def _matches(value, spec) -> bool:
     if value.dtype != dtype or value.ndim != rank:
         return False
     shape = value.shape
-    return all(shape[axis] == d for axis, d in fixed)
+    for axis, d in fixed:        # a loop: all() over a generator costs more at these sizes
+        if shape[axis] != d:
+            return False
+    return True
 
 
 def check_feeds(feeds: dict, inputs: list, overridable: set,

@@ -43,6 +43,8 @@ class InferenceSession:
 
     def _build(self, path_or_bytes, options: SessionOptions, providers, provider_options):
         self._options = options
+        # runs check tensor sizes only under a limit of the user's (a thread-local each run)
+        self._limited = options.max_tensor_bytes != limits.DEFAULT_MAX_TENSOR_BYTES
         started = time.perf_counter()
         if isinstance(path_or_bytes, ir.Model):
             self._model = copy.deepcopy(path_or_bytes)     # passes edit the model in place
@@ -223,11 +225,11 @@ class InferenceSession:
         begin_run / end_run, profiled when asked)."""
         for provider in self._providers:
             provider.begin_run()
-        profile: Optional[list] = [] if self._profiler else None
-        started = time.perf_counter()
+        profile: Optional[list] = None
+        if self._profiler:
+            profile, started = [], time.perf_counter()
         try:
-            if run_options is None and \
-                    self._options.max_tensor_bytes == limits.DEFAULT_MAX_TENSOR_BYTES:
+            if run_options is None and not self._limited:
                 outputs = self._executor.run(feeds, profile=profile, plan=plan)
             else:     # a watched or limited run (both set thread-locals the kernels read)
                 with limits.limited(self._options.max_tensor_bytes), \

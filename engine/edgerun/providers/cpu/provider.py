@@ -42,6 +42,7 @@ class CPUProvider(ExecutionProvider):
         self._blas = None
         self._pinned = None          # the BLAS libraries native parts set to one thread
         self._threads = 0
+        self._pin_blas = None
         self._active = threading.local()
         self._custom_ops = False
 
@@ -52,10 +53,11 @@ class CPUProvider(ExecutionProvider):
             self._blas = _blas_controller()
         else:
             self._pinned = _blas_controller(warn=self._threads > 1)
+        # (without threadpoolctl nothing can pin BLAS: products then stay BLAS's whole)
+        self._pin_blas = self._pin if self._pinned else None
 
     def begin_run(self) -> None:
-        # (without threadpoolctl nothing can pin BLAS: products then stay BLAS's whole)
-        parallel.set_threads(self._threads, self._pin if self._pinned else None)
+        parallel.set_threads(self._threads, self._pin_blas)
         if self._blas is not None:
             self._active.restore = _limit_threads(self._blas, 1)
 

@@ -10,6 +10,12 @@ A kernel is a plain function `fn(ctx, *inputs, **attributes)`:
 `ctx` (runtime.kernel_context.KernelContext) gives the opset version, the node and a way to
 run subgraphs (If, Loop, Scan).
 
+A kernel may also offer `fn.bind(ctx, attributes) -> bound(ctx, *inputs)` (see `binds`): the
+kernel with a node's attributes applied once, when the plan is made, for kernels whose work
+at small sizes is mostly reading attributes (parsing, choosing a formula, converting lists)
+and passing them as keywords. A plan calls the bound function; everything else (constant
+folding, other providers) calls the kernel itself, so both must give the same results.
+
 Adding an operator touches one place: a decorated function in `ops/<family>.py`.
 """
 from __future__ import annotations
@@ -35,6 +41,16 @@ def kernel(op_type: str, domain: str = "", since: int = 1) -> Callable:
         return fn
 
     return register
+
+
+def binds(bind: Callable) -> Callable:
+    """Decorator giving a kernel its `bind` (see the module docstring)."""
+
+    def attach(fn: Callable) -> Callable:
+        fn.bind = bind       # type: ignore[attr-defined]
+        return fn
+
+    return attach
 
 
 def lookup(op_type: str, domain: str, opset: int):

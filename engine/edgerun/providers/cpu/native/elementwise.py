@@ -13,6 +13,7 @@ import numpy as np
 
 from .library import address, library
 from .library import available as available  # callers ask the module they use
+from .row_buffers import FEW_ROWS, RowBuffers
 
 
 def gelu(x: np.ndarray, p: np.ndarray, q: np.ndarray, limit: float) -> np.ndarray:
@@ -103,12 +104,25 @@ def softmax_rows(x: np.ndarray) -> np.ndarray:
     return out
 
 
-ML_ROWS = {"SOFTMAX": 0, "MAX": 1, "L1": 2, "L2": 3}      # cpu_kernels/ml_scores.c's steps
+ML_ROWS = {"SOFTMAX": 0, "MAX": 1, "L1": 2, "L2": 3, "LOGISTIC": 4}  # ml_scores.c's steps
+
+
+_ML_ROW_BUFFERS: dict = {}    # columns -> RowBuffers (few rows go through them)
 
 
 def ml_rows(x: np.ndarray, step: str) -> np.ndarray:
     """A fresh [N, C] float32 array: each row of float32 scores x [N, C] through the
-    ai.onnx.ml SOFTMAX transform, or Normalizer's MAX, L1 or L2 (cpu_kernels/ml_scores.c)."""
+    ai.onnx.ml SOFTMAX or LOGISTIC transform, or Normalizer's MAX, L1 or L2
+    (cpu_kernels/ml_scores.c)."""
+    rows, columns = x.shape
+    if 0 < rows <= FEW_ROWS:        # in place on this thread's buffer (row_buffers.py)
+        few = _ML_ROW_BUFFERS.get(columns)
+        if few is None:
+            few = _ML_ROW_BUFFERS.setdefault(columns, RowBuffers((columns, np.float32)))
+        (view,), (at,) = few.views[rows], few.at
+        view[...] = x
+        library().er_cpu_ml_rows(at, rows, columns, ML_ROWS[step], at)
+        return view.copy()
     x = np.ascontiguousarray(x, np.float32)
     out = np.empty(x.shape, np.float32)
     if x.size:

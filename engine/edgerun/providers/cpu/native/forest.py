@@ -9,6 +9,7 @@ from typing import Optional
 import numpy as np
 
 from . import parallel
+from .row_buffers import FEW_ROWS, RowBuffers
 from .library import address, library
 from .library import available as available  # callers ask the module they use
 
@@ -64,6 +65,7 @@ class Tables:
         self.header = header      # holds the addresses of arrays this object keeps alive
         self.header_at = address(header)
         self.n_trees = self.roots.size
+        self.few_rows: dict = {}      # per node's arguments: _FewRows
 
 
 def tree_depths(children: np.ndarray, leaf: np.ndarray, roots: np.ndarray):
@@ -108,19 +110,63 @@ def aggregate(t: Tables, x: np.ndarray, n_targets: int, function: str,
               base: Optional[np.ndarray] = None) -> tuple:
     """(scores [N, n_targets] float64, hit [N, n_targets] bool) as _Forest.aggregate makes
     them (with `base`, one float64 value per target: hit targets plus it, missed ones 0);
-    raises ValueError for a tree with a cycle or a weight's target out of range."""
-    x = np.ascontiguousarray(np.asarray(x, t.compare_type), np.float64)
-    n = x.shape[0]
-    scores = np.zeros((n, n_targets), np.float64)
-    hit = np.zeros((n, n_targets), np.uint8)
+    raises ValueError for a tree with a cycle or a weight's target out of range. Up to
+    FEW_ROWS rows they are views of this thread's buffers, valid until its next call."""
+    if x.dtype != t.compare_type:
+        x = x.astype(t.compare_type)
     divisor = float(t.n_trees) if function == "AVERAGE" else 0.0
-    code = _walk(t, x, n_targets, AGGREGATES[function], divisor, base, scores, hit)
+    if x.shape[0] <= FEW_ROWS:
+        scores, hit, code = _walk_few(t, x, n_targets, AGGREGATES[function], divisor, base)
+    else:
+        x = np.ascontiguousarray(x, np.float64)
+        scores = np.empty((x.shape[0], n_targets), np.float64)
+        hit = np.empty((x.shape[0], n_targets), np.uint8)
+        code = _walk(t, x, n_targets, AGGREGATES[function], divisor, base, scores, hit)
     if code == 1:
         raise ValueError("tree ensemble: a tree has a cycle (a node is reached twice on a "
                          "path)")
     if code == 2:
         raise ValueError(f"a leaf weight targets an index outside [0, {n_targets})")
     return scores, hit.view(bool)
+
+
+# cpu_kernels/forest.c's ForestCall: er_cpu_forest's arguments in one record (ctypes takes
+# ~0.1 us an argument: ten cost more than a small forest's walk)
+CALL = np.dtype([("x", "<u8"), ("n", "<i8"), ("n_features", "<i8"), ("forest", "<u8"),
+                 ("n_targets", "<i8"), ("aggregate", "<i8"), ("divisor", "<f8"),
+                 ("base", "<u8"), ("scores", "<u8"), ("hit", "<u8")])
+
+
+class _FewRows(RowBuffers):
+    """One thread's rows (input, scores, hits) for one node's calls of up to FEW_ROWS rows,
+    and the kernel's arguments over them."""
+
+    def __init__(self, t: Tables, features: int, n_targets: int, aggregate: int,
+                 divisor: float, base: Optional[np.ndarray]):
+        super().__init__((features, np.float64), (n_targets, np.float64),
+                         (n_targets, np.bool_))       # the kernel writes hits as bytes 0/1
+        x_at, scores_at, hit_at = self.at
+        self.call = np.zeros(1, CALL)
+        self.call[0] = (x_at, 0, features, t.header_at, n_targets, aggregate, divisor,
+                        0 if base is None else address(base), scores_at, hit_at)
+        self.rows = self.call["n"]           # the one field a call sets
+        self.call_at = address(self.call)
+        self.base = base                     # held: its address is in the record
+
+
+def _walk_few(t: Tables, x: np.ndarray, n_targets: int, aggregate: int, divisor: float,
+              base: Optional[np.ndarray]) -> tuple:
+    """The kernel over a few rows through this thread's buffers: (scores, hit as bool,
+    code), views of the buffers valid until this thread's next call for this forest."""
+    n, features = x.shape
+    key = (features, n_targets, aggregate, divisor, None if base is None else id(base))
+    few = t.few_rows.get(key)
+    if few is None or (base is not None and few.base is not base):
+        few = t.few_rows[key] = _FewRows(t, features, n_targets, aggregate, divisor, base)
+    rows, scores, hit = few.views[n]
+    rows[...] = x
+    few.rows[0] = n
+    return scores, hit, library().er_cpu_forest_call(few.call_at)
 
 
 def _walk(t: Tables, x: np.ndarray, n_targets: int, aggregate: int, divisor: float,

@@ -44,6 +44,7 @@ SIGNATURES = {
                                           ctypes.c_int32, ctypes.c_int32, _P]),
     "er_cpu_dequantize": (None, [_P, _I64, _INT, ctypes.c_int32, ctypes.c_float, _P]),
     "er_cpu_forest": (_INT, [_P, _I64, _I64, _P, _I64, _INT, ctypes.c_double, _P, _P, _P]),
+    "er_cpu_forest_call": (_INT, [_P]),
     "er_cpu_svm_classify": (None, [_P, _P, _I64, _P, _P, _P, _P]),
     "er_cpu_lstm_f32": (None, [_P, _P, _P, _P, _P, _I64, _I64, _I64, _I64, _P]),
     "er_cpu_gru_f32": (None, [_P, _P, _P, _P, _INT, _P, _P, _I64, _I64, _I64, _I64, _P]),
@@ -74,6 +75,7 @@ SIGNATURES = {
     "er_cpu_elementwise_program": (None, [_P, _I64, _P, _I64, _P]),
     "er_cpu_lookup_table": (None, [_P, _I64, _P, _P]),
     "er_cpu_ml_rows": (None, [_P, _I64, _I64, _INT, _P]),
+    "er_cpu_linear_rows": (None, [_P, _I64, _I64, _P, _P, _I64, _INT, _P, _P]),
 }
 
 

@@ -11,6 +11,7 @@ import numpy as np
 
 from .library import address, library
 from .library import available as available  # callers ask the module they use
+from .row_buffers import FEW_ROWS, RowBuffers
 
 KINDS = {"LINEAR": 0, "POLY": 1, "RBF": 2, "SIGMOID": 3}     # cpu_kernels/svm.c's kinds
 
@@ -48,10 +49,25 @@ class Classifier:
         self.header = header
         self.header_at = address(header)
         self.scratch_size = total + 2 * self.classes + self.classes * self.classes
+        self.few = RowBuffers((features, np.float64), (1, np.int64), (self.pairs, np.float32),
+                              (self.classes, np.float32), (self.scratch_size, np.float64))
 
     def classify(self, x: np.ndarray) -> tuple:
         """(label index [n] int64, decision values [n, pairs] float32, class probabilities
-        [n, classes] float32 or None) of float64 rows x [n, features]."""
+        [n, classes] float32 or None) of rows x [n, features] (float32 or float64: the
+        kernel reads them as float64). Up to FEW_ROWS rows the label indices are a view
+        valid until this thread's next call; the rest are fresh arrays."""
+        n = x.shape[0]
+        if n <= FEW_ROWS:
+            rows, labels, votes, coupled, _ = self.few.views[n]
+            rows[...] = x
+            x_at, labels_at, votes_at, coupled_at, scratch_at = self.few.at
+            with_probabilities = self.prob_a is not None
+            library().er_cpu_svm_classify(self.header_at, x_at, n, labels_at, votes_at,
+                                          coupled_at if with_probabilities else None,
+                                          scratch_at)
+            return (labels.reshape(-1), votes.copy(),
+                    coupled.copy() if with_probabilities else None)
         x = np.ascontiguousarray(x, np.float64)
         n = x.shape[0]
         label = np.empty(n, np.int64)

@@ -25,8 +25,9 @@ import numpy as np
 
 from ..native import elementwise as native_elementwise
 from ..native import forest as native_forest
+from ..native import linear as native_linear
 from ..native import svm as native_svm
-from ..registry import kernel
+from ..registry import binds, kernel
 from .float_errors import ignored_float_errors
 from .forced import ForcedChoice
 
@@ -50,24 +51,6 @@ def _rows(x: np.ndarray) -> np.ndarray:
 
 def _rows_f32(x: np.ndarray) -> np.ndarray:
     return _rows(np.asarray(x)).astype(np.float32, copy=False)
-
-
-_LABELS: dict = {}     # id(a node's label list) -> (the list, it as an array)
-
-
-def _label_array(labels, indices) -> np.ndarray:
-    """labels[indices] as an int64 or string (object) array. The list becomes an array once:
-    a node's attribute list lives as long as its plan, and the entry holds it (no recycled
-    id can match)."""
-    entry = _LABELS.get(id(labels))
-    if entry is None or entry[0] is not labels:
-        strings = bool(labels) and isinstance(labels[0], str)
-        entry = (labels, np.array(labels, dtype=object) if strings
-                 else np.asarray(labels, dtype=np.int64))
-        if len(_LABELS) >= 256:
-            _LABELS.clear()
-        _LABELS[id(labels)] = entry
-    return entry[1][indices]
 
 
 class _Cache:
@@ -101,6 +84,20 @@ class _Cache:
 
 
 _cache = _Cache()
+
+
+def bound_kernel(op_type: str, since: int = 1):
+    """Register a kernel written as its bind, `bind(ctx, attributes) -> run(ctx, *inputs)`
+    (registry.binds): plans call `run`, made once per node; other callers (constant folding,
+    fallbacks) reach the same `run` through a cache per node."""
+    def register(bind):
+        @binds(bind)
+        def kernel_fn(ctx, *inputs, **attrs):
+            return _cache.get(ctx, "bound", lambda: bind(ctx, attrs))(ctx, *inputs)
+        kernel_fn.__name__ = kernel_fn.__qualname__ = bind.__name__
+        kernel(op_type, domain=ML, since=since)(kernel_fn)
+        return kernel_fn
+    return register
 
 # ---- score post-processing (onnxruntime's ml_common.h semantics) ------------------------------
 
@@ -244,35 +241,45 @@ def binarizer(ctx, x, threshold=0.0):
     return (x > threshold).astype(x.dtype)
 
 
-@kernel("Normalizer", domain=ML)
-def normalizer(ctx, x, norm="MAX"):
-    if x.ndim > 2:
-        raise ValueError(f"Normalizer: expected rank 1 or 2, got rank {x.ndim}")
-    v = _rows_f32(x)
-    if norm in ("MAX", "L1", "L2") and native_elementwise.available():
-        return native_elementwise.ml_rows(v, norm).reshape(x.shape)
-    if norm == "MAX":       # onnxruntime's: from the lowest float, NaN never the maximum
-        scale = np.fmax(_row_reduce(np.fmax, v), np.finfo(np.float32).min)
-    elif norm == "L1":
-        scale = _row_reduce(np.add, np.abs(v))
-    elif norm == "L2":
-        scale = np.sqrt(_row_reduce(np.add, v * v))
-    else:
+@bound_kernel("Normalizer")
+def normalizer(ctx, attrs: dict):
+    norm = attrs.get("norm", "MAX")
+    if norm not in ("MAX", "L1", "L2"):
         raise ValueError(f"Normalizer: norm must be MAX, L1 or L2, got {norm!r}")
-    scale[scale == 0] = 1
-    return np.divide(v, scale, dtype=np.float32).reshape(x.shape)
+
+    def run(ctx, x):
+        if x.ndim > 2:
+            raise ValueError(f"Normalizer: expected rank 1 or 2, got rank {x.ndim}")
+        v = _rows_f32(x)
+        if native_elementwise.available():
+            return native_elementwise.ml_rows(v, norm).reshape(x.shape)
+        if norm == "MAX":       # onnxruntime's: from the lowest float, NaN never the maximum
+            scale = np.fmax(_row_reduce(np.fmax, v), np.finfo(np.float32).min)
+        elif norm == "L1":
+            scale = _row_reduce(np.add, np.abs(v))
+        else:
+            scale = np.sqrt(_row_reduce(np.add, v * v))
+        scale[scale == 0] = 1
+        return np.divide(v, scale, dtype=np.float32).reshape(x.shape)
+    return run
 
 
-@kernel("Scaler", domain=ML)
-def scaler(ctx, x, offset=None, scale=None):
-    v = np.asarray(x).astype(np.float32, copy=False)
-    features = v.shape[-1] if v.ndim else 1
-    shift, factor = ctx.prepared(("scaler", features), (offset, scale), lambda: (
-        _per_feature(offset, features, "offset", 0.0),
-        _per_feature(scale, features, "scale", 1.0)))
-    y = np.subtract(v, shift, dtype=np.float32)
-    y *= factor
-    return y
+@bound_kernel("Scaler")
+def scaler(ctx, attrs: dict):
+    offset, scale = attrs.get("offset"), attrs.get("scale")
+    made: dict = {}         # features -> (shift, factor)
+
+    def run(ctx, x):
+        v = np.asarray(x).astype(np.float32, copy=False)
+        features = v.shape[-1] if v.ndim else 1
+        weights = made.get(features)
+        if weights is None:
+            weights = made[features] = (_per_feature(offset, features, "offset", 0.0),
+                                        _per_feature(scale, features, "scale", 1.0))
+        y = v - weights[0]          # float32 both (_per_feature)
+        y *= weights[1]
+        return y
+    return run
 
 
 def _per_feature(values, features: int, name: str, default: float):
@@ -572,21 +579,6 @@ def zipmap(ctx, x, classlabels_int64s=None, classlabels_strings=None):
 # ---------------------------------------------------------------------------------------------
 
 
-def _linear_scores(ctx, v, coefficients, intercepts, targets: int) -> np.ndarray:
-    """Rows v (float32 [N, features]) times the coefficients plus the intercepts, in
-    float64, as float32 [N, targets]. The weights are converted once per node
-    (ctx.prepared): batch-1 calls are mostly this."""
-    coef, bias = ctx.prepared(("linear", targets), (coefficients, intercepts),
-                              lambda: _linear_weights(coefficients, intercepts, targets))
-    if coef.shape[0] != v.shape[1]:
-        raise ValueError(f"the input has {v.shape[1]} features; the coefficients expect "
-                         f"{coef.shape[0]}")
-    scores = np.dot(v, coef)         # v widened to float64 (coef is), one call
-    if bias is not None:
-        scores += bias
-    return scores.astype(np.float32)
-
-
 def _linear_weights(coefficients, intercepts, targets: int) -> tuple:
     """(coefficients as float64 [features, targets], intercepts as float64 or None)."""
     coef = np.asarray(coefficients, dtype=np.float32)
@@ -596,35 +588,90 @@ def _linear_weights(coefficients, intercepts, targets: int) -> tuple:
     return coef, (np.asarray(intercepts, dtype=np.float64) if len(intercepts) else None)
 
 
-@kernel("LinearRegressor", domain=ML)
-def linear_regressor(ctx, x, coefficients=None, intercepts=None, targets=1,
-                     post_transform="NONE"):
-    scores = _linear_scores(ctx, _rows_f32(x), coefficients or [], intercepts or [], targets)
-    return _post_transform(scores, _check_transform(post_transform))
+def _class_labels(attrs: dict, ints: str) -> tuple:
+    """(labels, whether they are strings, them as an int64 or object array) of a classifier
+    from classlabels_strings or its integer attribute `ints`."""
+    strings = attrs.get("classlabels_strings") or []
+    labels: list = list(strings) if strings else list(attrs.get(ints) or [])
+    return labels, bool(strings), np.array(labels, dtype=object if strings else np.int64)
 
 
-@kernel("LinearClassifier", domain=ML)
-def linear_classifier(ctx, x, coefficients=None, intercepts=None, classlabels_ints=None,
-                      classlabels_strings=None, multi_class=0, post_transform="NONE"):
-    _check_transform(post_transform)
-    labels = classlabels_strings if classlabels_strings else (classlabels_ints or [])
-    coefficients = coefficients or []
-    v = _rows_f32(x)
-    targets = len(intercepts) if intercepts else (len(coefficients) // max(v.shape[1], 1))
-    scores = _linear_scores(ctx, v, coefficients, intercepts or [], targets)
-    strings = bool(classlabels_strings)
-    if targets == 1:
-        if len(labels) == 2:
-            positive, negative = labels[1], labels[0]
-        else:
-            positive, negative = ("1", "0") if strings else (1, 0)
-        pick = scores[:, 0] > 0
-        label = np.where(pick, positive, negative).astype(object if strings else np.int64)
-        if len(labels) == 2:
-            return label, _two_columns(scores[:, 0], np.int64(0), post_transform)
-        return label, _post_transform(scores, post_transform)
-    label = _label_array(labels, scores.argmax(axis=1))
-    return label, _post_transform(scores, post_transform)
+def _linear_model(attrs: dict, targets_of):
+    """weights(features) -> (coef, bias, targets, native rows or None) for a linear node,
+    converted once per input width; `targets_of(features)` says how many targets its
+    coefficients hold."""
+    coefficients = attrs.get("coefficients") or []
+    intercepts = attrs.get("intercepts") or []
+    made: dict = {}
+
+    def weights(features: int) -> tuple:
+        w = made.get(features)
+        if w is None:
+            targets = targets_of(features)
+            coef, bias = _linear_weights(coefficients, intercepts, targets)
+            native = native_linear.LinearRows(coef, bias) if native_linear.available() \
+                else None
+            w = made[features] = (coef, bias, targets, native)
+        if w[0].shape[0] != features:
+            raise ValueError(f"the input has {features} features; the coefficients expect "
+                             f"{w[0].shape[0]}")
+        return w
+    return weights
+
+
+def _scores_of(v: np.ndarray, coef: np.ndarray, bias) -> np.ndarray:
+    """float32 [N, targets] of rows v times coef plus bias, in float64: v widened to
+    float64, the bias added to the finished products (the native kernel's order too)."""
+    scores = np.dot(v, coef)         # v widened to float64 (coef is), one call
+    if bias is not None:
+        scores += bias
+    return scores.astype(np.float32)
+
+
+@bound_kernel("LinearRegressor")
+def linear_regressor(ctx, attrs: dict):
+    transform = _check_transform(attrs.get("post_transform", "NONE"))
+    targets = attrs.get("targets", 1)
+    weights = _linear_model(attrs, lambda features: targets)
+
+    def run(ctx, x):
+        v = _rows_f32(x)
+        coef, bias, targets, native = weights(v.shape[1])
+        if native is not None and transform in native_linear.TRANSFORMS:
+            # one column takes no transform but PROBIT (_post_transform)
+            return native(v, transform if targets > 1 else "NONE")[0]
+        return _post_transform(_scores_of(v, coef, bias), transform)
+    return run
+
+
+@bound_kernel("LinearClassifier")
+def linear_classifier(ctx, attrs: dict):
+    get = attrs.get
+    transform = _check_transform(get("post_transform", "NONE"))
+    labels, strings, label_values = _class_labels(attrs, "classlabels_ints")
+    coefficients, intercepts = get("coefficients") or [], get("intercepts") or []
+    weights = _linear_model(attrs, lambda features: len(intercepts) if intercepts else
+                            len(coefficients) // max(features, 1))
+    if len(labels) == 2:
+        positive, negative = labels[1], labels[0]
+    else:
+        positive, negative = ("1", "0") if strings else (1, 0)
+
+    def run(ctx, x):
+        v = _rows_f32(x)
+        coef, bias, targets, native = weights(v.shape[1])
+        if native is not None and targets > 1 and transform in native_linear.TRANSFORMS:
+            scores, best = native(v, transform)
+            return label_values[best], scores
+        scores = _scores_of(v, coef, bias)
+        if targets == 1:
+            label = np.where(scores[:, 0] > 0, positive, negative).astype(
+                object if strings else np.int64)
+            if len(labels) == 2:
+                return label, _two_columns(scores[:, 0], np.int64(0), transform)
+            return label, _post_transform(scores, transform)
+        return label_values[scores.argmax(axis=1)], _post_transform(scores, transform)
+    return run
 
 
 # ---------------------------------------------------------------------------------------------
@@ -694,72 +741,71 @@ def _check_features(v: np.ndarray, expected: int) -> None:
         raise ValueError(f"the input has {v.shape[1]} features; the model expects {expected}")
 
 
-@kernel("SVMClassifier", domain=ML)
-def svm_classifier(ctx, x, classlabels_ints=None, classlabels_strings=None, coefficients=None,
-                   kernel_params=None, kernel_type="LINEAR", post_transform="NONE",
-                   prob_a=None, prob_b=None, rho=None, support_vectors=None,
-                   vectors_per_class=None):
-    _check_transform(post_transform)
-    labels = classlabels_strings if classlabels_strings else (classlabels_ints or [])
+@bound_kernel("SVMClassifier")
+def svm_classifier(ctx, attrs: dict):
+    get = attrs.get
+    post_transform = _check_transform(get("post_transform", "NONE"))
+    kernel_type = get("kernel_type", "LINEAR")
+    labels, _, label_values = _class_labels(attrs, "classlabels_ints")
     classes = len(labels)
     if classes == 0:
         raise ValueError("SVMClassifier: one of classlabels_ints, classlabels_strings is required")
-    if len(prob_a or []) != len(prob_b or []):
-        raise ValueError(f"SVMClassifier: {len(prob_a or [])} prob_a but {len(prob_b or [])} "
-                         f"prob_b values")
-    counts = [int(c) for c in (vectors_per_class or [])]
-
-    def build():        # once per node: the attribute lists as arrays (a run at batch 1 is short)
-        coef = _f32_as_f64(coefficients)
-        vectors = _SupportVectors(support_vectors, sum(counts)) if sum(counts) else None
-        tables = (coef, _f32_as_f64(rho or [0.0]), vectors,
-                  np.asarray(prob_a or [], dtype=np.float32),
-                  np.asarray(prob_b or [], dtype=np.float32), bool((coef >= 0).all()),
-                  _kernel_params(kernel_params))
-        native = None
-        if vectors is not None and len(counts) == classes and native_svm.available():
-            native = native_svm.classifier(vectors.vectors, coef, tables[1], counts,
-                                           kernel_type, tables[6], tables[3], tables[4])
-        return tables + (native,)
-    coef, rho, vectors, prob_a, prob_b, all_positive, params, native = \
-        _cache.get(ctx, "svm", build)
-    have_proba = prob_a.size > 0
-    v = _rows_f32(x).astype(np.float64)
+    prob_a, prob_b = get("prob_a") or [], get("prob_b") or []
+    if len(prob_a) != len(prob_b):
+        raise ValueError(f"SVMClassifier: {len(prob_a)} prob_a but {len(prob_b)} prob_b values")
+    counts = [int(c) for c in (get("vectors_per_class") or [])]
+    if sum(counts) > 0 and len(counts) != classes:
+        raise ValueError(f"SVMClassifier: {len(counts)} vectors_per_class for {classes} classes")
+    coef = _f32_as_f64(get("coefficients"))
+    rho = _f32_as_f64(get("rho") or [0.0])
+    vectors = _SupportVectors(get("support_vectors"), sum(counts)) if sum(counts) else None
+    features = vectors.features if vectors is not None else 0
+    prob_a32, prob_b32 = np.asarray(prob_a, np.float32), np.asarray(prob_b, np.float32)
+    all_positive = bool((coef >= 0).all())
+    params = _kernel_params(get("kernel_params"))
+    have_proba = prob_a32.size > 0
     pairs = classes * (classes - 1) // 2
+    native = None
+    if vectors is not None and native_svm.available():
+        native = native_svm.classifier(vectors.vectors, coef, rho, counts, kernel_type, params,
+                                       prob_a32, prob_b32)
+    linear = None if vectors is not None else _linear_model(
+        {"coefficients": get("coefficients") or []}, lambda features: classes)
 
-    if sum(counts) > 0:
-        if len(counts) != classes:
-            raise ValueError(f"SVMClassifier: {len(counts)} vectors_per_class for {classes} "
-                             f"classes")
-        if native is not None and v.shape[0] <= _NATIVE_SVM_ROWS:
-            _check_features(v, vectors.features)
-            maxclass, pair_scores, scores = native.classify(v)
+    def with_vectors(v32: np.ndarray) -> tuple:
+        """(top class, final scores) of a model with support vectors."""
+        if native is not None and v32.shape[0] <= _NATIVE_SVM_ROWS:
+            _check_features(v32, features)
+            maxclass, pair_scores, scores = native.classify(v32)
         else:
-            maxclass, pair_scores = _svc_pairwise(v, coef, rho, counts, vectors, kernel_type,
-                                                  params)
+            maxclass, pair_scores = _svc_pairwise(v32.astype(np.float64), coef, rho, counts,
+                                                  vectors, kernel_type, params)
             if have_proba:
-                scores = _svc_probabilities(pair_scores, prob_a, prob_b, classes)
-        max_weight = None
+                scores = _svc_probabilities(pair_scores, prob_a32, prob_b32, classes)
         if have_proba:
-            final = _post_transform(scores, post_transform)
-        elif classes > 2:
-            final = _post_transform(pair_scores, post_transform)
-        else:
-            mode = np.int64(2 if post_transform == "NONE" else 0)
-            final = _two_columns(pair_scores[:, 0], mode, post_transform)
-    else:
-        scores = _linear_scores(ctx, v, coef, [], classes) + np.float32(rho[0])
+            return maxclass, _post_transform(scores, post_transform)
+        if classes > 2:
+            return maxclass, _post_transform(pair_scores, post_transform)
+        mode = np.int64(2 if post_transform == "NONE" else 0)
+        return maxclass, _two_columns(pair_scores[:, 0], mode, post_transform)
+
+    def run(ctx, x):
+        v32 = _rows_f32(x)
+        if vectors is not None:
+            maxclass, final = with_vectors(v32)
+            return label_values[maxclass], final
+        w, _, _, _ = linear(v32.shape[1])
+        scores = _scores_of(v32, w, None) + np.float32(rho[0])
         maxclass = scores.argmax(axis=1)
         max_weight = scores[np.arange(scores.shape[0]), maxclass]
-        final = _post_transform(scores, post_transform)
-
-    label = _label_array(labels, maxclass)
-    if pairs == 1 and max_weight is not None and not have_proba:
-        # binary linear: onnxruntime's choice between the positive label and the top class
-        # (with support vectors its weight stays 0: the top class is the label)
-        positive = max_weight >= 0.5 if all_positive else max_weight > 0
-        label = np.where(positive, _label_array(labels, np.ones_like(maxclass)), label)
-    return label, final
+        label = label_values[maxclass]
+        if pairs == 1 and not have_proba:
+            # binary linear: onnxruntime's choice between the positive label and the top
+            # class (with support vectors its weight stays 0: the top class is the label)
+            positive = max_weight >= 0.5 if all_positive else max_weight > 0
+            label = np.where(positive, label_values[np.ones_like(maxclass)], label)
+        return label, _post_transform(scores, post_transform)
+    return run
 
 
 # rows up to which an SVMClassifier runs in svm.c's one call (its libm exp and scalar sums,
@@ -1422,76 +1468,83 @@ def _thresholds(nodes_values, nodes_values_as_tensor):
     return np.asarray(nodes_values if nodes_values is not None else [], dtype=np.float32)
 
 
-@kernel("TreeEnsembleRegressor", domain=ML)
-def tree_ensemble_regressor(ctx, x, aggregate_function="SUM", base_values=None,
-                            base_values_as_tensor=None, n_targets=None,
-                            nodes_falsenodeids=None, nodes_featureids=None, nodes_hitrates=None,
-                            nodes_hitrates_as_tensor=None, nodes_missing_value_tracks_true=None,
-                            nodes_modes=None, nodes_nodeids=None, nodes_treeids=None,
-                            nodes_truenodeids=None, nodes_values=None,
-                            nodes_values_as_tensor=None, post_transform="NONE", target_ids=None,
-                            target_nodeids=None, target_treeids=None, target_weights=None,
-                            target_weights_as_tensor=None):
-    _check_transform(post_transform)
-    v = _tree_input(x)
-    dtype = _threshold_dtype(v, nodes_values_as_tensor)
+@bound_kernel("TreeEnsembleRegressor")
+def tree_ensemble_regressor(ctx, attrs: dict):
+    get = attrs.get
+    transform = _check_transform(get("post_transform", "NONE"))
+    function = get("aggregate_function", "SUM")
+    thresholds_tensor = get("nodes_values_as_tensor")
+    states: dict = {}      # input dtype -> (forest, n_targets, base values or None)
 
-    def build():        # once per node: attribute lists are long, a run reads arrays
+    def build(dtype):      # once per node and input type: attribute lists are long
         forest = _forest_from_ids(
-            nodes_treeids or [], nodes_nodeids or [], nodes_featureids or [], nodes_modes or [],
-            nodes_truenodeids or [], nodes_falsenodeids or [], nodes_missing_value_tracks_true,
-            _thresholds(nodes_values, nodes_values_as_tensor), target_treeids or [],
-            target_nodeids or [], target_ids or [],
-            _weights_list(target_weights, target_weights_as_tensor), dtype)
-        return (forest, int(max(target_ids or [0])) + 1,
-                _base_values(base_values, base_values_as_tensor))
-    forest, targets_seen, base = _cache.get(ctx, dtype, build)
-    if n_targets is None:
-        n_targets = targets_seen
-    # onnxruntime leaves targets no leaf contributed to at 0, without their base value
-    scores, hit = forest.aggregate(v, n_targets, aggregate_function,
-                                   base if base.size == n_targets else None)
-    return _post_transform(scores.astype(np.float32), post_transform)
+            get("nodes_treeids") or [], get("nodes_nodeids") or [],
+            get("nodes_featureids") or [], get("nodes_modes") or [],
+            get("nodes_truenodeids") or [], get("nodes_falsenodeids") or [],
+            get("nodes_missing_value_tracks_true"),
+            _thresholds(get("nodes_values"), thresholds_tensor), get("target_treeids") or [],
+            get("target_nodeids") or [], get("target_ids") or [],
+            _weights_list(get("target_weights"), get("target_weights_as_tensor")), dtype)
+        n_targets = get("n_targets")
+        if n_targets is None:
+            n_targets = int(max(get("target_ids") or [0])) + 1
+        base = _base_values(get("base_values"), get("base_values_as_tensor"))
+        # onnxruntime leaves targets no leaf contributed to at 0, without their base value
+        return forest, n_targets, (base if base.size == n_targets else None)
+
+    def run(ctx, x):
+        v = _tree_input(x)
+        state = states.get(v.dtype)
+        if state is None:
+            state = states[v.dtype] = build(_threshold_dtype(v, thresholds_tensor))
+        forest, n_targets, base = state
+        scores, _ = forest.aggregate(v, n_targets, function, base)
+        return _post_transform(scores.astype(np.float32), transform)
+    return run
 
 
-@kernel("TreeEnsembleClassifier", domain=ML)
-def tree_ensemble_classifier(ctx, x, base_values=None, base_values_as_tensor=None,
-                             class_ids=None, class_nodeids=None, class_treeids=None,
-                             class_weights=None, class_weights_as_tensor=None,
-                             classlabels_int64s=None, classlabels_strings=None,
-                             nodes_falsenodeids=None, nodes_featureids=None, nodes_hitrates=None,
-                             nodes_hitrates_as_tensor=None, nodes_missing_value_tracks_true=None,
-                             nodes_modes=None, nodes_nodeids=None, nodes_treeids=None,
-                             nodes_truenodeids=None, nodes_values=None,
-                             nodes_values_as_tensor=None, post_transform="NONE"):
-    _check_transform(post_transform)
-    labels = classlabels_strings if classlabels_strings else (classlabels_int64s or [])
+@bound_kernel("TreeEnsembleClassifier")
+def tree_ensemble_classifier(ctx, attrs: dict):
+    get = attrs.get
+    transform = _check_transform(get("post_transform", "NONE"))
+    labels, strings, label_values = _class_labels(attrs, "classlabels_int64s")
     classes = len(labels)
     if classes == 0:
         raise ValueError("TreeEnsembleClassifier: one of classlabels_int64s, "
                          "classlabels_strings is required")
-    v = _tree_input(x)
-    dtype = _threshold_dtype(v, nodes_values_as_tensor)
+    thresholds_tensor = get("nodes_values_as_tensor")
+    states: dict = {}      # input dtype -> (forest, binary case, all weights >= 0, base)
 
-    def build():        # once per node: attribute lists are long, a run reads arrays
-        weights = _weights_list(class_weights, class_weights_as_tensor)
+    def build(dtype):      # once per node and input type: attribute lists are long
+        weights = _weights_list(get("class_weights"), get("class_weights_as_tensor"))
+        class_ids = get("class_ids") or []
         forest = _forest_from_ids(
-            nodes_treeids or [], nodes_nodeids or [], nodes_featureids or [], nodes_modes or [],
-            nodes_truenodeids or [], nodes_falsenodeids or [], nodes_missing_value_tracks_true,
-            _thresholds(nodes_values, nodes_values_as_tensor), class_treeids or [],
-            class_nodeids or [], class_ids or [], weights, dtype)
-        return (forest, len(set(class_ids or [])) == 1, bool((weights >= 0).all()),
-                _base_values(base_values, base_values_as_tensor))
-    forest, binary_case, all_positive, base = _cache.get(ctx, dtype, build)
-    scores, hit = forest.aggregate(v, classes, "SUM")
-    if classes > 2 or classes == 1:
-        label, z = _multiclass_tree_scores(scores, hit, base, post_transform)
-        return _label_array(labels, label), z
-    label, z = _binary_tree_scores(scores, hit, base, post_transform, binary_case, all_positive)
-    if binary_case or classlabels_strings:
-        return _label_array(labels, label), z
-    # onnxruntime answers 1/0 rather than a class label when both classes carry weights
-    return label.astype(np.int64), z
+            get("nodes_treeids") or [], get("nodes_nodeids") or [],
+            get("nodes_featureids") or [], get("nodes_modes") or [],
+            get("nodes_truenodeids") or [], get("nodes_falsenodeids") or [],
+            get("nodes_missing_value_tracks_true"),
+            _thresholds(get("nodes_values"), thresholds_tensor), get("class_treeids") or [],
+            get("class_nodeids") or [], class_ids, weights, dtype)
+        return (forest, len(set(class_ids)) == 1, bool((weights >= 0).all()),
+                _base_values(get("base_values"), get("base_values_as_tensor")))
+
+    def run(ctx, x):
+        v = _tree_input(x)
+        state = states.get(v.dtype)
+        if state is None:
+            state = states[v.dtype] = build(_threshold_dtype(v, thresholds_tensor))
+        forest, binary_case, all_positive, base = state
+        scores, hit = forest.aggregate(v, classes, "SUM")
+        if classes != 2:
+            label, z = _multiclass_tree_scores(scores, hit, base, transform)
+            return label_values[label], z
+        label, z = _binary_tree_scores(scores, hit, base, transform, binary_case,
+                                       all_positive)
+        if binary_case or strings:
+            return label_values[label], z
+        # onnxruntime answers 1/0 rather than a class label when both classes carry weights
+        return label, z
+    return run
 
 
 def _multiclass_tree_scores(scores, hit, base, transform):

@@ -16,7 +16,7 @@ import functools
 import numpy as np
 
 from ....ir.unary_ops import UNARY_OPS, UnaryOp, params_from_list, params_of
-from ..registry import kernel
+from ..registry import binds, kernel
 from .elementwise import float_math, is_ml_float
 from .erf import erf
 from .float_errors import ignored_float_errors
@@ -69,9 +69,26 @@ def in_dtype(fn, x: np.ndarray, integers: bool = False) -> np.ndarray:
         return np.asarray(fn(x.astype(np.float64))).astype(x.dtype)
 
 
+_FLOAT32, _FLOAT64 = np.dtype(np.float32), np.dtype(np.float64)
+
+
 def _register(row: UnaryOp) -> None:
     fn = formula(row.name)
 
+    def bind(ctx, attrs: dict):
+        """The row with the node's attributes read once; float32 and float64 inputs go
+        straight to the formula (in_dtype's first case, without its call and closure)."""
+        p0, p1 = params_of(row, attrs.get)
+
+        def bound(ctx, x):
+            dtype = x.dtype
+            if dtype == _FLOAT32 or dtype == _FLOAT64:
+                with ignored_float_errors():
+                    return np.asarray(fn(x, p0, p1)).astype(dtype, copy=False)
+            return in_dtype(lambda v: fn(v, p0, p1), x, row.integers)
+        return bound
+
+    @binds(bind)
     def run(ctx, x, **attrs):          # consumed_inputs (opset 1) and unknown legacy ones: ignored
         p0, p1 = params_of(row, attrs.get)
         return in_dtype(lambda v: fn(v, p0, p1), x, row.integers)
