@@ -32,7 +32,7 @@ from edgerun.providers.cpu.native.library import (LIBRARY_DIR, STAMP_PATH,  # no
 # platform tag (as library_name spells it) -> zig target
 TARGETS = {"x86_64-linux": "x86_64-linux-gnu.2.17"}
 FLAGS = ["-O3", "-ffp-contract=off", "-shared", "-fPIC", "-fvisibility=hidden", "-std=c11",
-         "-Wall", "-Werror", "-g0", "-s", "-lm"]
+         "-Wall", "-Werror", "-g0", "-s", "-lm", "-lpthread"]
 
 
 def compiler() -> list:

@@ -637,3 +637,35 @@ EXPORT void er_cpu_direct_conv(DIRECT_CONV_PARAMS) {
     else if (isa == ISA_AVX2) direct_conv_avx2(DIRECT_CONV_ARGS);
     else direct_conv_plain(DIRECT_CONV_ARGS);
 }
+
+/* ---- record forms for the native pool (pool.c) ------------------------------------------ */
+
+/* One part's arguments as 64-bit words, in the order of the function's parameters. */
+EXPORT int er_cpu_depthwise_conv_record(const uint64_t *a) {
+    er_cpu_depthwise_conv(WORD(const float *, 0), WORD(const float *, 1),
+                          WORD(const float *, 2), WORD(const int64_t *, 3), WORD(int, 4),
+                          WORD(const float *, 5), WORD(float *, 6), WORD(float *, 7),
+                          WORD(int64_t *, 8), WORD(const int64_t *, 9));
+    return 0;
+}
+
+EXPORT int er_cpu_pool_record(const uint64_t *a) {
+    er_cpu_pool(WORD(const float *, 0), WORD(const int64_t *, 1), WORD(int, 2),
+                WORD(float *, 3), WORD(float *, 4), WORD(int64_t *, 5),
+                WORD(const int64_t *, 6));
+    return 0;
+}
+
+EXPORT int er_cpu_max_pool_8bit_record(const uint64_t *a) {
+    er_cpu_max_pool_8bit(WORD(const uint8_t *, 0), WORD(const int64_t *, 1), WORD(int, 2),
+                         WORD(uint8_t *, 3), WORD(uint8_t *, 4), WORD(const int64_t *, 5));
+    return 0;
+}
+
+EXPORT int er_cpu_direct_conv_record(const uint64_t *a) {
+    er_cpu_direct_conv(WORD(const float *, 0), WORD(const float *, 1), WORD(const float *, 2),
+                       WORD(const int64_t *, 3), WORD(int, 4), WORD(const float *, 5),
+                       WORD(float *, 6), WORD(float *, 7), WORD(const int64_t *, 8),
+                       WORD(int64_t, 9), WORD(const int64_t *, 10));
+    return 0;
+}

@@ -34,4 +34,7 @@ int cpu_vbmi(void);
         else name##_plain args;                                                  \
     }
 
+/* Word i of a record (cpu_kernels/pool.c: a part's arguments as 64-bit words) as `type`. */
+#define WORD(type, i) ((type)(uintptr_t)a[i])
+
 #endif

@@ -232,3 +232,11 @@ EXPORT int er_cpu_qconv(const ConvWeights *w, const uint8_t *x, int64_t images,
     free(cs.cols); free(tmp); free(rows); free(packed); free(colsum);
     return status;
 }
+
+/* er_cpu_qconv's record form for the native pool (pool.c): its arguments as words. */
+EXPORT int er_cpu_qconv_record(const uint64_t *a) {
+    return er_cpu_qconv(WORD(const ConvWeights *, 0), WORD(const uint8_t *, 1), WORD(int64_t, 2),
+                        WORD(const int64_t *, 3), WORD(int64_t, 4), WORD(int, 5),
+                        WORD(int32_t, 6), WORD(const Requant *, 7), WORD(const uint8_t *, 8),
+                        WORD(int64_t, 9), WORD(int64_t, 10), WORD(void *, 11));
+}

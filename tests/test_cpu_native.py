@@ -756,9 +756,9 @@ def test_native_threads_split_work_and_give_the_same_bits(monkeypatch):
     assert parallel.split(10, 3) == [(0, 3), (3, 6), (6, 10)]
     assert parallel.split(2, 4) == [(0, 1), (1, 2)]
     splits = []
-    real = parallel.run_parts
-    monkeypatch.setattr(parallel, "run_parts", lambda fn, parts: splits.append(parts) or
-                        real(fn, parts))
+    real = parallel.run_split
+    monkeypatch.setattr(parallel, "run_split", lambda kernel, words, parts: splits.append(
+        parts) or real(kernel, words, parts))
     rng = np.random.default_rng(3)
     for x_shape, w_shape, group in [((1, 32, 96, 96), (32, 32, 3, 3), 1),
                                     ((1, 128, 1, 2000), (16, 128, 1, 5), 1),
@@ -801,40 +801,143 @@ def test_split_products_match_numpy_on_random_shapes(monkeypatch):
     """products.matmul (the large products of MatMul, Gemm, convs, attention and recurrent
     projections, split over the run's threads) against np.matmul on random shapes either
     side of the split: 2-D, batched with broadcasting, a few rows (split by columns),
-    strided operands and outputs, float32, float64 and mixed; within 1e-5 (each part is one
-    BLAS call, whose blocking may differ from the whole product's)."""
+    strided operands and outputs, float32, float64 and mixed; within 1e-5 relative and
+    1e-6 x k absolute (each part is one BLAS call, whose blocking and summation order may
+    differ from the whole product's: a row of 512 sums gemv's way and gemm's, ~3e-5 apart
+    on values ~20; a wrong part is off by the values themselves). float32 products BLAS
+    takes as one sgemm (rows of unit stride, a stack of rows by a matrix, B either way
+    round, rows longer than k) are split from SPLIT_RECORD_MACS as sgemm records on the
+    native pool; the others from SPLIT_MACS on the Python threads."""
     from edgerun.providers.cpu.native import parallel, products
 
+    if library.isa() == "none":
+        pytest.skip(f"no native kernels here: {library.status()}")
     parts = []
-    real = parallel.run_parts
-    monkeypatch.setattr(parallel, "run_parts", lambda fn, n: parts.append(n) or real(fn, n))
+    real_parts, real_split = parallel.run_parts, parallel.run_split
+    monkeypatch.setattr(parallel, "run_parts",
+                        lambda fn, n: parts.append(("python", n)) or real_parts(fn, n))
+    monkeypatch.setattr(parallel, "run_split", lambda kernel, words, n: parts.append(
+        ("native", n)) or real_split(kernel, words, n))
     monkeypatch.setattr(parallel, "_blas_pinned", [True])     # as after a run's native parts
     rng = np.random.default_rng(51)
-    big = 2 * parallel.MIN_PART_MACS
     cases = [((700, 300), (300, 200)), ((3, 300), (300, 30000)), ((64, 64), (64, 64)),
              ((2, 3, 200, 160), (160, 300)), ((4, 1, 150, 200), (1, 5, 200, 180)),
-             ((1, 400), (400, 300))]
+             ((1, 400), (400, 300)), ((64, 40), (40, 3136)), ((3136, 64), (64, 64)),
+             ((1, 512), (512, 4096)), ((2, 50, 120), (120, 400))]
+    layouts = ["strided a", "contiguous", "b transposed", "rows longer than k"]
     parallel.set_threads(2)
     try:
         for a_shape, b_shape in cases:
             for dtypes in ((np.float32, np.float32), (np.float64, np.float64),
                            (np.float32, np.float64)):
-                a = rng.standard_normal(a_shape[:-1] + (2 * a_shape[-1],)).astype(
-                    dtypes[0])[..., ::2]
-                b = rng.standard_normal(b_shape).astype(dtypes[1])
-                want = np.matmul(a, b)
-                parts.clear()
-                got = products.matmul(a, b)
-                case = f"{a_shape} @ {b_shape} {dtypes}"
-                macs = math.prod(want.shape) * a_shape[-1]
-                assert bool(parts) == (macs >= big), case
-                np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5, err_msg=case)
-                out = np.zeros(want.shape[:-1] + (2 * want.shape[-1],), want.dtype)
-                products.matmul(a, b, out=out[..., ::2])
-                np.testing.assert_allclose(out[..., ::2], want, rtol=1e-5, atol=1e-5,
-                                           err_msg=case)
+                for layout in layouts:
+                    k = a_shape[-1]
+                    wide = rng.standard_normal(a_shape[:-1] + (2 * k,)).astype(dtypes[0])
+                    a = {"strided a": wide[..., ::2], "rows longer than k": wide[..., :k]}.get(
+                        layout, np.ascontiguousarray(wide[..., :k]))
+                    b = rng.standard_normal(b_shape).astype(dtypes[1])
+                    if layout == "b transposed":
+                        b = np.ascontiguousarray(np.swapaxes(b, -1, -2)).swapaxes(-1, -2)
+                    want = np.matmul(a, b)
+                    parts.clear()
+                    got = products.matmul(a, b)
+                    case = f"{a_shape} @ {b_shape} {dtypes} {layout}"
+                    macs = math.prod(want.shape) * k
+                    native = products._sgemm_operands(a, b, None) is not None
+                    expected = macs >= (parallel.SPLIT_RECORD_MACS if native
+                                        else parallel.SPLIT_MACS)
+                    assert bool(parts) == expected, (case, parts)
+                    assert all(kind == ("native" if native else "python")
+                               for kind, _ in parts), (case, parts)
+                    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6 * k, err_msg=case)
+                    out = np.zeros(want.shape[:-1] + (2 * want.shape[-1],), want.dtype)
+                    products.matmul(a, b, out=out[..., ::2])
+                    np.testing.assert_allclose(out[..., ::2], want, rtol=1e-5, atol=1e-6 * k,
+                                               err_msg=case)
+                    out = np.zeros(want.shape, want.dtype)
+                    products.matmul(a, b, out=out)
+                    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-6 * k, err_msg=case)
+        assert products._blas_sgemm() is not None or not ON_X86_LINUX, \
+            "numpy's OpenBLAS has no cblas_sgemm threadpoolctl can find"
     finally:
         parallel.set_threads(0)
+
+
+def test_native_pool_runs_every_part_once_from_any_thread():
+    """cpu_kernels/pool.c: runs of 2-40 parts on 2, 3 and 8 threads (more workers than this
+    machine's cores) give every part's product once; four Python threads running at once
+    (one holds the pool, the others run their parts on their own thread) all get theirs;
+    the worst part's code comes back (a forest weight's target out of range, on parts)."""
+    import threading
+
+    from edgerun.providers.cpu.native import parallel, products
+
+    if library.isa() == "none" or products._blas_sgemm() is None:
+        pytest.skip(f"no native kernels or no cblas_sgemm here: {library.status()}")
+    rng = np.random.default_rng(8)
+    sgemm, ilp64 = products._blas_sgemm()
+
+    def product_in_parts(a, b, parts, threads):
+        """a @ b with each row of a one part."""
+        c = np.full((a.shape[0], b.shape[1]), np.nan, np.float32)
+        words = [sgemm, int(ilp64), 0, 1, b.shape[1], a.shape[1],
+                 [library.address(a) + i * a.strides[0] for i in range(parts)], a.shape[1],
+                 library.address(b), b.shape[1],
+                 [library.address(c) + i * c.strides[0] for i in range(parts)], b.shape[1]]
+        parallel.set_threads(threads)
+        try:
+            assert parallel.run_split("er_cpu_sgemm", words, parts) == 0
+        finally:
+            parallel.set_threads(0)
+        return c
+
+    for threads in (2, 3, 8):
+        for parts in (2, 3, 7, 40):
+            a = rng.standard_normal((parts, 33)).astype(np.float32)
+            b = rng.standard_normal((33, 17)).astype(np.float32)
+            np.testing.assert_allclose(product_in_parts(a, b, parts, threads), a @ b,
+                                       rtol=1e-5, atol=1e-5, err_msg=f"{threads} {parts}")
+    failures = []
+
+    def hammer(seed: int) -> None:
+        local = np.random.default_rng(seed)
+        for _ in range(200):
+            a = local.standard_normal((5, 9)).astype(np.float32)
+            b = local.standard_normal((9, 4)).astype(np.float32)
+            if not np.allclose(product_in_parts(a, b, 5, 2), a @ b, rtol=1e-5, atol=1e-5):
+                failures.append(seed)
+                return
+
+    threads = [threading.Thread(target=hammer, args=(seed,)) for seed in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert not any(t.is_alive() for t in threads), "a run of the native pool hung"
+    assert not failures, failures
+
+
+def test_native_pool_starts_afresh_in_a_forked_child():
+    """A child forked after the pool's workers started (they stay behind in the parent) runs
+    split work on workers of its own instead of waiting for the parent's."""
+    import multiprocessing
+
+    from edgerun.providers.cpu.native import products
+
+    if library.isa() == "none" or products._blas_sgemm() is None or \
+            "fork" not in multiprocessing.get_all_start_methods():
+        pytest.skip("needs native kernels, cblas_sgemm and fork")
+    test_native_pool_runs_every_part_once_from_any_thread()      # workers started here
+    assert library.library().er_cpu_pool_workers() > 0
+    child = multiprocessing.get_context("fork").Process(
+        target=test_native_pool_runs_every_part_once_from_any_thread)
+    child.start()
+    child.join(timeout=120)
+    alive = child.is_alive()
+    if alive:
+        child.kill()
+    assert not alive, "the forked child's pool hung"
+    assert child.exitcode == 0
 
 
 def test_a_threaded_session_sets_blas_to_one_thread_and_leaves_it(monkeypatch):

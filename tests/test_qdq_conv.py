@@ -133,10 +133,10 @@ def test_qlinear_conv_parts_on_threads_give_the_same_bytes(threads, monkeypatch)
     if not _isas():
         pytest.skip(f"this CPU's native products are {library.isa()}")
     splits = []
-    real = parallel.run_parts
-    monkeypatch.setattr(parallel, "run_parts",
-                        lambda fn, parts: splits.append(parts) or real(fn, parts))
-    monkeypatch.setattr(parallel, "MIN_PART_MACS", 1 << 10)
+    real = parallel.run_split
+    monkeypatch.setattr(parallel, "run_split", lambda kernel, words, parts: splits.append(
+        parts) or real(kernel, words, parts))
+    monkeypatch.setattr(parallel, "MIN_RECORD_MACS", 1 << 10)
     rng = np.random.default_rng(11)
     for index, (kernel, stride, group) in enumerate([(1, 1, 1), (3, 1, 2), (3, 2, 1)]):
         case = _conv_case(rng, 4 + index)

@@ -75,17 +75,17 @@ def depthwise_conv(x: np.ndarray, w: np.ndarray, bias: Optional[np.ndarray], geo
                    act: tuple) -> np.ndarray:
     """The depthwise Conv of float32 x (N, C, [H,] W) by w (C * multiplier, 1, [kh,] kw) and
     optional bias, over a WindowGeometry, with activation `act` (activation_code's)."""
-    return _windows(x, w.shape[0], geometry, lambda lib, x, shape, *rest:
-                    lib.er_cpu_depthwise_conv(x, address(w), address(bias), shape, act[0],
-                                              address(act[1]), *rest))
+    return _windows(x, w.shape[0], geometry, "er_cpu_depthwise_conv",
+                    lambda x, shape: [x, address(w), address(bias), shape, act[0],
+                                      address(act[1])])
 
 
 def pool(x: np.ndarray, geometry, total: bool) -> np.ndarray:
     """Every window's maximum (MaxPool without indices: windows of padding alone give -inf),
     or with `total` its sum, of float32 x (N, C, [H,] W) over a WindowGeometry."""
     mode = WINDOW_SUM if total else WINDOW_MAX
-    return _windows(x, x.shape[1], geometry, lambda lib, x, shape, *rest:
-                    lib.er_cpu_pool(x, shape, mode, *rest))
+    return _windows(x, x.shape[1], geometry, "er_cpu_pool",
+                    lambda x, shape: [x, shape, mode])
 
 
 WINDOW_MAX, WINDOW_SUM = 1, 2     # conv.c's window modes
@@ -100,39 +100,42 @@ def max_pool_8bit(x: np.ndarray, geometry) -> np.ndarray:
         geometry.out_shape, geometry.kernel, geometry.strides, geometry.dilations,
         geometry.pads_begin)))
     y = np.empty(layout.out_shape, x.dtype)
-    ranges = layout.ranges(parallel.parts_for(layout.macs // BYTE_MAX_SHARE, x.shape[1]))
-    x_address, y_address, signed = address(x), address(y), int(x.dtype == np.int8)
-
-    def part(i: int) -> None:
-        scratch = np.empty(layout.byte_pool_scratch, np.uint8)
-        library().er_cpu_max_pool_8bit(x_address, layout.shape_address, signed, y_address,
-                                       address(scratch), ranges[i][1])
-
-    parallel.run_parts(part, len(ranges))
+    ranges = layout.ranges(parallel.parts_for(layout.macs // BYTE_MAX_SHARE, x.shape[1],
+                                              parallel.MIN_RECORD_MACS))
+    scratch, scratch_at = _part_scratch(len(ranges), layout.byte_pool_scratch, np.uint8)
+    parallel.run_split("er_cpu_max_pool_8bit", [
+        address(x), layout.shape_address, int(x.dtype == np.int8), address(y), scratch_at,
+        [at for _, at in ranges]], len(ranges))
     return y
+
+
+def _part_scratch(parts: int, size: int, dtype) -> tuple:
+    """(memory, addresses): `parts` scratch rows of `size` values, one per part, and each
+    row's address (a per-part word of parallel.run_split; the caller holds the memory)."""
+    rows = np.empty((parts, max(size, 1)), dtype)
+    at = address(rows)
+    return rows, [at + i * rows.strides[0] for i in range(parts)]
 
 
 BYTE_MAX_SHARE = 16     # a byte maximum's share of a float multiply-add, splitting work
 
 
-def _windows(x: np.ndarray, outputs: int, geometry, call) -> np.ndarray:
+def _windows(x: np.ndarray, outputs: int, geometry, kernel: str, words) -> np.ndarray:
     """conv.c's depthwise window loops over x (as float32, C-contiguous) into a fresh y of
-    `outputs` channels, the channels split over threads: call(library, x, geometry, y,
-    scratch, tap offsets, channel range), each an address."""
+    `outputs` channels, the channels split over the native pool (parallel.run_split):
+    `kernel`'s arguments words(x, geometry) then y, scratch, tap offsets and channel range,
+    each an address."""
     x = np.ascontiguousarray(x, np.float32)
     layout = _window_layout(x.shape, outputs, tuple(tuple(v) for v in (
         geometry.out_shape, geometry.kernel, geometry.strides, geometry.dilations,
         geometry.pads_begin)))
     y = np.empty(layout.out_shape, np.float32)
-    ranges = layout.ranges(parallel.parts_for(layout.macs, x.shape[1]))
-    x_address, y_address = address(x), address(y)
-
-    def part(i: int) -> None:
-        scratch, offsets = np.empty(layout.scratch, np.float32), np.empty(layout.taps, np.int64)
-        call(library(), x_address, layout.shape_address, y_address, address(scratch),
-             address(offsets), ranges[i][1])
-
-    parallel.run_parts(part, len(ranges))
+    ranges = layout.ranges(parallel.parts_for(layout.macs, x.shape[1], parallel.MIN_RECORD_MACS))
+    parts = len(ranges)
+    scratch, scratch_at = _part_scratch(parts, layout.scratch, np.float32)
+    offsets, offsets_at = _part_scratch(parts, layout.taps, np.int64)
+    parallel.run_split(kernel, words(address(x), layout.shape_address) +
+                       [address(y), scratch_at, offsets_at, [at for _, at in ranges]], parts)
     return y
 
 
@@ -276,16 +279,12 @@ class DirectConv:
     def __call__(self, x: np.ndarray) -> np.ndarray:
         x = np.ascontiguousarray(x, np.float32)
         y = np.empty(self.out_shape, np.float32)
-        ranges = self.ranges(parallel.parts_for(self.macs, max(self.out_h, self.m_blocks)))
-        x_address, y_address = address(x), address(y)
-        run = library().er_cpu_direct_conv
-
-        def part(i: int) -> None:
-            scratch = np.empty(self.scratch_size, np.float32)
-            run(x_address, *self._before, y_address, address(scratch), self._offsets,
-                self._block_rows, ranges[i][1])
-
-        parallel.run_parts(part, len(ranges))
+        ranges = self.ranges(parallel.parts_for(self.macs, max(self.out_h, self.m_blocks),
+                                                parallel.MIN_RECORD_MACS))
+        scratch, scratch_at = _part_scratch(len(ranges), self.scratch_size, np.float32)
+        parallel.run_split("er_cpu_direct_conv", [
+            address(x), *self._before, address(y), scratch_at, self._offsets, self._block_rows,
+            [at for _, at in ranges]], len(ranges))
         return y
 
 

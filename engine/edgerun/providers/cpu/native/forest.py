@@ -178,16 +178,13 @@ def _walk(t: Tables, x: np.ndarray, n_targets: int, aggregate: int, divisor: flo
     x_at, scores_at, hit_at = address(x), address(scores), address(hit)
     base_at = None if base is None else address(base)
     macs = n * t.visits_per_row * VISIT_MACS
-    if macs < parallel.SPLIT_MACS:              # one part, without parts_for's call
+    if macs < parallel.SPLIT_RECORD_MACS:       # one part, without parts_for's call
         return kernel(x_at, n, features, t.header_at, n_targets, aggregate, divisor, base_at,
                       scores_at, hit_at)
-    ranges = parallel.split(n, parallel.parts_for(macs, n))
-    codes = [0] * len(ranges)
-
-    def part(i: int) -> None:
-        r0, r1 = ranges[i]
-        codes[i] = kernel(x_at + r0 * features * 8, r1 - r0, features, t.header_at, n_targets,
-                          aggregate, divisor, base_at, scores_at + r0 * n_targets * 8,
-                          hit_at + r0 * n_targets)
-    parallel.run_parts(part, len(ranges))
-    return max(codes)
+    ranges = parallel.split(n, parallel.parts_for(macs, n, parallel.MIN_RECORD_MACS))
+    calls = np.zeros(len(ranges), CALL)        # one ForestCall per part, run on the pool
+    for i, (r0, r1) in enumerate(ranges):
+        calls[i] = (x_at + r0 * features * 8, r1 - r0, features, t.header_at, n_targets,
+                     aggregate, divisor, base_at or 0, scores_at + r0 * n_targets * 8,
+                     hit_at + r0 * n_targets)
+    return parallel.run_records("er_cpu_forest_call", calls)

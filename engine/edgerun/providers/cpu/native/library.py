@@ -76,6 +76,8 @@ SIGNATURES = {
     "er_cpu_lookup_table": (None, [_P, _I64, _P, _P]),
     "er_cpu_ml_rows": (None, [_P, _I64, _I64, _INT, _P]),
     "er_cpu_linear_rows": (None, [_P, _I64, _I64, _P, _P, _I64, _INT, _P, _P]),
+    "er_cpu_pool_run": (_INT, [_P, _P, _I64, _I64, _I64]),
+    "er_cpu_pool_workers": (_INT, []),
 }
 
 

@@ -13,12 +13,19 @@ from __future__ import annotations
 from typing import Callable, Optional
 
 import concurrent.futures
+import ctypes
 import functools
 import os
 import threading
 
+from .library import address, library
+
 MIN_PART_MACS = 1 << 23      # ~50-100 us of a native kernel's work on one core
 SPLIT_MACS = 2 * MIN_PART_MACS    # the fewest multiply-adds parts_for splits in two
+# parts handed to the native pool (run_split: C workers, a hand-off of ~1 us) may be
+# smaller: ~5-20 us of work
+MIN_RECORD_MACS = 1 << 20
+SPLIT_RECORD_MACS = 2 * MIN_RECORD_MACS
 
 _local = threading.local()
 _pool: list = []             # the shared executor, made on first use
@@ -68,9 +75,10 @@ def threads() -> int:
     return count if count > 0 else cores()
 
 
-def parts_for(macs: int, limit: int) -> int:
-    """How many parts to split `macs` multiply-adds into (at most `limit`, at least 1)."""
-    return max(1, min(threads(), limit, macs // MIN_PART_MACS))
+def parts_for(macs: int, limit: int, minimum: int = MIN_PART_MACS) -> int:
+    """How many parts to split `macs` multiply-adds into (at most `limit`, at least 1), each
+    of at least `minimum` (MIN_RECORD_MACS for run_split's parts)."""
+    return max(1, min(threads(), limit, macs // minimum))
 
 
 def split(length: int, parts: int) -> list:
@@ -92,6 +100,46 @@ def run_parts(fn: Callable[[int], None], parts: int) -> None:
     finally:
         for future in pending:
             future.result()
+
+
+def run_split(kernel: str, words: list, parts: int) -> int:
+    """`kernel`'s work in `parts` parts: part i's arguments are `words`, each an int, None
+    (a null pointer) or a sequence of one value per part, taking its i-th. One part is a
+    plain call of `kernel` here; more go to the native pool (cpu_kernels/pool.c) as records
+    for its record form `kernel + "_record"` (`int fn(const uint64_t *words)`), run by the
+    calling thread and up to threads() - 1 workers that never take the GIL (a hand-off of
+    about a microsecond). Returns the largest code a part returned (0 for void kernels)."""
+    import numpy as np   # (the provider's module imports without numpy: Pyodide's core)
+
+    if parts <= 1:       # (ctypes takes Python ints for pointers, not numpy's)
+        return getattr(library(), kernel)(*[
+            int(w[0]) if isinstance(w, np.ndarray) else
+            (w[0] if isinstance(w, (list, tuple)) else w) for w in words]) or 0
+    rows = np.array([[_word(w[i] if isinstance(w, (list, tuple, np.ndarray)) else w)
+                      for w in words] for i in range(parts)], np.uint64)
+    return run_records(kernel + "_record", rows)
+
+
+def _word(value) -> int:
+    """A record's word: a null pointer 0, a negative integer in two's complement."""
+    if value is None:
+        return 0
+    value = int(value)
+    return value if value >= 0 else value + (1 << 64)
+
+
+def run_records(kernel: str, records) -> int:
+    """Each of `records` (rows of a C-contiguous array: one part's record) through the
+    exported `int kernel(const void *record)`, on the native pool; the largest code."""
+    _before_parts()
+    return library().er_cpu_pool_run(_entry(kernel), address(records), records.strides[0],
+                                     records.shape[0], threads())
+
+
+@functools.lru_cache(maxsize=None)
+def _entry(kernel: str) -> int:
+    """The address of an exported record form (looked up once)."""
+    return ctypes.cast(getattr(library(), kernel), ctypes.c_void_p).value or 0
 
 
 def _executor() -> concurrent.futures.ThreadPoolExecutor:

@@ -124,16 +124,9 @@ class BoundConv:
         head = (self.weights._address, address(x)) + self._fixed + (
             zero_point, None if requantization is None else requantization.address,
             address(frames))
-        parts = parallel.parts_for(self.macs, self.limit)
-        if parts == 1:
-            status = lib.er_cpu_qconv(*head, 0, 1, address(out))
-        else:
-            statuses = [0] * parts
-
-            def part(i: int) -> None:
-                statuses[i] = lib.er_cpu_qconv(*head, i, parts, address(out))
-            parallel.run_parts(part, parts)
-            status = next((s for s in statuses if s), 0)
+        parts = parallel.parts_for(self.macs, self.limit, parallel.MIN_RECORD_MACS)
+        status = parallel.run_split("er_cpu_qconv", list(head) + [
+            list(range(parts)), parts, address(out)], parts)
         if status:
             raise_status(status, self.weights.m, self.weights.depth, self.positions)
         return out
