@@ -2,7 +2,8 @@
 
 Threads: `SessionOptions.intra_op_num_threads = n` (0: every core), the counterpart of
 onnxruntime's intra-op pool. The native kernels and the large matrix products split their
-work over n threads of one pool (native/parallel.py). BLAS must not run threads of its own
+work over n threads (native/parallel.py: C workers, or Python threads for the parts numpy
+runs). BLAS must not run threads of its own
 beside them (its idle threads spin after each call, on the cores the parts run on): before
 the first native parts numpy's BLAS is set to one thread, process-wide, and left there
 (through threadpoolctl); large products are split on the pool from then on, and left to

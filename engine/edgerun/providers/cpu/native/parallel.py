@@ -1,12 +1,18 @@
 """Threads for the native kernels and large matrix products (products.py): the CPU
-provider's counterpart of onnxruntime's intra-op pool. ctypes releases the GIL during a call,
-as numpy does inside BLAS, so parts of one kernel's work (ranges of rows or channels) run at
-once on a process-wide pool of Python threads.
+provider's counterpart of onnxruntime's intra-op pool. Two pools share the work:
+
+- the native pool (cpu_kernels/pool.c; run_split, run_records): C workers that never take
+  the GIL run the parts of one kernel call (ranges of rows or channels, each a record of
+  the kernel's arguments), handed over in about a microsecond, so parts of MIN_RECORD_MACS
+  multiply-adds pay. The native convs, pools, integer convs and tree ensembles, and float32
+  products as cblas_sgemm calls, split there.
+- a pool of Python threads (run_parts) for parts that are Python calls: products numpy
+  must run itself (batched, broadcast, other dtypes; numpy releases the GIL inside BLAS),
+  from MIN_PART_MACS a part: its hand-off costs tens of microseconds.
 
 The count is SessionOptions.intra_op_num_threads, set for the calling thread at the start of
 each run (CPUProvider.begin_run); 0, or a call outside a run, means every core this process
-may use, as onnxruntime's default. Work is split only where each part has at least
-MIN_PART_MACS multiply-adds: a handoff to the pool costs tens of microseconds.
+may use, as onnxruntime's default.
 """
 from __future__ import annotations
 

@@ -1,9 +1,10 @@
-"""Large matrix products split over the native pool (parallel.py): the products of MatMul,
-Gemm, the GEMM-based convolutions, attention and the recurrent projections, once the
-process's runs have native parts and so keep numpy's BLAS on one thread (parallel.run_parts).
-Each part is then one BLAS call on one thread (numpy releases the GIL inside it): one pool
-runs these parts and the native kernels' alike, rather than BLAS's own threads spinning on
-the same cores. Until then BLAS's threads take the products whole."""
+"""Large matrix products split over threads (parallel.py): the products of MatMul, Gemm,
+the GEMM-based convolutions, attention and the recurrent projections, once the process's
+runs have native parts and so keep numpy's BLAS on one thread (parallel._before_parts).
+Each part is then one BLAS call on one thread: float32 ones as cblas_sgemm records on the
+native pool, others as numpy calls on the Python threads. The pools run these parts and
+the native kernels' alike, rather than BLAS's own threads spinning on the same cores. Until
+then BLAS's threads take the products whole."""
 from __future__ import annotations
 
 from typing import Optional
