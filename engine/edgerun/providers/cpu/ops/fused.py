@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from ....ir.unary_ops import UNARY_OPS
-from ..registry import kernel
+from ..registry import binds, kernel
 from . import unary
 from .activations import gelu, hard_swish, leaky_relu_of, relu, sigmoid, sigmoid_fresh, tanh
 from .clamp import clip_to, maximum_of
@@ -159,6 +159,24 @@ def fused_batch_normalization(ctx, x, scale, bias, mean, var, epsilon=1e-5,
     return _activate_fresh(ctx, y, x.dtype, activation, activation_params)
 
 
+def _bind_fused_gemm(ctx, attrs: dict):
+    """FusedGemm with its attributes read once: the bound Gemm, then the activation in
+    place (numpy's in-place form where a native pass does not pay: the same bits)."""
+    gemm_attrs = {k: v for k, v in attrs.items() if k not in ("activation", "activation_params")}
+    product = gemm.bind(ctx, gemm_attrs)      # type: ignore[attr-defined]
+    activation, params = attrs.get("activation", "Relu"), attrs.get("activation_params")
+    in_place = IN_PLACE.get(activation)
+
+    def run(ctx, a, b, c=None):
+        y = product(ctx, a, b, c)
+        if in_place is not None and y.dtype == a.dtype == np.float32 and \
+                not native_conv.pass_pays(activation, y.size):
+            return in_place(y, params or ())
+        return _activate_fresh(ctx, y, a.dtype, activation, params)
+    return run
+
+
+@binds(_bind_fused_gemm)
 @kernel("FusedGemm", domain=DOMAIN)
 def fused_gemm(ctx, a, b, c=None, activation="Relu", activation_params=None, **gemm_attrs):
     # gemm and matmul return fresh arrays, so the activation may overwrite them

@@ -7,7 +7,7 @@ keeps the input's dtype.
 import numpy as np
 
 from ..native import products
-from ..registry import kernel
+from ..registry import binds, kernel
 
 
 def _compute_dtype(dtype: np.dtype) -> np.dtype:
@@ -90,6 +90,34 @@ def matmul(ctx, a, b):
     return np.asarray(result).astype(a.dtype, copy=False)
 
 
+_FLOAT32 = np.dtype(np.float32)
+
+
+def _bind_gemm(ctx, attrs: dict):
+    """Gemm with its attributes read once: float32 A (not transposed) by float32 B plus an
+    optional float32 C, alpha and beta 1 (a Linear layer's export: an MLP head at batch 1 is
+    mostly this kernel's own calls), as one product and one in-place add; every other case
+    through `gemm`."""
+    trans_b = attrs.get("transB", 0)
+    plain = not attrs.get("transA", 0) and float(attrs.get("alpha", 1.0)) == 1.0 and \
+        float(attrs.get("beta", 1.0)) == 1.0
+
+    def run(ctx, a, b, c=None):
+        if not plain or a.dtype != _FLOAT32 or b.dtype != _FLOAT32 or a.ndim != 2 or \
+                b.ndim != 2 or (c is not None and c.dtype != _FLOAT32):
+            return gemm(ctx, a, b, c, **attrs)
+        right = b.T if trans_b else b
+        if a.shape[1] != right.shape[0]:
+            raise ValueError(f"Gemm inner dimensions differ: A' is {a.shape}, B' is "
+                             f"{right.shape}")
+        result = products.matmul(a, right)       # fresh
+        if c is not None:
+            result += c
+        return result
+    return run
+
+
+@binds(_bind_gemm)
 @kernel("Gemm")
 def gemm(ctx, a, b, c=None, alpha=1.0, beta=1.0, transA=0, transB=0, broadcast=0, **_):
     # `broadcast` (opset <= 6) only allowed what unidirectional broadcasting always allows.
