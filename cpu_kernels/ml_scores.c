@@ -26,7 +26,8 @@ static inline float logistic(float v) {
     return v < 0.0f ? 1.0f - e : e;
 }
 
-/* y may be x (each row is read before it is written). */
+/* y may be x (each row is read before it is written); ML_NONE leaves y as it is (used in
+ * place, by er_cpu_linear_rows). */
 EXPORT void er_cpu_ml_rows(const float *x, int64_t rows, int64_t columns, int op, float *y) {
     for (int64_t r = 0; r < rows; r++) {
         const float *v = x + r * columns;

@@ -3,11 +3,10 @@
 Threads: `SessionOptions.intra_op_num_threads = n` (0: every core), the counterpart of
 onnxruntime's intra-op pool. The native kernels and the large matrix products split their
 work over n threads (native/parallel.py: C workers, or Python threads for the parts numpy
-runs). BLAS must not run threads of its own
-beside them (its idle threads spin after each call, on the cores the parts run on): before
-the first native parts numpy's BLAS is set to one thread, process-wide, and left there
-(through threadpoolctl); large products are split on the pool from then on, and left to
-BLAS's threads before. With n = 1 each run sets BLAS to one thread and back after.
+runs). BLAS must not run threads of its own beside them (its idle threads spin after each
+call, on the cores the parts run on): before the first native parts numpy's BLAS is set to
+one thread, process-wide, and left there (through threadpoolctl); large products are split
+on the pools from then on, and left to BLAS's threads before. With n = 1 each run sets BLAS to one thread and back after.
 Oversubscribed threads are slow on a busy machine, so benchmarks and servers running many
 sessions set it.
 """
@@ -63,7 +62,7 @@ class CPUProvider(ExecutionProvider):
             self._active.restore = _limit_threads(self._blas, 1)
 
     def _pin(self) -> None:
-        """Before the process's first native parts (parallel.run_parts): numpy's BLAS to one
+        """Before the process's first native parts (parallel._before_parts): numpy's BLAS to one
         thread, and left there (process-wide, as BLAS's count is). Set back after each run,
         BLAS's woken threads spun through the next run on the cores its parts use (ResNet-50
         on 2 threads: 121 against 63 ms)."""

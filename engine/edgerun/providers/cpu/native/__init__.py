@@ -6,6 +6,6 @@ LayerNormalization and the ai.onnx.ml row steps (elementwise.py), tree ensembles
 classifiers in one call (forest.py, svm.py), linear models' rows (linear.py), the LSTM/GRU
 step loops (recurrent.py), and the direct and depthwise convolutions, 8-bit max pools and the
 bias-and-activation epilogue of convolutions (conv.py). parallel.py splits their work over
-threads (pool.c's C workers), and products.py the large matrix products; row_buffers.py gives batch-1 calls
-arrays whose addresses are known. Where no library ships, or EDGERUN_NATIVE=0, every kernel keeps its
-numpy path."""
+threads (pool.c's C workers), and products.py the large matrix products; row_buffers.py
+gives batch-1 calls arrays whose addresses are known. Where no library ships, or
+EDGERUN_NATIVE=0, every kernel keeps its numpy path."""

@@ -159,9 +159,10 @@ def _walk_few(t: Tables, x: np.ndarray, n_targets: int, aggregate: int, divisor:
     """The kernel over a few rows through this thread's buffers: (scores, hit as bool,
     code), views of the buffers valid until this thread's next call for this forest."""
     n, features = x.shape
+    # (a _FewRows holds its base: the id in its key cannot be another array's)
     key = (features, n_targets, aggregate, divisor, None if base is None else id(base))
     few = t.few_rows.get(key)
-    if few is None or (base is not None and few.base is not base):
+    if few is None:
         few = t.few_rows[key] = _FewRows(t, features, n_targets, aggregate, divisor, base)
     rows, scores, hit = few.views[n]
     rows[...] = x

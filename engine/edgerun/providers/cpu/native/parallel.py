@@ -49,7 +49,7 @@ def cores() -> int:
 
 def set_threads(count: int, pin_blas: Optional[Callable[[], None]] = None) -> None:
     """The thread count for native kernels and split products called from this thread (0:
-    every core); `pin_blas` sets numpy's BLAS to one thread (see run_parts)."""
+    every core); `pin_blas` sets numpy's BLAS to one thread (see _before_parts)."""
     _local.threads = count
     _local.pin_blas = pin_blas
 
@@ -64,11 +64,11 @@ def blas_pinned() -> bool:
 
 
 def _before_parts() -> None:
-    """Before parts run on the pool: BLAS to one thread, once per process (its idle threads
-    spin for ~0.1 s after each call, on the very cores the parts run on; native parts that
-    scaled 1.6-1.9x alone scaled ~1.1x inside ResNet-50). A model with no native parts
-    (transformers: their work is products) keeps BLAS's threads, whose hand-off is faster
-    than this pool's (~50 us here)."""
+    """Before parts run on either pool: BLAS to one thread, once per process (its idle
+    threads spin for ~0.1 s after each call, on the very cores the parts run on; native
+    parts that scaled 1.6-1.9x alone scaled ~1.1x inside ResNet-50). A model with no native
+    parts (transformers: their work is products) keeps BLAS's threads: splitting every
+    product on the native pool from the first run was 13-14% slower on MiniLM seq128."""
     if not _blas_pinned:
         pin = getattr(_local, "pin_blas", None)
         if pin is not None:
@@ -117,20 +117,23 @@ def run_split(kernel: str, words: list, parts: int) -> int:
     about a microsecond). Returns the largest code a part returned (0 for void kernels)."""
     import numpy as np   # (the provider's module imports without numpy: Pyodide's core)
 
-    if parts <= 1:       # (ctypes takes Python ints for pointers, not numpy's)
-        return getattr(library(), kernel)(*[
-            int(w[0]) if isinstance(w, np.ndarray) else
-            (w[0] if isinstance(w, (list, tuple)) else w) for w in words]) or 0
-    rows = np.array([[_word(w[i] if isinstance(w, (list, tuple, np.ndarray)) else w)
-                      for w in words] for i in range(parts)], np.uint64)
+    if parts <= 1:
+        return getattr(library(), kernel)(*_part_words(words, 0)) or 0
+    rows = np.array([[_word(w) for w in _part_words(words, i)] for i in range(parts)],
+                    np.uint64)
     return run_records(kernel + "_record", rows)
+
+
+def _part_words(words: list, i: int) -> list:
+    """Part i's arguments: each word, or its i-th value, as a Python int (ctypes takes no
+    numpy integers for pointers) or None."""
+    return [None if w is None else int(w[i] if hasattr(w, "__len__") else w) for w in words]
 
 
 def _word(value) -> int:
     """A record's word: a null pointer 0, a negative integer in two's complement."""
     if value is None:
         return 0
-    value = int(value)
     return value if value >= 0 else value + (1 << 64)
 
 

@@ -103,9 +103,8 @@ def _sgemm_parts(operands: tuple, macs: int) -> np.ndarray:
         np.matmul(a, b, out=c)
         return result
     lda, ldb, ldc = a.strides[0] // 4, b.strides[1 if transposed else 0] // 4, n
-    length = m if by_rows else n
-    bounds = np.array([length * i // parts for i in range(parts + 1)], np.int64)
-    start, size = bounds[:-1], np.diff(bounds)
+    ranges = np.array(parallel.split(m if by_rows else n, parts), np.int64)
+    start, size = ranges[:, 0], ranges[:, 1] - ranges[:, 0]
     a_at, b_at, c_at = address(a), address(b), address(c)
     if by_rows:
         words = [sgemm, int(ilp64), int(transposed), size, n, k, a_at + start * lda * 4, lda,

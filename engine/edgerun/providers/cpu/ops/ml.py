@@ -1468,36 +1468,51 @@ def _thresholds(nodes_values, nodes_values_as_tensor):
     return np.asarray(nodes_values if nodes_values is not None else [], dtype=np.float32)
 
 
+def _forest_of(get, weights_of: str, weights: np.ndarray, dtype) -> "_Forest":
+    """The node table of a TreeEnsembleRegressor (`weights_of` "target") or Classifier
+    ("class") from its attributes (`get`: the attribute dict's get)."""
+    return _forest_from_ids(
+        get("nodes_treeids") or [], get("nodes_nodeids") or [], get("nodes_featureids") or [],
+        get("nodes_modes") or [], get("nodes_truenodeids") or [], get("nodes_falsenodeids") or [],
+        get("nodes_missing_value_tracks_true"),
+        _thresholds(get("nodes_values"), get("nodes_values_as_tensor")),
+        get(weights_of + "_treeids") or [], get(weights_of + "_nodeids") or [],
+        get(weights_of + "_ids") or [], weights, dtype)
+
+
+def _per_input_type(get, build):
+    """state_of(x) -> (x's rows as the trees read them, build(comparison dtype)), built once
+    per input dtype: attribute lists are long, a run reads arrays."""
+    states: dict = {}
+
+    def state_of(x) -> tuple:
+        v = _tree_input(x)
+        state = states.get(v.dtype)
+        if state is None:
+            state = states[v.dtype] = build(_threshold_dtype(v, get("nodes_values_as_tensor")))
+        return v, state
+    return state_of
+
+
 @bound_kernel("TreeEnsembleRegressor")
 def tree_ensemble_regressor(ctx, attrs: dict):
     get = attrs.get
     transform = _check_transform(get("post_transform", "NONE"))
     function = get("aggregate_function", "SUM")
-    thresholds_tensor = get("nodes_values_as_tensor")
-    states: dict = {}      # input dtype -> (forest, n_targets, base values or None)
 
-    def build(dtype):      # once per node and input type: attribute lists are long
-        forest = _forest_from_ids(
-            get("nodes_treeids") or [], get("nodes_nodeids") or [],
-            get("nodes_featureids") or [], get("nodes_modes") or [],
-            get("nodes_truenodeids") or [], get("nodes_falsenodeids") or [],
-            get("nodes_missing_value_tracks_true"),
-            _thresholds(get("nodes_values"), thresholds_tensor), get("target_treeids") or [],
-            get("target_nodeids") or [], get("target_ids") or [],
-            _weights_list(get("target_weights"), get("target_weights_as_tensor")), dtype)
+    def build(dtype) -> tuple:      # (forest, n_targets, base values or None)
+        forest = _forest_of(get, "target", _weights_list(get("target_weights"),
+                                                         get("target_weights_as_tensor")), dtype)
         n_targets = get("n_targets")
         if n_targets is None:
             n_targets = int(max(get("target_ids") or [0])) + 1
         base = _base_values(get("base_values"), get("base_values_as_tensor"))
         # onnxruntime leaves targets no leaf contributed to at 0, without their base value
         return forest, n_targets, (base if base.size == n_targets else None)
+    state_of = _per_input_type(get, build)
 
     def run(ctx, x):
-        v = _tree_input(x)
-        state = states.get(v.dtype)
-        if state is None:
-            state = states[v.dtype] = build(_threshold_dtype(v, thresholds_tensor))
-        forest, n_targets, base = state
+        v, (forest, n_targets, base) = state_of(x)
         scores, _ = forest.aggregate(v, n_targets, function, base)
         return _post_transform(scores.astype(np.float32), transform)
     return run
@@ -1512,28 +1527,16 @@ def tree_ensemble_classifier(ctx, attrs: dict):
     if classes == 0:
         raise ValueError("TreeEnsembleClassifier: one of classlabels_int64s, "
                          "classlabels_strings is required")
-    thresholds_tensor = get("nodes_values_as_tensor")
-    states: dict = {}      # input dtype -> (forest, binary case, all weights >= 0, base)
 
-    def build(dtype):      # once per node and input type: attribute lists are long
+    def build(dtype) -> tuple:      # (forest, binary case, all weights >= 0, base values)
         weights = _weights_list(get("class_weights"), get("class_weights_as_tensor"))
-        class_ids = get("class_ids") or []
-        forest = _forest_from_ids(
-            get("nodes_treeids") or [], get("nodes_nodeids") or [],
-            get("nodes_featureids") or [], get("nodes_modes") or [],
-            get("nodes_truenodeids") or [], get("nodes_falsenodeids") or [],
-            get("nodes_missing_value_tracks_true"),
-            _thresholds(get("nodes_values"), thresholds_tensor), get("class_treeids") or [],
-            get("class_nodeids") or [], class_ids, weights, dtype)
-        return (forest, len(set(class_ids)) == 1, bool((weights >= 0).all()),
+        return (_forest_of(get, "class", weights, dtype), len(set(get("class_ids") or [])) == 1,
+                bool((weights >= 0).all()),
                 _base_values(get("base_values"), get("base_values_as_tensor")))
+    state_of = _per_input_type(get, build)
 
     def run(ctx, x):
-        v = _tree_input(x)
-        state = states.get(v.dtype)
-        if state is None:
-            state = states[v.dtype] = build(_threshold_dtype(v, thresholds_tensor))
-        forest, binary_case, all_positive, base = state
+        v, (forest, binary_case, all_positive, base) = state_of(x)
         scores, hit = forest.aggregate(v, classes, "SUM")
         if classes != 2:
             label, z = _multiclass_tree_scores(scores, hit, base, transform)
