@@ -847,3 +847,38 @@ def test_js_api_python_custom_operators_on_wasm_in_chromium(browser, worker):
         source = re.search(r"AFFINE_LABEL = `(.*?)`;", f.read(), re.S).group(1)
     got = browser.page.evaluate(JS_CUSTOM_OPS, [source, worker])
     assert got == {"placed": ["wasm"], "y": [1, 1, 5], "label": ["zero", "zero", "positive"]}
+
+
+JS_DEVICE_LOST = """async ([x, dims]) => {
+  const { InferenceSession, Tensor, env } = await import("/web/index.js");
+  env.pyodide.indexURL = "/node_modules/pyodide/";
+  env.wheelURL = "/edgerun.whl";
+  const feeds = { x: new Tensor("float32", new Float32Array(x), dims) };
+  const session = await InferenceSession.create("/data/mlp.onnx", { executionProviders: ["webgpu"] });
+  const before = Array.from((await session.run(feeds)).y.data);
+  const lost = env.webgpu.device;
+  lost.destroy();                                   // as a driver reset would
+  let error = "no error";
+  try { await session.run(feeds); } catch (e) { error = e.message; }
+  await session.release();
+  const again = await InferenceSession.create("/data/mlp.onnx", { executionProviders: ["webgpu"] });
+  const after = Array.from((await again.run(feeds)).y.data);
+  const newDevice = env.webgpu.device instanceof GPUDevice && env.webgpu.device !== lost;
+  await again.release();
+  return { before, after, error, newDevice };
+}"""
+
+
+def test_a_lost_gpu_device_raises_and_the_next_session_opens_a_new_one(browser):
+    """A run on a lost device (destroyed here, as a driver reset or a GPU process crash
+    would lose it) rejects with an error that says so rather than returning stale buffers;
+    a session created after it computes on a new device (env.webgpu.device follows), right."""
+    browser.put("mlp.onnx", _small_mlp())
+    x = np.random.default_rng(3).standard_normal((2, 16)).astype(np.float32)
+    got = browser.page.evaluate(JS_DEVICE_LOST, [x.ravel().tolist(), list(x.shape)])
+    assert "WebGPU device was lost (destroyed" in got["error"], got["error"]
+    assert "create the session again" in got["error"]
+    (y,) = edgerun.InferenceSession(_small_mlp(), providers=["cpu"]).run(None, {"x": x})
+    for key in ("before", "after"):
+        np.testing.assert_allclose(np.array(got[key]).reshape(y.shape), y, rtol=RTOL, atol=ATOL)
+    assert got["newDevice"] is True

@@ -209,15 +209,17 @@ def test_inputs_whose_host_mirror_a_kernel_read_must_match_for_a_replay(gpu):
     assert gpu.stats["replays"] - replays == 2        # the runs with the recorded bounds
 
 
-def test_releasing_the_session_unpins_its_programs_at_once(gpu):
-    """A page's InferenceSession.release() (web/bridge.py: WebSession.release) frees the
-    captured graph's buffers for the next session without waiting for the garbage collector;
-    the session still runs right after it (it records again)."""
+def test_releasing_the_session_frees_its_gpu_memory_at_once(gpu):
+    """A page's InferenceSession.release() (web/bridge.py: WebSession.release) unpins the
+    captured graph's buffers and gives the session's buffers back to the GPU without waiting
+    for the garbage collector (a page going from model to model holds one model's memory);
+    the next session on the shared device records, replays and runs right."""
     from edgerun.web.bridge import WebSession
 
     import gc
     gc.collect()
-    pinned_before = len(gpu.pool.pinned)
+    gpu.pool.trim()
+    pinned_before, owned_before = len(gpu.pool.pinned), len(gpu.pool._owned)
     model = _mlp_with_reshape()
     web = WebSession(model, ["webgpu", "cpu"])
     rng = np.random.default_rng(8)
@@ -225,10 +227,18 @@ def test_releasing_the_session_unpins_its_programs_at_once(gpu):
     for _ in range(2):
         web.session.run(None, feeds)
     assert len(gpu.pool.pinned) > pinned_before
+    assert len(gpu.pool._owned) > owned_before
     web.release()
     assert len(gpu.pool.pinned) == pinned_before
-    _close(web.session.run(None, feeds), edgerun.InferenceSession(model).run(None, feeds),
-           "after release")
+    assert not any(gpu.pool.free.values())               # destroyed, not kept on the shelves
+    assert len(gpu.pool._owned) == owned_before
+    again = WebSession(model, ["webgpu", "cpu"])
+    replays = gpu.stats["replays"]
+    for _ in range(3):
+        _close(again.session.run(None, feeds), edgerun.InferenceSession(model).run(None, feeds),
+               "a session after the release")
+    assert gpu.stats["replays"] > replays
+    again.release()
 
 
 def test_a_mirror_read_through_a_view_still_replays_with_the_same_values(gpu):

@@ -67,7 +67,8 @@ export class PythonSession {
                                              (key, value) => value ?? null));
       described.destroy();
       mark("session-created");
-      if (info.webgpu) env.webgpu.device ??= session.gpu_device();    // onnxruntime-web's env.webgpu.device
+      // onnxruntime-web's env.webgpu.device: the device sessions compute on (a new one after a loss)
+      if (info.webgpu) env.webgpu.device = session.gpu_device();
       return new PythonSession(pyodide, session, info, slot);
     } catch (e) {
       throw pythonError(e);

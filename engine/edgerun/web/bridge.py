@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import Optional
 
+import gc
 import importlib
 import pkgutil
 
@@ -97,10 +98,18 @@ class WebSession:
 
     def release(self) -> None:
         """InferenceSession.release() in the page: device memory the providers hold for the
-        session (a captured graph's pinned GPU buffers) is freed now, not at the next
-        garbage collection."""
+        session (its weights, a captured graph's pinned GPU buffers) is freed now, not at the
+        next garbage collection. The session lives in reference cycles, so its buffers only
+        return to the pool once collected; the pool then gives the free ones back to the
+        GPU (the next session allocates its own sizes)."""
         for provider in self.session._providers:
             provider.release()
+        gpu = self.webgpu.gpu if self.webgpu is not None else None
+        self.session = self.webgpu = None      # type: ignore[assignment]
+        self._tickets = []
+        if gpu is not None:
+            gc.collect()
+            gpu.pool.trim()
 
     def _numeric_outputs(self) -> list:
         """The outputs a GPU buffer can hold: every tensor output but strings."""

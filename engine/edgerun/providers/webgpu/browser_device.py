@@ -9,10 +9,14 @@ a Python call entered asynchronously: `await pyFunc.callPromising(...)` or
 `await pyodide.runPythonAsync(...)`. Entered synchronously, the first wait raises a GpuError
 saying so.
 
-Errors: WebGPU reports validation errors to error scopes, not to the failing call. Each
-pipeline creation, upload and dispatch runs inside its own scope labelled with the kernel and
-node it serves; pipeline scopes are checked at once (with the WGSL compiler's messages),
-the others at the next readback, where the first error raises a GpuError naming its label.
+Errors: WebGPU reports errors to error scopes, not to the failing call. Each pipeline
+creation, upload and dispatch runs inside validation scopes labelled with the kernel and node
+it serves; buffer creations, uploads and submissions also inside out-of-memory scopes, and
+submissions inside internal-error scopes (a shader the driver fails to build), so that no
+failed call leaves a pooled buffer's old contents to be read back as a result. Pipeline
+scopes are checked at once (with the WGSL compiler's messages), the others at the next
+readback, where the first error raises a GpuError naming its label. A lost device (a driver
+reset, a GPU process gone) raises at the next check, and the next session opens a new one.
 """
 from __future__ import annotations
 
@@ -25,6 +29,9 @@ except ImportError:          # not in Pyodide: the provider uses wgpu_device ins
     js = None
 
 MAX_STORAGE_BUFFERS = 10
+CHECKED = ("validation",)                          # what each recorded dispatch may raise
+ALLOCATING = ("validation", "out-of-memory")       # buffer creations and uploads
+SUBMITTING = ("validation", "out-of-memory", "internal")
 MAX_PENDING_SCOPES = 4096
 ENTRY_HINT = ("enter Python asynchronously: `await pyFunc.callPromising(...)` or "
               "`await pyodide.runPythonAsync(...)`, in a browser with JSPI (Chromium 137+)")
@@ -109,26 +116,44 @@ class BrowserDevice(GpuDevice):
         self._bind_groups = BindGroupCache(self._bind_group)
         self._staging, self._staging_capacity = None, 0
         self._scopes = []          # [(promise of GPUError or null, label)] not yet checked
+        self.device.lost.then(self._on_lost)
 
     # ---- error scopes -----------------------------------------------------------------------
 
-    def _push(self) -> None:
-        self.device.pushErrorScope("validation")
+    def _push(self, filters: tuple = CHECKED) -> None:
+        for kind in filters:
+            self.device.pushErrorScope(kind)
 
-    def _pop(self, label: str) -> None:
-        self._scopes.append((self.device.popErrorScope(), label))
+    def _pop(self, label: str, filters: tuple = CHECKED) -> None:
+        for _ in filters:
+            self._scopes.append((self.device.popErrorScope(), label))
         if len(self._scopes) >= MAX_PENDING_SCOPES and can_run_sync():
             self.check_errors()     # runs that never read back must not pile scopes up
 
+    def _on_lost(self, info) -> None:
+        self.lost_reason = f"{info.reason or 'unknown'}: {info.message}"
+
+    def _settle(self) -> None:
+        """Let the event loop run once (the device's `lost` callback among what is queued)."""
+        wait(js.Promise.new(lambda resolve, reject: js.setTimeout(resolve, 0)),
+             "waiting for the event loop")
+
+    def _raise_if_lost(self) -> None:
+        if self.lost_reason:
+            raise GpuError(f"the WebGPU device was lost ({self.lost_reason}); results of work "
+                           f"since are gone: create the session again")
+
     def check_errors(self) -> None:
-        """Raise a GpuError for the first failed call since the last check (one wait)."""
+        """Raise a GpuError for the first failed call since the last check (one wait), or
+        for a lost device."""
+        self._raise_if_lost()
         if not self._scopes:
             return
         scopes, self._scopes = self._scopes, []
         errors = wait(js.Promise.all(to_js([p for p, _ in scopes])), "checking WebGPU errors")
         for error, (_, label) in zip(errors, scopes):
             if not _missing(error):
-                raise GpuError(f"{label} failed: {error.message}")
+                raise GpuError(f"{label} failed: {error.constructor.name}: {error.message}")
 
     # ---- buffers ----------------------------------------------------------------------------
 
@@ -136,9 +161,9 @@ class BrowserDevice(GpuDevice):
         if nbytes > self.max_binding_size:
             raise Unsupported(f"a {nbytes}-byte tensor exceeds this adapter's largest storage "
                               f"binding ({self.max_binding_size} bytes)")
-        self._push()
+        self._push(ALLOCATING)
         buffer = self.device.createBuffer(size=nbytes, usage=self._usage)
-        self._pop(f"creating a {nbytes}-byte buffer")
+        self._pop(f"creating a {nbytes}-byte buffer", ALLOCATING)
         return buffer
 
     def destroy_buffer(self, buffer) -> None:
@@ -147,9 +172,9 @@ class BrowserDevice(GpuDevice):
     def write_buffer(self, buffer, data) -> None:
         chunk = js.Uint8Array.new(len(data))
         chunk.assign(data)
-        self._push()
+        self._push(ALLOCATING)
         self.queue.writeBuffer(buffer, 0, chunk)
-        self._pop(f"uploading {len(data)} bytes")
+        self._pop(f"uploading {len(data)} bytes", ALLOCATING)
 
     def copy_buffer(self, source, target, nbytes: int) -> None:
         encoder = self.device.createCommandEncoder()
@@ -170,6 +195,10 @@ class BrowserDevice(GpuDevice):
         try:
             wait(staging.mapAsync(js.GPUMapMode.READ, 0, nbytes), what)
             data = js.Uint8Array.new(staging.getMappedRange(0, nbytes)).to_bytes()
+        except GpuError:
+            self._settle()          # a loss rejects the map before `lost` settles
+            self._raise_if_lost()
+            raise
         finally:
             if staging.mapState != "unmapped":    # also cancels a map that failed midway
                 staging.unmap()
@@ -241,10 +270,10 @@ class BrowserDevice(GpuDevice):
         compute.end()
         for source, target, nbytes in copies_after:
             encoder.copyBufferToBuffer(source, 0, target, 0, nbytes)
-        self._push()
+        self._push(SUBMITTING)
         self.queue.submit(to_js([encoder.finish()]))
         self._pop(f"submitting {len(dispatches)} dispatches ({dispatches[0].label} ... "
-                  f"{dispatches[-1].label})")
+                  f"{dispatches[-1].label})", SUBMITTING)
 
     def _bind_group(self, d, params_buffer):
         entries = [{"binding": 0, "resource": {"buffer": params_buffer,

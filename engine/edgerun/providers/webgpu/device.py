@@ -78,6 +78,12 @@ class BindGroupCache:
     def clear(self) -> None:
         self._entries.clear()
 
+    def forget(self, buffers) -> None:
+        """Drop the bind groups over any of `buffers` (destroyed ones)."""
+        gone = {id(b) for b in buffers}
+        for key in [k for k, e in self._entries.items() if any(id(b) in gone for b in e[2])]:
+            del self._entries[key]
+
 
 class GpuDevice:
     """Interface; see the module docstring. Sizes are in bytes."""
@@ -86,6 +92,8 @@ class GpuDevice:
     adapter_type = ""             # the adapter's type ("CPU" for lavapipe, SwiftShader)
     backend = ""                  # "Vulkan", "Metal", "D3D12", "GL", "browser"
     params_alignment = 256        # alignment of each dispatch's params slice
+    lost_reason = ""              # why the device was lost ("" while it works)
+    _bind_groups: BindGroupCache  # each device caches its bind groups
 
     @property
     def software(self) -> bool:
@@ -97,6 +105,12 @@ class GpuDevice:
 
     def destroy_buffer(self, buffer) -> None:
         raise NotImplementedError
+
+    def destroy_buffers(self, buffers) -> None:
+        """Free `buffers`' device memory now, and the cached bind groups over them."""
+        for buffer in buffers:
+            self.destroy_buffer(buffer)
+        self._bind_groups.forget(buffers)
 
     def write_buffer(self, buffer, data) -> None:
         """Copy `data` (bytes-like, length a multiple of 4) to the start of `buffer`. Ordered

@@ -14,6 +14,11 @@ never ones freed during it (`recent`).
 A recorded program (program.py) pins the buffers its command stream touches: the pool hands
 them to no one else until the program unpins them, and a pinned buffer released meanwhile
 waits in `held` for that.
+
+The shelves only grow while sessions run (a run's buffers come back for the next run); a
+session released in a page hands its buffers back, and `trim` then gives the device memory
+of every free one back to the GPU, so that a page going from model to model holds the
+current model's memory, not the sum of all of them.
 """
 from __future__ import annotations
 
@@ -46,7 +51,7 @@ class BufferPool:
         # reference cycle (a traceback's frames holding GpuTensors) is collected, Python runs
         # the finalizers of everything in it, the buffer's too (wgpu-py then releases its
         # handle), before Allocation.__del__ hands it back to the pool, dead.
-        self._owned: list = []
+        self._owned: dict = {}     # id(buffer) -> buffer
         self.pinned: dict = {}     # id(buffer) -> how many recorded programs use it
         self.held: dict = {}       # id(buffer) -> (buffer, size class): pinned and released
 
@@ -61,7 +66,7 @@ class BufferPool:
         if buffer is None:
             buffer = self.device.create_buffer(cls)
             with self.lock:
-                self._owned.append(buffer)
+                self._owned[id(buffer)] = buffer
             self.created += 1
             self.bytes_created += cls
         return Allocation(self, buffer, cls)
@@ -108,6 +113,20 @@ class BufferPool:
                 entry = self.held.pop(id(b), None)
                 if entry is not None:
                     self._shelve(*entry)
+
+    def trim(self) -> int:
+        """Destroy every buffer on the free shelves and return their bytes. None of them is
+        in a tensor, a recorded program or a batch not yet submitted (those are held, pinned
+        or on `recent`), and work already submitted keeps a destroyed buffer until it ends."""
+        with self.lock:
+            buffers = [b for shelf in self.free.values() for b in shelf]
+            nbytes = sum(cls * len(shelf) for cls, shelf in self.free.items())
+            self.free.clear()
+            for b in buffers:
+                del self._owned[id(b)]
+        if buffers:
+            self.device.destroy_buffers(buffers)
+        return nbytes
 
     def batch_submitted(self) -> None:
         with self.lock:

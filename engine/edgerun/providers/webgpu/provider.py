@@ -51,9 +51,11 @@ def _device_problem() -> str:
 
 
 def shared_context() -> GpuContext:
-    """The process-wide GPU context (adapter + device open once: ~0.5 s)."""
+    """The process-wide GPU context (adapter + device open once: ~0.5 s; again after the
+    device was lost)."""
     with _shared_lock:
-        if _shared["context"] is None:
+        context = _shared["context"]
+        if context is None or context.device.lost_reason:
             if IN_BROWSER:
                 from .browser_device import BrowserDevice
                 _shared["context"] = GpuContext(BrowserDevice())
