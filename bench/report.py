@@ -78,7 +78,9 @@ def markdown(data: dict) -> str:
            f"of the runs after a first one (at least 3 and "
            f"{data['settings'].get('min_time_s', 0):g} s) where 3 fit in "
            f"{data['settings']['reference_cap_s']:g} s, else the first run alone (skipped "
-           f"past {data['settings']['reference_cap_s']:g} s). Ratios are to "
+           f"past {data['settings']['reference_cap_s']:g} s). Each engine's latency is its "
+           f"best median of {data['settings'].get('rounds', 1)} round(s), the engines "
+           f"taking turns. Ratios are to "
            f"onnxruntime with 1 thread (lower is faster). numpy-based engines run with "
            f"OPENBLAS_NUM_THREADS=1 unless their label says otherwise.", ""]
     notes: list = []

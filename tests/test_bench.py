@@ -38,6 +38,10 @@ def test_smoke_run_writes_json_markdown_and_png(tmp_path):
         assert r["ratio"]["latency"] > 0, engine
     assert row["results"]["reference"]["runs"] == 3  # a first run, then three timed
     assert row["results"]["edgerun"]["runs"] == 2
+    for engine in ENGINES:                # two rounds by default: the better median is kept
+        r = row["results"][engine]
+        assert len(r["round_medians_s"]) == 2 and r["median_s"] == min(r["round_medians_s"])
+    assert ": edgerun CPU (1 thread) (round 2): median" in done.stderr
     # the engines computed the same thing as onnxruntime (labels and probabilities)
     assert row["results"]["edgerun"]["max_abs_diff"] < 1e-4
     assert data["geomean"]["ort_1thread"]["latency"]["value"] == pytest.approx(1.0)
