@@ -8,15 +8,18 @@
  * numpy path's operation order, so an activation of the same sum is the same bit for bit:
  *   1 Relu, 2 LeakyRelu (p[0]: alpha > 0), 3 Clip (p[0], p[1]), 4 HardSigmoid (p[0] alpha,
  *   p[1] beta), 5 HardSwish, 6 QuantizeDequantize (p[0] scale, p[1] low - zero point,
- *   p[2] high - zero point: the value rounded to a QDQ model's 8-bit grid); 0 none. */
+ *   p[2] high - zero point: the value rounded to a QDQ model's 8-bit grid), 7 Swish (p[0]
+ *   alpha: x / (1 + e^(-alpha x)) with fast_exp, within a few ulp of the numpy formula, not
+ *   bit for bit); 0 none. */
 #include <stdint.h>
 #include <string.h>
 #include "isa.h"
 #include "byte_rows.h"
+#include "fast_exp.h"
 #include "quantize_steps.h"
 
 enum { ACT_NONE = 0, ACT_RELU = 1, ACT_LEAKY_RELU = 2, ACT_CLIP = 3, ACT_HARD_SIGMOID = 4,
-       ACT_HARD_SWISH = 5, ACT_QUANTIZE_DEQUANTIZE = 6 };
+       ACT_HARD_SWISH = 5, ACT_QUANTIZE_DEQUANTIZE = 6, ACT_SWISH = 7 };
 
 /* NaN stays NaN in every branch, as np.maximum and np.clip keep it. */
 __attribute__((always_inline))
@@ -72,6 +75,11 @@ static inline void activate(float *v, int64_t n, int act, const float *p) {
     case ACT_QUANTIZE_DEQUANTIZE: {
         const float scale = p[0], lo = p[1], hi = p[2];
         for (int64_t i = 0; i < n; i++) v[i] = QUANTIZE_DEQUANTIZE(v[i], scale, lo, hi);
+        break;
+    }
+    case ACT_SWISH: {          /* x * sigmoid(alpha x); e^(-alpha x) = inf gives -0 or NaN (-inf) */
+        const float minus_alpha = -p[0];
+        for (int64_t i = 0; i < n; i++) v[i] = v[i] / (1.0f + fast_exp(v[i] * minus_alpha));
         break;
     }
     default:

@@ -3,35 +3,12 @@
  * reduces short rows slowly: attention's [heads x 16 x 16] took ~30 us).
  *
  * Each row is shifted by its maximum (0 where that is infinite, as the numpy path: a row of
- * -inf stays NaN-free only there), exponentiated with fast_exp below, summed in float32 over
+ * -inf stays NaN-free only there), exponentiated with fast_exp (fast_exp.h), summed in float32 over
  * 16 lanes, and divided by the sum. fast_exp is within 2 ulp of expf, so results are within
  * ~1e-6 relative of the numpy path, not bit for bit. */
 #include <stdint.h>
+#include "fast_exp.h"
 #include "isa.h"
-
-/* e^x as 2^n e^r, x = n ln2 + r with |r| <= ln2 / 2 (ln2 split in two for an exact
- * product), e^r by its degree-6 Taylor-like minimax polynomial (Cephes' expf); 2^n built in
- * the exponent bits. x below -87.3 gives 0 (expf: subnormals down to 1e-45), above 88.7
- * +inf; NaN stays NaN. Vectorises, where a libm call per value does not. */
-__attribute__((always_inline))
-static inline float fast_exp(float x) {
-    const float hi = 88.72283f, lo = -87.33654f;
-    float v = x > hi ? hi : (x < lo ? lo : x);
-    float n = __builtin_rintf(v * 1.44269504088896341f);
-    float r = v - n * 0.693359375f;
-    r = r - n * -2.12194440e-4f;
-    float p = 1.9875691500e-4f;
-    p = p * r + 1.3981999507e-3f;
-    p = p * r + 8.3334519073e-3f;
-    p = p * r + 4.1665795894e-2f;
-    p = p * r + 1.6666665459e-1f;
-    p = p * r + 5.0000001201e-1f;
-    p = p * r * r + r + 1.0f;
-    union { float f; int32_t i; } scale = {.i = ((int32_t)n + 127) << 23};
-    float y = p * scale.f;
-    y = x < lo ? 0.0f : (x > hi ? __builtin_inff() : y);
-    return x != x ? x : y;
-}
 
 #define LANES 16
 

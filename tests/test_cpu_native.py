@@ -625,6 +625,46 @@ def test_native_activations_are_the_numpy_in_place_ones_bit_for_bit(isa):
     assert native_conv.activation_code("LeakyRelu", [-0.5]) is None
 
 
+@pytest.mark.parametrize("isa", ["avx2", "avx512_vnni"])
+def test_native_swish_is_within_a_few_ulp_of_float64(isa):
+    """conv.c's Swish (x * sigmoid(alpha x) with fast_exp: fused_swish's FusedConv epilogue and
+    the Swish node alone) against the formula in float64 from alpha x as float32 rounds it:
+    within 2e-6 relative (a few ulp),
+    NaN where it is NaN, infinities and signed zeros kept, and values where e^(-alpha x)
+    passes 2^127 (alpha x below -88: 0, as the float32 formula's overflowing exp gives)
+    within |x| e^-88 of 0."""
+    from edgerun.providers.cpu.native import conv as native_conv
+
+    if isa not in _isas():
+        pytest.skip(f"this CPU's native kernels are {library.isa()}")
+    rng = np.random.default_rng(12)
+    with library.forced(isa):
+        for alpha in (1.0, 1.702, 0.25):
+            for size in SIZES:
+                with np.errstate(over="ignore"):             # 3e38 * 8: inf
+                    y = _floats(rng, 3 * size, specials=True).reshape(1, 3, size) * np.float32(8)
+                bias = rng.standard_normal(3).astype(np.float32)
+                act = native_conv.activation_code("Swish", [alpha])
+                got = native_conv.bias_activation(y.copy(), bias, act)
+                alone = native_conv.activated(y, "Swish", [alpha])
+                for value, x in ((got, y + bias.reshape(1, 3, 1)), (alone, y)):
+                    with np.errstate(all="ignore"):      # alpha x rounded as float32 has it
+                        scaled = (x * np.float32(alpha)).astype(np.float64)
+                        want = x.astype(np.float64) / (1 + np.exp(-scaled))
+                    where = f"alpha {alpha} size {size}"
+                    assert np.array_equal(np.isnan(value), np.isnan(want)), where
+                    finite = np.isfinite(want)
+                    assert np.array_equal(value[~finite & ~np.isnan(want)],
+                                          want[~finite & ~np.isnan(want)]), where
+                    error = np.abs(value[finite] - want[finite])
+                    # |x| e^-88: where fast_exp's 2^n overflows, as the float32 formula's exp
+                    bound = 2e-6 * np.abs(want[finite]) + 7e-39 * np.abs(x[finite])
+                    assert (error <= bound).all(), (where, value[finite][error > bound],
+                                                    want[finite][error > bound])
+                    zeros = x == 0
+                    assert np.array_equal(np.signbit(value[zeros]), np.signbit(x[zeros]))
+
+
 # (input shape, multiplier, kernel, strides, dilations, pads or auto_pad): 1-D and 2-D, batch 1
 # and 3, rows past conv.c's 64-value chunks and 4096-value row blocks, strides 1-3 (its phase
 # planes), dilations, asymmetric and SAME padding, padding wider than a tap's reach, and the
@@ -714,7 +754,7 @@ def _check_native_conv(isa, monkeypatch, native_name, shape, w_shape, group, str
     w = rng.standard_normal(w_shape) / np.prod(w_shape[1:]) ** 0.5
     bias = rng.standard_normal(w_shape[0]) * 0.1
     window = {"auto_pad": pads} if isinstance(pads, str) else {"pads": list(pads)}
-    for activation in [None] + list(NATIVE_ACTIVATIONS):
+    for activation in [None] + list(NATIVE_ACTIVATIONS) + ["Swish"]:
         nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c" if activation else "y"],
                                   group=group, strides=list(strides), kernel_shape=list(kernel),
                                   dilations=list(dilations), **window)]
@@ -724,6 +764,9 @@ def _check_native_conv(isa, monkeypatch, native_name, shape, w_shape, group, str
             inits += [numpy_helper.from_array(np.float32(-0.5), "lo"),
                       numpy_helper.from_array(np.float32(0.5), "hi")]
             nodes.append(helper.make_node("Clip", ["c", "lo", "hi"], ["y"]))
+        elif activation == "Swish":                     # SiLU as exports write it
+            nodes += [helper.make_node("Sigmoid", ["c"], ["s"]),
+                      helper.make_node("Mul", ["c", "s"], ["y"])]
         elif activation:
             nodes.append(helper.make_node(activation, ["c"], ["y"]))
         graph = helper.make_graph(

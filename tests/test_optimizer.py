@@ -585,6 +585,59 @@ def test_hard_swish_not_fused_with_other_bounds_or_readers():
     assert "HardSwish" not in _ops(_check(data, {"x": _rand(4)}, EXTENDED))
 
 
+def _swish_model(opset, sigmoid_reads=("c",)):
+    """Conv -> x * Sigmoid(x) (SiLU as exports write it), then Add -> Sigmoid(d) * d (the
+    operands the other way round) on its own."""
+    nodes = [helper.make_node("Conv", ["img", "w", "b"], ["c"], pads=[1, 1, 1, 1]),
+             helper.make_node("Sigmoid", ["c"], ["s"]),
+             helper.make_node("Mul", ["c", "s"], ["a"]),
+             helper.make_node("Add", ["a", "shift"], ["d"]),
+             helper.make_node("Sigmoid", ["d"], ["t"]),
+             helper.make_node("Mul", ["t", "d"], ["y"])]
+    outputs = [_vi("y", [1, 4, 6, 5])] + [_vi(n, [1, 4, 6, 5]) for n in sigmoid_reads if n != "c"]
+    return _model(nodes, [_vi("img", [1, 3, 6, 5])], outputs,
+                  [("w", _rand(4, 3, 3, 3)), ("b", _rand(4)), ("shift", _rand(4, 1, 1))],
+                  opset=opset)
+
+
+@pytest.mark.parametrize("provider", ["cpu", "wasm", "webgpu"])
+@pytest.mark.parametrize("opset", [17, 24])
+def test_swish_fuses_into_conv_and_stands_alone_on_every_provider(provider, opset, tmp_path,
+                                                                   gpu_if_webgpu):
+    """x * Sigmoid(x) after a Conv becomes a FusedConv with a Swish activation, and after
+    another node one Swish node (com.edgerun's below opset 24, the standard one from it), on
+    each provider, matching onnxruntime on the unfused graph (1e-4); the saved file (Sigmoid
+    and Mul again) loads in onnxruntime."""
+    data = _swish_model(opset)
+    feeds = {"img": _rand(1, 3, 6, 5) * 4}
+    so = edgerun.SessionOptions()
+    so.optimized_model_filepath = str(tmp_path / f"swish_{provider}_{opset}.onnx")
+    sess = edgerun.InferenceSession(data, so, providers=[provider])
+    nodes = sess.explain()["nodes"]
+    assert {(n["op_type"], n["provider"]) for n in nodes} == \
+        {("FusedConv", provider), ("Add", provider), ("Swish", provider)}
+    want = onnxruntime.InferenceSession(data, providers=["CPUExecutionProvider"]).run(None, feeds)
+    np.testing.assert_allclose(sess.run(None, feeds)[0], want[0], rtol=1e-4, atol=1e-4)
+    saved = onnxruntime.InferenceSession(so.optimized_model_filepath,
+                                         providers=["CPUExecutionProvider"])
+    np.testing.assert_allclose(saved.run(None, feeds)[0], want[0], rtol=1e-4, atol=1e-4)
+    assert "Swish" not in {n.op_type for n in onnx.load(so.optimized_model_filepath).graph.node
+                           if n.domain == "com.edgerun"}
+
+
+def test_swish_not_fused_when_the_sigmoid_is_read_elsewhere_or_not_float32():
+    """A sigmoid another node (here the graph's outputs) reads stays; so do float16 pairs."""
+    def fused_ops(data):
+        return {n["op_type"] for n in
+                edgerun.InferenceSession(data, providers=["cpu"]).explain()["nodes"]}
+    assert fused_ops(_swish_model(17, sigmoid_reads=("t",))) == {"FusedConv", "Add", "Sigmoid",
+                                                                 "Mul"}
+    half = _model([helper.make_node("Sigmoid", ["x"], ["s"]),
+                   helper.make_node("Mul", ["x", "s"], ["y"])],
+                  [_vi("x", [4], TensorProto.FLOAT16)], [_vi("y", [4], TensorProto.FLOAT16)])
+    assert "Swish" not in fused_ops(half) and "Sigmoid" in fused_ops(half)
+
+
 def _if_model_reading_outer_weight():
     """An If whose branches slice and transpose a weight of the main graph: the work the
     silero VAD exports do inside branches on every run."""

@@ -45,6 +45,8 @@ main graph and on every subgraph (If/Loop/Scan bodies), in the order of PASSES:
 | 17    | fuse_attention            | extended | MatMul/Softmax/MatMul -> Attention             | Softmax                  |
 | 18    | fuse_hard_swish           | extended | x * HardSigmoid(x) or x * Clip(x+3,0,6)/6      | HardSigmoid, Clip        |
 |       |                           |          | -> HardSwish                                   |                          |
+| 18b   | fuse_swish                | extended | x * Sigmoid(x) -> Swish (where the session's   | Sigmoid                  |
+|       |                           |          | providers run it where they run the pair)      |                          |
 | 19    | fuse_activation           | extended | Conv/Gemm/MatMul + activation -> Fused*        | Conv, Gemm, MatMul       |
 | 20    | fuse_matmul_integer_to_float | extended | MatMulInteger + Cast + Mul [+ Add]          | MatMulInteger            |
 |       |                           |          | -> com.microsoft MatMulIntegerToFloat          |                          |
@@ -108,6 +110,7 @@ from .fuse_conv_mul import fuse_conv_mul
 from .fuse_elementwise_program import fuse_elementwise_program
 from .fuse_gelu import fuse_gelu
 from .fuse_hard_swish import fuse_hard_swish
+from .fuse_swish import fuse_swish
 from .fuse_layer_norm import fuse_layer_norm
 from .fuse_matmul_add import fuse_matmul_add
 from .fuse_dynamic_quantize_matmul import fuse_dynamic_quantize_matmul
@@ -150,6 +153,7 @@ PASSES = [
     (fuse_layer_norm, EXTENDED, {"ReduceMean"}),
     (fuse_attention, EXTENDED, {"Softmax"}),
     (fuse_hard_swish, EXTENDED, {"HardSigmoid", "Clip"}),
+    (fuse_swish, EXTENDED, {"Sigmoid"}),
     (fuse_activation, EXTENDED, {"Conv", "Gemm", "MatMul"}),
     (fuse_matmul_integer_to_float, EXTENDED, {"MatMulInteger"}),
     (fuse_quantize_dequantize, EXTENDED, {"QuantizeLinear"}),

@@ -2,7 +2,9 @@
 FusedMatMul (see providers/cpu/ops/fused.py): one node, the activation applied in place.
 
 Activations: Relu, LeakyRelu, Sigmoid, Tanh, HardSigmoid, HardSwish (MobileNetV3, PP-LCNet),
-and Clip with constant bounds.
+Clip with constant bounds, and Swish (fuse_swish's x * Sigmoid(x): YOLO-style detectors) where
+the session's providers run the fused node where they ran the pair (onnxruntime's fused
+operators have no Swish, so a saved model writes it back as Sigmoid and Mul).
 Only when the base operator's output feeds nothing but the activation, and for float32
 (onnxruntime's FusedConv and FusedGemm, which saved files use, are float only).
 """
@@ -12,6 +14,9 @@ from .. import ir
 from .graph_edit import EDGERUN_DOMAIN, GraphView, PassContext, attr_floats, attr_string
 
 FUSABLE = {"Conv": "FusedConv", "Gemm": "FusedGemm", "MatMul": "FusedMatMul"}
+# activations some providers' fused kernels lack (the edge adapters'): fused only where the
+# fused node stays on the provider that ran the pair
+NEEDS_SAME_PROVIDER = {"Swish"}
 FLOAT = 1
 
 
@@ -34,6 +39,8 @@ def fuse_activation(view: GraphView, ctx: PassContext) -> int:
         fused = ir.Node(op_type=FUSABLE[base.op_type], domain=EDGERUN_DOMAIN,
                         inputs=list(base.inputs), outputs=[act.outputs[0]],
                         attributes=attributes, name=base.name)
+        if act.op_type in NEEDS_SAME_PROVIDER and not ctx.runs_like(fused, [base, act]):
+            continue
         view.replace([base, act], fused)
         ctx.use_edgerun_domain()
         count += 1
@@ -41,10 +48,10 @@ def fuse_activation(view: GraphView, ctx: PassContext) -> int:
 
 
 def _activation_domain(act) -> bool:
-    """ONNX's activations, and com.edgerun's HardSwish: fuse_hard_swish's form below opset 14
-    (ppocr cls: 18 Conv + HardSwish pairs)."""
+    """ONNX's activations, and com.edgerun's HardSwish and Swish: fuse_hard_swish's and
+    fuse_swish's forms below opset 14 and 24 (ppocr cls: 18 Conv + HardSwish pairs)."""
     return act.domain in ("", "ai.onnx") or \
-        (act.domain == EDGERUN_DOMAIN and act.op_type == "HardSwish")
+        (act.domain == EDGERUN_DOMAIN and act.op_type in ("HardSwish", "Swish"))
 
 
 def activation_params(view: GraphView, act):
@@ -56,6 +63,8 @@ def activation_params(view: GraphView, act):
         return [act.attr("alpha", 0.01)]
     if op == "HardSigmoid":
         return [act.attr("alpha", 0.2), act.attr("beta", 0.5)]
+    if op == "Swish":
+        return [act.attr("alpha", 1.0)]
     if op == "Clip":
         if "min" in act.attributes or "max" in act.attributes:      # opset < 11
             return [act.attr("min", -3.4028234663852886e38), act.attr("max", 3.4028234663852886e38)]

@@ -17,6 +17,8 @@ is rewritten first (`portable_model`), one table entry per operator:
 | Gelu                 | com.microsoft Gelu, or FastGelu for approximate="tanh"           |
 | Attention            | Transpose, MatMul, Mul, [Add], Softmax, MatMul                   |
 | HardSwish            | HardSigmoid (alpha 1/6, beta 1/2) and Mul                        |
+| Swish                | Sigmoid and Mul (a Mul by alpha first where it is not 1); a      |
+|                      | fused node with a Swish activation: its base operator and these  |
 | QuantizeDequantize   | QuantizeLinear and DequantizeLinear                              |
 | ElementwiseProgram   | its instructions' nodes: Add, Sub, Mul, Div (scalars as          |
 |                      | initializers), QuantizeLinear and DequantizeLinear               |
@@ -82,6 +84,8 @@ def _activation_nodes(node: ir.Node, x: str, y: str, graph: ir.Graph, state: dic
     params = list(node.attr("activation_params") or [])
     if name == "QuantizeDequantize":
         return _grid_pair(node.name, x, y, params, graph, state)
+    if name == "Swish":
+        return _swish_pair(node.name, x, y, params[0] if params else 1.0, graph, state)
     act = ir.Node(op_type=name, inputs=[x], outputs=[y], name=_fresh(graph, state, node.name))
     if name == "LeakyRelu":
         act.attributes["alpha"] = attr_float("alpha", params[0])
@@ -130,7 +134,7 @@ def _unfused(op_type: str):
 
 
 def _fused_conv(node, graph, state):
-    if attr_text(node, "activation") == "QuantizeDequantize":
+    if attr_text(node, "activation") in ("QuantizeDequantize", "Swish"):   # not FusedConv's
         return _unfused("Conv")(node, graph, state)
     state["microsoft"] = True
     return [ir.Node(op_type="FusedConv", domain=MICROSOFT, inputs=list(node.inputs),
@@ -140,7 +144,7 @@ def _fused_conv(node, graph, state):
 
 def _fused_gemm(node, graph, state):
     activation = attr_text(node, "activation")
-    if activation in ("Clip", "HardSwish"):       # not among FusedGemm's activations
+    if activation in ("Clip", "HardSwish", "Swish"):     # not among FusedGemm's activations
         return _unfused("Gemm")(node, graph, state)
     state["microsoft"] = True
     attributes = _base_attributes(node)
@@ -200,6 +204,27 @@ def _hard_swish(node, graph, state):
                     name=_fresh(graph, state, node.name or "hard_swish")),
             ir.Node(op_type="Mul", inputs=[x, gate], outputs=list(node.outputs),
                     name=_fresh(graph, state, node.name or "hard_swish"))]
+
+
+def _swish(node, graph, state):
+    return _swish_pair(node.name, node.inputs[0], node.outputs[0], node.attr("alpha", 1.0),
+                       graph, state)
+
+
+def _swish_pair(name: str, x: str, y: str, alpha: float, graph: ir.Graph, state: dict) -> list:
+    """x * Sigmoid(alpha x) as Sigmoid and Mul (a Mul by alpha first where it is not 1)."""
+    name = name or "swish"
+    nodes, scaled = [], x
+    if alpha != 1.0:
+        factor, scaled = _fresh(graph, state, f"{name}_alpha"), _fresh(graph, state, y)
+        graph.initializers[factor] = _f32_scalar(factor, alpha)
+        nodes.append(ir.Node(op_type="Mul", inputs=[x, factor], outputs=[scaled],
+                             name=_fresh(graph, state, name)))
+    gate = _fresh(graph, state, y)
+    return nodes + [ir.Node(op_type="Sigmoid", inputs=[scaled], outputs=[gate],
+                            name=_fresh(graph, state, name)),
+                    ir.Node(op_type="Mul", inputs=[x, gate], outputs=[y],
+                            name=_fresh(graph, state, name))]
 
 
 def _quantize_dequantize(node, graph, state):
@@ -270,6 +295,7 @@ REWRITES = {
     "LayerNormalization": _layer_norm,
     "Gelu": _gelu,
     "HardSwish": _hard_swish,
+    "Swish": _swish,
     "Attention": _attention,
     "QuantizeDequantize": _quantize_dequantize,
     "ElementwiseProgram": _elementwise_program,

@@ -18,7 +18,8 @@ for domain in (DOMAIN, MICROSOFT):
 infer("LayerNormalization", domain=DOMAIN)(normalization.layer_normalization)
 
 
-@infer("Gelu", "HardSwish", "FusedBatchNormalization", "ElementwiseProgram", domain=DOMAIN)
+@infer("Gelu", "HardSwish", "Swish", "FusedBatchNormalization", "ElementwiseProgram",
+       domain=DOMAIN)
 @infer("Gelu", "FastGelu", "BiasGelu", domain=MICROSOFT)
 def elementwise_activation(ctx):
     return [same_as_input(ctx)]

@@ -31,6 +31,8 @@ ACTIVATIONS = {
     "HardSwish": (5, lambda p: (0.0, 0.0), 4),
     # params [scale, zero point, low, high] -> scale and the grid's ends around the zero point
     "QuantizeDequantize": (6, lambda p: (p[0], p[2] - p[1], p[3] - p[1]), 5),
+    # x * sigmoid(alpha x) with fast_exp: a few ulp from the numpy formula, not bit for bit
+    "Swish": (7, lambda p: (p[0] if p else 1.0, 0.0), 5),
 }
 # A native call costs about two numpy calls (~3 us): a pass of one or two numpy calls over
 # fewer values than this is cheaper in numpy (silero's small FusedConvs: +15 us a run).

@@ -125,12 +125,12 @@ IN_PLACE = {
 
 def _activate_fresh(ctx, y, out_dtype, activation, params):
     """The activation of `y`, a fresh result in the compute dtype, returned in out_dtype."""
-    fn = IN_PLACE.get(activation)
-    if fn is None or y.dtype != out_dtype or y.dtype not in _IN_PLACE_DTYPES:
+    if y.dtype != out_dtype or y.dtype not in _IN_PLACE_DTYPES:
         return _activate(ctx, y.astype(out_dtype, copy=False), activation, params)
-    if native_conv.activate_in_place(y, activation, params or ()):     # the same bits
+    if native_conv.activate_in_place(y, activation, params or ()):
         return y
-    return fn(y, params or ())
+    fn = IN_PLACE.get(activation)
+    return fn(y, params or ()) if fn is not None else _activate(ctx, y, activation, params)
 
 
 @kernel("FusedConv", domain=DOMAIN)

@@ -16,12 +16,17 @@ import functools
 import numpy as np
 
 from ....ir.unary_ops import UNARY_OPS, UnaryOp, params_from_list, params_of
+from ..native import conv as native_conv
 from ..registry import binds, kernel
 from .elementwise import float_math, is_ml_float
 from .erf import erf
 from .float_errors import ignored_float_errors
 
 HAND_WRITTEN = {"Relu", "LeakyRelu", "Sigmoid", "Tanh", "HardSwish", "Gelu"}
+# rows the optimizer also writes in com.edgerun, below the opset that made them standard
+# (optimizer/fuse_swish.py: Swish before opset 24)
+EDGERUN_FORMS = {"Swish"}
+EDGERUN_DOMAIN = "com.edgerun"
 
 
 def sigmoid_of(x: np.ndarray) -> np.ndarray:
@@ -74,15 +79,21 @@ _FLOAT32, _FLOAT64 = np.dtype(np.float32), np.dtype(np.float64)
 
 def _register(row: UnaryOp) -> None:
     fn = formula(row.name)
+    native = row.name in native_conv.ACTIVATIONS     # conv.c's activation pass takes float32
 
     def bind(ctx, attrs: dict):
         """The row with the node's attributes read once; float32 and float64 inputs go
-        straight to the formula (in_dtype's first case, without its call and closure)."""
+        straight to the formula (in_dtype's first case, without its call and closure), or
+        float32 to the native pass where it has the row."""
         p0, p1 = params_of(row, attrs.get)
 
         def bound(ctx, x):
             dtype = x.dtype
             if dtype == _FLOAT32 or dtype == _FLOAT64:
+                if native and dtype == _FLOAT32:
+                    y = native_conv.activated(x, row.name, (p0, p1))
+                    if y is not None:
+                        return y
                 with ignored_float_errors():
                     return np.asarray(fn(x, p0, p1)).astype(dtype, copy=False)
             return in_dtype(lambda v: fn(v, p0, p1), x, row.integers)
@@ -90,11 +101,12 @@ def _register(row: UnaryOp) -> None:
 
     @binds(bind)
     def run(ctx, x, **attrs):          # consumed_inputs (opset 1) and unknown legacy ones: ignored
-        p0, p1 = params_of(row, attrs.get)
-        return in_dtype(lambda v: fn(v, p0, p1), x, row.integers)
+        return bind(ctx, attrs)(ctx, x)
 
     run.__name__ = run.__qualname__ = row.name.lower()
     kernel(row.name)(run)
+    if row.name in EDGERUN_FORMS:
+        kernel(row.name, domain=EDGERUN_DOMAIN)(run)
 
 
 for _row in UNARY_OPS.values():

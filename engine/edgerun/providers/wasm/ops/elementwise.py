@@ -92,7 +92,7 @@ def check_unary(node, opset) -> str:
 
 
 @operator(*UNARY, check=check_unary)
-@operator("Gelu", "HardSwish", domains=EDGERUN, check=check_unary)   # optimizer-fused forms
+@operator("Gelu", "HardSwish", "Swish", domains=EDGERUN, check=check_unary)   # optimizer-fused forms
 def bind_unary(dev, node, opset):
     code, params = UNARY[node.op_type]
     p0, p1 = params(node)

@@ -96,8 +96,10 @@ def _unary_op(op, expr, attr_fn, domain=""):
 
 for _op, (_expr, _attrs) in UNARY.items():
     _unary_op(_op, _expr, _attrs)
-# the optimizer's HardSwish for models older than opset 14 (optimizer/fuse_hard_swish.py)
-_unary_op("HardSwish", *UNARY["HardSwish"], domain="com.edgerun")
+# the optimizer's HardSwish and Swish for models older than opset 14 and 24
+# (optimizer/fuse_hard_swish.py, fuse_swish.py)
+for _op in ("HardSwish", "Swish"):
+    _unary_op(_op, *UNARY[_op], domain="com.edgerun")
 
 
 def _check_gelu(node, opset):
