@@ -664,6 +664,19 @@ EXPORT int er_cpu_pool_record(const uint64_t *a) {
     return 0;
 }
 
+EXPORT int er_cpu_activation_record(const uint64_t *a) {
+    er_cpu_activation(WORD(const float *, 0), WORD(float *, 1), WORD(int64_t, 2), WORD(int, 3),
+                      WORD(const float *, 4));
+    return 0;
+}
+
+EXPORT int er_cpu_bias_activation_record(const uint64_t *a) {
+    er_cpu_bias_activation(WORD(float *, 0), WORD(int64_t, 1), WORD(int64_t, 2),
+                           WORD(const float *, 3), WORD(int64_t, 4), WORD(int, 5),
+                           WORD(const float *, 6));
+    return 0;
+}
+
 EXPORT int er_cpu_max_pool_8bit_record(const uint64_t *a) {
     er_cpu_max_pool_8bit(WORD(const uint8_t *, 0), WORD(const int64_t *, 1), WORD(int, 2),
                          WORD(uint8_t *, 3), WORD(uint8_t *, 4), WORD(const int64_t *, 5));

@@ -203,3 +203,44 @@ static inline void layer_norm_body(const float *x, int64_t rows, int64_t d, cons
 DISPATCHED(layer_norm, (const float *x, int64_t rows, int64_t d, const float *scale,
                         const float *bias, float epsilon, float *y),
            (x, rows, d, scale, bias, epsilon, y))
+
+/* ---- Add, Sub, Mul, Div of two float32 tensors, for a split over the native pool -------- */
+/* y = a op b (op 0 add, 1 sub, 2 mul, 3 div) over `rows` rows of `cols` values: b holds
+ * a's layout (period 0) or one value per row, row r (counted from first_row) taking
+ * b[r % period] (a per-channel scale or bias of (N, C, H, W) values). One IEEE operation a
+ * value: numpy's bits. */
+__attribute__((always_inline))
+static inline void binary_rows_body(const float *a, const float *b, float *y, int64_t rows,
+                                    int64_t cols, int64_t period, int64_t first_row, int op) {
+    for (int64_t r = 0; r < rows; r++) {
+        const float *ar = a + r * cols;
+        float *yr = y + r * cols;
+        if (period == 0) {
+            const float *br = b + r * cols;
+            switch (op) {
+            case 0: for (int64_t i = 0; i < cols; i++) yr[i] = ar[i] + br[i]; break;
+            case 1: for (int64_t i = 0; i < cols; i++) yr[i] = ar[i] - br[i]; break;
+            case 2: for (int64_t i = 0; i < cols; i++) yr[i] = ar[i] * br[i]; break;
+            default: for (int64_t i = 0; i < cols; i++) yr[i] = ar[i] / br[i]; break;
+            }
+        } else {
+            const float v = b[(first_row + r) % period];
+            switch (op) {
+            case 0: for (int64_t i = 0; i < cols; i++) yr[i] = ar[i] + v; break;
+            case 1: for (int64_t i = 0; i < cols; i++) yr[i] = ar[i] - v; break;
+            case 2: for (int64_t i = 0; i < cols; i++) yr[i] = ar[i] * v; break;
+            default: for (int64_t i = 0; i < cols; i++) yr[i] = ar[i] / v; break;
+            }
+        }
+    }
+}
+DISPATCHED(binary_rows, (const float *a, const float *b, float *y, int64_t rows, int64_t cols,
+                         int64_t period, int64_t first_row, int op),
+           (a, b, y, rows, cols, period, first_row, op))
+
+EXPORT int er_cpu_binary_rows_record(const uint64_t *a) {
+    er_cpu_binary_rows(WORD(const float *, 0), WORD(const float *, 1), WORD(float *, 2),
+                       WORD(int64_t, 3), WORD(int64_t, 4), WORD(int64_t, 5), WORD(int64_t, 6),
+                       WORD(int, 7));
+    return 0;
+}

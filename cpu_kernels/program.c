@@ -76,3 +76,10 @@ static inline void elementwise_program_body(const float *x, int64_t n, const Ins
 }
 DISPATCHED(elementwise_program, (const float *x, int64_t n, const Instruction *program,
                                  int64_t count, float *y), (x, n, program, count, y))
+
+/* One part's arguments as 64-bit words (the native pool's record form, pool.c). */
+EXPORT int er_cpu_elementwise_program_record(const uint64_t *a) {
+    er_cpu_elementwise_program(WORD(const float *, 0), WORD(int64_t, 1),
+                               WORD(const Instruction *, 2), WORD(int64_t, 3), WORD(float *, 4));
+    return 0;
+}

@@ -786,6 +786,119 @@ def _check_native_conv(isa, monkeypatch, native_name, shape, w_shape, group, str
                                    err_msg=f"{shape} {w_shape} with {activation}")
 
 
+# (x shape, second operand shape or None for a program/activation-only model): below and
+# above the split (2 * MIN_RECORD_VALUES = 131,072 values), batch 1 and 3, per-channel
+# operands either way round and of rank 3 or 4
+SPLIT_PASS_CASES = [((1, 8, 90, 91), (1, 8, 90, 91)), ((1, 16, 100, 100), (1, 16, 100, 100)),
+                    ((1, 24, 80, 70), (1, 24, 1, 1)), ((3, 5, 97, 101), (5, 1, 1)),
+                    ((1, 7, 150, 130), "channel first"), ((2, 64, 33, 33), (2, 64, 33, 33))]
+
+
+@pytest.mark.parametrize("op", ["Add", "Sub", "Mul", "Div"])
+@pytest.mark.parametrize("case", SPLIT_PASS_CASES, ids=lambda c: f"{c[0]}-{c[1]}")
+def test_split_elementwise_passes_are_the_one_thread_bits_and_match_onnxruntime(op, case,
+                                                                              monkeypatch):
+    """Large float32 Add/Sub/Mul/Div (same shapes, or one value per channel on either side),
+    then an elementwise program (a scalar chain the optimizer fuses), a HardSwish and a
+    Swish (native activation passes) on 2 threads: the same bits as on 1 thread (every value
+    is computed alike, only the ranges differ), onnxruntime's within 1e-6 (1e-5 past the
+    Swish), and split where large enough; a strided view of x runs too."""
+    import onnxruntime
+
+    from edgerun.providers.cpu.native import parallel
+
+    if library.isa() == "none":
+        pytest.skip(f"no native kernels here: {library.status()}")
+    shape, other = case
+    swap = other == "channel first"
+    other = (1, shape[1], 1, 1) if swap else other
+    inputs = ["y", "x"] if swap and op in ("Add", "Mul") else ["x", "y"]
+    nodes = [helper.make_node(op, inputs, ["a"]),
+             helper.make_node("Add", ["a", "one"], ["b"]),
+             helper.make_node("Mul", ["b", "half"], ["c"]),
+             helper.make_node("HardSwish", ["c"], ["d"]),
+             helper.make_node("Sigmoid", ["d"], ["s"]),
+             helper.make_node("Mul", ["d", "s"], ["z"])]
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(shape)),
+                     helper.make_tensor_value_info("y", TensorProto.FLOAT, list(other))],
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in ("a", "z")],
+        [numpy_helper.from_array(np.float32(1.0), "one"),
+         numpy_helper.from_array(np.float32(0.5), "half")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)],
+                              ir_version=9).SerializeToString()
+    rng = np.random.default_rng(sum(shape))
+    x = rng.standard_normal(shape).astype(np.float32) * 4
+    y = rng.standard_normal(other).astype(np.float32) + np.float32(2.5)   # no zero divisors
+    kernels = []
+    real = parallel.run_split
+    monkeypatch.setattr(parallel, "run_split",
+                        lambda kernel, words, parts: kernels.append(kernel) or
+                        real(kernel, words, parts))
+    results = {}
+    for threads in (1, 2):
+        so = SessionOptions()
+        so.intra_op_num_threads = threads
+        results[threads] = InferenceSession(model, so).run(None, {"x": x, "y": y})
+        strided = np.repeat(x, 2, axis=-1)[..., ::2]
+        np.testing.assert_array_equal(
+            InferenceSession(model, so).run(None, {"x": strided, "y": y})[0], results[threads][0])
+    for one, two in zip(results[1], results[2]):
+        np.testing.assert_array_equal(one.view(np.int32), two.view(np.int32))
+    want = onnxruntime.InferenceSession(model, providers=["CPUExecutionProvider"]).run(
+        None, {"x": x, "y": y})
+    np.testing.assert_allclose(results[2][0], want[0], rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(results[2][1], want[1], rtol=1e-5, atol=1e-5)
+    split = x.size >= 2 * parallel.MIN_RECORD_VALUES
+    assert ("er_cpu_binary_rows" in kernels) == split, kernels
+    assert ("er_cpu_elementwise_program" in kernels) == split, kernels
+    assert ("er_cpu_activation" in kernels) == split, kernels
+
+
+@pytest.mark.parametrize("batch", [1, 2])
+def test_a_split_conv_epilogue_is_the_one_thread_bits(batch, monkeypatch):
+    """A pointwise conv's bias-and-activation pass (Relu, HardSwish, Swish) splits its
+    channels over 2 threads at batch 1 (each part reading its own channels' biases) and
+    stays whole above; the same bits as on 1 thread, onnxruntime's within 1e-4."""
+    import onnxruntime
+
+    from edgerun.providers.cpu.native import parallel
+
+    if library.isa() == "none":
+        pytest.skip(f"no native kernels here: {library.status()}")
+    kernels = []
+    real = parallel.run_split
+    monkeypatch.setattr(parallel, "run_split",
+                        lambda kernel, words, parts: kernels.append(kernel) or
+                        real(kernel, words, parts))
+    rng = np.random.default_rng(batch)
+    x = rng.standard_normal((batch, 32, 75, 61)).astype(np.float32)
+    inits = [numpy_helper.from_array(rng.standard_normal((48, 32, 1, 1)).astype(np.float32) / 6,
+                                     "w"),
+             numpy_helper.from_array(rng.standard_normal(48).astype(np.float32), "b")]
+    for activation in ("Relu", "HardSwish", "Swish"):
+        nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"])]
+        nodes += ([helper.make_node("Sigmoid", ["c"], ["s"]),
+                   helper.make_node("Mul", ["c", "s"], ["y"])] if activation == "Swish" else
+                  [helper.make_node(activation, ["c"], ["y"])])
+        graph = helper.make_graph(
+            nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x.shape))],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)],
+                                  ir_version=9).SerializeToString()
+        got = {}
+        for threads in (1, 2):
+            so = SessionOptions()
+            so.intra_op_num_threads = threads
+            kernels.clear()
+            got[threads] = InferenceSession(model, so).run(None, {"x": x})[0]
+        assert ("er_cpu_bias_activation" in kernels) == (batch == 1), (activation, kernels)
+        np.testing.assert_array_equal(got[1].view(np.int32), got[2].view(np.int32))
+        want = onnxruntime.InferenceSession(model, providers=["CPUExecutionProvider"]).run(
+            None, {"x": x})[0]
+        np.testing.assert_allclose(got[2], want, rtol=1e-4, atol=1e-4, err_msg=activation)
+
+
 def test_native_threads_split_work_and_give_the_same_bits(monkeypatch):
     """intra_op_num_threads splits a large direct conv's rows (its output channels' blocks
     where the weights outweigh the input: a one-row output, a small map of many channels),

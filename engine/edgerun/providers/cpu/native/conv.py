@@ -300,8 +300,21 @@ def activated(x: np.ndarray, activation: str, params=()) -> Optional[np.ndarray]
     if act is None:
         return None
     y = np.empty(x.shape, np.float32)
-    library().er_cpu_activation(address(x), address(y), x.size, act[0], address(act[1]))
+    _split_activation(address(x), address(y), x.size, act)
     return y
+
+
+def _split_activation(x: int, y: int, n: int, act: tuple) -> None:
+    """er_cpu_activation over n values at addresses x and y (the same for in place), in
+    parallel.value_ranges' parts."""
+    ranges = parallel.value_ranges(n)
+    if len(ranges) == 1:
+        library().er_cpu_activation(x, y, n, act[0], address(act[1]))
+        return
+    parallel.run_split("er_cpu_activation", [[x + 4 * b for b, _ in ranges],
+                                             [y + 4 * b for b, _ in ranges],
+                                             [e - b for b, e in ranges], act[0],
+                                             address(act[1])], len(ranges))
 
 
 def activate_in_place(y: np.ndarray, activation: str, params=()) -> bool:
@@ -313,7 +326,7 @@ def activate_in_place(y: np.ndarray, activation: str, params=()) -> bool:
     act = activation_code(activation, params)
     if act is None:
         return False
-    library().er_cpu_bias_activation(address(y), 1, y.size, None, 1, act[0], address(act[1]))
+    _split_activation(address(y), address(y), y.size, act)
     return True
 
 
@@ -333,9 +346,21 @@ def channel_affine(x: np.ndarray, factor: np.ndarray, shift: np.ndarray,
 
 
 def bias_activation(y: np.ndarray, bias: Optional[np.ndarray], act: tuple) -> np.ndarray:
-    """y (N, M, ...) float32 C-contiguous, in place: act(y + bias[m]) (bias may be None)."""
+    """y (N, M, ...) float32 C-contiguous, in place: act(y + bias[m]) (bias may be None).
+    A batch of one splits its channels over threads (parts of whole rows, each reading its
+    own channels' biases)."""
     channels = y.shape[1]
     rows = y.shape[0] * channels
-    library().er_cpu_bias_activation(address(y), rows, y.size // rows if rows else 0,
-                                     address(bias), channels, act[0], address(act[1]))
+    cols = y.size // rows if rows else 0
+    ranges = parallel.value_ranges(y.size) if y.shape[0] == 1 and cols else [(0, y.size)]
+    if len(ranges) == 1:
+        library().er_cpu_bias_activation(address(y), rows, cols, address(bias), channels,
+                                         act[0], address(act[1]))
+        return y
+    bounds = parallel.split(rows, len(ranges))
+    ya, ba = address(y), address(bias)
+    parallel.run_split("er_cpu_bias_activation",
+                       [[ya + 4 * r0 * cols for r0, _ in bounds], [r1 - r0 for r0, r1 in bounds],
+                        cols, [ba + 4 * r0 for r0, _ in bounds] if ba else None, channels,
+                        act[0], address(act[1])], len(bounds))
     return y

@@ -5,12 +5,14 @@ for bit to the numpy path it stands in for (the same operations in the same orde
 precision); LayerNormalization, whose row statistics are summed in double (so within ~1e-7 of
 the numpy path's float32 sums, not bit for bit); Softmax along the last axis, whose exp is
 a polynomial (within ~1e-6 relative); and the ai.onnx.ml rows' SOFTMAX and Normalizer steps
-(ml_scores.c: libm's expf, within an ulp of numpy's). Callers use them where `available()`
-and keep numpy's path elsewhere."""
+(ml_scores.c: libm's expf, within an ulp of numpy's); and large float32 Add, Sub, Mul and
+Div split over threads (numpy's bits: one IEEE operation a value). Callers use them where
+`available()` and keep numpy's path elsewhere."""
 from __future__ import annotations
 
 import numpy as np
 
+from . import parallel
 from .library import address, library
 from .library import available as available  # callers ask the module they use
 from .row_buffers import FEW_ROWS, RowBuffers
@@ -151,3 +153,51 @@ def _contiguous(x: np.ndarray, dtype) -> np.ndarray:
     """x as a C-contiguous array of `dtype`, of x's own shape (a 0-d one stays 0-d)."""
     y = np.ascontiguousarray(x, dtype)
     return y if y.ndim == np.ndim(x) else y.reshape(np.shape(x))
+
+
+# numpy's function -> binary_rows' op code
+BINARY_OPS = {np.add: 0, np.subtract: 1, np.multiply: 2, np.divide: 3}
+
+
+def split_binary(fn, a: np.ndarray, b: np.ndarray):
+    """fn(a, b) for float32 a and b on several threads: b of a's shape, or one value per
+    channel of an (N, C, ...) a (b shaped (C, 1, ...) or (1, C, 1, ...)), both C-contiguous
+    and large enough for parallel.value_ranges to split; None otherwise (numpy's one thread
+    then: the same bits)."""
+    op = BINARY_OPS.get(fn)
+    if op is None or not available() or a.dtype != np.float32 or b.dtype != np.float32:
+        return None
+    if op in (0, 2) and _per_channel(b, a):       # bias + x, scale * x
+        a, b = b, a
+    if not (a.flags.c_contiguous and b.flags.c_contiguous):
+        return None
+    ranges = parallel.value_ranges(a.size)
+    if len(ranges) == 1:
+        return None
+    if b.shape == a.shape:
+        period, rows, cols = 0, 1, a.size
+    elif _per_channel(a, b):
+        period, rows = a.shape[1], a.shape[0] * a.shape[1]
+        cols = a.size // rows
+    else:
+        return None
+    y = np.empty(a.shape, np.float32)
+    aa, ba, ya = address(a), address(b), address(y)
+    if period == 0:
+        words = [[aa + 4 * s for s, _ in ranges], [ba + 4 * s for s, _ in ranges],
+                 [ya + 4 * s for s, _ in ranges], 1, [e - s for s, e in ranges], 0, 0, op]
+    else:
+        ranges = parallel.split(rows, len(ranges))
+        words = [[aa + 4 * r * cols for r, _ in ranges], ba, [ya + 4 * r * cols for r, _ in ranges],
+                 [e - r for r, e in ranges], cols, period, [r for r, _ in ranges], op]
+    parallel.run_split("er_cpu_binary_rows", words, len(ranges))
+    return y
+
+
+def _per_channel(a: np.ndarray, b: np.ndarray) -> bool:
+    """b broadcasts to a as one value per channel of a's axis 1 (b (C, 1, ...) or
+    (1, C, 1, ...): C values, right-aligned on that axis), each channel's row long enough
+    for a vector loop."""
+    lead = a.ndim - b.ndim
+    return a.ndim >= 3 and lead in (0, 1) and b.size == a.shape[1] and \
+        b.shape[1 - lead] == a.shape[1] and a.size // max(a.shape[0] * a.shape[1], 1) >= 16

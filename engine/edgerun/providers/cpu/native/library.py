@@ -57,6 +57,7 @@ SIGNATURES = {
     "er_cpu_softmax_rows": (None, [_P, _P, _I64, _I64]),
     "er_cpu_channel_affine": (None, [_P, _P, _I64, _I64, _P, _P, _I64, _INT, _P]),
     "er_cpu_bias_activation": (None, [_P, _I64, _I64, _P, _I64, _INT, _P]),
+    "er_cpu_binary_rows": (None, [_P, _P, _P, _I64, _I64, _I64, _I64, _INT]),
     "er_cpu_qgemm_packed_size": (_I64, [_I64, _I64]),
     "er_cpu_qgemm_pack_b": (_INT, [_P, _I64, _I64, _I64, _INT, _P, _P]),
     "er_cpu_qgemm": (_INT, [_P, _I64, _I64, _I64, _INT, _P, _I64, _P, _P, _I64, _INT, _P, _I64,

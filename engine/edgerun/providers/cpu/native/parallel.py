@@ -5,7 +5,8 @@ provider's counterpart of onnxruntime's intra-op pool. Two pools share the work:
   the GIL run the parts of one kernel call (ranges of rows or channels, each a record of
   the kernel's arguments), handed over in about a microsecond, so parts of MIN_RECORD_MACS
   multiply-adds pay. The native convs, pools, integer convs and tree ensembles, and float32
-  products as cblas_sgemm calls, split there.
+  products as cblas_sgemm calls, split there; so do elementwise passes (activations,
+  elementwise programs, large float32 Add/Sub/Mul/Div) of MIN_RECORD_VALUES values a part.
 - a pool of Python threads (run_parts) for parts that are Python calls: products numpy
   must run itself (batched, broadcast, other dtypes; numpy releases the GIL inside BLAS),
   from MIN_PART_MACS a part: its hand-off costs tens of microseconds.
@@ -32,6 +33,8 @@ SPLIT_MACS = 2 * MIN_PART_MACS    # the fewest multiply-adds parts_for splits in
 # smaller: ~5-20 us of work
 MIN_RECORD_MACS = 1 << 20
 SPLIT_RECORD_MACS = 2 * MIN_RECORD_MACS
+# an elementwise pass's values per part there (~20-50 us of streaming memory on one core)
+MIN_RECORD_VALUES = 1 << 16
 
 _local = threading.local()
 _pool: list = []             # the shared executor, made on first use
@@ -91,6 +94,15 @@ def split(length: int, parts: int) -> list:
     """[(begin, end)] of `parts` near-equal ranges covering range(length)."""
     bounds = [length * i // parts for i in range(parts + 1)]
     return [(bounds[i], bounds[i + 1]) for i in range(parts) if bounds[i] < bounds[i + 1]]
+
+
+def value_ranges(n: int) -> list:
+    """[(begin, end)] of an elementwise pass over n values, split for threads(): one range
+    below 2 * MIN_RECORD_VALUES; each part begins on a 64-byte vector (16 float32s)."""
+    parts = parts_for(n, threads(), MIN_RECORD_VALUES)
+    if parts <= 1:
+        return [(0, n)]
+    return [(16 * b, min(16 * e, n)) for b, e in split(-(-n // 16), parts)]
 
 
 def run_parts(fn: Callable[[int], None], parts: int) -> None:

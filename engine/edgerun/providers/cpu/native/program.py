@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import parallel
 from .library import address, library
 
 # cpu_kernels/program.c's Instruction
@@ -28,7 +29,15 @@ def run(x: np.ndarray, program: np.ndarray) -> np.ndarray:
     if not x.flags.c_contiguous:
         x = np.ascontiguousarray(x)
     out = np.empty(x.shape, np.float32)
-    if x.size:
-        library().er_cpu_elementwise_program(address(x), x.size, address(program),
-                                             len(program), address(out))
+    ranges = parallel.value_ranges(x.size)
+    if len(ranges) == 1:
+        if x.size:
+            library().er_cpu_elementwise_program(address(x), x.size, address(program),
+                                                 len(program), address(out))
+        return out
+    xa, oa = address(x), address(out)
+    parallel.run_split("er_cpu_elementwise_program",
+                       [[xa + 4 * b for b, _ in ranges], [e - b for b, e in ranges],
+                        address(program), len(program), [oa + 4 * b for b, _ in ranges]],
+                       len(ranges))
     return out

@@ -13,6 +13,8 @@ import functools
 
 import numpy as np
 
+from ..native import elementwise as native_elementwise
+from ..native.parallel import MIN_RECORD_VALUES
 from ..registry import kernel
 from .clamp import maximum_of, minimum_of
 from .float_errors import ignored_float_errors
@@ -95,10 +97,16 @@ def identity(ctx, x):
 
 # ---- binary arithmetic ---------------------------------------------------------------------
 
+SPLIT_VALUES = 2 * MIN_RECORD_VALUES      # the least a split_binary can split in two
+
 
 def _arithmetic(fn, a, b, broadcast=0, axis=None):
     """fn(a, b) in a's dtype, ml_dtypes floats computed in float32."""
     if a.dtype == b.dtype and a.dtype.kind == "f" and not broadcast:
+        if a.size >= SPLIT_VALUES or b.size >= SPLIT_VALUES:  # float32 on several threads
+            y = native_elementwise.split_binary(fn, a, b)
+            if y is not None:
+                return y
         return fn(a, b)       # the common case, kept cheap: same float dtype, numpy rules
     b = align_legacy_broadcast(a, b, broadcast, axis)
     with ignored_float_errors():
