@@ -22,6 +22,7 @@ One level per pass: a Loop within a Loop body hoists into that body.
 from __future__ import annotations
 
 from .. import ir
+from ..ir.host_tensor import flat_values
 from ..ir.walk import subgraphs
 from .graph_edit import GraphView, PassContext, rename_outer_reads
 
@@ -40,7 +41,7 @@ def hoist_loop_invariants(view: GraphView, ctx: PassContext) -> int:
         if not isinstance(body, ir.Graph):
             continue
         if loop.op_type == "Loop" or ctx.opset("") >= 9:       # Scan 8 has sequence_lens
-            count += _read_unchanged_values_from_outside(loop, body)
+            count += _read_unchanged_values_from_outside(loop, body, view.ctx.array_of)
         invariant = _invariant_nodes(body)
         if not invariant:
             continue
@@ -54,11 +55,13 @@ def hoist_loop_invariants(view: GraphView, ctx: PassContext) -> int:
     return count
 
 
-def _read_unchanged_values_from_outside(loop: ir.Node, body: ir.Graph) -> int:
-    """A loop-carried value (Loop) or state (Scan) whose body output is its body input, the
-    same name, holds its initial value at every iteration: the body's nodes read the loop's
-    own input for it instead (an enclosing value), which makes them candidates to hoist.
-    Exporters pass weights this way (paddle2onnx carries every weight through its Loops)."""
+def _read_unchanged_values_from_outside(loop: ir.Node, body: ir.Graph, array_of) -> int:
+    """A loop-carried value (Loop) or state (Scan) whose body output is its body input (the
+    same name, or the input through steps that keep its value: _passed_through) holds its
+    initial value at every iteration: the body's nodes read the loop's own input for it
+    instead (an enclosing value), which makes them candidates to hoist. Exporters pass
+    weights this way (paddle2onnx carries every weight through its Loops, and SLANet's
+    encoder features as Squeeze(Unsqueeze(x) + 0), which its decoder step projects)."""
     # Loop's body inputs start with the iteration number and condition, its outputs with
     # the condition; Scan's with the states
     first, first_output = (2, 1) if loop.op_type == "Loop" else (0, 0)
@@ -67,12 +70,13 @@ def _read_unchanged_values_from_outside(loop: ir.Node, body: ir.Graph) -> int:
         states -= loop.attr("num_scan_inputs", 0)
     defined = {v.name for v in body.inputs} | set(body.initializers)
     defined.update(o for n in body.nodes for o in n.outputs if o)
+    producer = {o: n for n in body.nodes for o in n.outputs if o}
     count = 0
     for k in range(states):
         inner, output = body.inputs[first + k].name, first_output + k
         outer = loop.inputs[first + k] if first + k < len(loop.inputs) else ""
         if not outer or outer in defined or output >= len(body.outputs) or \
-                body.outputs[output].name != inner:
+                not _passed_through(body, producer, body.outputs[output].name, inner, array_of):
             continue
         for node in body.nodes:
             if inner in node.inputs:
@@ -81,6 +85,64 @@ def _read_unchanged_values_from_outside(loop: ir.Node, body: ir.Graph) -> int:
             for sub in subgraphs(node):
                 rename_outer_reads(sub, inner, outer)
     return count
+
+
+NEUTRAL = {"Add": 0.0, "Sub": 0.0, "Mul": 1.0, "Div": 1.0}
+
+
+def _passed_through(body: ir.Graph, producer: dict, output: str, inner: str, array_of) -> bool:
+    """Whether `output` is `inner` through Identity, adding or subtracting zero, multiplying
+    or dividing by one (a one-value constant: of rank 0, or between an Unsqueeze and a
+    Squeeze of the same axes, so no shape grows) and that pair: its value, but that adding
+    zero turns -0.0 into +0.0 (so the hoisted reads may see a -0.0 the later iterations
+    would not: the only difference)."""
+    name, axes, paired = output, None, False
+    for _ in range(8):
+        if name == inner:
+            return axes is None or paired
+        node = producer.get(name)
+        if node is None or node.domain not in ("", "ai.onnx") or not node.inputs:
+            return False
+        op, name = node.op_type, node.inputs[0]
+        if op == "Squeeze" and axes is None:
+            axes = _axes(body, node, array_of)
+            if axes is None:
+                return False
+        elif op == "Unsqueeze" and axes is not None and not paired and \
+                _axes(body, node, array_of) == axes:
+            paired = True
+        elif op in NEUTRAL and len(node.inputs) == 2:
+            x, c = node.inputs
+            if op in ("Add", "Mul") and _one_value(body, x, array_of) is not None:
+                x, c = c, x
+            value = _one_value(body, c, array_of)
+            inside_pair = axes is not None and not paired
+            if value is None or value[0] != NEUTRAL[op] or value[1] > (1 if inside_pair else 0):
+                return False
+            name = x
+        elif op != "Identity":
+            return False
+    return False
+
+
+def _one_value(body: ir.Graph, name: str, array_of):
+    """(value, rank) of a body initializer holding one number, else None."""
+    tensor = body.initializers.get(name)
+    if tensor is None:
+        return None
+    value = array_of(tensor)
+    if value.size != 1:
+        return None
+    return float(flat_values(value)[0]), len(value.shape)
+
+
+def _axes(body: ir.Graph, node: ir.Node, array_of):
+    """A Squeeze's or Unsqueeze's axes (input or attribute), as a list; None if unknown."""
+    if len(node.inputs) > 1 and node.inputs[1]:
+        tensor = body.initializers.get(node.inputs[1])
+        return None if tensor is None else [int(v) for v in flat_values(array_of(tensor))]
+    axes = node.attr("axes")
+    return None if axes is None else [int(v) for v in axes]
 
 
 def _invariant_nodes(body: ir.Graph) -> list:
