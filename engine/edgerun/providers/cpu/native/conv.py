@@ -311,9 +311,9 @@ def _split_activation(x: int, y: int, n: int, act: tuple) -> None:
     if len(ranges) == 1:
         library().er_cpu_activation(x, y, n, act[0], address(act[1]))
         return
-    parallel.run_split("er_cpu_activation", [[x + 4 * b for b, _ in ranges],
-                                             [y + 4 * b for b, _ in ranges],
-                                             [e - b for b, e in ranges], act[0],
+    parallel.run_split("er_cpu_activation", [parallel.part_addresses(x, ranges),
+                                             parallel.part_addresses(y, ranges),
+                                             parallel.part_lengths(ranges), act[0],
                                              address(act[1])], len(ranges))
 
 
@@ -360,7 +360,7 @@ def bias_activation(y: np.ndarray, bias: Optional[np.ndarray], act: tuple) -> np
     bounds = parallel.split(rows, len(ranges))
     ya, ba = address(y), address(bias)
     parallel.run_split("er_cpu_bias_activation",
-                       [[ya + 4 * r0 * cols for r0, _ in bounds], [r1 - r0 for r0, r1 in bounds],
-                        cols, [ba + 4 * r0 for r0, _ in bounds] if ba else None, channels,
+                       [parallel.part_addresses(ya, bounds, 4 * cols), parallel.part_lengths(bounds),
+                        cols, parallel.part_addresses(ba, bounds) if ba else None, channels,
                         act[0], address(act[1])], len(bounds))
     return y

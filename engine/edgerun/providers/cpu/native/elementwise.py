@@ -183,13 +183,14 @@ def split_binary(fn, a: np.ndarray, b: np.ndarray):
         return None
     y = np.empty(a.shape, np.float32)
     aa, ba, ya = address(a), address(b), address(y)
-    if period == 0:
-        words = [[aa + 4 * s for s, _ in ranges], [ba + 4 * s for s, _ in ranges],
-                 [ya + 4 * s for s, _ in ranges], 1, [e - s for s, e in ranges], 0, 0, op]
-    else:
+    if period == 0:           # one row, split along its values
+        words = [parallel.part_addresses(aa, ranges), parallel.part_addresses(ba, ranges),
+                 parallel.part_addresses(ya, ranges), 1, parallel.part_lengths(ranges), 0, 0, op]
+    else:                     # whole rows, each part counting its first row for b's index
         ranges = parallel.split(rows, len(ranges))
-        words = [[aa + 4 * r * cols for r, _ in ranges], ba, [ya + 4 * r * cols for r, _ in ranges],
-                 [e - r for r, e in ranges], cols, period, [r for r, _ in ranges], op]
+        words = [parallel.part_addresses(aa, ranges, 4 * cols), ba,
+                 parallel.part_addresses(ya, ranges, 4 * cols), parallel.part_lengths(ranges),
+                 cols, period, [r for r, _ in ranges], op]
     parallel.run_split("er_cpu_binary_rows", words, len(ranges))
     return y
 

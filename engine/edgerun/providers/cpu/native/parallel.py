@@ -105,6 +105,16 @@ def value_ranges(n: int) -> list:
     return [(16 * b, min(16 * e, n)) for b, e in split(-(-n // 16), parts)]
 
 
+def part_addresses(base: int, ranges: list, stride: int = 4) -> list:
+    """Where each of `ranges` begins in memory at `base`, `stride` bytes a unit (a float32
+    value, or a row): one run_split word per part."""
+    return [base + stride * begin for begin, _ in ranges]
+
+
+def part_lengths(ranges: list) -> list:
+    return [end - begin for begin, end in ranges]
+
+
 def run_parts(fn: Callable[[int], None], parts: int) -> None:
     """fn(0), ..., fn(parts - 1), the first in this thread and the rest on the pool; returns
     when all are done, raising the first error."""

@@ -37,7 +37,7 @@ def run(x: np.ndarray, program: np.ndarray) -> np.ndarray:
         return out
     xa, oa = address(x), address(out)
     parallel.run_split("er_cpu_elementwise_program",
-                       [[xa + 4 * b for b, _ in ranges], [e - b for b, e in ranges],
-                        address(program), len(program), [oa + 4 * b for b, _ in ranges]],
+                       [parallel.part_addresses(xa, ranges), parallel.part_lengths(ranges),
+                        address(program), len(program), parallel.part_addresses(oa, ranges)],
                        len(ranges))
     return out
