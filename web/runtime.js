@@ -1,5 +1,5 @@
 // Loads Pyodide and the edgerun wheel once per thread (page, Web Worker or Node process).
-import { expandImage } from "./memory_image.js";
+import { expandImage, imageLength } from "./memory_image.js";
 
 export const env = {
   // Where Pyodide's files are (pyodide.mjs, pyodide.asm.wasm, python_stdlib.zip, ...).
@@ -87,8 +87,7 @@ async function startRuntime(onProgress) {
     start.why = snapshot;
   } else {
     try {
-      pyodide = await loadPyodide({ ...options, _loadSnapshot: snapshot.image,
-                                    createPyodideModule: await sizedFor(snapshot, indexURL) });
+      pyodide = await restoreSnapshot(loadPyodide, options, snapshot, indexURL);
       start.snapshot = true;
     } catch (e) {
       start.why = `it did not restore (${e?.message ?? e})`;
@@ -148,7 +147,7 @@ async function describeSnapshot() {
       : new URL("./dist/edgerun-snapshot-plain.bin.gz", import.meta.url);
   const snapshot = { pyodide: info.pyodide, wheel_sha256: info.wheel_sha256, variant, ...chosen,
                      url: data };
-  snapshot.image = snapshotBytes(snapshot);    // loading before it is known to be usable
+  snapshot.image = snapshotImage(snapshot);    // loading before it is known to be usable
   snapshot.image.catch(() => {});              // (its error surfaces where it is awaited)
   return snapshot;
 }
@@ -172,21 +171,38 @@ async function usableSnapshot(snapshot, pyodideVersion) {
   return snapshot;
 }
 
-// Pyodide restores a snapshot into the memory its module starts with, and fails ("offset is
-// out of bounds") when Python had grown it past that before the snapshot was taken (this
-// one's preloaded modules do). Its module factory, wrapped to grow the new instance's memory
-// to the snapshot's size before the restore writes it.
-async function sizedFor(snapshot, indexURL) {
-  const script = indexURL ? new URL("pyodide.asm.mjs", indexURL).href
-    : new URL("pyodide.asm.mjs", import.meta.resolve("pyodide")).href;
-  const createModule = (await import(script)).default;
-  return (settings) => {
+// Python started from the snapshot. Pyodide is started at once, so that its module, standard
+// library and lock file download (and the module compiles) while the snapshot's image still
+// downloads and inflates: the restore waits for the image only once the module is
+// instantiated. An image that fails to load rejects here (the caller then starts Python from
+// scratch); the half-started Pyodide is left to the garbage collector.
+async function restoreSnapshot(loadPyodide, options, snapshot, indexURL) {
+  const memory = new Uint8Array(snapshot.bytes);       // what Pyodide restores from
+  const written = snapshot.image.then((sparse) => { expandImage(sparse, memory); });
+  const never = new Promise(() => {});
+  return Promise.race([
+    loadPyodide({ ...options, _loadSnapshot: memory,
+                  createPyodideModule: restoringModule(snapshot, indexURL, written) }),
+    written.then(() => never)]);
+}
+
+// Pyodide's module factory, wrapped for a restore: the new instance's memory grows to the
+// snapshot's size (Pyodide restores into the memory its module starts with, and fails,
+// "offset is out of bounds", when Python had grown it past that before the snapshot was
+// taken), and the instance reaches Pyodide once the image is written.
+function restoringModule(snapshot, indexURL, written) {
+  const script = import(indexURL ? new URL("pyodide.asm.mjs", indexURL).href
+    : new URL("pyodide.asm.mjs", import.meta.resolve("pyodide")).href);
+  script.catch(() => {});                      // (its error surfaces where it is awaited)
+  return async (settings) => {
+    const createModule = (await script).default;
     const instantiate = settings.instantiateWasm;
     settings.instantiateWasm = (imports, receive) => instantiate(imports, (instance, module) => {
+      mark("pyodide-instantiated");
       const memory = instance.exports.memory;
       const missing = snapshot.bytes - memory.buffer.byteLength;
       if (missing > 0) memory.grow(Math.ceil(missing / 65536));
-      receive(instance, module);
+      written.then(() => receive(instance, module), () => {});
     });
     return createModule(settings);
   };
@@ -224,10 +240,10 @@ export function wheelSha256() {
   return wheelHash.hash;
 }
 
-// The snapshot's memory image: from Cache Storage when an earlier visit kept it (inflated,
-// so a second visit skips inflating it), else downloaded and inflated; stored without its
-// zero pages (memory_image.js), expanded here.
-async function snapshotBytes(snapshot) {
+// The snapshot's memory image, without its zero pages (memory_image.js): from Cache Storage
+// when an earlier visit kept it (inflated, so a second visit skips inflating it), else
+// downloaded and inflated as it arrives.
+async function snapshotImage(snapshot) {
   const key = typeof caches !== "undefined" && /^https?:/.test(snapshot.url.href) &&
     new Request(`${snapshot.url.href}?inflated=${snapshot.data_sha256}`);
   const cache = key && await caches.open("edgerun-snapshot").catch(() => null);
@@ -236,15 +252,26 @@ async function snapshotBytes(snapshot) {
   if (kept) {
     sparse = new Uint8Array(await kept.arrayBuffer());
   } else {
-    const packed = await readBytes(snapshot.url);
-    sparse = new Uint8Array(await new Response(
-      new Blob([packed]).stream().pipeThrough(new DecompressionStream("gzip"))).arrayBuffer());
+    sparse = await inflated(snapshot.url);
     if (cache) keep(cache, key, sparse);
   }
   mark(kept ? "snapshot-read" : "snapshot-inflated");
-  const image = expandImage(sparse);
-  if (image.length !== snapshot.bytes) throw new Error(`the snapshot inflated to ${image.length} bytes, not ${snapshot.bytes}`);
-  return image;
+  const length = imageLength(sparse);
+  if (length !== snapshot.bytes) throw new Error(`the snapshot inflated to ${length} bytes, not ${snapshot.bytes}`);
+  return sparse;
+}
+
+// A gzipped file's bytes, inflated while they download.
+async function inflated(url) {
+  let body;
+  if (url.protocol === "file:") {
+    body = new Blob([await readBytes(url)]).stream();
+  } else {
+    const response = await fetch(url);
+    if (!response.ok) throw new Error(`cannot fetch ${url}: HTTP ${response.status}`);
+    body = response.body;
+  }
+  return new Uint8Array(await new Response(body.pipeThrough(new DecompressionStream("gzip"))).arrayBuffer());
 }
 
 // Store the inflated image for the next visit, replacing older ones; off the critical path

@@ -95,3 +95,23 @@ test("a snapshot that does not restore falls back to a fresh start; null turns i
   assert.deepEqual(off.start, { snapshot: false, why: "env.snapshotURL is null" });
   assert.deepEqual(off.labels, HOLDOUT.expected_label);
 });
+
+test("a session created after a restore imports no module the snapshot lacks (none is compiled in the page)", () => {
+  const script = `
+    import { InferenceSession } from ${JSON.stringify(new URL("../index.js", import.meta.url).href)};
+    import { getRuntime } from ${JSON.stringify(new URL("../runtime.js", import.meta.url).href)};
+    const { pyodide, start } = await getRuntime();
+    const before = pyodide.runPython("import sys; set(sys.modules)");
+    await InferenceSession.create(
+      ${JSON.stringify(new URL("../../examples/digits/digits_mlp.onnx", import.meta.url).href)},
+      { executionProviders: ["wasm"] });
+    pyodide.globals.set("before", before);
+    const added = pyodide.runPython("import sys; sorted(set(sys.modules) - before)").toJs();
+    console.log(JSON.stringify({ start, added }));`;
+  const out = execFileSync(process.execPath, ["--input-type=module", "-e", script],
+                           { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
+  const { start, added } = JSON.parse(out.trim().split("\n").pop());
+  assert.deepEqual(start, { snapshot: true, why: "" });
+  // the CPU provider (numpy's) once came in here, with ctypes and its native-kernel modules
+  assert.deepEqual(added, []);
+});

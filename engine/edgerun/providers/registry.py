@@ -11,6 +11,7 @@ import importlib
 import warnings
 
 from ..errors import InvalidArgument, NotImplementedOp
+from ..ir.optional_numpy import have_numpy
 from .base import ExecutionProvider
 
 # short name -> (onnxruntime name, "module:Class")
@@ -52,13 +53,16 @@ def constant_evaluator():
     """The function the optimizer folds constants with: the CPU provider's kernels where numpy
     is, the wasm provider's where it is not (a page), or None where neither runs."""
     for short in ("cpu", "wasm"):
-        cls = provider_class(short)
-        if cls is not None and cls.available()[0]:
-            return importlib.import_module(cls.__module__).evaluate_node
+        if availability(short)[0]:
+            return importlib.import_module(provider_class(short).__module__).evaluate_node
     return None
 
 
 def availability(short: str, options: Optional[dict] = None) -> tuple:
+    if short == "cpu" and not have_numpy():
+        # asked before importing the provider: a page (Pyodide, no numpy) would otherwise
+        # import it, and compile what it imports, at each session's start
+        return False, "numpy is not installed"
     cls = provider_class(short)
     if cls is None:
         return False, f"the {short} provider cannot be loaded ({_LOAD_ERRORS[short]})"

@@ -53,8 +53,10 @@ def preload(package: str = "edgerun") -> list:
     taken after this (scripts/make_snapshot.mjs) holds them compiled. Modules that cannot
     import here (they need numpy or a native library) are skipped; returns their names."""
     if package == "edgerun":
+        from ..ir.op_types import op_types
         from ..providers.wasm.build_info import load_module_bytes
         load_module_bytes()          # read and checked once: a restored page has it in memory
+        op_types()                   # the type table, parsed once (~70 KB of JSON)
     skipped = []
     for module in pkgutil.iter_modules(importlib.import_module(package).__path__, package + "."):
         if module.name.startswith(_NOT_PRELOADED):
