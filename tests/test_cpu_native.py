@@ -961,9 +961,10 @@ def test_split_products_match_numpy_on_random_shapes(monkeypatch):
     1e-6 x k absolute (each part is one BLAS call, whose blocking and summation order may
     differ from the whole product's: a row of 512 sums gemv's way and gemm's, ~3e-5 apart
     on values ~20; a wrong part is off by the values themselves). float32 products BLAS
-    takes as one sgemm (rows of unit stride, a stack of rows by a matrix, B either way
-    round, rows longer than k) are split from SPLIT_RECORD_MACS as sgemm records on the
-    native pool; the others from SPLIT_MACS on the Python threads."""
+    takes as sgemm calls (rows of unit stride, a stack of rows by a matrix, stacks of
+    matrices broadcast either side, B either way round, rows longer than k) are split from
+    SPLIT_RECORD_MACS as sgemm records on the native pool (a stack's matrices from
+    SPLIT_RECORD_MACS each); the others from SPLIT_MACS on the Python threads."""
     from edgerun.providers.cpu.native import parallel, products
 
     if library.isa() == "none":
@@ -979,7 +980,9 @@ def test_split_products_match_numpy_on_random_shapes(monkeypatch):
     cases = [((700, 300), (300, 200)), ((3, 300), (300, 30000)), ((64, 64), (64, 64)),
              ((2, 3, 200, 160), (160, 300)), ((4, 1, 150, 200), (1, 5, 200, 180)),
              ((1, 400), (400, 300)), ((64, 40), (40, 3136)), ((3136, 64), (64, 64)),
-             ((1, 512), (512, 4096)), ((2, 50, 120), (120, 400))]
+             ((1, 512), (512, 4096)), ((2, 50, 120), (120, 400)),
+             ((1, 96, 96), (3, 1, 96, 600)), ((4, 34, 34), (1, 4, 34, 784)),
+             ((3, 1, 64, 90), (1, 90, 500)), ((16, 40, 40), (16, 40, 40))]
     layouts = ["strided a", "contiguous", "b transposed", "rows longer than k"]
     parallel.set_threads(2)
     try:
@@ -999,7 +1002,10 @@ def test_split_products_match_numpy_on_random_shapes(monkeypatch):
                     got = products.matmul(a, b)
                     case = f"{a_shape} @ {b_shape} {dtypes} {layout}"
                     macs = math.prod(want.shape) * k
-                    native = products._sgemm_operands(a, b, None) is not None
+                    operands = products._sgemm_operands(a, b, None)
+                    calls = 1 if operands is None else len(operands[9])
+                    native = operands is not None and (
+                        calls == 1 or macs // calls >= parallel.SPLIT_RECORD_MACS)
                     expected = macs >= (parallel.SPLIT_RECORD_MACS if native
                                         else parallel.SPLIT_MACS)
                     assert bool(parts) == expected, (case, parts)
@@ -1138,6 +1144,66 @@ def test_a_threaded_session_sets_blas_to_one_thread_and_leaves_it(monkeypatch):
             assert [info["num_threads"] for info in blas.info()] == [after] * len(blas.info()), \
                 (threads, after)
     assert parallel.blas_pinned()
+
+
+@pytest.mark.parametrize("batch", [1, 2, 3])
+@pytest.mark.parametrize("group", [1, 2])
+def test_a_batchs_pointwise_convs_split_as_sgemm_calls_and_match_onnxruntime(batch, group,
+                                                                           monkeypatch):
+    """On two threads with BLAS pinned (after a run's native parts), a pointwise conv past
+    batch 1 is a stack of products, one per image and group: each stack of at least
+    SPLIT_RECORD_MACS a call runs as cblas_sgemm records on the native pool (a Python
+    thread's part would share its core with the native workers still spinning), and the
+    model, a depthwise conv then pointwise convs (a strided one: a view), matches
+    onnxruntime within 1e-4 at batch 1, 2 and 3 (3 images on 2 threads: each split in rows)."""
+    import onnxruntime as ort
+
+    from edgerun.providers.cpu.native import parallel
+
+    if library.isa() == "none":
+        pytest.skip(f"no native kernels here: {library.status()}")
+    if products_sgemm() is None:
+        pytest.skip("numpy's BLAS has no cblas_sgemm threadpoolctl finds (not OpenBLAS)")
+    monkeypatch.setattr(parallel, "_blas_pinned", [])
+    kernels = []
+    real_split = parallel.run_split
+    monkeypatch.setattr(parallel, "run_split", lambda kernel, words, n: kernels.append(
+        (kernel, n)) or real_split(kernel, words, n))
+    rng = np.random.default_rng(53 + batch)
+    c, m, side = 96, 192, 48        # (the depthwise conv: 2M multiply-adds, split in two)
+    weights = {"dw": rng.standard_normal((c, 1, 3, 3)) / 3,
+               "pw": rng.standard_normal((m, c // group, 1, 1)) / 10,
+               "pw2": rng.standard_normal((m, m // group, 1, 1)) / 10}
+    nodes = [helper.make_node("Conv", ["x", "dw"], ["d"], group=c, pads=[1, 1, 1, 1]),
+             helper.make_node("Conv", ["d", "pw"], ["p"], group=group),
+             helper.make_node("Relu", ["p"], ["r"]),
+             helper.make_node("Conv", ["r", "pw2"], ["y"], group=group, strides=[2, 2])]
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, c, side, side])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(w.astype(np.float32), name) for name, w in weights.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)],
+                              ir_version=9).SerializeToString()
+    x = rng.standard_normal((batch, c, side, side)).astype(np.float32)
+    options = SessionOptions()
+    options.intra_op_num_threads = 2
+    session = InferenceSession(model, options, providers=["cpu"])
+    session.run(None, {"x": x})                       # (its native parts pin BLAS)
+    kernels.clear()
+    got = session.run(None, {"x": x})[0]
+    want = ort.InferenceSession(model, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    calls = batch * group
+    per_call = m // group * c // group * side * side
+    if calls > 1 and per_call >= parallel.SPLIT_RECORD_MACS:
+            assert ("er_cpu_sgemm", calls * (2 if calls % 2 else 1)) in kernels, kernels
+    assert parallel.blas_pinned()
+
+
+def products_sgemm():
+    from edgerun.providers.cpu.native import products
+
+    return products._blas_sgemm()
 
 
 def test_native_parts_raise_the_first_error():

@@ -22,8 +22,10 @@ from .library import address
 def matmul(a: np.ndarray, b: np.ndarray, out: Optional[np.ndarray] = None) -> np.ndarray:
     """np.matmul(a, b, out=out), split over this thread's threads where the product is large:
     parts of a's rows (or of b's columns, for a few rows), each one BLAS call on one thread.
-    float32 products of a matrix (or a stack of rows) by a matrix go to the native pool as
-    cblas_sgemm calls (`_sgemm_parts`: a hand-off of a microsecond, so parts can be small);
+    float32 products of matrices (a stack of rows by a matrix, or stacks of matrices, as a
+    batch's pointwise convs are) go to the native pool as cblas_sgemm calls (`_sgemm_parts`:
+    a hand-off of a microsecond, so parts can be small; a Python thread's part would share
+    its core with the native workers still spinning after the previous node's parts);
     others run on the pool of Python threads (numpy releases the GIL inside BLAS). One pool
     runs these parts and the native kernels' alike; BLAS's own threads would spin on the
     same cores."""
@@ -36,10 +38,14 @@ def matmul(a: np.ndarray, b: np.ndarray, out: Optional[np.ndarray] = None) -> np
     m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
     lead = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
     macs = math.prod(lead) * m * k * n
-    operands = _sgemm_operands(a, b, out)
+    stack = 1 if b.ndim == 2 and a.flags.c_contiguous else math.prod(lead)  # sgemm calls
+    operands = _sgemm_operands(a, b, out) if macs // stack >= parallel.SPLIT_RECORD_MACS \
+        or stack == 1 else None
     if operands is not None:
-        return _sgemm_parts(operands, macs) if macs >= parallel.SPLIT_RECORD_MACS else \
-            np.matmul(a, b, out=out)
+        done = _sgemm_parts(operands, macs) if macs >= parallel.SPLIT_RECORD_MACS else None
+        return done if done is not None else np.matmul(a, b, out=out)
+    # (products of other types or layouts, and stacks of matrices too small for a record
+    # each: split on the Python threads)
     if macs < parallel.SPLIT_MACS:
         return np.matmul(a, b, out=out)
     by_rows = m >= n or m >= 64 * parallel.threads()
@@ -62,58 +68,82 @@ def matmul(a: np.ndarray, b: np.ndarray, out: Optional[np.ndarray] = None) -> np
 
 
 def _sgemm_operands(a: np.ndarray, b: np.ndarray, out: Optional[np.ndarray]) -> Optional[tuple]:
-    """(A [M, k], B [k, n], whether B is stored transposed, the result [..., n], numpy's
-    (cblas_sgemm, ilp64)) of a float32 product BLAS takes as one sgemm: a's leading axes fold
-    into its rows (a stack of rows times one matrix), rows of unit stride, B either way
-    round, a C-contiguous result; None otherwise (or without numpy's cblas_sgemm)."""
+    """A float32 product BLAS takes as cblas_sgemm calls of one shape, one per matrix of the
+    (broadcast) stack: (m, n, k, lda, ldb, ldc, whether B is stored transposed, the address
+    of each matrix of a, of b and of the result, the result, numpy's (cblas_sgemm, ilp64));
+    None otherwise (or without numpy's cblas_sgemm). A stack of rows times one matrix folds
+    into one matrix of rows (one call) where a's leading axes allow it. Each matrix needs
+    rows of unit stride (B either way round, rows longer than k allowed) and the result to
+    be C-contiguous."""
     entry = _blas_sgemm()
-    if a.dtype != np.float32 or b.dtype != np.float32 or b.ndim != 2 or entry is None or \
+    if a.dtype != np.float32 or b.dtype != np.float32 or entry is None or \
             (out is not None and (out.dtype != np.float32 or not out.flags.c_contiguous)):
         return None
-    k, n = b.shape
-    shape = a.shape[:-1] + (n,)
+    k, n = b.shape[-2:]
+    lead = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    shape = lead + (a.shape[-2], n)
     if out is not None and out.shape != shape:
         return None
-    if a.ndim > 2:
-        if not a.flags.c_contiguous:
-            return None
-        a = a.reshape(-1, k)
-    if a.strides[1] != 4 or a.strides[0] % 4 or a.strides[0] < 4 * k or min(a.shape[0], k, n) == 0:
+    if b.ndim == 2 and a.ndim > 2 and a.flags.c_contiguous:
+        a, lead = a.reshape(-1, k), ()
+    m = a.shape[-2]
+    if a.strides[-1] != 4 or a.strides[-2] % 4 or (a.strides[-2] < 4 * k and m > 1) or \
+            min(m, k, n) == 0 or any(s % 4 for s in a.strides[:-2] + b.strides[:-2]):
         return None
-    if b.strides[1] == 4 and b.strides[0] % 4 == 0 and b.strides[0] >= 4 * n:
-        transposed = False
-    elif b.strides[0] == 4 and b.strides[1] % 4 == 0 and b.strides[1] >= 4 * k:
-        transposed = True
+    if b.strides[-1] == 4 and b.strides[-2] % 4 == 0 and b.strides[-2] >= 4 * n:
+        transposed, ldb = False, b.strides[-2] // 4
+    elif b.strides[-2] == 4 and b.strides[-1] % 4 == 0 and b.strides[-1] >= 4 * k:
+        transposed, ldb = True, b.strides[-1] // 4
     else:
         return None
-    return a, b, transposed, out if out is not None else np.empty(shape, np.float32), entry
+    result = out if out is not None else np.empty(shape, np.float32)
+    c_at = address(result)
+    return (m, n, k, max(a.strides[-2] // 4, k), ldb, n, transposed, _matrices(a, lead),
+            _matrices(b, lead), [c_at + 4 * m * n * i for i in range(math.prod(lead))],
+            result, entry)
 
 
-def _sgemm_parts(operands: tuple, macs: int) -> np.ndarray:
-    """The result of _sgemm_operands' a @ b, in parts of a's rows (or of b's columns, for a
-    few rows), each a cblas_sgemm on one of the native pool's threads
-    (cpu_kernels/blas_parts.c)."""
-    a, b, transposed, result, (sgemm, ilp64) = operands
-    m, k = a.shape
-    n = b.shape[1]
-    c = result.reshape(m, n)
-    by_rows = m >= n or m >= 64 * parallel.threads()
-    parts = parallel.parts_for(macs, m if by_rows else n, parallel.MIN_RECORD_MACS)
-    if parts <= 1:
-        np.matmul(a, b, out=c)
-        return result
-    lda, ldb, ldc = a.strides[0] // 4, b.strides[1 if transposed else 0] // 4, n
-    ranges = np.array(parallel.split(m if by_rows else n, parts), np.int64)
-    start, size = ranges[:, 0], ranges[:, 1] - ranges[:, 0]
-    a_at, b_at, c_at = address(a), address(b), address(c)
+def _matrices(x: np.ndarray, lead: tuple) -> list:
+    """The address of each of x's matrices (its last two axes), in the order of the
+    broadcast leading shape `lead` (x's own leading axes align to its end; Python ints: a
+    stack holds few matrices, and numpy's calls cost more than these sums)."""
+    offsets = [address(x)]
+    own = (1,) * (len(lead) - (x.ndim - 2)) + x.shape[:-2]
+    strides = (0,) * (len(lead) - (x.ndim - 2)) + x.strides[:-2]
+    for size, want, stride in zip(own, lead, strides):
+        steps = range(want) if size == want else [0] * want
+        offsets = [at + i * stride for at in offsets for i in steps]
+    return offsets
+
+
+def _sgemm_parts(operands: tuple, macs: int) -> Optional[np.ndarray]:
+    """The result of _sgemm_operands' product as cblas_sgemm records on the native pool
+    (cpu_kernels/blas_parts.c): each matrix whole where the matrices share the threads out
+    evenly, else each in parts of its rows (or of b's columns, for a few rows); None where
+    that is one call."""
+    m, n, k, lda, ldb, ldc, transposed, a_at, b_at, c_at, result, (sgemm, ilp64) = operands
+    count, threads = len(c_at), parallel.threads()
+    if threads <= 1:
+        return None
+    by_rows = m >= n or m >= 64 * threads
+    split = 1 if count % threads == 0 else \
+        parallel.parts_for(macs // count, m if by_rows else n, parallel.MIN_RECORD_MACS)
+    if count * split <= 1:
+        return None
+    one = parallel.split(m if by_rows else n, split)
+    ranges = one * count
+    size = [stop - start for start, stop in ranges]
+    a_at, b_at, c_at = ([at for at in ats for _ in one] for ats in (a_at, b_at, c_at))
     if by_rows:
-        words = [sgemm, int(ilp64), int(transposed), size, n, k, a_at + start * lda * 4, lda,
-                 b_at, ldb, c_at + start * ldc * 4, ldc]
+        words = [sgemm, int(ilp64), int(transposed), size, n, k,
+                 [at + r[0] * lda * 4 for at, r in zip(a_at, ranges)], lda, b_at, ldb,
+                 [at + r[0] * ldc * 4 for at, r in zip(c_at, ranges)], ldc]
     else:
-        b_step = ldb if transposed else 1
+        b_step = 4 * (ldb if transposed else 1)
         words = [sgemm, int(ilp64), int(transposed), m, size, k, a_at, lda,
-                 b_at + start * b_step * 4, ldb, c_at + start * 4, ldc]
-    parallel.run_split("er_cpu_sgemm", words, parts)      # (parts > 1: the record form)
+                 [at + r[0] * b_step for at, r in zip(b_at, ranges)], ldb,
+                 [at + r[0] * 4 for at, r in zip(c_at, ranges)], ldc]
+    parallel.run_split("er_cpu_sgemm", words, len(ranges))
     return result
 
 
