@@ -10,6 +10,13 @@ import { addCustomOps, env, readBytes } from "./runtime.js";
 import { createSession } from "./engine.js";
 import { WorkerSession } from "./proxy.js";
 import { Tensor } from "./tensor.js";
+// The modules those import, named here too: an unbundled page then fetches every module of
+// the package at once instead of a level at a time, and Pyodide starts loading a round trip
+// sooner (bundlers make one file either way).
+import "./image.js";
+import "./kept.js";
+import "./memory_image.js";
+import "./replay.js";
 
 export { env, Tensor };
 
