@@ -135,6 +135,40 @@ def test_cold_start_bench_times_edgerun_visits_in_chromium(tmp_path):
     assert (tmp_path / "cold_start.md").read_text().count("| digits_mlp |") == 2
 
 
+def test_a_second_visit_reads_the_inflated_snapshot_the_first_kept(tmp_path):
+    """The first visit inflates the start-up snapshot and, once it has its first result,
+    keeps the inflated image in Cache Storage (web/runtime.js afterFirstResult: writing it
+    earlier competed with the session's creation); a later visit that starts Python (another
+    model, so no kept session answers it) reads the image instead of inflating it. Both
+    visits' outputs match the CPU provider."""
+    import urllib.parse
+
+    from browser_harness import require_browser
+
+    require_browser()
+    from bench.web import cold_start
+    from edgerun import InferenceSession
+
+    site = tmp_path / "site"
+    cases = cold_start.build_site(str(site), ["digits_mlp", "silero_vad"], engines=("edgerun",))
+    server, base = cold_start.serve(str(site), {"bytes": 0})
+    try:
+        marks = {}
+        for name in ("digits_mlp", "silero_vad"):
+            url = f"{base}/edgerun.html?case=" + urllib.parse.quote(json.dumps(cases[name]))
+            result = cold_start.visit(url, str(tmp_path / "profile"), linger_ms=1500)
+            assert "error" not in result, result.get("error")
+            path, feeds = cold_start.real_models()[name]()
+            expected = InferenceSession(path, providers=["cpu"]).run(None, feeds)
+            assert cold_start.max_diff(result, expected) <= cold_start.TOLERANCE, name
+            marks[name] = {m.removeprefix("edgerun:") for m, _ in result["marks"]}
+    finally:
+        server.shutdown()
+    assert "snapshot-inflated" in marks["digits_mlp"], marks
+    assert "snapshot-read" in marks["silero_vad"], marks
+    assert "snapshot-inflated" not in marks["silero_vad"], marks
+
+
 def test_web_package_staleness_follows_the_engine_sources(tmp_path):
     """python -m bench.web measures web/dist's wheel: build_web.py stamps the engine sources
     it was built from, and --check (which bench.web runs first) tells a stale build."""

@@ -3,7 +3,8 @@
 // [name, type, dims, bytes or strings] and errors carry Python's message.
 import { keepSession, keptSlot, restoreKept } from "./kept.js";
 import { ProgramReplays } from "./replay.js";
-import { applyCustomOps, env, getRuntime, mark, readBytes, wheelBytes } from "./runtime.js";
+import { applyCustomOps, env, firstResultCame, getRuntime, mark, readBytes,
+         wheelBytes } from "./runtime.js";
 
 // With JSPI (Chromium), Python may wait on JavaScript promises (WebGPU buffer maps) while it
 // runs; that needs entering Python through callPromising. Without JSPI, calls stay synchronous.
@@ -107,6 +108,7 @@ export class PythonSession {
     }
     const result = outputs.toJs();
     outputs.destroy();
+    firstResultCame();
     return result;
   }
 

@@ -253,7 +253,7 @@ async function snapshotImage(snapshot) {
     sparse = new Uint8Array(await kept.arrayBuffer());
   } else {
     sparse = await inflated(snapshot.url);
-    if (cache) keep(cache, key, sparse);
+    if (cache) afterFirstResult(() => keep(cache, key, sparse));
   }
   mark(kept ? "snapshot-read" : "snapshot-inflated");
   const length = imageLength(sparse);
@@ -274,15 +274,36 @@ async function inflated(url) {
   return new Uint8Array(await new Response(body.pipeThrough(new DecompressionStream("gzip"))).arrayBuffer());
 }
 
-// Store the inflated image for the next visit, replacing older ones; off the critical path
-// and best effort (a full quota only costs the next visit the inflating).
-function keep(cache, key, bytes) {
-  setTimeout(async () => {
-    try {
-      for (const old of await cache.keys()) if (old.url !== key.url) await cache.delete(old);
-      await cache.put(key, new Response(bytes));
-    } catch { /* quota or private mode: fine */ }
-  }, 0);
+// Store the inflated image for the next visit, replacing older ones; best effort (a full
+// quota only costs the next visit the inflating).
+async function keep(cache, key, bytes) {
+  try {
+    for (const old of await cache.keys()) if (old.url !== key.url) await cache.delete(old);
+    await cache.put(key, new Response(bytes));
+  } catch { /* quota or private mode: fine */ }
+}
+
+// Work done for later visits (writing the inflated snapshot to Cache Storage: ~20 MB) waits
+// for this thread's first result, or FIRST_RESULT_WAIT_MS: on a first visit it competed for
+// the CPU with the session's creation (~60 ms later on two cores).
+const FIRST_RESULT_WAIT_MS = 10_000;
+const forLater = [];
+let firstResult = false;
+
+export function afterFirstResult(task) {
+  if (firstResult) {
+    setTimeout(task, 0);
+    return;
+  }
+  if (!forLater.length) setTimeout(firstResultCame, FIRST_RESULT_WAIT_MS);
+  forLater.push(task);
+}
+
+// A session of this thread gave its first result (engine.js): the work for later starts.
+export function firstResultCame() {
+  if (firstResult) return;
+  firstResult = true;
+  for (const task of forLater.splice(0)) setTimeout(task, 0);
 }
 
 // The configuration a Web Worker needs, with every URL absolute: relative ones would
