@@ -1003,7 +1003,7 @@ def test_split_products_match_numpy_on_random_shapes(monkeypatch):
                     case = f"{a_shape} @ {b_shape} {dtypes} {layout}"
                     macs = math.prod(want.shape) * k
                     operands = products._sgemm_operands(a, b, None)
-                    calls = 1 if operands is None else len(operands[9])
+                    calls = 1 if operands is None else len(operands.c_at)
                     native = operands is not None and (
                         calls == 1 or macs // calls >= parallel.SPLIT_RECORD_MACS)
                     expected = macs >= (parallel.SPLIT_RECORD_MACS if native

@@ -7,7 +7,7 @@ the native kernels' alike, rather than BLAS's own threads spinning on the same c
 then BLAS's threads take the products whole."""
 from __future__ import annotations
 
-from typing import Optional
+from typing import NamedTuple, Optional
 
 import ctypes
 import functools
@@ -67,14 +67,30 @@ def matmul(a: np.ndarray, b: np.ndarray, out: Optional[np.ndarray] = None) -> np
     return out
 
 
-def _sgemm_operands(a: np.ndarray, b: np.ndarray, out: Optional[np.ndarray]) -> Optional[tuple]:
+class SgemmCalls(NamedTuple):
+    """A float32 product as cblas_sgemm calls of one shape, one per matrix of the stack:
+    strides in elements, the address of each matrix of a, of b and of the result."""
+    m: int
+    n: int
+    k: int
+    lda: int
+    ldb: int
+    ldc: int
+    transposed: bool          # b stored as [n, k]
+    a_at: list
+    b_at: list
+    c_at: list
+    result: np.ndarray
+    entry: tuple              # numpy's (cblas_sgemm address, whether ILP64)
+
+
+def _sgemm_operands(a: np.ndarray, b: np.ndarray,
+                    out: Optional[np.ndarray]) -> Optional[SgemmCalls]:
     """A float32 product BLAS takes as cblas_sgemm calls of one shape, one per matrix of the
-    (broadcast) stack: (m, n, k, lda, ldb, ldc, whether B is stored transposed, the address
-    of each matrix of a, of b and of the result, the result, numpy's (cblas_sgemm, ilp64));
-    None otherwise (or without numpy's cblas_sgemm). A stack of rows times one matrix folds
-    into one matrix of rows (one call) where a's leading axes allow it. Each matrix needs
-    rows of unit stride (B either way round, rows longer than k allowed) and the result to
-    be C-contiguous."""
+    (broadcast) stack; None otherwise (or without numpy's cblas_sgemm). A stack of rows
+    times one matrix folds into one matrix of rows (one call) where a's leading axes allow
+    it. Each matrix needs rows of unit stride (B either way round, rows longer than k
+    allowed) and the result to be C-contiguous."""
     entry = _blas_sgemm()
     if a.dtype != np.float32 or b.dtype != np.float32 or entry is None or \
             (out is not None and (out.dtype != np.float32 or not out.flags.c_contiguous)):
@@ -91,7 +107,7 @@ def _sgemm_operands(a: np.ndarray, b: np.ndarray, out: Optional[np.ndarray]) -> 
         # one row: numpy's product is a gemv; OpenBLAS's sgemm of one row packs all of b,
         # 2-4x slower (alexnet's 9216 x 4096 layer at batch 1: 8 ms, 16 on two threads)
         return None
-    if a.strides[-1] != 4 or a.strides[-2] % 4 or (a.strides[-2] < 4 * k and m > 1) or \
+    if a.strides[-1] != 4 or a.strides[-2] % 4 or a.strides[-2] < 4 * k or \
             min(m, k, n) == 0 or any(s % 4 for s in a.strides[:-2] + b.strides[:-2]):
         return None
     if b.strides[-1] == 4 and b.strides[-2] % 4 == 0 and b.strides[-2] >= 4 * n:
@@ -102,9 +118,9 @@ def _sgemm_operands(a: np.ndarray, b: np.ndarray, out: Optional[np.ndarray]) -> 
         return None
     result = out if out is not None else np.empty(shape, np.float32)
     c_at = address(result)
-    return (m, n, k, max(a.strides[-2] // 4, k), ldb, n, transposed, _matrices(a, lead),
-            _matrices(b, lead), [c_at + 4 * m * n * i for i in range(math.prod(lead))],
-            result, entry)
+    return SgemmCalls(m, n, k, a.strides[-2] // 4, ldb, n, transposed, _matrices(a, lead),
+                      _matrices(b, lead), [c_at + 4 * m * n * i for i in range(math.prod(lead))],
+                      result, entry)
 
 
 def _matrices(x: np.ndarray, lead: tuple) -> list:
@@ -120,7 +136,7 @@ def _matrices(x: np.ndarray, lead: tuple) -> list:
     return offsets
 
 
-def _sgemm_parts(operands: tuple, macs: int) -> Optional[np.ndarray]:
+def _sgemm_parts(operands: SgemmCalls, macs: int) -> Optional[np.ndarray]:
     """The result of _sgemm_operands' product as cblas_sgemm records on the native pool
     (cpu_kernels/blas_parts.c): each matrix whole where the matrices share the threads out
     evenly, else each in parts of its rows (or of b's columns, for a few rows); None where
