@@ -11,6 +11,9 @@ from typing import Any, Optional, Union
 from . import dtypes
 
 Dim = Union[int, str, None]  # a fixed size, a symbolic name, or unknown
+# The domain of edgerun's own operators (the optimizer's fusions: FusedConv, ElementwiseProgram,
+# QuantizeDequantize, ...), which saved models carry as a custom opset
+EDGERUN_DOMAIN = "com.edgerun"
 
 
 def element_count(dims) -> int:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from .. import ir
+from ..ir import EDGERUN_DOMAIN
 from ..ir.host_tensor import STRUCT_FORMATS, HostTensor, flat_values
 from ..ir.optional_numpy import have_numpy
 from ..ir.walk import node_reads, subgraphs  # noqa: F401 - passes import subgraphs from here
@@ -19,7 +20,6 @@ ONNX_DOMAINS = ("", "ai.onnx")
 # element types whose values scalar() reads as a number (with or without numpy)
 NUMBER_TYPES = frozenset(STRUCT_FORMATS) - {ir.dtypes.BOOL}
 FLOAT_TYPES = frozenset({ir.dtypes.FLOAT, ir.dtypes.FLOAT16, ir.dtypes.DOUBLE})
-EDGERUN_DOMAIN = "com.edgerun"
 
 
 class PassContext:

@@ -11,10 +11,10 @@ of the capturing one still gets the nodes it claims first.
 from __future__ import annotations
 
 from ..errors import InvalidGraph
+from ..ir import EDGERUN_DOMAIN as DOMAIN
 from ..ir import Attribute, AttrType, Graph, Node
 from ..ir.walk import all_nodes, topological_order
 
-DOMAIN = "com.edgerun"
 CAPTURE_OPS = ("WasmProgram", "WebGpuProgram")     # the wrapper node of each capturing provider
 # operators whose outputs differ from run to run: a replay would repeat the recorded draw
 RANDOM_OPS = frozenset({"RandomNormal", "RandomUniform", "RandomNormalLike",

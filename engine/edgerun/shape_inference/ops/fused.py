@@ -2,11 +2,11 @@
 spellings): the base operator's rule."""
 from __future__ import annotations
 
+from ...ir import EDGERUN_DOMAIN as DOMAIN
 from ..registry import infer
 from . import attention, conv, matmul, normalization
 from ._common import same_as_input
 
-DOMAIN = "com.edgerun"
 MICROSOFT = "com.microsoft"       # onnxruntime's spellings of the same fusions
 
 for domain in (DOMAIN, MICROSOFT):

@@ -10,10 +10,10 @@ import math
 
 import numpy as np
 
+from ....ir import EDGERUN_DOMAIN as EDGERUN
 from ..lowering import attr, lowers
 from .elementwise import activate, check_fused_activation
 
-EDGERUN = "com.edgerun"
 
 
 # ---- geometry ---------------------------------------------------------------------------

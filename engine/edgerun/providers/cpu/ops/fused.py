@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ....ir import EDGERUN_DOMAIN as DOMAIN
 from ....ir.unary_ops import UNARY_OPS
 from ..registry import binds, kernel
 from . import unary
@@ -35,7 +36,6 @@ from .normalization import batch_norm_activated, layer_normalization
 from .quantization import quantize_dequantize_on_grid
 from .softmax import softmax_13
 
-DOMAIN = "com.edgerun"
 
 
 def _clip(ctx, y, params):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ....ir import EDGERUN_DOMAIN as DOMAIN
 from ....optimizer.fuse_elementwise_program import ARITHMETIC
 from ..native import elementwise as native
 from ..native import program as native_program
@@ -20,7 +21,6 @@ from ..registry import kernel
 from .float_errors import ignored_float_errors
 from .quantization import quantize_dequantize_on_grid
 
-DOMAIN = "com.edgerun"
 NUMPY = {"Add": np.add, "Sub": np.subtract, "Mul": np.multiply, "Div": np.divide}
 
 

@@ -29,6 +29,7 @@ import math
 
 import numpy as np
 
+from ....ir import EDGERUN_DOMAIN as EDGERUN
 from ....ir import dtypes
 from ..native import elementwise as native
 from ..native import qconv, qgemm
@@ -37,7 +38,6 @@ from .cast import FLOAT8_CODES, cast_array
 from .clamp import clip_to
 from .conv import convolve
 
-EDGERUN = "com.edgerun"
 
 INTEGER_RANGES = {
     dtypes.UINT8: (0, 255),

@@ -15,6 +15,7 @@ import functools
 
 import numpy as np
 
+from ....ir import EDGERUN_DOMAIN
 from ....ir.unary_ops import UNARY_OPS, UnaryOp, params_from_list, params_of
 from ..native import conv as native_conv
 from ..registry import binds, kernel
@@ -26,7 +27,6 @@ HAND_WRITTEN = {"Relu", "LeakyRelu", "Sigmoid", "Tanh", "HardSwish", "Gelu"}
 # rows the optimizer also writes in com.edgerun, below the opset that made them standard
 # (optimizer/fuse_swish.py: Swish before opset 24)
 EDGERUN_FORMS = {"Swish"}
-EDGERUN_DOMAIN = "com.edgerun"
 
 
 def sigmoid_of(x: np.ndarray) -> np.ndarray:
