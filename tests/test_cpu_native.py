@@ -789,6 +789,17 @@ def _check_native_conv(isa, monkeypatch, native_name, shape, w_shape, group, str
 # (x shape, second operand shape or None for a program/activation-only model): below and
 # above the split (2 * MIN_RECORD_VALUES = 131,072 values), batch 1 and 3, per-channel
 # operands either way round and of rank 3 or 4
+def recorded_splits(monkeypatch) -> list:
+    """(kernel, parts) of each parallel.run_split call from now on (the calls still run)."""
+    from edgerun.providers.cpu.native import parallel
+
+    calls: list = []
+    real = parallel.run_split
+    monkeypatch.setattr(parallel, "run_split", lambda kernel, words, parts: calls.append(
+        (kernel, parts)) or real(kernel, words, parts))
+    return calls
+
+
 SPLIT_PASS_CASES = [((1, 8, 90, 91), (1, 8, 90, 91)), ((1, 16, 100, 100), (1, 16, 100, 100)),
                     ((1, 24, 80, 70), (1, 24, 1, 1)), ((3, 5, 97, 101), (5, 1, 1)),
                     ((1, 7, 150, 130), "channel first"), ((2, 64, 33, 33), (2, 64, 33, 33))]
@@ -830,11 +841,7 @@ def test_split_elementwise_passes_are_the_one_thread_bits_and_match_onnxruntime(
     rng = np.random.default_rng(sum(shape))
     x = rng.standard_normal(shape).astype(np.float32) * 4
     y = rng.standard_normal(other).astype(np.float32) + np.float32(2.5)   # no zero divisors
-    kernels = []
-    real = parallel.run_split
-    monkeypatch.setattr(parallel, "run_split",
-                        lambda kernel, words, parts: kernels.append(kernel) or
-                        real(kernel, words, parts))
+    calls = recorded_splits(monkeypatch)
     results = {}
     for threads in (1, 2):
         so = SessionOptions()
@@ -850,6 +857,7 @@ def test_split_elementwise_passes_are_the_one_thread_bits_and_match_onnxruntime(
     np.testing.assert_allclose(results[2][0], want[0], rtol=1e-6, atol=1e-6)
     np.testing.assert_allclose(results[2][1], want[1], rtol=1e-5, atol=1e-5)
     split = x.size >= 2 * parallel.MIN_RECORD_VALUES
+    kernels = {kernel for kernel, _ in calls}
     assert ("er_cpu_binary_rows" in kernels) == split, kernels
     assert ("er_cpu_elementwise_program" in kernels) == split, kernels
     assert ("er_cpu_activation" in kernels) == split, kernels
@@ -862,15 +870,9 @@ def test_a_split_conv_epilogue_is_the_one_thread_bits(batch, monkeypatch):
     stays whole above; the same bits as on 1 thread, onnxruntime's within 1e-4."""
     import onnxruntime
 
-    from edgerun.providers.cpu.native import parallel
-
     if library.isa() == "none":
         pytest.skip(f"no native kernels here: {library.status()}")
-    kernels = []
-    real = parallel.run_split
-    monkeypatch.setattr(parallel, "run_split",
-                        lambda kernel, words, parts: kernels.append(kernel) or
-                        real(kernel, words, parts))
+    calls = recorded_splits(monkeypatch)
     rng = np.random.default_rng(batch)
     x = rng.standard_normal((batch, 32, 75, 61)).astype(np.float32)
     inits = [numpy_helper.from_array(rng.standard_normal((48, 32, 1, 1)).astype(np.float32) / 6,
@@ -890,9 +892,10 @@ def test_a_split_conv_epilogue_is_the_one_thread_bits(batch, monkeypatch):
         for threads in (1, 2):
             so = SessionOptions()
             so.intra_op_num_threads = threads
-            kernels.clear()
+            calls.clear()
             got[threads] = InferenceSession(model, so).run(None, {"x": x})[0]
-        assert ("er_cpu_bias_activation" in kernels) == (batch == 1), (activation, kernels)
+        assert any(kernel == "er_cpu_bias_activation" for kernel, _ in calls) == (batch == 1), \
+            (activation, calls)
         np.testing.assert_array_equal(got[1].view(np.int32), got[2].view(np.int32))
         want = onnxruntime.InferenceSession(model, providers=["CPUExecutionProvider"]).run(
             None, {"x": x})[0]
@@ -911,10 +914,7 @@ def test_native_threads_split_work_and_give_the_same_bits(monkeypatch):
         pytest.skip(f"no native kernels here: {library.status()}")
     assert parallel.split(10, 3) == [(0, 3), (3, 6), (6, 10)]
     assert parallel.split(2, 4) == [(0, 1), (1, 2)]
-    splits = []
-    real = parallel.run_split
-    monkeypatch.setattr(parallel, "run_split", lambda kernel, words, parts: splits.append(
-        parts) or real(kernel, words, parts))
+    calls = recorded_splits(monkeypatch)
     rng = np.random.default_rng(3)
     for x_shape, w_shape, group in [((1, 32, 96, 96), (32, 32, 3, 3), 1),
                                     ((1, 128, 1, 2000), (16, 128, 1, 5), 1),
@@ -934,11 +934,11 @@ def test_native_threads_split_work_and_give_the_same_bits(monkeypatch):
         for threads in (1, 2):
             options = SessionOptions()
             options.intra_op_num_threads = threads
-            splits.clear()
+            calls.clear()
             results.append(InferenceSession(model, options, providers=["cpu"]).run(
                 None, {"x": x})[0])
-            assert max(splits) == (1 if threads == 1 or x_shape[1] == 8 else 2), \
-                (x_shape, threads, splits)
+            assert max(parts for _, parts in calls) == \
+                (1 if threads == 1 or x_shape[1] == 8 else 2), (x_shape, threads, calls)
         np.testing.assert_array_equal(results[0], results[1], err_msg=str(x_shape))
     from edgerun.providers.cpu.native import conv as native_conv
     from edgerun.providers.cpu.ops import pool
@@ -1158,17 +1158,14 @@ def test_a_batchs_pointwise_convs_split_as_sgemm_calls_and_match_onnxruntime(bat
     onnxruntime within 1e-4 at batch 1, 2 and 3 (3 images on 2 threads: each split in rows)."""
     import onnxruntime as ort
 
-    from edgerun.providers.cpu.native import parallel
+    from edgerun.providers.cpu.native import parallel, products
 
     if library.isa() == "none":
         pytest.skip(f"no native kernels here: {library.status()}")
-    if products_sgemm() is None:
+    if products._blas_sgemm() is None:
         pytest.skip("numpy's BLAS has no cblas_sgemm threadpoolctl finds (not OpenBLAS)")
     monkeypatch.setattr(parallel, "_blas_pinned", [])
-    kernels = []
-    real_split = parallel.run_split
-    monkeypatch.setattr(parallel, "run_split", lambda kernel, words, n: kernels.append(
-        (kernel, n)) or real_split(kernel, words, n))
+    kernels = recorded_splits(monkeypatch)
     rng = np.random.default_rng(53 + batch)
     c, m, side = 96, 192, 48        # (the depthwise conv: 2M multiply-adds, split in two)
     weights = {"dw": rng.standard_normal((c, 1, 3, 3)) / 3,
@@ -1198,12 +1195,6 @@ def test_a_batchs_pointwise_convs_split_as_sgemm_calls_and_match_onnxruntime(bat
     if calls > 1 and per_call >= parallel.SPLIT_RECORD_MACS:
             assert ("er_cpu_sgemm", calls * (2 if calls % 2 else 1)) in kernels, kernels
     assert parallel.blas_pinned()
-
-
-def products_sgemm():
-    from edgerun.providers.cpu.native import products
-
-    return products._blas_sgemm()
 
 
 def test_native_parts_raise_the_first_error():

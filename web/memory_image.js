@@ -46,10 +46,11 @@ export function imageLength(sparse) {
 }
 
 // The whole image, in a new array or written over `into` (at least the image's length; the
-// pages left out are zeroed there).
-export function expandImage(sparse, into = null) {
+// pages left out are zeroed there, unless `zeroed` says it holds zeros already: a new array).
+export function expandImage(sparse, into = null, zeroed = false) {
   const { length, pageSize, runs, word } = header(sparse);
   const image = into ?? new Uint8Array(length);
+  const clear = into !== null && !zeroed;
   if (image.length < length) throw new Error(`the image is ${length} bytes, its target ${image.length}`);
   let at = 16 + 8 * runs;
   let end = 0;                   // where the last run written ended
@@ -57,12 +58,12 @@ export function expandImage(sparse, into = null) {
     const start = word(4 + 2 * r) * pageSize;
     const size = Math.min(word(5 + 2 * r) * pageSize, length - start);
     if (start < end || size < 0 || at + size > sparse.length) throw new Error("the image is truncated");
-    if (into) image.fill(0, end, start);
+    if (clear) image.fill(0, end, start);
     image.set(sparse.subarray(at, at + size), start);
     at += size;
     end = start + size;
   }
-  if (into) image.fill(0, end, length);
+  if (clear) image.fill(0, end, length);
   return image;
 }
 

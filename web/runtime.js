@@ -178,7 +178,7 @@ async function usableSnapshot(snapshot, pyodideVersion) {
 // scratch); the half-started Pyodide is left to the garbage collector.
 async function restoreSnapshot(loadPyodide, options, snapshot, indexURL) {
   const memory = new Uint8Array(snapshot.bytes);       // what Pyodide restores from
-  const written = snapshot.image.then((sparse) => { expandImage(sparse, memory); });
+  const written = snapshot.image.then((sparse) => { expandImage(sparse, memory, true); });
   const never = new Promise(() => {});
   return Promise.race([
     loadPyodide({ ...options, _loadSnapshot: memory,
@@ -267,9 +267,7 @@ async function inflated(url) {
   if (url.protocol === "file:") {
     body = new Blob([await readBytes(url)]).stream();
   } else {
-    const response = await fetch(url);
-    if (!response.ok) throw new Error(`cannot fetch ${url}: HTTP ${response.status}`);
-    body = response.body;
+    body = (await fetched(url)).body;
   }
   return new Uint8Array(await new Response(body.pipeThrough(new DecompressionStream("gzip"))).arrayBuffer());
 }
@@ -290,7 +288,7 @@ const FIRST_RESULT_WAIT_MS = 10_000;
 const forLater = [];
 let firstResult = false;
 
-export function afterFirstResult(task) {
+function afterFirstResult(task) {
   if (firstResult) {
     setTimeout(task, 0);
     return;
@@ -354,7 +352,11 @@ export async function readBytes(source) {
     const { readFile } = await import("node:fs/promises");
     return new Uint8Array(await readFile(url));
   }
+  return new Uint8Array(await (await fetched(url)).arrayBuffer());
+}
+
+async function fetched(url) {
   const response = await fetch(url);
   if (!response.ok) throw new Error(`cannot fetch ${url}: HTTP ${response.status}`);
-  return new Uint8Array(await response.arrayBuffer());
+  return response;
 }

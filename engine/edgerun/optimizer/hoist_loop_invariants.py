@@ -41,7 +41,7 @@ def hoist_loop_invariants(view: GraphView, ctx: PassContext) -> int:
         if not isinstance(body, ir.Graph):
             continue
         if loop.op_type == "Loop" or ctx.opset("") >= 9:       # Scan 8 has sequence_lens
-            count += _read_unchanged_values_from_outside(loop, body, view.ctx.array_of)
+            count += _read_unchanged_values_from_outside(loop, body, ctx.array_of)
         invariant = _invariant_nodes(body)
         if not invariant:
             continue

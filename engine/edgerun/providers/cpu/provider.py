@@ -18,6 +18,7 @@ import threading
 import warnings
 
 from ... import custom_ops
+from ...ir.optional_numpy import have_numpy
 from ...runtime.attributes import kernel_attributes
 from ...runtime.kernel_context import KernelContext
 from ..base import ExecutionProvider
@@ -31,9 +32,7 @@ class CPUProvider(ExecutionProvider):
 
     @classmethod
     def available(cls) -> tuple:
-        try:
-            import numpy  # noqa: F401
-        except ImportError:
+        if not have_numpy():
             return False, "numpy is not installed"
         return True, ""
 
